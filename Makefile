@@ -1,0 +1,44 @@
+# redis-ratelimit. `make run` starts Redis with the module; `make test` runs every test.
+SHELL := /bin/bash
+PORT ?= 6379
+MODULE := $(CURDIR)/target/release/libredis_ratelimit.so
+PY := $(CURDIR)/.venv/bin/python
+export RL_MODULE := $(MODULE)
+
+.PHONY: all build run test unit rust-it py-it lint deps bench bench-quick clean
+
+all: build
+
+deps:
+	@scripts/deps.sh system
+
+build: deps
+	cargo build --release
+
+# Foreground redis-server with the module loaded; PORT=6380 make run to move it.
+run: build
+	redis-server --port $(PORT) --save '' --appendonly no --loadmodule $(MODULE)
+
+test: build
+	@scripts/deps.sh python
+	$(MAKE) --no-print-directory unit rust-it py-it
+
+# The pure decision core, no server.
+unit:
+	cargo test --release --lib
+
+# Rust integration tests against real redis-server processes.
+rust-it:
+	cargo test --release --test '*'
+
+# redis-py tests: application use, seed interoperability, replicas, cluster.
+py-it:
+	$(PY) -m pytest integration -q -p no:cacheprovider
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --release --all-targets -- -D warnings
+
+clean:
+	cargo clean
+	rm -rf .venv

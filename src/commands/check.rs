@@ -1,0 +1,168 @@
+//! `RL.CHECK key now count window [count window ...] [COST cost]` and
+//! `RL.PEEK` (same arguments, writes nothing).
+//!
+//! Reads: `ZCOUNT` per distinct window and, when rejected, one `ZRANGE` by
+//! rank per violated rule, both O(log n). Writes (admitted RL.CHECK only):
+//! `cost` new members scored `now`, members older than the longest window
+//! removed, absolute expiry. Replicated as `ZADD`, `ZREMRANGEBYSCORE` (when
+//! something was removed) and `PEXPIREAT`.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Once;
+
+use super::Outcome;
+use crate::core::args::{parse_check, Now};
+use crate::core::int::is_safe_score;
+use crate::core::members;
+use crate::core::window::{admission, decide, Admission, LogView};
+use crate::error::{show, Error};
+use crate::redis_api::{bytes, Ctx, Key, Kind, OwnedStrings, RString};
+
+pub fn check(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
+    evaluate(ctx, args, true)
+}
+
+pub fn peek(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
+    evaluate(ctx, args, false)
+}
+
+fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
+    let [_, key_name, rest @ ..] = args else {
+        return Err(Error::Arg("wrong number of arguments".into()));
+    };
+    let rest: Vec<&[u8]> = rest.iter().map(|&s| bytes(s)).collect();
+    let parsed = parse_check(&rest)?;
+
+    let server_time = ctx.milliseconds()?;
+    let t = match parsed.now {
+        Now::Server => server_time,
+        Now::At(t) => t,
+    };
+
+    let key = Key::open(ctx, *key_name, write)?;
+    match key.kind()? {
+        Kind::Empty | Kind::SortedSet => {}
+        _ => return Err(Error::WrongType),
+    }
+    // Sorted, so the extremes bound every score.
+    let bounds = key.zscore_bounds()?;
+    if let Some((lowest, highest)) = bounds {
+        if !is_safe_score(lowest) || !is_safe_score(highest) {
+            return Err(Error::Stored(format!(
+                "sorted set at '{}' holds a score that is not finite or outside -9007199254740991..9007199254740991",
+                show(bytes(*key_name))
+            )));
+        }
+    }
+    let newest = bounds.map(|(_, highest)| highest);
+
+    let mut view = RedisLog {
+        ctx,
+        name: *key_name,
+        key: &key,
+    };
+    let decision = decide(&parsed.rules, parsed.cost, t, newest, &mut view)?;
+    if write && !decision.limited {
+        let plan = admission(&parsed.rules, parsed.cost, t, newest, server_time);
+        let trim = bounds.is_some_and(|(lowest, _)| lowest <= plan.trim_through as f64);
+        apply(ctx, *key_name, &key, &plan, trim)?;
+    }
+    Ok(Outcome {
+        reply: decision.reply().to_vec(),
+        admitted: !decision.limited,
+    })
+}
+
+/// The sorted set seen through ZCOUNT / ZRANGE by rank.
+struct RedisLog<'a> {
+    ctx: Ctx,
+    name: RString,
+    key: &'a Key,
+}
+
+impl LogView for RedisLog<'_> {
+    type Error = Error;
+
+    fn count_newer_than(&mut self, min_exclusive: i64) -> Result<u64, Error> {
+        self.ctx.zcount_above(self.name, min_exclusive)
+    }
+
+    fn len(&mut self) -> Result<u64, Error> {
+        self.key.len()
+    }
+
+    fn score_at_rank(&mut self, rank: u64) -> Result<f64, Error> {
+        self.ctx.zscore_at_rank(self.name, rank)
+    }
+}
+
+/// The next member counter. It starts at a random point per load and jumps
+/// to a new random point after a clash, so names written before a restart or
+/// by another primary rarely meet ours.
+static NEXT_MEMBER: AtomicU64 = AtomicU64::new(0);
+
+fn next_member() -> u64 {
+    static SEEDED: Once = Once::new();
+    SEEDED.call_once(reseed);
+    NEXT_MEMBER.fetch_add(1, Relaxed)
+}
+
+fn reseed() {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    h.write_u128(nanos);
+    NEXT_MEMBER.store(h.finish(), Relaxed);
+}
+
+/// Clashes tolerated for one unit before the call gives up (and undoes its
+/// additions). Each clash moves to a fresh random name, so reaching this
+/// needs a set holding nearly all 1.8e14 names.
+const MAX_NAME_CLASHES: usize = 64;
+
+fn apply(ctx: Ctx, name: RString, key: &Key, plan: &Admission, trim: bool) -> Result<(), Error> {
+    let mut strings = OwnedStrings::new(ctx);
+    let score = strings.from_i64(plan.score)?;
+    // ZADD key score member [score member ...]
+    let mut zadd: Vec<RString> = Vec::with_capacity(1 + 2 * plan.units as usize);
+    zadd.push(name);
+    for _ in 0..plan.units {
+        let mut clashes = 0;
+        loop {
+            let member = strings.from_bytes(&members::name(next_member()))?;
+            if key.zadd_new(plan.score as f64, member)? {
+                zadd.push(score);
+                zadd.push(member);
+                break;
+            }
+            clashes += 1;
+            if clashes == MAX_NAME_CLASHES {
+                for pair in zadd[1..].chunks(2) {
+                    if let [_, added] = *pair {
+                        key.zrem(added)?;
+                    }
+                }
+                return Err(Error::Internal("could not find a free member name".into()));
+            }
+            reseed();
+        }
+    }
+    let removed = if trim {
+        key.zrem_through(ctx, plan.trim_through as f64)?
+    } else {
+        0
+    };
+    key.set_expire_at(plan.expire_at)?;
+
+    ctx.replicate(c"ZADD", &zadd)?;
+    if removed > 0 {
+        let min = strings.from_bytes(b"-inf")?;
+        let max = strings.from_i64(plan.trim_through)?;
+        ctx.replicate(c"ZREMRANGEBYSCORE", &[name, min, max])?;
+    }
+    let at = strings.from_i64(plan.expire_at)?;
+    ctx.replicate(c"PEXPIREAT", &[name, at])?;
+    Ok(())
+}

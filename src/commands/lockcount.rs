@@ -1,0 +1,56 @@
+//! `RL.LOCKCOUNT lockkey countkey window max locktime`: count, then lock out
+//! (the seed's GET/SET/INCR interceptor flow, made atomic). O(1).
+
+use super::{counter_keys, fixed_args, Outcome};
+use crate::core::args::{distinct_keys, parse_lockcount};
+use crate::core::counters::{lockcount as decide, LockCount};
+use crate::error::Error;
+use crate::redis_api::{bytes, Ctx, Key, Kind, OwnedStrings, RString};
+
+pub fn lockcount(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
+    let [_, lock_name, count_name, window, max, locktime] = *fixed_args::<6>(args)?;
+    let parsed = parse_lockcount(&[bytes(window), bytes(max), bytes(locktime)])?;
+    distinct_keys(bytes(lock_name), bytes(count_name), ("lockkey", "countkey"))?;
+
+    let lock_key = Key::open(ctx, lock_name, true)?;
+    let count_key = Key::open(ctx, count_name, true)?;
+    // The lock key may hold any type: its existence is the lock.
+    counter_keys::require_string(&count_key)?;
+    let counter = counter_keys::read(&count_key, "countkey")?;
+    let lock_exists = lock_key.kind()? != Kind::Empty;
+
+    let server_time = ctx.milliseconds()?;
+    let mut strings = OwnedStrings::new(ctx);
+    let reply = match decide(lock_exists, counter, &parsed, server_time) {
+        LockCount::Locked { count } => {
+            let ttl = lock_key
+                .expire_at()?
+                .map_or(-1, |at| (at - server_time).max(0));
+            [1, count, ttl]
+        }
+        LockCount::Admitted { write } => {
+            counter_keys::write(ctx, count_name, &count_key, &write, &mut strings)?;
+            [0, write.value, (write.expire_at - server_time).max(0)]
+        }
+        LockCount::Trips {
+            count,
+            lock_expire_at,
+        } => {
+            let one = strings.from_i64(1)?;
+            lock_key.set_string(one)?;
+            lock_key.set_expire_at(lock_expire_at)?;
+            let pxat = strings.from_bytes(b"PXAT")?;
+            let at = strings.from_i64(lock_expire_at)?;
+            ctx.replicate(c"SET", &[lock_name, one, pxat, at])?;
+            if count_key.kind()? != Kind::Empty {
+                count_key.delete()?;
+                ctx.replicate(c"DEL", &[count_name])?;
+            }
+            [1, count, parsed.locktime]
+        }
+    };
+    Ok(Outcome {
+        reply: reply.to_vec(),
+        admitted: reply[0] == 0,
+    })
+}

@@ -1,0 +1,92 @@
+//! The command layer: one file per command. Each parses its arguments into
+//! typed values, reads the keys, asks the core, applies the writes, replicates
+//! them as native commands, and returns the reply.
+
+pub mod check;
+mod counter_keys;
+pub mod dayhour;
+pub mod lockcount;
+
+use std::ffi::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use redis_module::raw;
+
+use crate::error::Error;
+use crate::redis_api::{reply_error, reply_integers, Ctx, RString};
+use crate::stats::{self, CommandStats};
+
+/// A successful call: the integers of the reply and whether the request was
+/// admitted (for the INFO counters).
+pub struct Outcome {
+    pub reply: Vec<i64>,
+    pub admitted: bool,
+}
+
+type Handler = fn(Ctx, &[RString]) -> Result<Outcome, Error>;
+
+/// Runs a handler: counts it, replies, and turns a panic into an error reply
+/// instead of letting it abort the server.
+fn run(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut RString,
+    argc: c_int,
+    stats: &CommandStats,
+    handler: Handler,
+) -> c_int {
+    let ctx = Ctx(ctx);
+    let args: &[RString] = if argv.is_null() || argc <= 0 {
+        &[]
+    } else {
+        unsafe { std::slice::from_raw_parts(argv, argc as usize) }
+    };
+    let result = catch_unwind(AssertUnwindSafe(|| handler(ctx, args))).unwrap_or_else(|_| {
+        Err(Error::Internal(
+            "internal error in the ratelimit module".into(),
+        ))
+    });
+    match result {
+        Ok(outcome) => {
+            stats.record(Some(outcome.admitted));
+            reply_integers(ctx, &outcome.reply)
+        }
+        Err(e) => {
+            stats.record(None);
+            reply_error(ctx, &e.reply_text())
+        }
+    }
+}
+
+pub extern "C" fn rl_check(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut RString,
+    argc: c_int,
+) -> c_int {
+    run(ctx, argv, argc, &stats::CHECK, check::check)
+}
+
+pub extern "C" fn rl_peek(ctx: *mut raw::RedisModuleCtx, argv: *mut RString, argc: c_int) -> c_int {
+    run(ctx, argv, argc, &stats::PEEK, check::peek)
+}
+
+pub extern "C" fn rl_dayhour(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut RString,
+    argc: c_int,
+) -> c_int {
+    run(ctx, argv, argc, &stats::DAYHOUR, dayhour::dayhour)
+}
+
+pub extern "C" fn rl_lockcount(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut RString,
+    argc: c_int,
+) -> c_int {
+    run(ctx, argv, argc, &stats::LOCKCOUNT, lockcount::lockcount)
+}
+
+/// Redis checks arity before calling; this guards the indexing regardless.
+fn fixed_args<const N: usize>(args: &[RString]) -> Result<&[RString; N], Error> {
+    args.try_into()
+        .map_err(|_| Error::Arg("wrong number of arguments".into()))
+}

@@ -1,0 +1,363 @@
+//! Argument parsing for every command, over plain byte slices (the arguments
+//! after the command name). Each error names the argument it refuses.
+
+use super::int::{parse_i64, parse_in_range, MAX_SAFE};
+use crate::error::{show, Error};
+
+/// Largest `COST` accepted: one call adds at most this many members.
+pub const MAX_COST: i64 = 10_000;
+
+/// The time a call is evaluated at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Now {
+    /// `*`: the server's clock, read once per call.
+    Server,
+    /// Unix time in ms given by the caller.
+    At(i64),
+}
+
+/// "At most `count` units in any `window` ms".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rule {
+    pub count: i64,
+    pub window: i64,
+}
+
+/// `RL.CHECK` / `RL.PEEK key now count window [count window ...] [COST cost]`
+/// without the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckArgs {
+    pub now: Now,
+    pub rules: Vec<Rule>,
+    pub cost: i64,
+}
+
+/// `RL.DAYHOUR daykey hourkey daylimit hourlimit dayttl hourttl` without keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DayHourArgs {
+    pub daylimit: i64,
+    pub hourlimit: i64,
+    pub dayttl: i64,
+    pub hourttl: i64,
+}
+
+/// `RL.LOCKCOUNT lockkey countkey window max locktime` without keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LockCountArgs {
+    pub window: i64,
+    pub max: i64,
+    pub locktime: i64,
+}
+
+fn expected(lo: i64, hi: i64) -> String {
+    format!("expected an integer from {lo} to {hi}")
+}
+
+fn ranged(arg: &[u8], what: &str, lo: i64, hi: i64) -> Result<i64, Error> {
+    parse_in_range(arg, lo, hi).ok_or_else(|| {
+        Error::Arg(format!(
+            "invalid {what} '{}': {}",
+            show(arg),
+            expected(lo, hi)
+        ))
+    })
+}
+
+fn duration(arg: &[u8], what: &str) -> Result<i64, Error> {
+    ranged(arg, what, 1, MAX_SAFE)
+}
+
+fn limit(arg: &[u8], what: &str) -> Result<i64, Error> {
+    ranged(arg, what, 0, MAX_SAFE)
+}
+
+/// Parses `now`: `*` or an integer in `[0, 2^53-1]`.
+pub fn parse_now(arg: &[u8]) -> Result<Now, Error> {
+    if arg == b"*" {
+        return Ok(Now::Server);
+    }
+    parse_in_range(arg, 0, MAX_SAFE)
+        .map(Now::At)
+        .ok_or_else(|| {
+            Error::Arg(format!(
+                "invalid now '{}': expected '*' or an integer from 0 to {MAX_SAFE}",
+                show(arg)
+            ))
+        })
+}
+
+/// An argument starts the options when it begins with a letter: option names
+/// are words, and anything else in a rule position (`+5`, `05`, `-1`) is
+/// reported as a bad count rather than as an unknown option.
+fn starts_options(arg: &[u8]) -> bool {
+    arg.first().is_some_and(u8::is_ascii_alphabetic)
+}
+
+/// Parses the arguments of RL.CHECK / RL.PEEK after the key.
+pub fn parse_check(args: &[&[u8]]) -> Result<CheckArgs, Error> {
+    let Some((now_arg, rest)) = args.split_first() else {
+        return Err(Error::Arg("missing now".into()));
+    };
+    let now = parse_now(now_arg)?;
+
+    let split = rest
+        .iter()
+        .position(|a| starts_options(a))
+        .unwrap_or(rest.len());
+    let (rule_args, option_args) = rest.split_at(split);
+
+    let mut rules = Vec::with_capacity(rule_args.len() / 2);
+    for (i, pair) in rule_args.chunks(2).enumerate() {
+        let n = i + 1;
+        let (count_arg, window_arg) = match *pair {
+            [count_arg, window_arg] => (count_arg, window_arg),
+            _ => {
+                return Err(Error::Arg(format!(
+                    "missing window for rule {n}: rules are 'count window' pairs"
+                )))
+            }
+        };
+        let count = parse_in_range(count_arg, 1, MAX_SAFE)
+            .ok_or_else(|| rule_error("count", count_arg, n))?;
+        let window = parse_in_range(window_arg, 1, MAX_SAFE)
+            .ok_or_else(|| rule_error("window", window_arg, n))?;
+        rules.push(Rule { count, window });
+    }
+    if rules.is_empty() {
+        return Err(Error::Arg(
+            "at least one rule 'count window' is required".into(),
+        ));
+    }
+
+    let mut cost_arg: Option<&[u8]> = None;
+    let mut options = option_args.iter();
+    while let Some(name) = options.next() {
+        if name.eq_ignore_ascii_case(b"COST") {
+            if cost_arg.is_some() {
+                return Err(Error::Arg("syntax error: option COST given twice".into()));
+            }
+            let Some(value) = options.next() else {
+                return Err(Error::Arg("syntax error: option COST needs a value".into()));
+            };
+            cost_arg = Some(value);
+        } else {
+            return Err(Error::Arg(format!(
+                "syntax error: unknown option '{}' (expected COST)",
+                show(name)
+            )));
+        }
+    }
+
+    let smallest = rules.iter().map(|r| r.count).min().unwrap_or(1);
+    let cost = match cost_arg {
+        None => 1,
+        Some(arg) => ranged(arg, "cost", 1, smallest.min(MAX_COST))?,
+    };
+    Ok(CheckArgs { now, rules, cost })
+}
+
+fn rule_error(what: &str, arg: &[u8], n: usize) -> Error {
+    Error::Arg(format!(
+        "invalid {what} '{}' for rule {n}: {}",
+        show(arg),
+        expected(1, MAX_SAFE)
+    ))
+}
+
+/// Parses `daylimit hourlimit dayttl hourttl`.
+pub fn parse_dayhour(args: &[&[u8]; 4]) -> Result<DayHourArgs, Error> {
+    Ok(DayHourArgs {
+        daylimit: limit(args[0], "daylimit")?,
+        hourlimit: limit(args[1], "hourlimit")?,
+        dayttl: duration(args[2], "dayttl")?,
+        hourttl: duration(args[3], "hourttl")?,
+    })
+}
+
+/// Parses `window max locktime`.
+pub fn parse_lockcount(args: &[&[u8]; 3]) -> Result<LockCountArgs, Error> {
+    Ok(LockCountArgs {
+        window: duration(args[0], "window")?,
+        max: limit(args[1], "max")?,
+        locktime: duration(args[2], "locktime")?,
+    })
+}
+
+/// Two keys that must differ.
+pub fn distinct_keys(first: &[u8], second: &[u8], names: (&str, &str)) -> Result<(), Error> {
+    if first == second {
+        return Err(Error::Arg(format!(
+            "{} and {} must be different keys, got '{}' twice",
+            names.0,
+            names.1,
+            show(first)
+        )));
+    }
+    Ok(())
+}
+
+/// Reads a stored counter the way `INCR` reads it, within `±(2^53-1)`.
+pub fn parse_counter(stored: &[u8], role: &str) -> Result<i64, Error> {
+    parse_i64(stored)
+        .filter(|v| v.abs() <= MAX_SAFE)
+        .ok_or_else(|| {
+            Error::Stored(format!(
+                "value of {role} '{}' is not an integer from -{MAX_SAFE} to {MAX_SAFE}",
+                show(stored)
+            ))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(line: &str) -> Result<CheckArgs, Error> {
+        let words: Vec<&[u8]> = line
+            .split(' ')
+            .filter(|w| !w.is_empty())
+            .map(str::as_bytes)
+            .collect();
+        parse_check(&words)
+    }
+
+    fn arg_err(r: Result<CheckArgs, Error>) -> String {
+        match r {
+            Err(Error::Arg(m)) => m,
+            other => panic!("expected an argument error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn parses_rules_and_cost() {
+        let a = check("* 10 1000 100 60000 cost 3").unwrap();
+        assert_eq!(a.now, Now::Server);
+        assert_eq!(
+            a.rules,
+            vec![
+                Rule {
+                    count: 10,
+                    window: 1000
+                },
+                Rule {
+                    count: 100,
+                    window: 60000
+                }
+            ]
+        );
+        assert_eq!(a.cost, 3);
+        let b = check("1700000000000 2 1000").unwrap();
+        assert_eq!(b.now, Now::At(1_700_000_000_000));
+        assert_eq!(b.cost, 1);
+        assert_eq!(check("0 1 9007199254740991 CoSt 1").unwrap().cost, 1);
+    }
+
+    #[test]
+    fn every_bad_argument_is_named() {
+        let table: &[(&str, &str)] = &[
+            ("* 10 0", "invalid window '0' for rule 1"),
+            ("* 10 1000 5 0", "invalid window '0' for rule 2"),
+            (
+                "* 10 9223372036854775807",
+                "invalid window '9223372036854775807' for rule 1",
+            ),
+            ("* 10 9007199254740992", "invalid window"),
+            ("* +5 1000", "invalid count '+5' for rule 1"),
+            ("* 05 1000", "invalid count '05' for rule 1"),
+            ("* 0 1000", "invalid count '0' for rule 1"),
+            ("* -1 1000", "invalid count '-1' for rule 1"),
+            ("* 5.0 1000", "invalid count '5.0' for rule 1"),
+            ("* 10 1000 20", "missing window for rule 2"),
+            ("9007199254740993 10 1000", "invalid now '9007199254740993'"),
+            ("-1 10 1000", "invalid now '-1'"),
+            ("now 10 1000", "invalid now 'now'"),
+            ("* 10 1000 COST 0", "invalid cost '0'"),
+            (
+                "* 20000 1000 COST 10001",
+                "invalid cost '10001': expected an integer from 1 to 10000",
+            ),
+            (
+                "* 10 1000 5 60000 COST 6",
+                "invalid cost '6': expected an integer from 1 to 5",
+            ),
+            ("* 10 1000 COST x", "invalid cost 'x'"),
+            ("* 10 1000 COST", "COST needs a value"),
+            ("* 10 1000 COST 1 COST 1", "COST given twice"),
+            ("* 10 1000 LIMIT 1", "unknown option 'LIMIT'"),
+            ("* COST 1", "at least one rule"),
+            ("* 10 1000 COST 1 5", "unknown option '5'"),
+        ];
+        for (line, want) in table {
+            let got = arg_err(check(line));
+            assert!(got.contains(want), "{line}: got {got:?}, want {want:?}");
+        }
+    }
+
+    #[test]
+    fn the_first_bad_argument_is_reported() {
+        let got = arg_err(check("* 0 1000 10 0 COST 0"));
+        assert!(got.contains("count '0' for rule 1"), "{got}");
+    }
+
+    #[test]
+    fn dayhour_limits_may_be_zero_but_ttls_may_not() {
+        let ok = parse_dayhour(&[b"0", b"5", b"86400000", b"3600000"]).unwrap();
+        assert_eq!((ok.daylimit, ok.hourlimit), (0, 5));
+        for (args, want) in [
+            ([&b"-1"[..], b"5", b"1", b"1"], "invalid daylimit '-1'"),
+            ([&b"1"[..], b"x", b"1", b"1"], "invalid hourlimit 'x'"),
+            ([&b"1"[..], b"1", b"0", b"1"], "invalid dayttl '0'"),
+            (
+                [&b"1"[..], b"1", b"1", b"9007199254740992"],
+                "invalid hourttl",
+            ),
+        ] {
+            match parse_dayhour(&args) {
+                Err(Error::Arg(m)) => assert!(m.contains(want), "{m}"),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn lockcount_arguments() {
+        let ok = parse_lockcount(&[b"1000", b"0", b"60000"]).unwrap();
+        assert_eq!((ok.window, ok.max, ok.locktime), (1000, 0, 60000));
+        assert!(
+            matches!(parse_lockcount(&[b"0", b"1", b"1"]), Err(Error::Arg(m)) if m.contains("window '0'"))
+        );
+        assert!(
+            matches!(parse_lockcount(&[b"1", b"-1", b"1"]), Err(Error::Arg(m)) if m.contains("max '-1'"))
+        );
+        assert!(
+            matches!(parse_lockcount(&[b"1", b"1", b"05"]), Err(Error::Arg(m)) if m.contains("locktime '05'"))
+        );
+    }
+
+    #[test]
+    fn keys_must_differ() {
+        assert!(distinct_keys(b"a", b"b", ("daykey", "hourkey")).is_ok());
+        assert!(
+            matches!(distinct_keys(b"a", b"a", ("daykey", "hourkey")), Err(Error::Arg(m)) if m.contains("daykey and hourkey"))
+        );
+    }
+
+    #[test]
+    fn stored_counters_read_like_incr() {
+        assert_eq!(parse_counter(b"42", "daykey"), Ok(42));
+        assert_eq!(parse_counter(b"-3", "daykey"), Ok(-3));
+        for bad in [
+            &b"abc"[..],
+            b"",
+            b"05",
+            b"+1",
+            b"1.5",
+            b"9007199254740992",
+            b"-9007199254740992",
+        ] {
+            assert!(
+                matches!(parse_counter(bad, "countkey"), Err(Error::Stored(m)) if m.contains("countkey"))
+            );
+        }
+    }
+}

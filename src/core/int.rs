@@ -1,0 +1,128 @@
+//! Integers as Redis writes them (`INCRBY`, `PEXPIRE`, `INCR` on a stored
+//! value): an optional `-`, then `0` or a digit 1-9 followed by digits. No `+`,
+//! no leading zeros, no spaces, no `-0`.
+
+/// 2^53 - 1: the largest integer a double (a sorted-set score) holds exactly.
+pub const MAX_SAFE: i64 = (1 << 53) - 1;
+
+/// Parses `bytes` as a strict Redis integer; `None` for anything else,
+/// including values outside `i64`.
+pub fn parse_i64(bytes: &[u8]) -> Option<i64> {
+    let (negative, digits) = match bytes.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, bytes),
+    };
+    match digits {
+        [] => return None,
+        [b'0'] if !negative => return Some(0),
+        [b'0', ..] => return None,
+        _ => {}
+    }
+    let mut value: i64 = 0;
+    for &b in digits {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        let digit = i64::from(b - b'0');
+        // Accumulate negatively so that i64::MIN parses too.
+        value = value.checked_mul(10)?.checked_sub(digit)?;
+    }
+    if negative {
+        Some(value)
+    } else {
+        value.checked_neg()
+    }
+}
+
+/// Parses a strict integer and checks it lies in `[lo, hi]`.
+pub fn parse_in_range(bytes: &[u8], lo: i64, hi: i64) -> Option<i64> {
+    parse_i64(bytes).filter(|v| (lo..=hi).contains(v))
+}
+
+/// A stored value is usable when it is a finite number within `±MAX_SAFE`.
+pub fn is_safe_score(score: f64) -> bool {
+    score.is_finite() && score.abs() <= MAX_SAFE as f64
+}
+
+/// Rounds a time in ms up to a whole ms. Inputs are safe scores plus durations,
+/// so the result always fits an `i64`.
+pub fn ceil_ms(ms: f64) -> i64 {
+    ms.ceil() as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_what_incrby_accepts() {
+        let cases: &[(&str, i64)] = &[
+            ("0", 0),
+            ("5", 5),
+            ("-5", -5),
+            ("1000", 1000),
+            ("9007199254740991", MAX_SAFE),
+            ("9223372036854775807", i64::MAX),
+            ("-9223372036854775808", i64::MIN),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse_i64(text.as_bytes()), Some(*want), "{text}");
+        }
+    }
+
+    #[test]
+    fn rejects_what_incrby_rejects() {
+        for text in [
+            "",
+            "-",
+            "+5",
+            "05",
+            "-05",
+            "-0",
+            " 5",
+            "5 ",
+            "5.0",
+            "1e3",
+            "0x10",
+            "abc",
+            "9223372036854775808",
+            "-9223372036854775809",
+            "99999999999999999999999",
+            "٣",
+        ] {
+            assert_eq!(parse_i64(text.as_bytes()), None, "{text:?}");
+        }
+        assert_eq!(parse_i64(b"\xff\x00"), None);
+    }
+
+    #[test]
+    fn range_checks_are_inclusive() {
+        assert_eq!(parse_in_range(b"1", 1, MAX_SAFE), Some(1));
+        assert_eq!(parse_in_range(b"0", 1, MAX_SAFE), None);
+        assert_eq!(
+            parse_in_range(b"9007199254740991", 1, MAX_SAFE),
+            Some(MAX_SAFE)
+        );
+        assert_eq!(parse_in_range(b"9007199254740992", 1, MAX_SAFE), None);
+        assert_eq!(parse_in_range(b"-1", 0, MAX_SAFE), None);
+    }
+
+    #[test]
+    fn safe_scores() {
+        assert!(is_safe_score(0.0));
+        assert!(is_safe_score(MAX_SAFE as f64));
+        assert!(is_safe_score(-(MAX_SAFE as f64)));
+        assert!(is_safe_score(12.5));
+        assert!(!is_safe_score(9007199254740992.0));
+        assert!(!is_safe_score(f64::INFINITY));
+        assert!(!is_safe_score(f64::NEG_INFINITY));
+        assert!(!is_safe_score(f64::NAN));
+    }
+
+    #[test]
+    fn ceil_rounds_fractions_up() {
+        assert_eq!(ceil_ms(10.0), 10);
+        assert_eq!(ceil_ms(10.2), 11);
+        assert_eq!(ceil_ms(-10.5), -10);
+    }
+}

@@ -1,0 +1,454 @@
+//! The multi-rule sliding-window log behind RL.CHECK and RL.PEEK.
+//!
+//! The log is a sorted set of admitted units, scored by admission time in ms.
+//! For rule i, `used_i` counts members with score `> t - window_i`; members
+//! stamped in the future (by a skewed clock) count too. The decision needs only
+//! counts by score and one score by rank, so a store answers it in O(log n)
+//! whatever the limit: see [`LogView`].
+
+use super::args::Rule;
+use super::int::ceil_ms;
+
+/// Read access to the sorted set a decision is made on. Implemented over a
+/// Redis key by the command layer and over a `Vec` in unit tests.
+pub trait LogView {
+    type Error;
+    /// Number of members with score strictly greater than `min_exclusive`.
+    fn count_newer_than(&mut self, min_exclusive: i64) -> Result<u64, Self::Error>;
+    /// Total number of members.
+    fn len(&mut self) -> Result<u64, Self::Error>;
+    /// Score of the member at 0-based ascending `rank` (`rank < len`).
+    fn score_at_rank(&mut self, rank: u64) -> Result<f64, Self::Error>;
+}
+
+/// The reply of RL.CHECK / RL.PEEK.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision {
+    /// The request was refused.
+    pub limited: bool,
+    /// 1-based index of the binding rule.
+    pub rule: usize,
+    /// `count` of the binding rule.
+    pub limit: i64,
+    /// `count_b - used_b` after the call, never below 0.
+    pub remaining: i64,
+    /// Rejected: ms until a request of this cost would be admitted; admitted: -1.
+    pub retry_after: i64,
+    /// ms until the binding rule's window holds no members.
+    pub reset_after: i64,
+}
+
+impl Decision {
+    /// The six integers of the reply, in contract order.
+    pub fn reply(&self) -> [i64; 6] {
+        [
+            i64::from(self.limited),
+            self.rule as i64,
+            self.limit,
+            self.remaining,
+            self.retry_after,
+            self.reset_after,
+        ]
+    }
+}
+
+/// What an admitted RL.CHECK writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Admission {
+    /// Score of every new member: the call's `now`.
+    pub score: i64,
+    /// Number of members to add: the cost.
+    pub units: i64,
+    /// Members with a score `<=` this have left the longest window: remove them.
+    pub trim_through: i64,
+    /// Absolute Unix time in ms at which the key expires.
+    pub expire_at: i64,
+}
+
+/// Evaluates a request of `cost` units at time `t` against `rules`.
+///
+/// `newest` is the highest score in the set before the call (`None` when
+/// empty); callers check it and the lowest score are finite and within
+/// `±(2^53-1)` first.
+pub fn decide<L: LogView>(
+    rules: &[Rule],
+    cost: i64,
+    t: i64,
+    newest: Option<f64>,
+    log: &mut L,
+) -> Result<Decision, L::Error> {
+    let len = match newest {
+        None => 0,
+        Some(_) => log.len()?,
+    };
+    let mut used = Vec::with_capacity(rules.len());
+    for (i, rule) in rules.iter().enumerate() {
+        // Rules with the same window share one count.
+        let earlier = rules[..i].iter().position(|r| r.window == rule.window);
+        let n = match (earlier, len) {
+            (_, 0) => 0,
+            (Some(j), _) => used[j],
+            (None, _) => log.count_newer_than(t - rule.window)? as i64,
+        };
+        used.push(n);
+    }
+
+    let violated: Vec<usize> = (0..rules.len())
+        .filter(|&i| used[i] + cost > rules[i].count)
+        .collect();
+
+    if violated.is_empty() {
+        // Binding rule: the smallest remaining, ties to the lower index.
+        let (b, remaining) = (0..rules.len())
+            .map(|i| (i, rules[i].count - used[i] - cost))
+            .min_by_key(|&(i, rem)| (rem, i))
+            .unwrap_or((0, 0));
+        let newest_after = newest.map_or(t as f64, |n| n.max(t as f64));
+        return Ok(Decision {
+            limited: false,
+            rule: b + 1,
+            limit: rules[b].count,
+            remaining,
+            retry_after: -1,
+            reset_after: ceil_ms(newest_after + rules[b].window as f64 - t as f64),
+        });
+    }
+
+    // Binding rule: the violated rule with the largest retry-after, ties to
+    // the lower index. Its retry-after is when the k-th oldest member of its
+    // window leaves it, k = used + cost - count.
+    let mut binding: Option<(usize, i64)> = None;
+    for &i in &violated {
+        let k = (used[i] + cost - rules[i].count) as u64;
+        let first_in_window = len - used[i] as u64;
+        let s = log.score_at_rank(first_in_window + k - 1)?;
+        let retry = ceil_ms(s + rules[i].window as f64 - t as f64);
+        if binding.is_none_or(|(_, best)| retry > best) {
+            binding = Some((i, retry));
+        }
+    }
+    let (b, retry_after) = binding.unwrap_or((violated[0], 1));
+    // A violated rule's window holds at least one member, so `newest` is in it.
+    let newest = newest.unwrap_or(t as f64);
+    Ok(Decision {
+        limited: true,
+        rule: b + 1,
+        limit: rules[b].count,
+        remaining: (rules[b].count - used[b]).max(0),
+        retry_after,
+        reset_after: ceil_ms(newest + rules[b].window as f64 - t as f64),
+    })
+}
+
+/// The writes of an admitted call. `server_time` is the server clock read
+/// once for this call (equal to `t` when `now` is `*`).
+pub fn admission(
+    rules: &[Rule],
+    cost: i64,
+    t: i64,
+    newest: Option<f64>,
+    server_time: i64,
+) -> Admission {
+    let max_window = rules.iter().map(|r| r.window).max().unwrap_or(1);
+    let newest_after = newest.map_or(t, |n| ceil_ms(n).max(t));
+    Admission {
+        score: t,
+        units: cost,
+        trim_through: t - max_window,
+        expire_at: newest_after.max(server_time) + max_window,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::convert::Infallible;
+
+    /// A sorted set as a sorted Vec of scores.
+    struct VecLog(Vec<f64>);
+
+    impl VecLog {
+        fn new(mut scores: Vec<f64>) -> Self {
+            scores.sort_by(f64::total_cmp);
+            VecLog(scores)
+        }
+        fn newest(&self) -> Option<f64> {
+            self.0.last().copied()
+        }
+        /// Applies an admission the way the command layer does.
+        fn apply(&mut self, a: &Admission) {
+            self.0
+                .extend(std::iter::repeat_n(a.score as f64, a.units as usize));
+            self.0.retain(|&s| s > a.trim_through as f64);
+            self.0.sort_by(f64::total_cmp);
+        }
+    }
+
+    impl LogView for VecLog {
+        type Error = Infallible;
+        fn count_newer_than(&mut self, min: i64) -> Result<u64, Infallible> {
+            Ok(self.0.iter().filter(|&&s| s > min as f64).count() as u64)
+        }
+        fn len(&mut self) -> Result<u64, Infallible> {
+            Ok(self.0.len() as u64)
+        }
+        fn score_at_rank(&mut self, rank: u64) -> Result<f64, Infallible> {
+            Ok(self.0[rank as usize])
+        }
+    }
+
+    fn rules(pairs: &[(i64, i64)]) -> Vec<Rule> {
+        pairs
+            .iter()
+            .map(|&(count, window)| Rule { count, window })
+            .collect()
+    }
+
+    /// Runs RL.CHECK against the log: decides, applies when admitted.
+    fn check(log: &mut VecLog, r: &[Rule], cost: i64, t: i64) -> [i64; 6] {
+        let newest = log.newest();
+        let d = decide(r, cost, t, newest, log).unwrap();
+        if !d.limited {
+            let a = admission(r, cost, t, newest, t);
+            log.apply(&a);
+        }
+        d.reply()
+    }
+
+    #[test]
+    fn demo_sequence_from_the_readme() {
+        let r = rules(&[(2, 1000)]);
+        let mut log = VecLog::new(vec![]);
+        assert_eq!(check(&mut log, &r, 1, 5000), [0, 1, 2, 1, -1, 1000]);
+        assert_eq!(check(&mut log, &r, 1, 5000), [0, 1, 2, 0, -1, 1000]);
+        assert_eq!(check(&mut log, &r, 1, 5000), [1, 1, 2, 0, 1000, 1000]);
+        assert_eq!(check(&mut log, &r, 1, 5400), [1, 1, 2, 0, 600, 600]);
+        // Exactly `window` old: both members have left the window.
+        assert_eq!(check(&mut log, &r, 1, 6000), [0, 1, 2, 1, -1, 1000]);
+    }
+
+    #[test]
+    fn table_of_edges() {
+        struct Case {
+            name: &'static str,
+            scores: Vec<f64>,
+            rules: Vec<(i64, i64)>,
+            cost: i64,
+            t: i64,
+            want: [i64; 6],
+        }
+        let cases = vec![
+            Case {
+                name: "member exactly window old does not count",
+                scores: vec![9000.0],
+                rules: vec![(1, 1000)],
+                cost: 1,
+                t: 10000,
+                want: [0, 1, 1, 0, -1, 1000],
+            },
+            Case {
+                name: "member one ms inside the window counts",
+                scores: vec![9001.0],
+                rules: vec![(1, 1000)],
+                cost: 1,
+                t: 10000,
+                want: [1, 1, 1, 0, 1, 1],
+            },
+            Case {
+                name: "future member counts and sets reset",
+                scores: vec![12000.0],
+                rules: vec![(1, 1000)],
+                cost: 1,
+                t: 10000,
+                want: [1, 1, 1, 0, 3000, 3000],
+            },
+            Case {
+                name: "future member pushes reset of an admitted call",
+                scores: vec![12000.0],
+                rules: vec![(2, 1000)],
+                cost: 1,
+                t: 10000,
+                want: [0, 1, 2, 0, -1, 3000],
+            },
+            Case {
+                name: "admitted binding rule is the smallest remaining",
+                scores: vec![9500.0, 9600.0, 9700.0],
+                rules: vec![(10, 1000), (5, 60000)],
+                cost: 1,
+                t: 10000,
+                want: [0, 2, 5, 1, -1, 60000],
+            },
+            Case {
+                name: "admitted ties go to the lower index",
+                scores: vec![],
+                rules: vec![(3, 1000), (3, 2000)],
+                cost: 1,
+                t: 10000,
+                want: [0, 1, 3, 2, -1, 1000],
+            },
+            Case {
+                name: "rejected binding rule has the largest retry-after",
+                // 1 per second: retry 900. 3 per minute: oldest of the three at 1000 -> retry 51000.
+                scores: vec![1000.0, 5000.0, 9900.0],
+                rules: vec![(1, 1000), (3, 60000)],
+                cost: 1,
+                t: 10000,
+                want: [1, 2, 3, 0, 51000, 59900],
+            },
+            Case {
+                name: "rejected ties go to the lower index",
+                scores: vec![9500.0],
+                rules: vec![(1, 1000), (1, 1000)],
+                cost: 1,
+                t: 10000,
+                want: [1, 1, 1, 0, 500, 500],
+            },
+            Case {
+                name: "cost picks the k-th oldest member",
+                // used 4, cost 3, count 5: k = 2 -> second oldest in window (9300).
+                scores: vec![8000.0, 9200.0, 9300.0, 9400.0, 9500.0],
+                rules: vec![(5, 1000)],
+                cost: 3,
+                t: 10000,
+                want: [1, 1, 5, 1, 300, 500],
+            },
+            Case {
+                name: "cost that fits exactly is admitted",
+                scores: vec![9200.0, 9300.0],
+                rules: vec![(5, 1000)],
+                cost: 3,
+                t: 10000,
+                want: [0, 1, 5, 0, -1, 1000],
+            },
+            Case {
+                name: "fractional foreign scores round up",
+                scores: vec![9000.5],
+                rules: vec![(1, 1000)],
+                cost: 1,
+                t: 10000,
+                want: [1, 1, 1, 0, 1, 1],
+            },
+            Case {
+                name: "over-full set (limit lowered) never shows negative remaining",
+                scores: vec![9100.0, 9200.0, 9300.0, 9400.0],
+                rules: vec![(2, 1000)],
+                cost: 1,
+                t: 10000,
+                // k = 4 + 1 - 2 = 3 -> third oldest (9300) -> retry 300.
+                want: [1, 1, 2, 0, 300, 400],
+            },
+            Case {
+                name: "members outside the window do not count",
+                scores: vec![1.0, 2.0, 3.0],
+                rules: vec![(1, 1000)],
+                cost: 1,
+                t: 10000,
+                want: [0, 1, 1, 0, -1, 1000],
+            },
+            Case {
+                name: "now 0 with an empty set",
+                scores: vec![],
+                rules: vec![(1, 1)],
+                cost: 1,
+                t: 0,
+                want: [0, 1, 1, 0, -1, 1],
+            },
+        ];
+        for c in cases {
+            let mut log = VecLog::new(c.scores);
+            let r = rules(&c.rules);
+            let newest = log.newest();
+            let got = decide(&r, c.cost, c.t, newest, &mut log).unwrap().reply();
+            assert_eq!(got, c.want, "{}", c.name);
+        }
+    }
+
+    #[test]
+    fn admission_writes() {
+        let r = rules(&[(10, 1000), (100, 60000)]);
+        // Empty set, server clock: expires a longest window after now.
+        assert_eq!(
+            admission(&r, 2, 10000, None, 10000),
+            Admission {
+                score: 10000,
+                units: 2,
+                trim_through: -50000,
+                expire_at: 70000
+            }
+        );
+        // A caller whose clock runs behind still gets a full window from the server's clock.
+        assert_eq!(admission(&r, 1, 10000, None, 20000).expire_at, 80000);
+        // A future member keeps the key alive until it leaves the longest window.
+        assert_eq!(
+            admission(&r, 1, 10000, Some(30000.0), 10000).expire_at,
+            90000
+        );
+        // Fractional newest rounds up.
+        assert_eq!(
+            admission(&r, 1, 10000, Some(30000.5), 10000).expire_at,
+            90001
+        );
+    }
+
+    #[test]
+    fn retry_after_is_when_the_request_would_pass() {
+        // Walk time forward from a rejection: the first admitted time is t + retry_after.
+        let r = rules(&[(3, 1000), (5, 5000)]);
+        let mut log = VecLog::new(vec![]);
+        let mut t = 100_000;
+        let mut rejections = 0;
+        for step in 0..200 {
+            let reply = check(&mut log, &r, 1 + (step % 2), t);
+            if reply[0] == 1 {
+                rejections += 1;
+                let retry = reply[4];
+                assert!(retry > 0);
+                let mut probe = VecLog(log.0.clone());
+                let n = probe.newest();
+                let cost = 1 + (step % 2);
+                assert!(
+                    decide(&r, cost, t + retry - 1, n, &mut probe)
+                        .unwrap()
+                        .limited,
+                    "too early at step {step}"
+                );
+                assert!(
+                    !decide(&r, cost, t + retry, n, &mut probe).unwrap().limited,
+                    "not admitted at step {step}"
+                );
+            }
+            t += 137;
+        }
+        assert!(
+            rejections > 10,
+            "the walk should hit the limits: {rejections}"
+        );
+    }
+
+    #[test]
+    fn admitted_units_never_exceed_any_rule_in_any_window() {
+        let r = rules(&[(4, 1000), (10, 10000)]);
+        let mut log = VecLog::new(vec![]);
+        let mut admitted: Vec<i64> = Vec::new();
+        let mut t = 0;
+        for i in 0..2000 {
+            t += [0, 1, 7, 50, 300][i % 5];
+            if check(&mut log, &r, 1, t)[0] == 0 {
+                admitted.push(t);
+            }
+        }
+        for rule in &r {
+            for &end in &admitted {
+                let n = admitted
+                    .iter()
+                    .filter(|&&s| s > end - rule.window && s <= end)
+                    .count() as i64;
+                assert!(
+                    n <= rule.count,
+                    "{n} in window {} ending {end}",
+                    rule.window
+                );
+            }
+        }
+    }
+}

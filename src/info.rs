@@ -1,0 +1,26 @@
+//! The `INFO ratelimit` section (also in `INFO modules` / `INFO everything`).
+//! Redis prefixes each field with the module name: `ratelimit_check_calls`.
+
+use std::ffi::CString;
+use std::ptr;
+
+use redis_module::{raw, InfoContext};
+
+use crate::stats;
+
+pub fn add_info(ctx: &InfoContext, _for_crash_report: bool) {
+    let (Some(section), Some(field)) = (unsafe { raw::RedisModule_InfoAddSection }, unsafe {
+        raw::RedisModule_InfoAddFieldULongLong
+    }) else {
+        return;
+    };
+    // NULL: the module's own section, named after the module.
+    unsafe { section(ctx.ctx, ptr::null_mut()) };
+    for s in stats::ALL {
+        for (suffix, value) in s.fields() {
+            if let Ok(name) = CString::new(format!("{}_{suffix}", s.name)) {
+                unsafe { field(ctx.ctx, name.as_ptr(), value) };
+            }
+        }
+    }
+}

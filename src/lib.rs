@@ -1,0 +1,51 @@
+//! redis-ratelimit: native rate-limit commands for Redis 7+ and Valkey 8+.
+//!
+//! `RL.CHECK` / `RL.PEEK` (multi-rule sliding-window log on a sorted set),
+//! `RL.DAYHOUR` (day and hour fixed windows that move together) and
+//! `RL.LOCKCOUNT` (count, then lock out). See README.md for the command
+//! reference. This file only registers the module.
+
+pub mod commands;
+pub mod core;
+pub mod error;
+mod info;
+pub mod redis_api;
+mod registration;
+pub mod stats;
+
+use redis_module::{redis_module, Context, InfoContext, RedisResult, RedisString, Status};
+
+fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+    match registration::register(ctx.ctx) {
+        Ok(()) => Status::Ok,
+        Err(e) => {
+            ctx.log_warning(&format!("ratelimit: {e}"));
+            Status::Err
+        }
+    }
+}
+
+// Unit tests run outside Redis, where the Redis allocator does not exist.
+#[cfg(not(test))]
+redis_module! {
+    name: "ratelimit",
+    version: 1,
+    allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
+    data_types: [],
+    init: init,
+    info: add_info,
+    commands: [],
+}
+
+#[cfg(test)]
+redis_module! {
+    name: "ratelimit",
+    version: 1,
+    allocator: (std::alloc::System, std::alloc::System),
+    data_types: [],
+    init: init,
+    info: add_info,
+    commands: [],
+}
+
+use info::add_info;

@@ -1,0 +1,437 @@
+//! Thin wrappers over the raw Redis module API (`redis_module::raw`) for what
+//! the commands need and the `redis-module` crate does not wrap: sorted sets
+//! through the key API, absolute expiry, `RedisModule_Call` on a hot path,
+//! and replication of native commands. Every function here returns an
+//! [`Error`] instead of panicking when the server refuses.
+
+use std::ffi::{c_char, c_int, CStr};
+use std::ptr;
+
+use redis_module::raw;
+
+use crate::error::Error;
+
+/// The API function pointer, or an internal error if the server lacks it.
+macro_rules! api {
+    ($name:ident) => {
+        match unsafe { raw::$name } {
+            Some(f) => f,
+            None => {
+                return Err(Error::Internal(
+                    concat!("server lacks ", stringify!($name)).into(),
+                ))
+            }
+        }
+    };
+}
+
+pub type RString = *mut raw::RedisModuleString;
+
+/// The command context of one call.
+#[derive(Clone, Copy)]
+pub struct Ctx(pub *mut raw::RedisModuleCtx);
+
+/// The bytes of an argument; valid for the duration of the call.
+pub fn bytes<'a>(s: RString) -> &'a [u8] {
+    let Some(ptr_len) = (unsafe { raw::RedisModule_StringPtrLen }) else {
+        return &[];
+    };
+    let mut len = 0usize;
+    let p = unsafe { ptr_len(s, &mut len) };
+    if p.is_null() {
+        return &[];
+    }
+    unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) }
+}
+
+/// Strings created by the module, freed when dropped.
+pub struct OwnedStrings {
+    ctx: Ctx,
+    items: Vec<RString>,
+}
+
+impl OwnedStrings {
+    pub fn new(ctx: Ctx) -> Self {
+        OwnedStrings {
+            ctx,
+            items: Vec::new(),
+        }
+    }
+
+    pub fn from_bytes(&mut self, b: &[u8]) -> Result<RString, Error> {
+        let create = api!(RedisModule_CreateString);
+        let s = unsafe { create(self.ctx.0, b.as_ptr().cast::<c_char>(), b.len()) };
+        self.items.push(s);
+        Ok(s)
+    }
+
+    pub fn from_i64(&mut self, v: i64) -> Result<RString, Error> {
+        let create = api!(RedisModule_CreateStringFromLongLong);
+        let s = unsafe { create(self.ctx.0, v) };
+        self.items.push(s);
+        Ok(s)
+    }
+}
+
+impl Drop for OwnedStrings {
+    fn drop(&mut self) {
+        if let Some(free) = unsafe { raw::RedisModule_FreeString } {
+            for &s in &self.items {
+                unsafe { free(self.ctx.0, s) };
+            }
+        }
+    }
+}
+
+impl Ctx {
+    /// The server's clock in ms (the clock `PEXPIRE` uses).
+    pub fn milliseconds(&self) -> Result<i64, Error> {
+        let ms = api!(RedisModule_Milliseconds);
+        Ok(unsafe { ms() })
+    }
+
+    /// Replicates a native command (to replicas and the AOF), wrapped with the
+    /// call's other replicated commands in MULTI/EXEC.
+    pub fn replicate(&self, command: &CStr, args: &[RString]) -> Result<(), Error> {
+        let replicate = api!(RedisModule_Replicate);
+        let status = unsafe {
+            replicate(
+                self.0,
+                command.as_ptr(),
+                c"v".as_ptr(),
+                args.as_ptr(),
+                args.len(),
+            )
+        };
+        if status == raw::REDISMODULE_OK as c_int {
+            Ok(())
+        } else {
+            Err(Error::Internal(format!(
+                "could not replicate {}",
+                command.to_string_lossy()
+            )))
+        }
+    }
+
+    /// `ZCOUNT key (min +inf`: O(log n) by rank on a skiplist.
+    pub fn zcount_above(&self, key: RString, min_exclusive: i64) -> Result<u64, Error> {
+        let min = format!("({min_exclusive}\0");
+        let call = api!(RedisModule_Call);
+        let r = unsafe {
+            call(
+                self.0,
+                c"ZCOUNT".as_ptr(),
+                c"scc".as_ptr(),
+                key,
+                min.as_ptr(),
+                c"+inf".as_ptr(),
+            )
+        };
+        let reply = self.reply(c"ZCOUNT", r)?;
+        reply.integer().map(|n| n.max(0) as u64)
+    }
+
+    /// The score of the member at 0-based ascending `rank`
+    /// (`ZRANGE key rank rank WITHSCORES`): O(log n) on a skiplist.
+    pub fn zscore_at_rank(&self, key: RString, rank: u64) -> Result<f64, Error> {
+        let rank = rank as i64;
+        let call = api!(RedisModule_Call);
+        let r = unsafe {
+            call(
+                self.0,
+                c"ZRANGE".as_ptr(),
+                c"sllc".as_ptr(),
+                key,
+                rank,
+                rank,
+                c"WITHSCORES".as_ptr(),
+            )
+        };
+        let reply = self.reply(c"ZRANGE", r)?;
+        reply
+            .array_string(1)?
+            .and_then(|s| std::str::from_utf8(s).ok()?.parse::<f64>().ok())
+            .ok_or_else(|| Error::Internal("ZRANGE gave no score".into()))
+    }
+
+    fn reply(&self, cmd: &CStr, r: *mut raw::RedisModuleCallReply) -> Result<CallReply, Error> {
+        if r.is_null() {
+            return Err(Error::Internal(format!("{} failed", cmd.to_string_lossy())));
+        }
+        Ok(CallReply(r))
+    }
+}
+
+/// A reply of `RedisModule_Call`, freed when dropped.
+struct CallReply(*mut raw::RedisModuleCallReply);
+
+impl CallReply {
+    fn integer(&self) -> Result<i64, Error> {
+        let kind = api!(RedisModule_CallReplyType);
+        let int = api!(RedisModule_CallReplyInteger);
+        if unsafe { kind(self.0) } != raw::REDISMODULE_REPLY_INTEGER as c_int {
+            return Err(Error::Internal("unexpected reply type".into()));
+        }
+        Ok(unsafe { int(self.0) })
+    }
+
+    fn array_string(&self, index: usize) -> Result<Option<&[u8]>, Error> {
+        let element = api!(RedisModule_CallReplyArrayElement);
+        let string = api!(RedisModule_CallReplyStringPtr);
+        let e = unsafe { element(self.0, index) };
+        if e.is_null() {
+            return Ok(None);
+        }
+        let mut len = 0usize;
+        let p = unsafe { string(e, &mut len) };
+        if p.is_null() {
+            return Ok(None);
+        }
+        Ok(Some(unsafe {
+            std::slice::from_raw_parts(p.cast::<u8>(), len)
+        }))
+    }
+}
+
+impl Drop for CallReply {
+    fn drop(&mut self) {
+        if let Some(free) = unsafe { raw::RedisModule_FreeCallReply } {
+            unsafe { free(self.0) };
+        }
+    }
+}
+
+/// The kinds of value a command distinguishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Empty,
+    String,
+    SortedSet,
+    Other,
+}
+
+/// An open key, closed when dropped.
+pub struct Key {
+    ptr: *mut raw::RedisModuleKey,
+}
+
+impl Key {
+    /// Opens `name` for reading, or for reading and writing.
+    pub fn open(ctx: Ctx, name: RString, write: bool) -> Result<Key, Error> {
+        let open = api!(RedisModule_OpenKey);
+        let mode = if write {
+            raw::REDISMODULE_READ | raw::REDISMODULE_WRITE
+        } else {
+            raw::REDISMODULE_READ
+        };
+        // A missing key opened for reading is NULL: an empty key.
+        Ok(Key {
+            ptr: unsafe { open(ctx.0, name, mode as c_int) },
+        })
+    }
+
+    pub fn kind(&self) -> Result<Kind, Error> {
+        if self.ptr.is_null() {
+            return Ok(Kind::Empty);
+        }
+        let key_type = api!(RedisModule_KeyType);
+        Ok(match unsafe { key_type(self.ptr) } as isize {
+            raw::REDISMODULE_KEYTYPE_EMPTY => Kind::Empty,
+            raw::REDISMODULE_KEYTYPE_STRING => Kind::String,
+            raw::REDISMODULE_KEYTYPE_ZSET => Kind::SortedSet,
+            _ => Kind::Other,
+        })
+    }
+
+    /// Number of members (sorted set) or bytes (string).
+    pub fn len(&self) -> Result<u64, Error> {
+        if self.ptr.is_null() {
+            return Ok(0);
+        }
+        let length = api!(RedisModule_ValueLength);
+        Ok(unsafe { length(self.ptr) } as u64)
+    }
+
+    /// Absolute expiry in ms, `None` when the key has none.
+    pub fn expire_at(&self) -> Result<Option<i64>, Error> {
+        if self.ptr.is_null() {
+            return Ok(None);
+        }
+        let get = api!(RedisModule_GetAbsExpire);
+        let at = unsafe { get(self.ptr) };
+        Ok((at != raw::REDISMODULE_NO_EXPIRE as i64).then_some(at))
+    }
+
+    pub fn set_expire_at(&self, at: i64) -> Result<(), Error> {
+        let set = api!(RedisModule_SetAbsExpire);
+        ok(unsafe { set(self.ptr, at) }, "could not set the expiry")
+    }
+
+    /// The stored string (valid until the key is written or closed).
+    pub fn string(&self) -> Result<&[u8], Error> {
+        let dma = api!(RedisModule_StringDMA);
+        let mut len = 0usize;
+        let p = unsafe { dma(self.ptr, &mut len, raw::REDISMODULE_READ as c_int) };
+        if p.is_null() {
+            return Err(Error::WrongType);
+        }
+        Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) })
+    }
+
+    /// Replaces the value with a string (this clears the expiry).
+    pub fn set_string(&self, value: RString) -> Result<(), Error> {
+        let set = api!(RedisModule_StringSet);
+        ok(
+            unsafe { set(self.ptr, value) },
+            "could not write the string",
+        )
+    }
+
+    pub fn delete(&self) -> Result<(), Error> {
+        let delete = api!(RedisModule_DeleteKey);
+        ok(unsafe { delete(self.ptr) }, "could not delete the key")
+    }
+
+    /// Adds `member` with `score` unless the member exists; true when added.
+    pub fn zadd_new(&self, score: f64, member: RString) -> Result<bool, Error> {
+        let add = api!(RedisModule_ZsetAdd);
+        let mut flags = raw::REDISMODULE_ZADD_NX as c_int;
+        ok(
+            unsafe { add(self.ptr, score, member, &mut flags) },
+            "could not add a member",
+        )?;
+        Ok(flags & raw::REDISMODULE_ZADD_ADDED as c_int != 0)
+    }
+
+    pub fn zrem(&self, member: RString) -> Result<(), Error> {
+        let rem = api!(RedisModule_ZsetRem);
+        let mut deleted: c_int = 0;
+        ok(
+            unsafe { rem(self.ptr, member, &mut deleted) },
+            "could not remove a member",
+        )
+    }
+
+    /// Lowest and highest scores, `None` when empty. O(1) / O(log n).
+    pub fn zscore_bounds(&self) -> Result<Option<(f64, f64)>, Error> {
+        if self.ptr.is_null() || self.len()? == 0 {
+            return Ok(None);
+        }
+        let Some(lowest) = self.zedge(true)? else {
+            return Ok(None);
+        };
+        let Some(highest) = self.zedge(false)? else {
+            return Ok(None);
+        };
+        Ok(Some((lowest, highest)))
+    }
+
+    fn zedge(&self, first: bool) -> Result<Option<f64>, Error> {
+        let start = if first {
+            api!(RedisModule_ZsetFirstInScoreRange)
+        } else {
+            api!(RedisModule_ZsetLastInScoreRange)
+        };
+        let current = api!(RedisModule_ZsetRangeCurrentElement);
+        let stop = api!(RedisModule_ZsetRangeStop);
+        let free = api!(RedisModule_FreeString);
+        let (lo, hi) = (
+            raw::REDISMODULE_NEGATIVE_INFINITE,
+            raw::REDISMODULE_POSITIVE_INFINITE,
+        );
+        if unsafe { start(self.ptr, lo, hi, 0, 0) } != raw::REDISMODULE_OK as c_int {
+            return Ok(None);
+        }
+        let mut score = 0.0;
+        let element = unsafe { current(self.ptr, &mut score) };
+        unsafe { stop(self.ptr) };
+        if element.is_null() {
+            return Ok(None);
+        }
+        unsafe { free(ptr::null_mut(), element) };
+        Ok(Some(score))
+    }
+
+    /// Removes every member with a score `<= max`; returns how many.
+    pub fn zrem_through(&self, ctx: Ctx, max: f64) -> Result<usize, Error> {
+        let start = api!(RedisModule_ZsetFirstInScoreRange);
+        let current = api!(RedisModule_ZsetRangeCurrentElement);
+        let next = api!(RedisModule_ZsetRangeNext);
+        let stop = api!(RedisModule_ZsetRangeStop);
+        let mut doomed = OwnedStrings::new(ctx);
+        if unsafe { start(self.ptr, raw::REDISMODULE_NEGATIVE_INFINITE, max, 0, 0) }
+            == raw::REDISMODULE_OK as c_int
+        {
+            loop {
+                let mut score = 0.0;
+                let element = unsafe { current(self.ptr, &mut score) };
+                if element.is_null() {
+                    break;
+                }
+                doomed.items.push(element);
+                if unsafe { next(self.ptr) } == 0 {
+                    break;
+                }
+            }
+            unsafe { stop(self.ptr) };
+        }
+        for &member in &doomed.items {
+            self.zrem(member)?;
+        }
+        Ok(doomed.items.len())
+    }
+}
+
+impl Drop for Key {
+    fn drop(&mut self) {
+        if self.ptr.is_null() {
+            return;
+        }
+        if let Some(close) = unsafe { raw::RedisModule_CloseKey } {
+            unsafe { close(self.ptr) };
+        }
+    }
+}
+
+fn ok(status: c_int, what: &str) -> Result<(), Error> {
+    if status == raw::REDISMODULE_OK as c_int {
+        Ok(())
+    } else {
+        Err(Error::Internal(what.into()))
+    }
+}
+
+/// Replies with an array of integers.
+pub fn reply_integers(ctx: Ctx, values: &[i64]) -> c_int {
+    let (Some(array), Some(int)) = (unsafe { raw::RedisModule_ReplyWithArray }, unsafe {
+        raw::RedisModule_ReplyWithLongLong
+    }) else {
+        return raw::REDISMODULE_ERR as c_int;
+    };
+    unsafe { array(ctx.0, values.len() as _) };
+    for &v in values {
+        unsafe { int(ctx.0, v) };
+    }
+    raw::REDISMODULE_OK as c_int
+}
+
+/// Replies with an error; `text` carries its own prefix (`ERR`, `WRONGTYPE`).
+pub fn reply_error(ctx: Ctx, text: &str) -> c_int {
+    let Some(reply) = (unsafe { raw::RedisModule_ReplyWithError }) else {
+        return raw::REDISMODULE_ERR as c_int;
+    };
+    // An error reply is one line without NUL bytes.
+    let clean: Vec<u8> = text
+        .bytes()
+        .map(|b| {
+            if b == b'\r' || b == b'\n' || b == 0 {
+                b' '
+            } else {
+                b
+            }
+        })
+        .chain(std::iter::once(0))
+        .collect();
+    unsafe { reply(ctx.0, clean.as_ptr().cast::<c_char>()) };
+    raw::REDISMODULE_OK as c_int
+}
