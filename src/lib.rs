@@ -5,13 +5,13 @@
 //! `RL.LOCKCOUNT` (count, then lock out). See README.md for the command
 //! reference. This file only registers the module.
 
-pub mod commands;
-pub mod core;
-pub mod error;
+mod commands;
+mod core;
+mod error;
 mod info;
-pub mod redis_api;
+mod redis_api;
 mod registration;
-pub mod stats;
+mod stats;
 
 use redis_module::{redis_module, Context, InfoContext, RedisResult, RedisString, Status};
 

@@ -58,14 +58,14 @@ impl OwnedStrings {
         }
     }
 
-    pub fn from_bytes(&mut self, b: &[u8]) -> Result<RString, Error> {
+    pub fn bytes(&mut self, b: &[u8]) -> Result<RString, Error> {
         let create = api!(RedisModule_CreateString);
         let s = unsafe { create(self.ctx.0, b.as_ptr().cast::<c_char>(), b.len()) };
         self.items.push(s);
         Ok(s)
     }
 
-    pub fn from_i64(&mut self, v: i64) -> Result<RString, Error> {
+    pub fn int(&mut self, v: i64) -> Result<RString, Error> {
         let create = api!(RedisModule_CreateStringFromLongLong);
         let s = unsafe { create(self.ctx.0, v) };
         self.items.push(s);
@@ -114,17 +114,17 @@ impl Ctx {
     }
 
     /// `ZCOUNT key (min +inf`: O(log n) by rank on a skiplist.
-    pub fn zcount_above(&self, key: RString, min_exclusive: i64) -> Result<u64, Error> {
-        let min = format!("({min_exclusive}\0");
+    /// `ZCOUNT key -inf max`: members with a score `<= max`.
+    pub fn zcount_through(&self, key: RString, max: i64) -> Result<u64, Error> {
         let call = api!(RedisModule_Call);
         let r = unsafe {
             call(
                 self.0,
                 c"ZCOUNT".as_ptr(),
-                c"scc".as_ptr(),
+                c"scl".as_ptr(),
                 key,
-                min.as_ptr(),
-                c"+inf".as_ptr(),
+                c"-inf".as_ptr(),
+                max,
             )
         };
         let reply = self.reply(c"ZCOUNT", r)?;
@@ -244,7 +244,7 @@ impl Key {
     }
 
     /// Number of members (sorted set) or bytes (string).
-    pub fn len(&self) -> Result<u64, Error> {
+    pub fn size(&self) -> Result<u64, Error> {
         if self.ptr.is_null() {
             return Ok(0);
         }
@@ -314,7 +314,7 @@ impl Key {
 
     /// Lowest and highest scores, `None` when empty. O(1) / O(log n).
     pub fn zscore_bounds(&self) -> Result<Option<(f64, f64)>, Error> {
-        if self.ptr.is_null() || self.len()? == 0 {
+        if self.ptr.is_null() || self.size()? == 0 {
             return Ok(None);
         }
         let Some(lowest) = self.zedge(true)? else {

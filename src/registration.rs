@@ -135,7 +135,7 @@ fn register_one(ctx: *mut raw::RedisModuleCtx, c: &Command) -> Result<(), String
     let summary = CString::new(c.summary).map_err(|e| e.to_string())?;
     let complexity = CString::new(c.complexity).map_err(|e| e.to_string())?;
     let since = c"0.1.0";
-    let mut info = raw::RedisModuleCommandInfo {
+    let info = raw::RedisModuleCommandInfo {
         version: &INFO_VERSION,
         summary: summary.as_ptr(),
         complexity: complexity.as_ptr(),
@@ -146,7 +146,7 @@ fn register_one(ctx: *mut raw::RedisModuleCtx, c: &Command) -> Result<(), String
         key_specs: key_specs.as_ptr() as *mut raw::RedisModuleCommandKeySpec,
         args: ptr::null_mut(),
     };
-    if unsafe { set_info(command, &mut info) } != raw::REDISMODULE_OK as c_int {
+    if unsafe { set_info(command, &info) } != raw::REDISMODULE_OK as c_int {
         return Err("RedisModule_SetCommandInfo refused the key specs".into());
     }
     Ok(())

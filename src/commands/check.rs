@@ -59,7 +59,8 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
     let mut view = RedisLog {
         ctx,
         name: *key_name,
-        key: &key,
+        len: key.size()?,
+        bounds,
     };
     let decision = decide(&parsed.rules, parsed.cost, t, newest, &mut view)?;
     if write && !decision.limited {
@@ -73,22 +74,39 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
     })
 }
 
-/// The sorted set seen through ZCOUNT / ZRANGE by rank.
-struct RedisLog<'a> {
+/// The sorted set as the decision core sees it, counted by rank.
+struct RedisLog {
     ctx: Ctx,
     name: RString,
-    key: &'a Key,
+    len: u64,
+    /// Lowest and highest scores, `None` when empty.
+    bounds: Option<(f64, f64)>,
 }
 
-impl LogView for RedisLog<'_> {
+impl LogView for RedisLog {
     type Error = Error;
 
+    /// `len - ZCOUNT key -inf min`: O(log N) on a skiplist, and on a small
+    /// (listpack) set it walks only the members at or below `min`, where
+    /// `ZCOUNT key (min +inf` would walk them all.
+    /// The set's extremes answer without a call when the window's edge lies
+    /// outside them (the usual case for the longest window, which admissions
+    /// trim).
     fn count_newer_than(&mut self, min_exclusive: i64) -> Result<u64, Error> {
-        self.ctx.zcount_above(self.name, min_exclusive)
+        let edge = min_exclusive as f64;
+        match self.bounds {
+            None => Ok(0),
+            Some((lowest, _)) if lowest > edge => Ok(self.len),
+            Some((_, highest)) if highest <= edge => Ok(0),
+            Some(_) => {
+                let older = self.ctx.zcount_through(self.name, min_exclusive)?;
+                Ok(self.len.saturating_sub(older))
+            }
+        }
     }
 
-    fn len(&mut self) -> Result<u64, Error> {
-        self.key.len()
+    fn total(&mut self) -> Result<u64, Error> {
+        Ok(self.len)
     }
 
     fn score_at_rank(&mut self, rank: u64) -> Result<f64, Error> {
@@ -124,14 +142,14 @@ const MAX_NAME_CLASHES: usize = 64;
 
 fn apply(ctx: Ctx, name: RString, key: &Key, plan: &Admission, trim: bool) -> Result<(), Error> {
     let mut strings = OwnedStrings::new(ctx);
-    let score = strings.from_i64(plan.score)?;
+    let score = strings.int(plan.score)?;
     // ZADD key score member [score member ...]
     let mut zadd: Vec<RString> = Vec::with_capacity(1 + 2 * plan.units as usize);
     zadd.push(name);
     for _ in 0..plan.units {
         let mut clashes = 0;
         loop {
-            let member = strings.from_bytes(&members::name(next_member()))?;
+            let member = strings.bytes(&members::name(next_member()))?;
             if key.zadd_new(plan.score as f64, member)? {
                 zadd.push(score);
                 zadd.push(member);
@@ -158,11 +176,11 @@ fn apply(ctx: Ctx, name: RString, key: &Key, plan: &Admission, trim: bool) -> Re
 
     ctx.replicate(c"ZADD", &zadd)?;
     if removed > 0 {
-        let min = strings.from_bytes(b"-inf")?;
-        let max = strings.from_i64(plan.trim_through)?;
+        let min = strings.bytes(b"-inf")?;
+        let max = strings.int(plan.trim_through)?;
         ctx.replicate(c"ZREMRANGEBYSCORE", &[name, min, max])?;
     }
-    let at = strings.from_i64(plan.expire_at)?;
+    let at = strings.int(plan.expire_at)?;
     ctx.replicate(c"PEXPIREAT", &[name, at])?;
     Ok(())
 }

@@ -34,10 +34,10 @@ pub fn write(
     w: &CounterWrite,
     strings: &mut OwnedStrings,
 ) -> Result<(), Error> {
-    let value = strings.from_i64(w.value)?;
+    let value = strings.int(w.value)?;
     key.set_string(value)?;
     key.set_expire_at(w.expire_at)?;
-    let pxat = strings.from_bytes(b"PXAT")?;
-    let at = strings.from_i64(w.expire_at)?;
+    let pxat = strings.bytes(b"PXAT")?;
+    let at = strings.int(w.expire_at)?;
     ctx.replicate(c"SET", &[name, value, pxat, at])
 }

@@ -36,11 +36,11 @@ pub fn lockcount(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
             count,
             lock_expire_at,
         } => {
-            let one = strings.from_i64(1)?;
+            let one = strings.int(1)?;
             lock_key.set_string(one)?;
             lock_key.set_expire_at(lock_expire_at)?;
-            let pxat = strings.from_bytes(b"PXAT")?;
-            let at = strings.from_i64(lock_expire_at)?;
+            let pxat = strings.bytes(b"PXAT")?;
+            let at = strings.int(lock_expire_at)?;
             ctx.replicate(c"SET", &[lock_name, one, pxat, at])?;
             if count_key.kind()? != Kind::Empty {
                 count_key.delete()?;

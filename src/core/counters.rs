@@ -133,7 +133,8 @@ mod tests {
     #[test]
     fn dayhour_table() {
         let m = Counter::MISSING;
-        let cases: Vec<(&str, Counter, Counter, DayHourArgs, [i64; 2], bool)> = vec![
+        type Case = (&'static str, Counter, Counter, DayHourArgs, [i64; 2], bool);
+        let cases: Vec<Case> = vec![
             ("both missing", m, m, dh(10, 5), [1, 1], true),
             (
                 "below both",

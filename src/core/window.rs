@@ -16,7 +16,7 @@ pub trait LogView {
     /// Number of members with score strictly greater than `min_exclusive`.
     fn count_newer_than(&mut self, min_exclusive: i64) -> Result<u64, Self::Error>;
     /// Total number of members.
-    fn len(&mut self) -> Result<u64, Self::Error>;
+    fn total(&mut self) -> Result<u64, Self::Error>;
     /// Score of the member at 0-based ascending `rank` (`rank < len`).
     fn score_at_rank(&mut self, rank: u64) -> Result<f64, Self::Error>;
 }
@@ -79,7 +79,7 @@ pub fn decide<L: LogView>(
 ) -> Result<Decision, L::Error> {
     let len = match newest {
         None => 0,
-        Some(_) => log.len()?,
+        Some(_) => log.total()?,
     };
     let mut used = Vec::with_capacity(rules.len());
     for (i, rule) in rules.iter().enumerate() {
@@ -110,7 +110,7 @@ pub fn decide<L: LogView>(
             limit: rules[b].count,
             remaining,
             retry_after: -1,
-            reset_after: ceil_ms(newest_after + rules[b].window as f64 - t as f64),
+            reset_after: ceil_ms(newest_after) + rules[b].window - t,
         });
     }
 
@@ -122,7 +122,7 @@ pub fn decide<L: LogView>(
         let k = (used[i] + cost - rules[i].count) as u64;
         let first_in_window = len - used[i] as u64;
         let s = log.score_at_rank(first_in_window + k - 1)?;
-        let retry = ceil_ms(s + rules[i].window as f64 - t as f64);
+        let retry = ceil_ms(s) + rules[i].window - t;
         if binding.is_none_or(|(_, best)| retry > best) {
             binding = Some((i, retry));
         }
@@ -136,7 +136,7 @@ pub fn decide<L: LogView>(
         limit: rules[b].count,
         remaining: (rules[b].count - used[b]).max(0),
         retry_after,
-        reset_after: ceil_ms(newest + rules[b].window as f64 - t as f64),
+        reset_after: ceil_ms(newest) + rules[b].window - t,
     })
 }
 
@@ -189,7 +189,7 @@ mod tests {
         fn count_newer_than(&mut self, min: i64) -> Result<u64, Infallible> {
             Ok(self.0.iter().filter(|&&s| s > min as f64).count() as u64)
         }
-        fn len(&mut self) -> Result<u64, Infallible> {
+        fn total(&mut self) -> Result<u64, Infallible> {
             Ok(self.0.len() as u64)
         }
         fn score_at_rank(&mut self, rank: u64) -> Result<f64, Infallible> {
@@ -361,6 +361,19 @@ mod tests {
             let got = decide(&r, c.cost, c.t, newest, &mut log).unwrap().reply();
             assert_eq!(got, c.want, "{}", c.name);
         }
+    }
+
+    #[test]
+    fn times_stay_exact_at_the_top_of_the_range() {
+        // Integer arithmetic: t + window beyond 2^53 must not round.
+        let top = crate::core::int::MAX_SAFE;
+        let mut log = VecLog::new(vec![top as f64]);
+        let newest = log.newest();
+        let d = decide(&rules(&[(1, 1000)]), 1, top, newest, &mut log).unwrap();
+        assert_eq!(d.reply(), [1, 1, 1, 0, 1000, 1000]);
+        let mut log = VecLog::new(vec![top as f64]);
+        let d = decide(&rules(&[(1, 2)]), 1, top - 1, newest, &mut log).unwrap();
+        assert_eq!(d.reply(), [1, 1, 1, 0, 3, 3]);
     }
 
     #[test]

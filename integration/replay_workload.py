@@ -1,0 +1,167 @@
+"""A mixed workload of every RL command, shared by the replication,
+persistence and failover tests ("nothing lost").
+
+Every window and TTL is at least 10 minutes, so no key expires while a test
+compares two servers. Replies are asserted as the workload goes, so a test
+never compares two copies of a state the module got wrong in the first place.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import redis
+
+H = 3_600_000  # one hour in ms
+D = 86_400_000  # one day in ms
+KEYS_LEFT = 16  # keys run_workload leaves behind
+UUID = "550e8400-e29b-41d4-a716-446655440000"
+
+
+def server_ms(c: redis.Redis) -> int:
+    secs, micros = c.time()
+    return secs * 1000 + micros // 1000
+
+
+def rl(c: redis.Redis, *args):
+    return c.execute_command(*[str(a) for a in args])
+
+
+def is_foreign_looking(member: bytes) -> bool:
+    """A name the module must never write: a plain decimal or a UUID."""
+    m = member.decode("latin-1")
+    return bool(re.fullmatch(r"-?[0-9]+(\.[0-9]+)?", m)
+                or re.fullmatch(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", m))
+
+
+def run_workload(c: redis.Redis, p: str) -> int:
+    """Runs the workload on keys prefixed `p:`; returns the server time it used
+    as its explicit `now`. Leaves KEYS_LEFT keys."""
+    t = server_ms(c)
+
+    # now = '*': two rules, the 5-per-minute one binds; two rejections.
+    replies = [rl(c, "RL.CHECK", f"{p}:star", "*", 5, 60000, 10, H) for _ in range(7)]
+    assert [r[0] for r in replies] == [0, 0, 0, 0, 0, 1, 1], replies
+    assert [r[3] for r in replies[:5]] == [4, 3, 2, 1, 0]
+    assert replies[5][1:4] == [1, 5, 0] and 0 < replies[5][4] <= 60000
+
+    # A same-millisecond burst with an explicit now, then COST (case-insensitive).
+    pipe = c.pipeline(transaction=False)
+    for _ in range(20):
+        pipe.execute_command("RL.CHECK", f"{p}:burst", t, 100, H)
+    replies = pipe.execute()
+    assert [r[0] for r in replies] == [0] * 20
+    assert [r[3] for r in replies] == list(range(99, 79, -1))
+    assert rl(c, "RL.CHECK", f"{p}:burst", t, 100, H, "COST", 30)[:4] == [0, 1, 100, 50]
+    assert rl(c, "RL.CHECK", f"{p}:burst", t, 100, H, "COST", 51)[:4] == [1, 1, 100, 50]
+    assert rl(c, "RL.CHECK", f"{p}:burst", t, 100, H, "cost", 50)[:4] == [0, 1, 100, 0]
+    members = c.zrange(f"{p}:burst", 0, -1, withscores=True)
+    assert len(members) == 100 and {s for _, s in members} == {float(t)}
+    assert not any(is_foreign_looking(m) for m, _ in members)
+
+    # A call that trims: the member older than the window goes.
+    assert rl(c, "RL.CHECK", f"{p}:trim", t - H - 1000, 5, H)[0] == 0
+    assert rl(c, "RL.CHECK", f"{p}:trim", t, 5, H)[:4] == [0, 1, 5, 4]
+    assert c.zrange(f"{p}:trim", 0, -1, withscores=True)[0][1] == float(t)
+    assert c.zcard(f"{p}:trim") == 1
+
+    # Members written by the Lua scripts count the same.
+    c.zadd(f"{p}:foreign", {UUID: t - 2000, "1700000000000": t - 1000})
+    assert rl(c, "RL.CHECK", f"{p}:foreign", "*", 3, H)[:4] == [0, 1, 3, 0]
+    assert rl(c, "RL.CHECK", f"{p}:foreign", "*", 3, H)[0] == 1
+    assert c.zcard(f"{p}:foreign") == 3
+
+    # RL.DAYHOUR: the hour fills at 3, the 4th call is refused by the hour.
+    day, hour = f"{p}:{{u1}}:day", f"{p}:{{u1}}:hour"
+    assert [rl(c, "RL.DAYHOUR", day, hour, 100, 3, D, H) for _ in range(4)] == [[1, 1], [2, 2], [3, 3], [3, 4]]
+    # A day counter without TTL gets one; a negative hour counter becomes 1.
+    day2, hour2 = f"{p}:{{u2}}:day", f"{p}:{{u2}}:hour"
+    c.set(day2, 7)
+    c.set(hour2, -3)
+    assert rl(c, "RL.DAYHOUR", day2, hour2, 100, 10, D, H) == [8, 1]
+    assert c.pttl(day2) > D - 60000 and c.pttl(hour2) > H - 60000
+    assert c.get(hour2) == b"1"
+    # A limit of 0 refuses, with both keys missing.
+    assert rl(c, "RL.DAYHOUR", f"{p}:{{u3}}:day", f"{p}:{{u3}}:hour", 0, 5, D, H) == [1, 0]
+
+    # RL.LOCKCOUNT: three admitted, the fourth trips the lock, the fifth is locked.
+    lock, count = f"{p}:{{u4}}:lock", f"{p}:{{u4}}:count"
+    replies = [rl(c, "RL.LOCKCOUNT", lock, count, 600000, 3, 900000) for _ in range(5)]
+    assert [r[:2] for r in replies] == [[0, 1], [0, 2], [0, 3], [1, 3], [1, 0]], replies
+    assert replies[3][2] == 900000 and 0 < replies[4][2] <= 900000
+    assert c.get(lock) == b"1" and not c.exists(count)
+    # A counter that keeps its TTL, one without TTL that gets the window, a
+    # negative one written as 1, and a lock key of another type without expiry.
+    count6 = f"{p}:{{u6}}:count"
+    assert rl(c, "RL.LOCKCOUNT", f"{p}:{{u6}}:lock", count6, 600000, 5, 900000) == [0, 1, 600000]
+    expiry6 = c.execute_command("PEXPIRETIME", count6)
+    assert rl(c, "RL.LOCKCOUNT", f"{p}:{{u6}}:lock", count6, 900000, 5, 900000)[:2] == [0, 2]
+    assert c.execute_command("PEXPIRETIME", count6) == expiry6
+    c.set(f"{p}:{{u7}}:count", -5)
+    assert rl(c, "RL.LOCKCOUNT", f"{p}:{{u7}}:lock", f"{p}:{{u7}}:count", 700000, 5, 900000) == [0, 1, 700000]
+    c.hset(f"{p}:{{u8}}:lock", "f", "v")
+    assert rl(c, "RL.LOCKCOUNT", f"{p}:{{u8}}:lock", f"{p}:{{u8}}:count", 600000, 5, 900000) == [1, 0, -1]
+    assert not c.exists(f"{p}:{{u8}}:count")
+
+    # A fractional foreign score in the future: the expiry is rounded up.
+    c.zadd(f"{p}:frac", {"x": t + 100000.5})
+    assert rl(c, "RL.CHECK", f"{p}:frac", "*", 5, H)[0] == 0
+    assert c.execute_command("PEXPIRETIME", f"{p}:frac") == t + 100001 + H
+
+    # Errors (nothing written) next to keys of other types.
+    c.set(f"{p}:str", "x")
+    c.hset(f"{p}:hash", "f", "v")
+    c.set(f"{p}:{{u5}}:count", "abc")
+    for args in error_calls(p):
+        with pytest.raises(redis.ResponseError):
+            rl(c, *args)
+    return t
+
+
+def error_calls(p: str) -> list[tuple]:
+    return [
+        ("RL.CHECK", f"{p}:str", "*", 5, 1000),  # WRONGTYPE
+        ("RL.CHECK", f"{p}:star", "*", 0, 1000),  # bad count
+        ("RL.CHECK", f"{p}:new", "*", 5, 1000, "COST", 6),  # cost above count
+        ("RL.CHECK", f"{p}:new", "+5", 5, 1000),  # bad now
+        ("RL.PEEK", f"{p}:hash", "*", 5, 1000),  # WRONGTYPE
+        ("RL.DAYHOUR", f"{p}:{{u1}}:day", f"{p}:{{u1}}:day", 1, 1, 1, 1),  # keys must differ
+        ("RL.DAYHOUR", f"{p}:hash", f"{p}:new2", 1, 1, 1000, 1000),  # WRONGTYPE
+        ("RL.LOCKCOUNT", f"{p}:{{u5}}:lock", f"{p}:{{u5}}:count", 1000, 3, 1000),  # stored value
+        ("RL.LOCKCOUNT", f"{p}:{{u6}}:lock", f"{p}:{{u6}}:count", 0, 3, 1000),  # bad window
+        ("RL.DAYHOUR", f"{p}:a"),  # arity
+    ]
+
+
+def rejected_calls(c: redis.Redis, p: str) -> int:
+    """After run_workload(c, p): calls that are all rejected or errors, so
+    must write and replicate nothing. Returns how many were made."""
+    n = 0
+    for _ in range(3):
+        assert rl(c, "RL.CHECK", f"{p}:star", "*", 5, 60000, 10, H)[0] == 1
+        assert rl(c, "RL.CHECK", f"{p}:foreign", "*", 3, H)[0] == 1
+        assert rl(c, "RL.CHECK", f"{p}:burst", "*", 100, H)[0] == 1
+        assert rl(c, "RL.DAYHOUR", f"{p}:{{u1}}:day", f"{p}:{{u1}}:hour", 100, 3, D, H) == [3, 4]
+        assert rl(c, "RL.DAYHOUR", f"{p}:{{u3}}:day", f"{p}:{{u3}}:hour", 0, 5, D, H) == [1, 0]
+        assert rl(c, "RL.LOCKCOUNT", f"{p}:{{u4}}:lock", f"{p}:{{u4}}:count", 600000, 3, 900000)[:2] == [1, 0]
+        assert rl(c, "RL.LOCKCOUNT", f"{p}:{{u8}}:lock", f"{p}:{{u8}}:count", 600000, 5, 900000) == [1, 0, -1]
+        assert rl(c, "RL.PEEK", f"{p}:star", "*", 5, 60000, 10, H)[0] == 1
+        assert rl(c, "RL.PEEK", f"{p}:missing", "*", 5, 60000)[0] == 0
+        n += 9
+        for args in error_calls(p):
+            with pytest.raises(redis.ResponseError):
+                rl(c, *args)
+            n += 1
+    return n
+
+
+def assert_limited_state(c: redis.Redis, p: str) -> None:
+    """The workload's limits still hold on `c` (a restarted server, a
+    promoted replica): nothing was forgotten."""
+    r = rl(c, "RL.CHECK", f"{p}:star", "*", 5, 60000, 10, H)
+    assert r[:4] == [1, 1, 5, 0] and 0 < r[4] <= 60000, r
+    assert rl(c, "RL.CHECK", f"{p}:foreign", "*", 3, H)[:4] == [1, 1, 3, 0]
+    assert rl(c, "RL.DAYHOUR", f"{p}:{{u1}}:day", f"{p}:{{u1}}:hour", 100, 3, D, H) == [3, 4]
+    r = rl(c, "RL.LOCKCOUNT", f"{p}:{{u4}}:lock", f"{p}:{{u4}}:count", 600000, 3, 900000)
+    assert r[:2] == [1, 0] and 0 < r[2] <= 900000, r

@@ -1,0 +1,220 @@
+"""Redis Cluster and key declarations: three primaries with the module,
+redis-py's RedisCluster routing RL commands by their declared keys, CROSSSLOT
+for two-key calls across slots, COMMAND GETKEYS / INFO / DOCS, and RL.PEEK on
+replicas (cluster and plain) while the writing commands are refused there."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+
+from replay_workload import H, rl, server_ms
+from servers import PRIMARY_ARGS, Cluster, Server, keyspace, redis_cli, start_replica, wait_in_sync
+
+pytestmark = pytest.mark.skipif(redis_cli() is None, reason="redis-cli is needed to create a cluster")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    cl = Cluster(3, args=PRIMARY_ARGS)
+    cl.start()
+    try:
+        yield cl
+    finally:
+        cl.stop()
+
+
+@pytest.fixture
+def rc(cluster):
+    c = cluster.client()
+    yield c
+    c.close()
+
+
+def owner_client(cluster: Cluster, key: str) -> redis.Redis:
+    c0 = cluster.nodes[0].client()
+    slot = c0.execute_command("CLUSTER KEYSLOT", key)
+    c0.close()
+    return cluster.slot_owner(int(slot)).client()
+
+
+def test_check_lands_on_owning_node_and_behaves_as_one_server(cluster, rc):
+    keys = [f"cl:ip:{i}" for i in range(200)]
+    with Server() as single:
+        sc = single.client()
+        t = server_ms(sc)
+        calls = [(key, t + k) for key in keys for k in range(3)]
+        expected = [rl(sc, "RL.CHECK", key, now, 2, H, 10, 2 * H) for key, now in calls]
+        got = [rc.execute_command("RL.CHECK", key, now, 2, H, 10, 2 * H) for key, now in calls]
+        assert got == expected
+        assert [r[0] for r in got[:3]] == [0, 0, 1]
+
+    c0 = cluster.nodes[0].client()
+    nodes = {n.port: n.client() for n in cluster.nodes}
+    # What each node holds locally (SCAN is not redirected).
+    local = {port: {k.decode() for k in c.scan_iter(match="cl:ip:*", count=1000)} for port, c in nodes.items()}
+    per_node = {port: 0 for port in nodes}
+    for key in keys:
+        slot = c0.execute_command("CLUSTER KEYSLOT", key)
+        owner = cluster.slot_owner(int(slot)).port
+        per_node[owner] += 1
+        assert [port for port in nodes if key in local[port]] == [owner], key
+        assert nodes[owner].zcard(key) == 2, key
+        assert nodes[owner].execute_command("PEXPIRETIME", key) > t
+    # 200 keys spread over all three primaries.
+    assert all(n > 20 for n in per_node.values()), per_node
+    assert sum(len(v) for v in local.values()) == 200
+
+
+def test_hash_tagged_two_key_commands(cluster, rc):
+    day, hour = "{user:42}:day", "{user:42}:hour"
+    assert [rc.execute_command("RL.DAYHOUR", day, hour, 10, 2, 86_400_000, H) for _ in range(3)] == \
+        [[1, 1], [2, 2], [2, 3]]
+    lock, count = "{user:7}:lock", "{user:7}:count"
+    replies = [rc.execute_command("RL.LOCKCOUNT", lock, count, 60000, 1, 120000) for _ in range(3)]
+    assert [r[:2] for r in replies] == [[0, 1], [1, 1], [1, 0]]
+    oc = owner_client(cluster, day)
+    assert oc.get(day) == b"2" and oc.get(hour) == b"2"
+    oc = owner_client(cluster, lock)
+    assert oc.get(lock) == b"1" and not oc.exists(count)
+    assert 0 < oc.pttl(lock) <= 120000
+
+
+@pytest.mark.parametrize("command", ["RL.DAYHOUR", "RL.LOCKCOUNT"])
+def test_two_keys_in_different_slots_are_crossslot(cluster, rc, command):
+    first, second = "xs:alpha", "xs:beta"
+    c0 = cluster.nodes[0].client()
+    assert c0.execute_command("CLUSTER KEYSLOT", first) != c0.execute_command("CLUSTER KEYSLOT", second)
+    args = [first, second, 10, 10, 60000] + ([60000] if command == "RL.DAYHOUR" else [])
+    # redis-py refuses client-side; the server refuses too when asked directly.
+    with pytest.raises((redis.exceptions.RedisClusterException, redis.ResponseError)):
+        rc.execute_command(command, *args)
+    oc = owner_client(cluster, first)
+    field = "ratelimit_" + command[3:].lower() + "_calls"
+    calls_before = oc.info("ratelimit")[field]
+    with pytest.raises(redis.ResponseError, match="^CROSSSLOT"):
+        oc.execute_command(command, *args)
+    for node in cluster.nodes:
+        assert list(node.client().scan_iter(match="xs:*")) == []
+    # Refused by Redis before the module ran: not counted.
+    assert oc.info("ratelimit")[field] == calls_before
+
+
+def test_key_sent_to_wrong_node_is_moved(cluster):
+    key = "mv:key"
+    c0 = cluster.nodes[0].client()
+    slot = int(c0.execute_command("CLUSTER KEYSLOT", key))
+    owner = cluster.slot_owner(slot)
+    other = next(n for n in cluster.nodes if n is not owner).client()
+    for args in (("RL.CHECK", key, "*", 1, 1000), ("RL.PEEK", key, "*", 1, 1000),
+                 ("RL.DAYHOUR", key, "{mv:key}x", 1, 1, 1000, 1000),
+                 ("RL.LOCKCOUNT", key, "{mv:key}x", 1000, 1, 1000)):
+        with pytest.raises(redis.ResponseError, match=f"^MOVED {slot} 127.0.0.1:{owner.port}$"):
+            rl(other, *args)
+
+
+EXPECTED_COMMANDS = {
+    # name: (arity, command flags, key flags per key, sample args after the keys)
+    "rl.check": (-5, {"write", "denyoom"}, [{"RW"}], ["*", "5", "1000", "COST", "2"]),
+    "rl.peek": (-5, {"readonly"}, [{"RO"}], ["*", "5", "1000", "10", "60000"]),
+    "rl.dayhour": (7, {"write", "denyoom"}, [{"RW"}, {"RW"}], ["10", "5", "86400000", "3600000"]),
+    "rl.lockcount": (6, {"write", "denyoom"}, [{"RW"}, {"RW"}], ["60000", "3", "120000"]),
+}
+
+
+def decode(x):
+    if isinstance(x, bytes):
+        return x.decode()
+    if isinstance(x, list):
+        return [decode(i) for i in x]
+    return x
+
+
+def pairs(flat):
+    return dict(zip(flat[::2], flat[1::2]))
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_COMMANDS))
+def test_command_getkeys_info_docs(cluster, name):
+    arity, flags, key_flags, rest = EXPECTED_COMMANDS[name]
+    c = cluster.nodes[0].client()
+    keys = ["{t}a", "{t}b"][:len(key_flags)]
+    assert decode(c.execute_command("COMMAND GETKEYS", name.upper(), *keys, *rest)) == keys
+    got = decode(c.execute_command("COMMAND GETKEYSANDFLAGS", name, *keys, *rest))
+    assert [k for k, _ in got] == keys
+    for (_, kf), want in zip(got, key_flags):
+        assert want <= set(kf), (name, kf)
+        assert ({"RO", "RW"} - want).isdisjoint(kf), (name, kf)
+
+    (info,) = decode(c.execute_command("COMMAND INFO", name))
+    assert info[0] == name and info[1] == arity
+    assert flags <= set(info[2]), info[2]
+    assert ("write" in info[2]) == (name != "rl.peek")
+    assert info[3:6] == [1, len(key_flags), 1]
+    specs = [pairs(spec) for spec in info[8]]
+    assert len(specs) == len(key_flags)
+    for i, (spec, want) in enumerate(zip(specs, key_flags)):
+        assert want <= set(spec["flags"]), (name, spec)
+        assert ({"RO", "RW"} - want).isdisjoint(spec["flags"])
+        assert pairs(spec["begin_search"]) == {"type": "index", "spec": ["index", i + 1]}
+        assert pairs(spec["find_keys"])["type"] == "range"
+
+    docs = decode(c.execute_command("COMMAND DOCS", name))
+    assert docs[0] == name
+    doc = pairs(docs[1])
+    assert doc["group"] == "module" and doc["module"] == "ratelimit"
+    assert doc["summary"] and doc["complexity"]
+    # redis-py's cluster router reads the same table.
+    router = cluster.client()
+    assert router.commands_parser.get_keys(router, name.upper(), *keys, *rest) == keys
+    router.close()
+
+
+def test_cluster_replica_peeks_after_readonly(cluster, rc):
+    primary = cluster.nodes[0]
+    replica = cluster.replicas[0] if cluster.replicas else cluster.add_replica(primary)
+    c0 = primary.client()
+    key = next(k for k in (f"rp:{i}" for i in range(1000))
+               if cluster.slot_owner(int(c0.execute_command("CLUSTER KEYSLOT", k))) is primary)
+    t = server_ms(c0)
+    for i in range(3):
+        assert rc.execute_command("RL.CHECK", key, t + i, 3, H)[0] == 0
+    wait_in_sync(primary, replica)
+    on_primary = rl(c0, "RL.PEEK", key, t + 5, 3, H)
+    assert on_primary[:4] == [1, 1, 3, 0]
+
+    plain = replica.client()
+    with pytest.raises(redis.ResponseError, match="^MOVED"):
+        rl(plain, "RL.PEEK", key, t + 5, 3, H)
+    ro = replica.client(single_connection_client=True)
+    assert ro.execute_command("READONLY") in (b"OK", "OK", True)
+    assert rl(ro, "RL.PEEK", key, t + 5, 3, H) == on_primary
+    # Writes go to the primary even after READONLY.
+    with pytest.raises(redis.ResponseError, match="^MOVED"):
+        rl(ro, "RL.CHECK", key, t + 5, 10, H)
+    ro.close()
+    assert c0.zcard(key) == 3
+
+
+def test_plain_replica_runs_peek_and_refuses_writes():
+    with Server(args=PRIMARY_ARGS) as primary:
+        replica = start_replica(primary)
+        try:
+            pc, rc_ = primary.client(), replica.client()
+            t = server_ms(pc)
+            assert [rl(pc, "RL.CHECK", "pr:k", t, 2, H)[0] for _ in range(2)] == [0, 0]
+            assert rl(pc, "RL.DAYHOUR", "pr:d", "pr:h", 5, 5, 86_400_000, H) == [1, 1]
+            wait_in_sync(primary, replica)
+            before = keyspace(rc_)
+            assert rl(rc_, "RL.PEEK", "pr:k", t, 2, H) == rl(pc, "RL.PEEK", "pr:k", t, 2, H) == \
+                [1, 1, 2, 0, H, H]
+            assert rl(rc_, "RL.PEEK", "pr:new", t, 2, H)[:4] == [0, 1, 2, 1]
+            for args in (("RL.CHECK", "pr:new", "*", 2, H),
+                         ("RL.DAYHOUR", "pr:d", "pr:h", 5, 5, 86_400_000, H),
+                         ("RL.LOCKCOUNT", "pr:l", "pr:c", 1000, 1, 1000)):
+                with pytest.raises(redis.exceptions.ReadOnlyError):
+                    rl(rc_, *args)
+            assert keyspace(rc_) == before
+        finally:
+            replica.stop()
+

@@ -1,0 +1,256 @@
+"""Replication: replicas (with or without the module) and AOF replays end up
+with exactly the primary's keys, values, members, scores and absolute expiry
+times; rejected calls and errors replicate nothing; the stream carries native
+commands only."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+from replay_workload import H, KEYS_LEFT, is_foreign_looking, rejected_calls, rl, run_workload, server_ms
+from servers import PRIMARY_ARGS, ReplStream, Server, keyspace, repl_offset, start_replica, wait_in_sync
+
+
+@contextlib.contextmanager
+def servers():
+    """Collects started servers and stops them all, whatever happens."""
+    started: list[Server] = []
+    try:
+        yield started
+    finally:
+        for s in reversed(started):
+            s.stop()
+
+
+def started(pool: list, server: Server) -> Server:
+    pool.append(server)
+    return server.start() if not server.alive() else server
+
+
+def test_replicas_with_and_without_module_equal_primary():
+    with servers() as pool:
+        primary = started(pool, Server(args=PRIMARY_ARGS))
+        with_module = start_replica(primary)
+        pool.append(with_module)
+        without_module = start_replica(primary, module=False)
+        pool.append(without_module)
+        nc = without_module.client()
+        with pytest.raises(redis.ResponseError, match="(?i)unknown command"):
+            nc.execute_command("RL.PEEK", "x", "*", "1", "1000")
+
+        pc = primary.client()
+        run_workload(pc, "rep")
+        run_workload(pc, "rep2")
+        assert pc.execute_command("WAIT", 2, 5000) == 2
+        wait_in_sync(primary, with_module, without_module)
+
+        expected = keyspace(pc)
+        assert len(expected) == 2 * KEYS_LEFT
+        assert all(exp > 0 for kind, _, exp in expected.values() if kind == "zset")
+        assert keyspace(with_module.client()) == expected
+        assert keyspace(nc) == expected
+
+        # A replica that joins afterwards (full sync from the RDB) without the module.
+        late = start_replica(primary, module=False)
+        pool.append(late)
+        assert keyspace(late.client()) == expected
+
+
+def test_rejections_and_errors_replicate_nothing():
+    with servers() as pool:
+        primary = started(pool, Server(args=PRIMARY_ARGS))
+        replica = start_replica(primary)
+        pool.append(replica)
+        pc = primary.client()
+        run_workload(pc, "rej")
+        wait_in_sync(primary, replica)
+        before = keyspace(pc)
+
+        stream = ReplStream(primary)
+        try:
+            offset = repl_offset(primary)
+            made = rejected_calls(pc, "rej")
+            assert made > 50
+            assert repl_offset(primary) == offset, "rejected calls or errors moved master_repl_offset"
+            assert keyspace(pc) == before
+            # The stream holds nothing but the marker written after them.
+            pc.set("marker", "1")
+            received = stream.until([b"SET", b"marker", b"1"])
+            assert [cmd for cmd in received if cmd[0].upper() not in (b"SELECT", b"PING")] == \
+                [[b"SET", b"marker", b"1"]]
+            # The measure can fail: an admitted call moves the offset.
+            offset = repl_offset(primary)
+            assert rl(pc, "RL.CHECK", "rej:fresh", "*", 5, H)[0] == 0
+            assert repl_offset(primary) > offset
+        finally:
+            stream.close()
+        wait_in_sync(primary, replica)
+        assert keyspace(replica.client()) == keyspace(pc)
+
+
+def effects(received: list[list[bytes]]) -> list[list[bytes]]:
+    return [cmd for cmd in received if cmd[0].upper() not in (b"SELECT", b"PING", b"REPLCONF")]
+
+
+def test_stream_carries_native_effects_with_absolute_times():
+    with servers() as pool:
+        primary = started(pool, Server(args=PRIMARY_ARGS))
+        pc = primary.client()
+        stream = ReplStream(primary)
+        try:
+            t = server_ms(pc)
+            assert rl(pc, "RL.CHECK", "eff:z", t - H - 5, 10, H)[0] == 0
+            assert rl(pc, "RL.CHECK", "eff:z", t, 10, H, "COST", 2)[0] == 0
+            assert rl(pc, "RL.CHECK", "eff:z", t, 1, 1000)[0] == 1  # rejected: nothing
+            assert rl(pc, "RL.CHECK", "eff:s", "*", 3, H)[0] == 0
+            assert rl(pc, "RL.DAYHOUR", "eff:d", "eff:h", 10, 10, 86_400_000, H) == [1, 1]
+            assert rl(pc, "RL.LOCKCOUNT", "eff:l", "eff:c", 60000, 1, 120000) == [0, 1, 60000]
+            assert rl(pc, "RL.LOCKCOUNT", "eff:l", "eff:c", 60000, 1, 120000) == [1, 1, 120000]
+            pc.set("marker", "1")
+            got = effects(stream.until([b"SET", b"marker", b"1"]))
+        finally:
+            stream.close()
+
+        names = [cmd[0].upper() for cmd in got]
+        assert not any(n.startswith(b"RL.") for n in names), names
+        members = pc.zrange("eff:z", 0, -1, withscores=True)
+        exp = {k: pc.execute_command("PEXPIRETIME", k) for k in ("eff:z", "eff:s", "eff:d", "eff:h", "eff:l")}
+        # The first call's expiry: never sooner than a window from the server clock.
+        first_exp = int(got[2][2])
+        assert first_exp >= t + H
+        old_member = got[1][3]
+        assert not is_foreign_looking(old_member), old_member
+        s_member = pc.zrange("eff:s", 0, -1, withscores=True)
+        expected = [
+            [b"MULTI"],
+            [b"ZADD", b"eff:z", str(t - H - 5).encode(), old_member],
+            [b"PEXPIREAT", b"eff:z", str(first_exp).encode()],
+            [b"EXEC"],
+            [b"MULTI"],
+            [b"ZADD", b"eff:z", str(t).encode(), members[0][0], str(t).encode(), members[1][0]],
+            [b"ZREMRANGEBYSCORE", b"eff:z", b"-inf", str(t - H).encode()],
+            [b"PEXPIREAT", b"eff:z", str(exp["eff:z"]).encode()],
+            [b"EXEC"],
+            [b"MULTI"],
+            [b"ZADD", b"eff:s", str(int(s_member[0][1])).encode(), s_member[0][0]],
+            [b"PEXPIREAT", b"eff:s", str(exp["eff:s"]).encode()],
+            [b"EXEC"],
+            [b"MULTI"],
+            [b"SET", b"eff:d", b"1", b"PXAT", str(exp["eff:d"]).encode()],
+            [b"SET", b"eff:h", b"1", b"PXAT", str(exp["eff:h"]).encode()],
+            [b"EXEC"],
+            [b"SET", b"eff:c", b"1", b"PXAT", b"<count expiry>"],
+            [b"MULTI"],
+            [b"SET", b"eff:l", b"1", b"PXAT", str(exp["eff:l"]).encode()],
+            [b"DEL", b"eff:c"],
+            [b"EXEC"],
+            [b"SET", b"marker", b"1"],
+        ]
+        # The counter deleted by the lock: its expiry was a window from the call.
+        count_set = next(cmd for cmd in got if cmd[:2] == [b"SET", b"eff:c"])
+        assert t + 60000 <= int(count_set[4]) <= server_ms(pc) + 60000
+        got = [cmd[:4] + [b"<count expiry>"] if cmd[:2] == [b"SET", b"eff:c"] else cmd for cmd in got]
+        assert got == expected
+        assert len(members) == 2 and {s for _, s in members} == {float(t)}
+        assert exp["eff:z"] >= t + H and exp["eff:d"] > exp["eff:h"] > 0
+
+
+def test_late_replica_does_not_extend_expiry():
+    """A replica that applies the writes a second late holds the same
+    absolute expiry times and scores as the primary (effects, not commands
+    re-run against the replica's clock)."""
+    with servers() as pool:
+        primary = started(pool, Server(args=PRIMARY_ARGS))
+        replica = start_replica(primary)
+        pool.append(replica)
+        pc = primary.client()
+        replica.proc.send_signal(signal.SIGSTOP)
+        try:
+            for i in range(5):
+                assert rl(pc, "RL.CHECK", "late:z", "*", 10, H)[0] == 0
+            assert rl(pc, "RL.DAYHOUR", "late:{x}:d", "late:{x}:h", 10, 10, 2 * H, H) == [1, 1]
+            assert rl(pc, "RL.LOCKCOUNT", "late:{y}:l", "late:{y}:c", H, 5, H)[0] == 0
+            time.sleep(1.0)
+        finally:
+            replica.proc.send_signal(signal.SIGCONT)
+        wait_in_sync(primary, replica)
+        rc = replica.client()
+        expected = keyspace(pc)
+        assert len(expected) == 4
+        assert keyspace(rc) == expected
+        # PTTL on the replica reflects the second it lost, like on the primary.
+        for key in expected:
+            assert rc.pttl(key) <= pc.pttl(key) + 50
+
+
+def test_aof_written_with_module_loads_without_it():
+    with servers() as pool:
+        primary = started(pool, Server(args=["--appendonly", "yes"]))
+        pc = primary.client()
+        run_workload(pc, "aof")
+        rejected_calls(pc, "aof")
+        expected = keyspace(pc)
+        assert len(expected) == KEYS_LEFT
+        primary.stop(keep_dir=True)
+
+        incr = list(Path(primary.dir).rglob("*.incr.aof"))
+        assert incr, sorted(str(p) for p in Path(primary.dir).rglob("*"))
+        text = b"".join(p.read_bytes() for p in incr).lower()
+        assert b"zadd" in text and b"pexpireat" in text and b"pxat" in text
+        assert b"rl.check" not in text and b"rl.dayhour" not in text and b"rl.lockcount" not in text
+
+        plain = started(pool, Server(module=False, directory=primary.dir, args=["--appendonly", "yes"]))
+        c = plain.client()
+        with pytest.raises(redis.ResponseError, match="(?i)unknown command"):
+            c.execute_command("RL.PEEK", "x", "*", "1", "1000")
+        assert keyspace(c) == expected
+        plain.stop()
+        pool.remove(plain)
+
+
+def test_transactions_scripts_and_other_dbs_replicate_effects():
+    """RL calls inside MULTI/EXEC, inside a Lua script, and in another db reach
+    a replica without the module exactly."""
+    with servers() as pool:
+        primary = started(pool, Server(args=PRIMARY_ARGS))
+        replica = start_replica(primary, module=False)
+        pool.append(replica)
+        pc = primary.client()
+        pipe = pc.pipeline(transaction=True)
+        for _ in range(4):
+            pipe.execute_command("RL.CHECK", "tx:z", "*", 3, H)
+        pipe.execute_command("RL.DAYHOUR", "tx:{a}:d", "tx:{a}:h", 5, 1, 86_400_000, H)
+        pipe.execute_command("RL.DAYHOUR", "tx:{a}:d", "tx:{a}:h", 5, 1, 86_400_000, H)
+        pipe.execute_command("RL.LOCKCOUNT", "tx:{b}:l", "tx:{b}:c", H, 1, H)
+        pipe.execute_command("RL.LOCKCOUNT", "tx:{b}:l", "tx:{b}:c", H, 1, H)
+        replies = pipe.execute()
+        assert [r[0] for r in replies[:4]] == [0, 0, 0, 1]
+        assert replies[4:6] == [[1, 1], [1, 2]]
+        assert [r[:2] for r in replies[6:]] == [[0, 1], [1, 1]]
+
+        script = "return redis.call('RL.CHECK', KEYS[1], '*', ARGV[1], ARGV[2])"
+        assert [pc.eval(script, 1, "lua:z", 2, H)[0] for _ in range(3)] == [0, 0, 1]
+        script2 = ("local a = redis.call('RL.LOCKCOUNT', KEYS[1], KEYS[2], ARGV[1], 0, ARGV[1]) "
+                   "local b = redis.call('RL.DAYHOUR', KEYS[3], KEYS[4], 1, 1, ARGV[1], ARGV[1]) "
+                   "return {a[1], b[1], b[2]}")
+        assert pc.eval(script2, 4, "{l}:lock", "{l}:count", "{l}:d", "{l}:h", H) == [1, 1, 1]
+
+        db3 = primary.client(db=3)
+        t = server_ms(db3)
+        for _ in range(3):
+            assert rl(db3, "RL.CHECK", "db3:z", t, 5, H)[0] == 0
+        assert rl(db3, "RL.DAYHOUR", "db3:d", "db3:h", 5, 5, 86_400_000, H) == [1, 1]
+
+        assert pc.execute_command("WAIT", 1, 5000) == 1
+        wait_in_sync(primary, replica)
+        expected = keyspace(pc)
+        assert len(expected) == 8 and len(expected[b"tx:z"][1]) == 3 and len(expected[b"lua:z"][1]) == 2
+        assert keyspace(replica.client()) == expected
+        assert len(keyspace(db3)) == 3
+        assert keyspace(replica.client(db=3)) == keyspace(db3)
