@@ -90,6 +90,29 @@ impl Ctx {
         Ok(unsafe { ms() })
     }
 
+    /// Tells Redis a key changed: invalidates WATCH and client-side caches.
+    /// The module turns off the implicit signal on closing a writable key, so
+    /// that rejections and errors, which write nothing, signal nothing.
+    pub fn signal_modified(&self, key: RString) -> Result<(), Error> {
+        let signal = api!(RedisModule_SignalModifiedKey);
+        unsafe { signal(self.0, key) };
+        Ok(())
+    }
+
+    /// Fires the keyspace event the equivalent native command fires.
+    pub fn notify(&self, event: Event, key: RString) -> Result<(), Error> {
+        let notify = api!(RedisModule_NotifyKeyspaceEvent);
+        let (class, name) = match event {
+            Event::Zadd => (raw::REDISMODULE_NOTIFY_ZSET, c"zadd"),
+            Event::Zremrangebyscore => (raw::REDISMODULE_NOTIFY_ZSET, c"zremrangebyscore"),
+            Event::Expire => (raw::REDISMODULE_NOTIFY_GENERIC, c"expire"),
+            Event::Set => (raw::REDISMODULE_NOTIFY_STRING, c"set"),
+            Event::Del => (raw::REDISMODULE_NOTIFY_GENERIC, c"del"),
+        };
+        unsafe { notify(self.0, class, name.as_ptr(), key) };
+        Ok(())
+    }
+
     /// Replicates a native command (to replicas and the AOF), wrapped with the
     /// call's other replicated commands in MULTI/EXEC.
     pub fn replicate(&self, command: &CStr, args: &[RString]) -> Result<(), Error> {
@@ -160,6 +183,48 @@ impl Ctx {
         }
         Ok(CallReply(r))
     }
+}
+
+/// Keyspace events, named as the native commands name them.
+#[derive(Debug, Clone, Copy)]
+pub enum Event {
+    Zadd,
+    Zremrangebyscore,
+    Expire,
+    Set,
+    Del,
+}
+
+/// The native commands the module replicates its writes with or counts with.
+/// Checked at load: a renamed or disabled one would make a call fail, for
+/// replication after its local writes.
+pub const NATIVE_COMMANDS: [&CStr; 7] = [
+    c"zadd",
+    c"zremrangebyscore",
+    c"pexpireat",
+    c"set",
+    c"del",
+    c"zcount",
+    c"zrange",
+];
+
+/// Whether `name` is a command this server knows (`COMMAND INFO name`).
+pub fn command_exists(ctx: *mut raw::RedisModuleCtx, name: &CStr) -> Result<bool, Error> {
+    let call = api!(RedisModule_Call);
+    let r = unsafe {
+        call(
+            ctx,
+            c"COMMAND".as_ptr(),
+            c"cc".as_ptr(),
+            c"INFO".as_ptr(),
+            name.as_ptr(),
+        )
+    };
+    let reply = Ctx(ctx).reply(c"COMMAND", r)?;
+    let kind = api!(RedisModule_CallReplyType);
+    let element = api!(RedisModule_CallReplyArrayElement);
+    let first = unsafe { element(reply.0, 0) };
+    Ok(!first.is_null() && unsafe { kind(first) } == raw::REDISMODULE_REPLY_ARRAY as c_int)
 }
 
 /// A reply of `RedisModule_Call`, freed when dropped.

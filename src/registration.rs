@@ -12,6 +12,7 @@ use redis_module::commands::{get_redis_key_spec, BeginSearch, FindKeys, KeySpec,
 use redis_module::raw;
 
 use crate::commands;
+use crate::redis_api::{command_exists, NATIVE_COMMANDS};
 
 type CommandFn =
     extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
@@ -66,7 +67,8 @@ const COMMANDS: &[Command] = &[
         flags: "write deny-oom fast",
         arity: 6,
         keys: &[
-            KeySpecFlags::READ_WRITE.union(KeySpecFlags::INSERT),
+            // ACCESS: a locked call returns the lock's TTL.
+            KeySpecFlags::READ_WRITE.union(KeySpecFlags::ACCESS).union(KeySpecFlags::INSERT),
             KeySpecFlags::READ_WRITE.union(KeySpecFlags::ACCESS).union(KeySpecFlags::UPDATE),
         ],
         summary: "Count requests in a fixed window; past the maximum, set a lock key that rejects until it expires.",
@@ -83,6 +85,23 @@ const INFO_VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleCommand
 
 /// Registers every command; an error message on failure (the load fails).
 pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
+    for name in NATIVE_COMMANDS {
+        if !command_exists(ctx, name).map_err(|e| e.reply_text())? {
+            return Err(format!(
+                "the server has no '{}' command (renamed or disabled?); the module needs it to count or to replicate its writes",
+                name.to_string_lossy()
+            ));
+        }
+    }
+    // Keys are signalled as modified only after real writes (see Ctx::signal_modified).
+    if let Some(set_options) = unsafe { raw::RedisModule_SetModuleOptions } {
+        unsafe {
+            set_options(
+                ctx,
+                raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int,
+            )
+        };
+    }
     for c in COMMANDS {
         register_one(ctx, c).map_err(|e| format!("{}: {e}", c.name))?;
     }

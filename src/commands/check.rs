@@ -16,7 +16,7 @@ use crate::core::int::is_safe_score;
 use crate::core::members;
 use crate::core::window::{admission, decide, Admission, LogView};
 use crate::error::{show, Error};
-use crate::redis_api::{bytes, Ctx, Key, Kind, OwnedStrings, RString};
+use crate::redis_api::{bytes, Ctx, Event, Key, Kind, OwnedStrings, RString};
 
 pub fn check(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
     evaluate(ctx, args, true)
@@ -175,12 +175,15 @@ fn apply(ctx: Ctx, name: RString, key: &Key, plan: &Admission, trim: bool) -> Re
     key.set_expire_at(plan.expire_at)?;
 
     ctx.replicate(c"ZADD", &zadd)?;
+    ctx.notify(Event::Zadd, name)?;
     if removed > 0 {
         let min = strings.bytes(b"-inf")?;
         let max = strings.int(plan.trim_through)?;
         ctx.replicate(c"ZREMRANGEBYSCORE", &[name, min, max])?;
+        ctx.notify(Event::Zremrangebyscore, name)?;
     }
     let at = strings.int(plan.expire_at)?;
     ctx.replicate(c"PEXPIREAT", &[name, at])?;
-    Ok(())
+    ctx.notify(Event::Expire, name)?;
+    ctx.signal_modified(name)
 }

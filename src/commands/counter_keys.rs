@@ -3,7 +3,7 @@
 use crate::core::args::parse_counter;
 use crate::core::counters::{Counter, CounterWrite};
 use crate::error::Error;
-use crate::redis_api::{Ctx, Key, Kind, OwnedStrings, RString};
+use crate::redis_api::{Ctx, Event, Key, Kind, OwnedStrings, RString};
 
 /// A missing key or a string, else `WRONGTYPE`.
 pub fn require_string(key: &Key) -> Result<(), Error> {
@@ -39,5 +39,8 @@ pub fn write(
     key.set_expire_at(w.expire_at)?;
     let pxat = strings.bytes(b"PXAT")?;
     let at = strings.int(w.expire_at)?;
-    ctx.replicate(c"SET", &[name, value, pxat, at])
+    ctx.replicate(c"SET", &[name, value, pxat, at])?;
+    ctx.notify(Event::Set, name)?;
+    ctx.notify(Event::Expire, name)?;
+    ctx.signal_modified(name)
 }

@@ -5,7 +5,7 @@ use super::{counter_keys, fixed_args, Outcome};
 use crate::core::args::{distinct_keys, parse_lockcount};
 use crate::core::counters::{lockcount as decide, LockCount};
 use crate::error::Error;
-use crate::redis_api::{bytes, Ctx, Key, Kind, OwnedStrings, RString};
+use crate::redis_api::{bytes, Ctx, Event, Key, Kind, OwnedStrings, RString};
 
 pub fn lockcount(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
     let [_, lock_name, count_name, window, max, locktime] = *fixed_args::<6>(args)?;
@@ -42,9 +42,14 @@ pub fn lockcount(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
             let pxat = strings.bytes(b"PXAT")?;
             let at = strings.int(lock_expire_at)?;
             ctx.replicate(c"SET", &[lock_name, one, pxat, at])?;
+            ctx.notify(Event::Set, lock_name)?;
+            ctx.notify(Event::Expire, lock_name)?;
+            ctx.signal_modified(lock_name)?;
             if count_key.kind()? != Kind::Empty {
                 count_key.delete()?;
                 ctx.replicate(c"DEL", &[count_name])?;
+                ctx.notify(Event::Del, count_name)?;
+                ctx.signal_modified(count_name)?;
             }
             [1, count, parsed.locktime]
         }

@@ -6,6 +6,8 @@
 //! counts by score and one score by rank, so a store answers it in O(log n)
 //! whatever the limit: see [`LogView`].
 
+use std::collections::HashMap;
+
 use super::args::Rule;
 use super::int::ceil_ms;
 
@@ -81,14 +83,18 @@ pub fn decide<L: LogView>(
         None => 0,
         Some(_) => log.total()?,
     };
+    // Rules with the same window share one count.
+    let mut counted: HashMap<i64, i64> = HashMap::new();
     let mut used = Vec::with_capacity(rules.len());
-    for (i, rule) in rules.iter().enumerate() {
-        // Rules with the same window share one count.
-        let earlier = rules[..i].iter().position(|r| r.window == rule.window);
-        let n = match (earlier, len) {
-            (_, 0) => 0,
-            (Some(j), _) => used[j],
-            (None, _) => log.count_newer_than(t - rule.window)? as i64,
+    for rule in rules {
+        let n = match (len, counted.get(&rule.window)) {
+            (0, _) => 0,
+            (_, Some(&n)) => n,
+            _ => {
+                let n = log.count_newer_than(t - rule.window)? as i64;
+                counted.insert(rule.window, n);
+                n
+            }
         };
         used.push(n);
     }
