@@ -5,7 +5,7 @@ MODULE := $(CURDIR)/target/release/libredis_ratelimit.so
 PY := $(CURDIR)/.venv/bin/python
 export RL_MODULE := $(MODULE)
 
-.PHONY: all build run test unit rust-it py-it lint deps bench bench-quick clean
+.PHONY: all build run test unit rust-it py-it lint deps bench bench-quick bench-profile clean
 
 all: build
 
@@ -36,6 +36,21 @@ rust-it:
 py-it:
 	$(PY) -m pytest integration -q -p no:cacheprovider
 	RL_SERVER=valkey $(PY) -m pytest integration -q -p no:cacheprovider
+
+# Module vs Lua vs native commands, one interleaved run; writes bench-out/.
+bench: build
+	@scripts/deps.sh python
+	$(PY) bench/bench.py
+
+# The same in under a minute (CI runs it to check the bench still works).
+bench-quick: build
+	@scripts/deps.sh python
+	$(PY) bench/bench.py --quick
+
+# Instructions per request under callgrind (needs valgrind).
+bench-profile: build
+	@scripts/deps.sh python
+	$(PY) bench/profile_callgrind.py
 
 lint:
 	cargo fmt --all -- --check
