@@ -99,44 +99,103 @@ impl Ctx {
         Ok(())
     }
 
-    /// Fires the keyspace event the equivalent native command fires.
-    pub fn notify(&self, event: Event, key: RString) -> Result<(), Error> {
-        let notify = api!(RedisModule_NotifyKeyspaceEvent);
-        let (class, name) = match event {
-            Event::Zadd => (raw::REDISMODULE_NOTIFY_ZSET, c"zadd"),
-            Event::Zremrangebyscore => (raw::REDISMODULE_NOTIFY_ZSET, c"zremrangebyscore"),
-            Event::Expire => (raw::REDISMODULE_NOTIFY_GENERIC, c"expire"),
-            Event::Set => (raw::REDISMODULE_NOTIFY_STRING, c"set"),
-            Event::Del => (raw::REDISMODULE_NOTIFY_GENERIC, c"del"),
+    /// Replicates a write as the native command that reproduces it (to
+    /// replicas and the AOF, wrapped with the call's other replicated commands
+    /// in MULTI/EXEC) and fires the keyspace events that command fires.
+    pub fn propagate(&self, write: Native) -> Result<(), Error> {
+        let replicate = api!(RedisModule_Replicate);
+        let r = self.0;
+        let (status, key, events): (c_int, RString, &[(c_int, &CStr)]) = unsafe {
+            match write {
+                Native::Zadd {
+                    key,
+                    score,
+                    members: [member],
+                } => (
+                    replicate(r, c"ZADD".as_ptr(), c"sls".as_ptr(), key, score, *member),
+                    key,
+                    &[(raw::REDISMODULE_NOTIFY_ZSET, c"zadd")],
+                ),
+                Native::Zadd {
+                    key,
+                    score,
+                    members,
+                } => {
+                    let mut strings = OwnedStrings::new(*self);
+                    let score = strings.int(score)?;
+                    let mut argv = Vec::with_capacity(1 + 2 * members.len());
+                    argv.push(key);
+                    for &m in members {
+                        argv.push(score);
+                        argv.push(m);
+                    }
+                    (
+                        replicate(
+                            r,
+                            c"ZADD".as_ptr(),
+                            c"v".as_ptr(),
+                            argv.as_ptr(),
+                            argv.len(),
+                        ),
+                        key,
+                        &[(raw::REDISMODULE_NOTIFY_ZSET, c"zadd")],
+                    )
+                }
+                Native::ZremrangebyscoreThrough { key, max } => (
+                    replicate(
+                        r,
+                        c"ZREMRANGEBYSCORE".as_ptr(),
+                        c"scl".as_ptr(),
+                        key,
+                        c"-inf".as_ptr(),
+                        max,
+                    ),
+                    key,
+                    &[(raw::REDISMODULE_NOTIFY_ZSET, c"zremrangebyscore")],
+                ),
+                Native::Pexpireat { key, at } => (
+                    replicate(r, c"PEXPIREAT".as_ptr(), c"sl".as_ptr(), key, at),
+                    key,
+                    &[(raw::REDISMODULE_NOTIFY_GENERIC, c"expire")],
+                ),
+                Native::SetPxat { key, value, at } => (
+                    replicate(
+                        r,
+                        c"SET".as_ptr(),
+                        c"slcl".as_ptr(),
+                        key,
+                        value,
+                        c"PXAT".as_ptr(),
+                        at,
+                    ),
+                    key,
+                    &[
+                        (raw::REDISMODULE_NOTIFY_STRING, c"set"),
+                        (raw::REDISMODULE_NOTIFY_GENERIC, c"expire"),
+                    ],
+                ),
+                Native::Incr { key } => (
+                    replicate(r, c"INCR".as_ptr(), c"s".as_ptr(), key),
+                    key,
+                    &[(raw::REDISMODULE_NOTIFY_STRING, c"incrby")],
+                ),
+                Native::Del { key } => (
+                    replicate(r, c"DEL".as_ptr(), c"s".as_ptr(), key),
+                    key,
+                    &[(raw::REDISMODULE_NOTIFY_GENERIC, c"del")],
+                ),
+            }
         };
-        unsafe { notify(self.0, class, name.as_ptr(), key) };
+        if status != raw::REDISMODULE_OK as c_int {
+            return Err(Error::Internal("could not replicate a write".into()));
+        }
+        let notify = api!(RedisModule_NotifyKeyspaceEvent);
+        for (class, event) in events {
+            unsafe { notify(r, *class, event.as_ptr(), key) };
+        }
         Ok(())
     }
 
-    /// Replicates a native command (to replicas and the AOF), wrapped with the
-    /// call's other replicated commands in MULTI/EXEC.
-    pub fn replicate(&self, command: &CStr, args: &[RString]) -> Result<(), Error> {
-        let replicate = api!(RedisModule_Replicate);
-        let status = unsafe {
-            replicate(
-                self.0,
-                command.as_ptr(),
-                c"v".as_ptr(),
-                args.as_ptr(),
-                args.len(),
-            )
-        };
-        if status == raw::REDISMODULE_OK as c_int {
-            Ok(())
-        } else {
-            Err(Error::Internal(format!(
-                "could not replicate {}",
-                command.to_string_lossy()
-            )))
-        }
-    }
-
-    /// `ZCOUNT key (min +inf`: O(log n) by rank on a skiplist.
     /// `ZCOUNT key -inf max`: members with a score `<= max`.
     pub fn zcount_through(&self, key: RString, max: i64) -> Result<u64, Error> {
         let call = api!(RedisModule_Call);
@@ -185,14 +244,25 @@ impl Ctx {
     }
 }
 
-/// Keyspace events, named as the native commands name them.
-#[derive(Debug, Clone, Copy)]
-pub enum Event {
-    Zadd,
-    Zremrangebyscore,
-    Expire,
-    Set,
-    Del,
+/// A write, as the native command that reproduces it on a replica or in the
+/// AOF. Times are absolute, so nothing depends on the replica's clock.
+pub enum Native<'a> {
+    /// `ZADD key score member [score member ...]`
+    Zadd {
+        key: RString,
+        score: i64,
+        members: &'a [RString],
+    },
+    /// `ZREMRANGEBYSCORE key -inf max`
+    ZremrangebyscoreThrough { key: RString, max: i64 },
+    /// `PEXPIREAT key at`
+    Pexpireat { key: RString, at: i64 },
+    /// `SET key value PXAT at`
+    SetPxat { key: RString, value: i64, at: i64 },
+    /// `INCR key` (the key exists and keeps its expiry)
+    Incr { key: RString },
+    /// `DEL key`
+    Del { key: RString },
 }
 
 /// The native commands the module replicates its writes with or counts with.
@@ -343,13 +413,35 @@ impl Key {
         Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) })
     }
 
-    /// Replaces the value with a string (this clears the expiry).
-    pub fn set_string(&self, value: RString) -> Result<(), Error> {
-        let set = api!(RedisModule_StringSet);
+    /// Stores `value` as a decimal string in place (creating the key when
+    /// missing). Unlike replacing the value, this keeps the key's expiry and
+    /// leaves a plain string that later reads use without copying.
+    pub fn write_int(&self, value: i64) -> Result<(), Error> {
+        use std::io::Write;
+        let truncate = api!(RedisModule_StringTruncate);
+        let dma = api!(RedisModule_StringDMA);
+        let mut digits = [0u8; 20];
+        let mut cursor = &mut digits[..];
+        // An i64 has at most 20 characters.
+        let _ = write!(cursor, "{value}");
+        let n = 20 - cursor.len();
         ok(
-            unsafe { set(self.ptr, value) },
+            unsafe { truncate(self.ptr, n) },
             "could not write the string",
-        )
+        )?;
+        let mut len = 0usize;
+        let p = unsafe {
+            dma(
+                self.ptr,
+                &mut len,
+                (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int,
+            )
+        };
+        if p.is_null() || len != n {
+            return Err(Error::Internal("could not write the string".into()));
+        }
+        unsafe { std::ptr::copy_nonoverlapping(digits.as_ptr(), p.cast::<u8>(), n) };
+        Ok(())
     }
 
     pub fn delete(&self) -> Result<(), Error> {

@@ -16,7 +16,7 @@ use crate::core::int::is_safe_score;
 use crate::core::members;
 use crate::core::window::{admission, decide, Admission, LogView};
 use crate::error::{show, Error};
-use crate::redis_api::{bytes, Ctx, Event, Key, Kind, OwnedStrings, RString};
+use crate::redis_api::{bytes, Ctx, Key, Kind, Native, OwnedStrings, RString};
 
 pub fn check(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
     evaluate(ctx, args, true)
@@ -142,25 +142,19 @@ const MAX_NAME_CLASHES: usize = 64;
 
 fn apply(ctx: Ctx, name: RString, key: &Key, plan: &Admission, trim: bool) -> Result<(), Error> {
     let mut strings = OwnedStrings::new(ctx);
-    let score = strings.int(plan.score)?;
-    // ZADD key score member [score member ...]
-    let mut zadd: Vec<RString> = Vec::with_capacity(1 + 2 * plan.units as usize);
-    zadd.push(name);
+    let mut added: Vec<RString> = Vec::with_capacity(plan.units as usize);
     for _ in 0..plan.units {
         let mut clashes = 0;
         loop {
             let member = strings.bytes(&members::name(next_member()))?;
             if key.zadd_new(plan.score as f64, member)? {
-                zadd.push(score);
-                zadd.push(member);
+                added.push(member);
                 break;
             }
             clashes += 1;
             if clashes == MAX_NAME_CLASHES {
-                for pair in zadd[1..].chunks(2) {
-                    if let [_, added] = *pair {
-                        key.zrem(added)?;
-                    }
+                for &member in &added {
+                    key.zrem(member)?;
                 }
                 return Err(Error::Internal("could not find a free member name".into()));
             }
@@ -174,16 +168,20 @@ fn apply(ctx: Ctx, name: RString, key: &Key, plan: &Admission, trim: bool) -> Re
     };
     key.set_expire_at(plan.expire_at)?;
 
-    ctx.replicate(c"ZADD", &zadd)?;
-    ctx.notify(Event::Zadd, name)?;
+    ctx.propagate(Native::Zadd {
+        key: name,
+        score: plan.score,
+        members: &added,
+    })?;
     if removed > 0 {
-        let min = strings.bytes(b"-inf")?;
-        let max = strings.int(plan.trim_through)?;
-        ctx.replicate(c"ZREMRANGEBYSCORE", &[name, min, max])?;
-        ctx.notify(Event::Zremrangebyscore, name)?;
+        ctx.propagate(Native::ZremrangebyscoreThrough {
+            key: name,
+            max: plan.trim_through,
+        })?;
     }
-    let at = strings.int(plan.expire_at)?;
-    ctx.replicate(c"PEXPIREAT", &[name, at])?;
-    ctx.notify(Event::Expire, name)?;
+    ctx.propagate(Native::Pexpireat {
+        key: name,
+        at: plan.expire_at,
+    })?;
     ctx.signal_modified(name)
 }

@@ -3,7 +3,7 @@
 use crate::core::args::parse_counter;
 use crate::core::counters::{Counter, CounterWrite};
 use crate::error::Error;
-use crate::redis_api::{Ctx, Event, Key, Kind, OwnedStrings, RString};
+use crate::redis_api::{Ctx, Key, Kind, Native, RString};
 
 /// A missing key or a string, else `WRONGTYPE`.
 pub fn require_string(key: &Key) -> Result<(), Error> {
@@ -25,22 +25,20 @@ pub fn read(key: &Key, role: &str) -> Result<Counter, Error> {
     })
 }
 
-/// Writes `value` with its absolute expiry, replicated as
-/// `SET key value PXAT at` so replicas and AOF replays hold the same expiry.
-pub fn write(
-    ctx: Ctx,
-    name: RString,
-    key: &Key,
-    w: &CounterWrite,
-    strings: &mut OwnedStrings,
-) -> Result<(), Error> {
-    let value = strings.int(w.value)?;
-    key.set_string(value)?;
-    key.set_expire_at(w.expire_at)?;
-    let pxat = strings.bytes(b"PXAT")?;
-    let at = strings.int(w.expire_at)?;
-    ctx.replicate(c"SET", &[name, value, pxat, at])?;
-    ctx.notify(Event::Set, name)?;
-    ctx.notify(Event::Expire, name)?;
+/// Writes a counter in place and replicates it: `INCR key` for a plain
+/// increment (the expiry stays), else `SET key value PXAT at`, so replicas and
+/// AOF replays hold the same value and the same absolute expiry.
+pub fn write(ctx: Ctx, name: RString, key: &Key, w: &CounterWrite) -> Result<(), Error> {
+    key.write_int(w.value)?;
+    if w.plain_increment {
+        ctx.propagate(Native::Incr { key: name })?;
+    } else {
+        key.set_expire_at(w.expire_at)?;
+        ctx.propagate(Native::SetPxat {
+            key: name,
+            value: w.value,
+            at: w.expire_at,
+        })?;
+    }
     ctx.signal_modified(name)
 }

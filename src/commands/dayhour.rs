@@ -9,7 +9,7 @@ use super::{counter_keys, fixed_args, Outcome};
 use crate::core::args::{distinct_keys, parse_dayhour};
 use crate::core::counters::dayhour as decide;
 use crate::error::Error;
-use crate::redis_api::{bytes, Ctx, Key, OwnedStrings, RString};
+use crate::redis_api::{bytes, Ctx, Key, RString};
 
 pub fn dayhour(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
     let [_, day_name, hour_name, daylimit, hourlimit, dayttl, hourttl] = *fixed_args::<7>(args)?;
@@ -30,9 +30,8 @@ pub fn dayhour(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
 
     let out = decide(day, hour, &parsed, ctx.milliseconds()?);
     if let Some((day_write, hour_write)) = out.writes {
-        let mut strings = OwnedStrings::new(ctx);
-        counter_keys::write(ctx, day_name, &day_key, &day_write, &mut strings)?;
-        counter_keys::write(ctx, hour_name, &hour_key, &hour_write, &mut strings)?;
+        counter_keys::write(ctx, day_name, &day_key, &day_write)?;
+        counter_keys::write(ctx, hour_name, &hour_key, &hour_write)?;
     }
     Ok(Outcome {
         reply: out.reply.to_vec(),

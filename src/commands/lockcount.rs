@@ -3,9 +3,9 @@
 
 use super::{counter_keys, fixed_args, Outcome};
 use crate::core::args::{distinct_keys, parse_lockcount};
-use crate::core::counters::{lockcount as decide, LockCount};
+use crate::core::counters::{lockcount as decide, CounterWrite, LockCount};
 use crate::error::Error;
-use crate::redis_api::{bytes, Ctx, Event, Key, Kind, OwnedStrings, RString};
+use crate::redis_api::{bytes, Ctx, Key, Kind, Native, RString};
 
 pub fn lockcount(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
     let [_, lock_name, count_name, window, max, locktime] = *fixed_args::<6>(args)?;
@@ -20,7 +20,6 @@ pub fn lockcount(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
     let lock_exists = lock_key.kind()? != Kind::Empty;
 
     let server_time = ctx.milliseconds()?;
-    let mut strings = OwnedStrings::new(ctx);
     let reply = match decide(lock_exists, counter, &parsed, server_time) {
         LockCount::Locked { count } => {
             let ttl = lock_key
@@ -29,26 +28,23 @@ pub fn lockcount(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
             [1, count, ttl]
         }
         LockCount::Admitted { write } => {
-            counter_keys::write(ctx, count_name, &count_key, &write, &mut strings)?;
+            counter_keys::write(ctx, count_name, &count_key, &write)?;
             [0, write.value, (write.expire_at - server_time).max(0)]
         }
         LockCount::Trips {
             count,
             lock_expire_at,
         } => {
-            let one = strings.int(1)?;
-            lock_key.set_string(one)?;
-            lock_key.set_expire_at(lock_expire_at)?;
-            let pxat = strings.bytes(b"PXAT")?;
-            let at = strings.int(lock_expire_at)?;
-            ctx.replicate(c"SET", &[lock_name, one, pxat, at])?;
-            ctx.notify(Event::Set, lock_name)?;
-            ctx.notify(Event::Expire, lock_name)?;
-            ctx.signal_modified(lock_name)?;
+            // The lock: a new key holding 1, as `SET lockkey 1 PXAT at`.
+            let lock = CounterWrite {
+                value: 1,
+                expire_at: lock_expire_at,
+                plain_increment: false,
+            };
+            counter_keys::write(ctx, lock_name, &lock_key, &lock)?;
             if count_key.kind()? != Kind::Empty {
                 count_key.delete()?;
-                ctx.replicate(c"DEL", &[count_name])?;
-                ctx.notify(Event::Del, count_name)?;
+                ctx.propagate(Native::Del { key: count_name })?;
                 ctx.signal_modified(count_name)?;
             }
             [1, count, parsed.locktime]

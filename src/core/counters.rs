@@ -33,6 +33,7 @@ impl Counter {
         CounterWrite {
             value: self.count() + 1,
             expire_at: self.expire_at.unwrap_or(server_time + ttl),
+            plain_increment: self.value.is_some_and(|v| v >= 0) && self.expire_at.is_some(),
         }
     }
 }
@@ -42,6 +43,10 @@ impl Counter {
 pub struct CounterWrite {
     pub value: i64,
     pub expire_at: i64,
+    /// The stored value goes up by one and the expiry stays: what `INCR`
+    /// does. Otherwise the key is created, gets an expiry, or a negative
+    /// value becomes 1: what `SET value PXAT expire_at` does.
+    pub plain_increment: bool,
 }
 
 /// The outcome of RL.DAYHOUR.
@@ -230,7 +235,8 @@ mod tests {
             day,
             CounterWrite {
                 value: 4,
-                expire_at: NOW + 10
+                expire_at: NOW + 10,
+                plain_increment: true,
             },
             "keeps its expiry"
         );
@@ -238,7 +244,8 @@ mod tests {
             hour,
             CounterWrite {
                 value: 1,
-                expire_at: NOW + 3_600_000
+                expire_at: NOW + 3_600_000,
+                plain_increment: false,
             },
             "new key gets its ttl"
         );
@@ -253,7 +260,8 @@ mod tests {
             hour,
             CounterWrite {
                 value: 1,
-                expire_at: NOW + 3_600_000
+                expire_at: NOW + 3_600_000,
+                plain_increment: false,
             },
             "negative is written as 1"
         );
@@ -271,7 +279,8 @@ mod tests {
             LockCount::Admitted {
                 write: CounterWrite {
                     value: 1,
-                    expire_at: NOW + 10_000
+                    expire_at: NOW + 10_000,
+                    plain_increment: false,
                 }
             }
         );
@@ -280,7 +289,8 @@ mod tests {
             LockCount::Admitted {
                 write: CounterWrite {
                     value: 3,
-                    expire_at: NOW + 7
+                    expire_at: NOW + 7,
+                    plain_increment: true,
                 }
             },
             "the window is fixed by the first request"
@@ -306,7 +316,8 @@ mod tests {
             LockCount::Admitted {
                 write: CounterWrite {
                     value: 1,
-                    expire_at: NOW + 10_000
+                    expire_at: NOW + 10_000,
+                    plain_increment: false,
                 }
             }
         );
