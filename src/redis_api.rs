@@ -483,6 +483,92 @@ impl Key {
         Ok(Some((lowest, highest)))
     }
 
+    /// Counts the members above `edge` (from the top) or at or below it (from
+    /// the bottom) by stepping through them without reading them: `None` once
+    /// more than `cap` are found, so the caller can count by rank instead.
+    pub fn zcount_from_end(
+        &self,
+        from_top: bool,
+        edge: f64,
+        cap: u64,
+    ) -> Result<Option<u64>, Error> {
+        let (start, step) = if from_top {
+            (
+                api!(RedisModule_ZsetLastInScoreRange),
+                api!(RedisModule_ZsetRangePrev),
+            )
+        } else {
+            (
+                api!(RedisModule_ZsetFirstInScoreRange),
+                api!(RedisModule_ZsetRangeNext),
+            )
+        };
+        let end_reached = api!(RedisModule_ZsetRangeEndReached);
+        let stop = api!(RedisModule_ZsetRangeStop);
+        let (lo, hi, lo_ex) = if from_top {
+            (edge, raw::REDISMODULE_POSITIVE_INFINITE, 1)
+        } else {
+            (raw::REDISMODULE_NEGATIVE_INFINITE, edge, 0)
+        };
+        if self.ptr.is_null()
+            || unsafe { start(self.ptr, lo, hi, lo_ex, 0) } != raw::REDISMODULE_OK as c_int
+        {
+            return Ok(Some(0));
+        }
+        let mut n = 0;
+        if unsafe { end_reached(self.ptr) } == 0 {
+            n = 1;
+            while n <= cap && unsafe { step(self.ptr) } != 0 {
+                n += 1;
+            }
+        }
+        unsafe { stop(self.ptr) };
+        Ok((n <= cap).then_some(n))
+    }
+
+    /// The score `steps` members in from the top or the bottom of the set.
+    pub fn zscore_from_end(&self, from_top: bool, steps: u64) -> Result<Option<f64>, Error> {
+        let (start, step) = if from_top {
+            (
+                api!(RedisModule_ZsetLastInScoreRange),
+                api!(RedisModule_ZsetRangePrev),
+            )
+        } else {
+            (
+                api!(RedisModule_ZsetFirstInScoreRange),
+                api!(RedisModule_ZsetRangeNext),
+            )
+        };
+        let current = api!(RedisModule_ZsetRangeCurrentElement);
+        let stop = api!(RedisModule_ZsetRangeStop);
+        let free = api!(RedisModule_FreeString);
+        let (lo, hi) = (
+            raw::REDISMODULE_NEGATIVE_INFINITE,
+            raw::REDISMODULE_POSITIVE_INFINITE,
+        );
+        if self.ptr.is_null()
+            || unsafe { start(self.ptr, lo, hi, 0, 0) } != raw::REDISMODULE_OK as c_int
+        {
+            return Ok(None);
+        }
+        let mut moved = 0;
+        while moved < steps && unsafe { step(self.ptr) } != 0 {
+            moved += 1;
+        }
+        let mut score = 0.0;
+        let element = if moved == steps {
+            unsafe { current(self.ptr, &mut score) }
+        } else {
+            ptr::null_mut()
+        };
+        unsafe { stop(self.ptr) };
+        if element.is_null() {
+            return Ok(None);
+        }
+        unsafe { free(ptr::null_mut(), element) };
+        Ok(Some(score))
+    }
+
     fn zedge(&self, first: bool) -> Result<Option<f64>, Error> {
         let start = if first {
             api!(RedisModule_ZsetFirstInScoreRange)

@@ -59,6 +59,7 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
     let mut view = RedisLog {
         ctx,
         name: *key_name,
+        key: &key,
         len: key.size()?,
         bounds,
     };
@@ -74,35 +75,52 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
     })
 }
 
-/// The sorted set as the decision core sees it, counted by rank.
-struct RedisLog {
+/// Members a call steps through, from the nearer end of the set, before it
+/// counts by rank instead (`ZCOUNT` / `ZRANGE`, O(log N) on a skiplist).
+/// Stepping costs a few hundred instructions a member; a `RedisModule_Call`
+/// several thousand.
+const STEP_CAP: u64 = 24;
+
+/// The sorted set as the decision core sees it.
+struct RedisLog<'a> {
     ctx: Ctx,
     name: RString,
+    key: &'a Key,
     len: u64,
     /// Lowest and highest scores, `None` when empty.
     bounds: Option<(f64, f64)>,
 }
 
-impl LogView for RedisLog {
+impl LogView for RedisLog<'_> {
     type Error = Error;
 
-    /// `len - ZCOUNT key -inf min`: O(log N) on a skiplist, and on a small
-    /// (listpack) set it walks only the members at or below `min`, where
-    /// `ZCOUNT key (min +inf` would walk them all.
-    /// The set's extremes answer without a call when the window's edge lies
-    /// outside them (the usual case for the longest window, which admissions
-    /// trim).
+    /// The extremes answer when the window's edge lies outside them (the
+    /// usual case for the longest window, which admissions trim). Otherwise
+    /// the members on the side of the edge that holds fewer (guessed from
+    /// the extremes, as if scores were spread evenly) are stepped through,
+    /// and past [`STEP_CAP`] counted with `len - ZCOUNT key -inf edge`.
     fn count_newer_than(&mut self, min_exclusive: i64) -> Result<u64, Error> {
         let edge = min_exclusive as f64;
-        match self.bounds {
-            None => Ok(0),
-            Some((lowest, _)) if lowest > edge => Ok(self.len),
-            Some((_, highest)) if highest <= edge => Ok(0),
-            Some(_) => {
-                let older = self.ctx.zcount_through(self.name, min_exclusive)?;
-                Ok(self.len.saturating_sub(older))
-            }
+        let Some((lowest, highest)) = self.bounds else {
+            return Ok(0);
+        };
+        if lowest > edge {
+            return Ok(self.len);
         }
+        if highest <= edge {
+            return Ok(0);
+        }
+        let newer_share = (highest - edge) / (highest - lowest);
+        let from_top = newer_share <= 0.5;
+        if let Some(n) = self.key.zcount_from_end(from_top, edge, STEP_CAP)? {
+            return Ok(if from_top {
+                n
+            } else {
+                self.len.saturating_sub(n)
+            });
+        }
+        let older = self.ctx.zcount_through(self.name, min_exclusive)?;
+        Ok(self.len.saturating_sub(older))
     }
 
     fn total(&mut self) -> Result<u64, Error> {
@@ -110,6 +128,17 @@ impl LogView for RedisLog {
     }
 
     fn score_at_rank(&mut self, rank: u64) -> Result<f64, Error> {
+        let from_top = self.len.saturating_sub(1).saturating_sub(rank);
+        let (top, steps) = if from_top < rank {
+            (true, from_top)
+        } else {
+            (false, rank)
+        };
+        if steps <= STEP_CAP {
+            if let Some(score) = self.key.zscore_from_end(top, steps)? {
+                return Ok(score);
+            }
+        }
         self.ctx.zscore_at_rank(self.name, rank)
     }
 }
