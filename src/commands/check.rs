@@ -69,10 +69,7 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
         let trim = bounds.is_some_and(|(lowest, _)| lowest <= plan.trim_through as f64);
         apply(ctx, *key_name, &key, &plan, trim)?;
     }
-    Ok(Outcome {
-        reply: decision.reply().to_vec(),
-        admitted: !decision.limited,
-    })
+    Ok(Outcome::new(&decision.reply(), !decision.limited))
 }
 
 /// Members a call steps through, from the nearer end of the set, before it

@@ -33,8 +33,5 @@ pub fn dayhour(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
         counter_keys::write(ctx, day_name, &day_key, &day_write)?;
         counter_keys::write(ctx, hour_name, &hour_key, &hour_write)?;
     }
-    Ok(Outcome {
-        reply: out.reply.to_vec(),
-        admitted: out.writes.is_some(),
-    })
+    Ok(Outcome::new(&out.reply, out.writes.is_some()))
 }

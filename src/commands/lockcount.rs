@@ -50,8 +50,5 @@ pub fn lockcount(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
             [1, count, parsed.locktime]
         }
     };
-    Ok(Outcome {
-        reply: reply.to_vec(),
-        admitted: reply[0] == 0,
-    })
+    Ok(Outcome::new(&reply, reply[0] == 0))
 }

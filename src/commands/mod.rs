@@ -19,8 +19,27 @@ use crate::stats::{self, CommandStats};
 /// A successful call: the integers of the reply and whether the request was
 /// admitted (for the INFO counters).
 pub struct Outcome {
-    pub reply: Vec<i64>,
-    pub admitted: bool,
+    reply: [i64; 6],
+    len: usize,
+    admitted: bool,
+}
+
+impl Outcome {
+    /// Up to six integers (every reply of the module fits).
+    pub fn new(values: &[i64], admitted: bool) -> Outcome {
+        let mut reply = [0; 6];
+        let len = values.len().min(reply.len());
+        reply[..len].copy_from_slice(&values[..len]);
+        Outcome {
+            reply,
+            len,
+            admitted,
+        }
+    }
+
+    fn values(&self) -> &[i64] {
+        &self.reply[..self.len]
+    }
 }
 
 type Handler = fn(Ctx, &[RString]) -> Result<Outcome, Error>;
@@ -48,7 +67,7 @@ fn run(
     match result {
         Ok(outcome) => {
             stats.record(Some(outcome.admitted));
-            reply_integers(ctx, &outcome.reply)
+            reply_integers(ctx, outcome.values())
         }
         Err(e) => {
             stats.record(None);
