@@ -83,19 +83,30 @@ pub fn decide<L: LogView>(
         None => 0,
         Some(_) => log.total()?,
     };
-    // Rules with the same window share one count.
+    // Rules with the same window share one count: looked up among the
+    // earlier rules when there are few, in a map when there are many (so a
+    // call with thousands of rules stays linear).
+    const SCAN_MAX: usize = 8;
     let mut counted: HashMap<i64, i64> = HashMap::new();
-    let mut used = Vec::with_capacity(rules.len());
-    for rule in rules {
-        let n = match (len, counted.get(&rule.window)) {
-            (0, _) => 0,
-            (_, Some(&n)) => n,
-            _ => {
-                let n = log.count_newer_than(t - rule.window)? as i64;
-                counted.insert(rule.window, n);
-                n
-            }
+    let mut used: Vec<i64> = Vec::with_capacity(rules.len());
+    for (i, rule) in rules.iter().enumerate() {
+        let earlier = if len == 0 {
+            Some(0)
+        } else if i < SCAN_MAX {
+            rules[..i]
+                .iter()
+                .position(|r| r.window == rule.window)
+                .map(|j| used[j])
+        } else {
+            counted.get(&rule.window).copied()
         };
+        let n = match earlier {
+            Some(n) => n,
+            None => log.count_newer_than(t - rule.window)? as i64,
+        };
+        if i >= SCAN_MAX || rules.len() > SCAN_MAX {
+            counted.entry(rule.window).or_insert(n);
+        }
         used.push(n);
     }
 
