@@ -17,6 +17,7 @@ replay one (RL_SEED=123 .venv/bin/python -m pytest integration -k seed).
 from __future__ import annotations
 
 import math
+from pathlib import Path
 import os
 import random
 import re
@@ -113,53 +114,9 @@ end
 return false
 """
 
-# seed 001, the combined day-hour rule (the article's "//lua脚本" heading
-# line, which is not Lua, left out). KEYS = daykey, hourkey;
-# ARGV = daylimit, hourlimit, dayttl, hourttl.
-SEED001_DAYHOUR = """
-local dayValue = 0;
-local hourValue = 0;
-local dayPass = true;
-local hourPass = true;
-local dayCurrentValue = redis.call('get', KEYS[1]);
-if dayCurrentValue ~= false then 
-    if tonumber(dayCurrentValue) < tonumber(ARGV[1]) then 
-        dayValue = redis.call('INCR', KEYS[1]);
-    else
-        dayPass = false;
-        dayValue = tonumber(dayCurrentValue) + 1;
-    end;
-else
-   redis.call('set', KEYS[1], 1, 'px', ARGV[3]);
-   dayValue = 1;
-end;
-
-local hourCurrentValue = redis.call('get', KEYS[2]);
-if hourCurrentValue ~= false then 
-    if tonumber(hourCurrentValue) < tonumber(ARGV[2]) then 
-        hourValue = redis.call('INCR', KEYS[2]);
-    else
-        hourPass = false;
-        hourValue = tonumber(hourCurrentValue) + 1;
-    end;
-else
-   redis.call('set', KEYS[2], 1, 'px', ARGV[4]);
-   hourValue = 1;
-end;
-
-if (not dayPass) and hourPass then
-    hourValue = redis.call('DECR', KEYS[2]);
-end;
-
-if dayPass and (not hourPass) then
-    dayValue = redis.call('DECR', KEYS[1]);
-end;
-
-local pair = {};
-pair[1] = dayValue;
-pair[2] = hourValue;
-return pair;
-"""
+# seed 001, the combined day-hour rule, shared with the benchmark.
+# KEYS = daykey, hourkey; ARGV = daylimit, hourlimit, dayttl, hourttl.
+SEED001_DAYHOUR = (Path(__file__).resolve().parent.parent / "bench" / "lua" / "dayhour.lua").read_text()
 
 
 def flat(rules):

@@ -492,17 +492,7 @@ impl Key {
         edge: f64,
         cap: u64,
     ) -> Result<Option<u64>, Error> {
-        let (start, step) = if from_top {
-            (
-                api!(RedisModule_ZsetLastInScoreRange),
-                api!(RedisModule_ZsetRangePrev),
-            )
-        } else {
-            (
-                api!(RedisModule_ZsetFirstInScoreRange),
-                api!(RedisModule_ZsetRangeNext),
-            )
-        };
+        let (start, step) = walk_from(from_top)?;
         let end_reached = api!(RedisModule_ZsetRangeEndReached);
         let stop = api!(RedisModule_ZsetRangeStop);
         let (lo, hi, lo_ex) = if from_top {
@@ -528,17 +518,7 @@ impl Key {
 
     /// The score `steps` members in from the top or the bottom of the set.
     pub fn zscore_from_end(&self, from_top: bool, steps: u64) -> Result<Option<f64>, Error> {
-        let (start, step) = if from_top {
-            (
-                api!(RedisModule_ZsetLastInScoreRange),
-                api!(RedisModule_ZsetRangePrev),
-            )
-        } else {
-            (
-                api!(RedisModule_ZsetFirstInScoreRange),
-                api!(RedisModule_ZsetRangeNext),
-            )
-        };
+        let (start, step) = walk_from(from_top)?;
         let current = api!(RedisModule_ZsetRangeCurrentElement);
         let stop = api!(RedisModule_ZsetRangeStop);
         let free = api!(RedisModule_FreeString);
@@ -642,6 +622,24 @@ fn ok(status: c_int, what: &str) -> Result<(), Error> {
     } else {
         Err(Error::Internal(what.into()))
     }
+}
+
+type RangeStart = unsafe extern "C" fn(*mut raw::RedisModuleKey, f64, f64, c_int, c_int) -> c_int;
+type RangeStep = unsafe extern "C" fn(*mut raw::RedisModuleKey) -> c_int;
+
+/// How to start a score-range walk at one end of a sorted set and step inward.
+fn walk_from(top: bool) -> Result<(RangeStart, RangeStep), Error> {
+    Ok(if top {
+        (
+            api!(RedisModule_ZsetLastInScoreRange),
+            api!(RedisModule_ZsetRangePrev),
+        )
+    } else {
+        (
+            api!(RedisModule_ZsetFirstInScoreRange),
+            api!(RedisModule_ZsetRangeNext),
+        )
+    })
 }
 
 /// Replies with an array of integers.
