@@ -1,8 +1,12 @@
 //! `RL.CHECK key now count window [count window ...] [COST cost]` and
 //! `RL.PEEK` (same arguments, writes nothing).
 //!
-//! Reads: `ZCOUNT` per distinct window and, when rejected, one `ZRANGE` by
-//! rank per violated rule, both O(log n). Writes (admitted RL.CHECK only):
+//! Reads, per distinct window: the set's lowest and highest scores answer
+//! when the window's edge lies outside them; else at most [`STEP_CAP`]
+//! members are stepped through from the nearer end; else `ZCOUNT` counts by
+//! rank (O(log N) on a skiplist). The k-th member a retry-after needs is
+//! found the same way (`ZRANGE` by rank past the cap). Writes (admitted
+//! RL.CHECK only):
 //! `cost` new members scored `now`, members older than the longest window
 //! removed, absolute expiry. Replicated as `ZADD`, `ZREMRANGEBYSCORE` (when
 //! something was removed) and `PEXPIREAT`.
