@@ -137,7 +137,7 @@ pub fn decide<L: LogView>(
     let mut binding: Option<(usize, i64)> = None;
     for &i in &violated {
         let k = (used[i] + cost - rules[i].count) as u64;
-        let first_in_window = len - used[i] as u64;
+        let first_in_window = len.saturating_sub(used[i] as u64);
         let s = log.score_at_rank(first_in_window + k - 1)?;
         let retry = ceil_ms(s) + rules[i].window - t;
         if binding.is_none_or(|(_, best)| retry > best) {
