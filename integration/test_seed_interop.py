@@ -163,7 +163,8 @@ def spec_reply(log: list[float], t: int, rules, cost: int = 1) -> list[int]:
         for i in violated:
             c, w = rules[i]
             inside = sorted(s for s in log if s > t - w)
-            retry = math.ceil(inside[used[i] + cost - c - 1] + w - t)
+            # Integer arithmetic: t + w can exceed 2^53, where floats round.
+            retry = math.ceil(inside[used[i] + cost - c - 1]) + w - t
             if best is None or retry > best_retry:
                 best, best_retry = i, retry
         state, limited, retry = log, 1, best_retry
@@ -174,7 +175,7 @@ def spec_reply(log: list[float], t: int, rules, cost: int = 1) -> list[int]:
         state, limited, retry, remaining = log + [t] * cost, 0, -1, rem[best]
     w = rules[best][1]
     inside = [s for s in state if s > t - w]
-    reset = max(0, math.ceil(max(inside) + w - t)) if inside else 0
+    reset = max(0, math.ceil(max(inside)) + w - t) if inside else 0
     return [limited, best + 1, rules[best][0], remaining, retry, reset]
 
 
