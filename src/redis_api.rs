@@ -474,10 +474,10 @@ impl Key {
         if self.ptr.is_null() || self.size()? == 0 {
             return Ok(None);
         }
-        let Some(lowest) = self.zedge(true)? else {
+        let Some(lowest) = self.zscore_from_end(false, 0)? else {
             return Ok(None);
         };
-        let Some(highest) = self.zedge(false)? else {
+        let Some(highest) = self.zscore_from_end(true, 0)? else {
             return Ok(None);
         };
         Ok(Some((lowest, highest)))
@@ -541,32 +541,6 @@ impl Key {
         } else {
             ptr::null_mut()
         };
-        unsafe { stop(self.ptr) };
-        if element.is_null() {
-            return Ok(None);
-        }
-        unsafe { free(ptr::null_mut(), element) };
-        Ok(Some(score))
-    }
-
-    fn zedge(&self, first: bool) -> Result<Option<f64>, Error> {
-        let start = if first {
-            api!(RedisModule_ZsetFirstInScoreRange)
-        } else {
-            api!(RedisModule_ZsetLastInScoreRange)
-        };
-        let current = api!(RedisModule_ZsetRangeCurrentElement);
-        let stop = api!(RedisModule_ZsetRangeStop);
-        let free = api!(RedisModule_FreeString);
-        let (lo, hi) = (
-            raw::REDISMODULE_NEGATIVE_INFINITE,
-            raw::REDISMODULE_POSITIVE_INFINITE,
-        );
-        if unsafe { start(self.ptr, lo, hi, 0, 0) } != raw::REDISMODULE_OK as c_int {
-            return Ok(None);
-        }
-        let mut score = 0.0;
-        let element = unsafe { current(self.ptr, &mut score) };
         unsafe { stop(self.ptr) };
         if element.is_null() {
             return Ok(None);

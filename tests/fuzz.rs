@@ -382,7 +382,7 @@ fn args_valid(cmd: &str, args: &[Vec<u8>]) -> bool {
                 .position(|a| spec_int(a).is_none())
                 .map_or(rest.len(), |p| p + 1);
             let rules = &rest[1..rules_end];
-            if rules.is_empty() || !rules.len().is_multiple_of(2) {
+            if rules.is_empty() || rules.len() % 2 != 0 {
                 return false;
             }
             if !rules.iter().all(|a| in_range(a, 1, MAX_SAFE)) {
