@@ -130,6 +130,13 @@ impl LogView for RedisLog<'_> {
 
     fn score_at_rank(&mut self, rank: u64) -> Result<f64, Error> {
         let from_top = self.len.saturating_sub(1).saturating_sub(rank);
+        // The extremes are known already (the usual retry-after of a full
+        // window is its oldest member).
+        match self.bounds {
+            Some((lowest, _)) if rank == 0 => return Ok(lowest),
+            Some((_, highest)) if from_top == 0 => return Ok(highest),
+            _ => {}
+        }
         let (top, steps) = if from_top < rank {
             (true, from_top)
         } else {
