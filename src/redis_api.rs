@@ -141,18 +141,6 @@ impl Ctx {
                         &[(raw::REDISMODULE_NOTIFY_ZSET, c"zadd")],
                     )
                 }
-                Native::ZremrangebyscoreThrough { key, max } => (
-                    replicate(
-                        r,
-                        c"ZREMRANGEBYSCORE".as_ptr(),
-                        c"scl".as_ptr(),
-                        key,
-                        c"-inf".as_ptr(),
-                        max,
-                    ),
-                    key,
-                    &[(raw::REDISMODULE_NOTIFY_ZSET, c"zremrangebyscore")],
-                ),
                 Native::Pexpireat { key, at } => (
                     replicate(r, c"PEXPIREAT".as_ptr(), c"sl".as_ptr(), key, at),
                     key,
@@ -213,6 +201,25 @@ impl Ctx {
         reply.integer().map(|n| n.max(0) as u64)
     }
 
+    /// Runs `ZREMRANGEBYSCORE key -inf max` as a native command, replicated
+    /// (and firing its keyspace event) as itself. Cheaper than removing the
+    /// members one by one through the key API and replicating the range.
+    pub fn zremrangebyscore_through(&self, key: RString, max: i64) -> Result<u64, Error> {
+        let call = api!(RedisModule_Call);
+        let r = unsafe {
+            call(
+                self.0,
+                c"ZREMRANGEBYSCORE".as_ptr(),
+                c"!scl".as_ptr(),
+                key,
+                c"-inf".as_ptr(),
+                max,
+            )
+        };
+        let reply = self.reply(c"ZREMRANGEBYSCORE", r)?;
+        reply.integer().map(|n| n.max(0) as u64)
+    }
+
     /// The score of the member at 0-based ascending `rank`
     /// (`ZRANGE key rank rank WITHSCORES`): O(log n) on a skiplist.
     pub fn zscore_at_rank(&self, key: RString, rank: u64) -> Result<f64, Error> {
@@ -253,8 +260,6 @@ pub enum Native<'a> {
         score: i64,
         members: &'a [RString],
     },
-    /// `ZREMRANGEBYSCORE key -inf max`
-    ZremrangebyscoreThrough { key: RString, max: i64 },
     /// `PEXPIREAT key at`
     Pexpireat { key: RString, at: i64 },
     /// `SET key value PXAT at`
@@ -547,35 +552,6 @@ impl Key {
         }
         unsafe { free(ptr::null_mut(), element) };
         Ok(Some(score))
-    }
-
-    /// Removes every member with a score `<= max`; returns how many.
-    pub fn zrem_through(&self, ctx: Ctx, max: f64) -> Result<usize, Error> {
-        let start = api!(RedisModule_ZsetFirstInScoreRange);
-        let current = api!(RedisModule_ZsetRangeCurrentElement);
-        let next = api!(RedisModule_ZsetRangeNext);
-        let stop = api!(RedisModule_ZsetRangeStop);
-        let mut doomed = OwnedStrings::new(ctx);
-        if unsafe { start(self.ptr, raw::REDISMODULE_NEGATIVE_INFINITE, max, 0, 0) }
-            == raw::REDISMODULE_OK as c_int
-        {
-            loop {
-                let mut score = 0.0;
-                let element = unsafe { current(self.ptr, &mut score) };
-                if element.is_null() {
-                    break;
-                }
-                doomed.items.push(element);
-                if unsafe { next(self.ptr) } == 0 {
-                    break;
-                }
-            }
-            unsafe { stop(self.ptr) };
-        }
-        for &member in &doomed.items {
-            self.zrem(member)?;
-        }
-        Ok(doomed.items.len())
     }
 }
 

@@ -198,23 +198,14 @@ fn apply(ctx: Ctx, name: RString, key: &Key, plan: &Admission, trim: bool) -> Re
             reseed();
         }
     }
-    let removed = if trim {
-        key.zrem_through(ctx, plan.trim_through as f64)?
-    } else {
-        0
-    };
     key.set_expire_at(plan.expire_at)?;
-
     ctx.propagate(Native::Zadd {
         key: name,
         score: plan.score,
         members: &added,
     })?;
-    if removed > 0 {
-        ctx.propagate(Native::ZremrangebyscoreThrough {
-            key: name,
-            max: plan.trim_through,
-        })?;
+    if trim {
+        ctx.zremrangebyscore_through(name, plan.trim_through)?;
     }
     ctx.propagate(Native::Pexpireat {
         key: name,
