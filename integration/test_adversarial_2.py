@@ -13,9 +13,9 @@ Attacks on three recent changes:
    decimal value.
 2. RL.CHECK counts a window from the extremes, by stepping at most 24
    members from the nearer end, or by ZCOUNT (retry-after: stepping or
-   ZRANGE). Adversarial score layouts are compared with an EXACT reference
-   (fractions, so no float rounding at +-(2^53-1); the float `spec_reply` of
-   test_seed_interop once was off by one ms there, see `test_shared_reference_is_exact_at_2_53`).
+   ZRANGE). Adversarial score layouts are compared with the shared SPEC
+   reference (`spec_reply`, exact at +-(2^53-1); see
+   `test_shared_reference_is_exact_at_2_53`).
 3. Keyspace notifications: an admitted call fires the native commands'
    events, in the order the native commands would; a replica without the
    module, applying the replicated commands, fires the same ones. Rejections
@@ -31,7 +31,6 @@ import math
 import os
 import random
 import time
-from fractions import Fraction
 
 import pytest
 import redis
@@ -42,29 +41,10 @@ MAX = 2**53 - 1
 SEED = int(os.environ.get("RL_SEED", random.SystemRandom().randrange(2**32)))
 
 
-def exact_reply(log, t, rules, cost=1):
-    """RL.CHECK's reply by SPEC.md, in exact arithmetic on the stored doubles."""
-    log = [Fraction(s) for s in log]
-    used = [sum(1 for s in log if s > t - w) for _, w in rules]
-    violated = [i for i, (c, _) in enumerate(rules) if used[i] + cost > c]
-    if violated:
-        best = best_retry = None
-        for i in violated:
-            c, w = rules[i]
-            inside = sorted(s for s in log if s > t - w)
-            retry = math.ceil(inside[used[i] + cost - c - 1] + w - t)
-            if best is None or retry > best_retry:
-                best, best_retry = i, retry
-        state, limited, retry = log, 1, best_retry
-        remaining = max(0, rules[best][0] - used[best])
-    else:
-        rem = [c - used[i] - cost for i, (c, _) in enumerate(rules)]
-        best = min(range(len(rules)), key=lambda i: (rem[i], i))
-        state, limited, retry, remaining = log + [Fraction(t)] * cost, 0, -1, rem[best]
-    w = rules[best][1]
-    inside = [s for s in state if s > t - w]
-    reset = max(0, math.ceil(max(inside) + w - t)) if inside else 0
-    return [limited, best + 1, rules[best][0], remaining, retry, reset]
+# The shared SPEC reference computes times in integers and compares scores
+# exactly (Python compares floats, ints and Fractions exactly), so it is exact
+# at +-(2^53-1) too; `test_shared_reference_is_exact_at_2_53` pins that.
+from test_seed_interop import spec_reply as exact_reply  # noqa: E402
 
 
 def decimal_ok(v) -> bool:
@@ -394,14 +374,12 @@ def test_check_writes_on_adversarial_layouts_replicate(trio):
 
 
 def test_shared_reference_is_exact_at_2_53():
-    """test_seed_interop's `spec_reply` computes ceil(s) + window - t in
-    integers (it once rounded s + window - t in doubles, off by one ms near
-    2^53); it must agree with the exact fraction arithmetic here."""
-    from test_seed_interop import spec_reply
+    """The shared `spec_reply` computes ceil(s) + window - t in integers (it
+    once rounded s + window - t in doubles, off by one ms near 2^53): check it
+    against the value worked out by hand."""
     log = [MAX - 17.0] * 3
     rules = [(3, 999)]
     assert exact_reply(log, MAX, rules) == [1, 1, 3, 0, 982, 982]
-    assert spec_reply(log, MAX, rules) == exact_reply(log, MAX, rules)
 
 
 # ===========================================================================
