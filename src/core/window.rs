@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 
 use super::args::Rule;
+use super::binding::{binding_index, RuleOutcome};
 use super::int::ceil_ms;
 
 /// Read access to the sorted set a decision is made on. Implemented over a
@@ -110,50 +111,60 @@ pub fn decide<L: LogView>(
         used.push(n);
     }
 
-    let violated: Vec<usize> = (0..rules.len())
-        .filter(|&i| used[i] + cost > rules[i].count)
-        .collect();
-
-    if violated.is_empty() {
-        // Binding rule: the smallest remaining, ties to the lower index.
-        let (b, remaining) = (0..rules.len())
-            .map(|i| (i, rules[i].count - used[i] - cost))
-            .min_by_key(|&(i, rem)| (rem, i))
-            .unwrap_or((0, 0));
-        let newest_after = newest.map_or(t as f64, |n| n.max(t as f64));
+    let is_violated = |i: usize| used[i] + cost > rules[i].count;
+    if !(0..rules.len()).any(is_violated) {
+        let newest_after = ceil_ms(newest.map_or(t as f64, |n| n.max(t as f64)));
+        let outcomes: Vec<RuleOutcome> = rules
+            .iter()
+            .zip(&used)
+            .map(|(rule, &n)| RuleOutcome {
+                violated: false,
+                remaining: rule.count - n - cost,
+                retry_after: -1,
+                reset_after: newest_after + rule.window - t,
+            })
+            .collect();
+        let b = binding_index(&outcomes);
+        let (rule, outcome) = (rules[b], outcomes[b]);
         return Ok(Decision {
             limited: false,
             rule: b + 1,
-            limit: rules[b].count,
-            remaining,
+            limit: rule.count,
+            remaining: outcome.remaining,
             retry_after: -1,
-            reset_after: ceil_ms(newest_after) + rules[b].window - t,
+            reset_after: outcome.reset_after,
         });
     }
 
-    // Binding rule: the violated rule with the largest retry-after, ties to
-    // the lower index. Its retry-after is when the k-th oldest member of its
-    // window leaves it, k = used + cost - count.
-    let mut binding: Option<(usize, i64)> = None;
-    for &i in &violated {
-        let k = (used[i] + cost - rules[i].count) as u64;
-        let first_in_window = len.saturating_sub(used[i] as u64);
-        let s = log.score_at_rank(first_in_window + k - 1)?;
-        let retry = ceil_ms(s) + rules[i].window - t;
-        if binding.is_none_or(|(_, best)| retry > best) {
-            binding = Some((i, retry));
-        }
-    }
-    let (b, retry_after) = binding.unwrap_or((violated[0], 1));
     // A violated rule's window holds at least one member, so `newest` is in it.
-    let newest = newest.unwrap_or(t as f64);
+    let newest = ceil_ms(newest.unwrap_or(t as f64));
+    // A violated rule's retry-after is when the k-th oldest member of its
+    // window leaves it, k = used + cost - count.
+    let mut outcomes = Vec::with_capacity(rules.len());
+    for (i, rule) in rules.iter().enumerate() {
+        let retry_after = if is_violated(i) {
+            let k = (used[i] + cost - rule.count) as u64;
+            let first_in_window = len.saturating_sub(used[i] as u64);
+            ceil_ms(log.score_at_rank(first_in_window + k - 1)?) + rule.window - t
+        } else {
+            -1
+        };
+        outcomes.push(RuleOutcome {
+            violated: is_violated(i),
+            remaining: (rule.count - used[i]).max(0),
+            retry_after,
+            reset_after: newest + rule.window - t,
+        });
+    }
+    let b = binding_index(&outcomes);
+    let (rule, outcome) = (rules[b], outcomes[b]);
     Ok(Decision {
         limited: true,
         rule: b + 1,
-        limit: rules[b].count,
-        remaining: (rules[b].count - used[b]).max(0),
-        retry_after,
-        reset_after: ceil_ms(newest) + rules[b].window - t,
+        limit: rule.count,
+        remaining: outcome.remaining,
+        retry_after: outcome.retry_after,
+        reset_after: outcome.reset_after,
     })
 }
 
@@ -296,9 +307,27 @@ mod tests {
                 want: [0, 2, 5, 1, -1, 60000],
             },
             Case {
-                name: "admitted ties go to the lower index",
+                name: "admitted ties in remaining go to the larger reset-after",
                 scores: vec![],
                 rules: vec![(3, 1000), (3, 2000)],
+                cost: 1,
+                t: 10000,
+                want: [0, 2, 3, 2, -1, 2000],
+            },
+            Case {
+                // The case: the 10th call in ten minutes leaves both
+                // rules at 0; the hour binds (the minute would say "reset in 60 s").
+                name: "admitted: the hour binds over the minute at remaining 0",
+                scores: (1..10).map(|i| (10000 - i * 60000) as f64).collect(),
+                rules: vec![(1, 60000), (10, 3600000)],
+                cost: 1,
+                t: 10000,
+                want: [0, 2, 10, 0, -1, 3600000],
+            },
+            Case {
+                name: "admitted full ties go to the lower index",
+                scores: vec![],
+                rules: vec![(3, 1000), (3, 1000)],
                 cost: 1,
                 t: 10000,
                 want: [0, 1, 3, 2, -1, 1000],

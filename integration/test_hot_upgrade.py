@@ -1,0 +1,67 @@
+"""Hot upgrade (README "Loading in production"): `MODULE UNLOAD ratelimit`
+then `MODULE LOAD` of a rebuilt module, while keys exist and clients stay
+connected, keeps every key and every limit decision. The module keeps no
+state of its own outside the keyspace (no data type, no timers), so every
+server of the matrix allows the unload; MODULE needs
+`enable-module-command yes` (or `local`) since Redis 7.0."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import redis
+
+from replay_workload import assert_limited_state, rl, run_workload
+from servers import MODULE, Server, keyspace
+
+
+@pytest.fixture
+def server():
+    with Server(args=["--enable-module-command", "yes"]) as s:
+        yield s
+
+
+def test_unload_and_load_a_rebuilt_module_keeps_keys_and_decisions(server, tmp_path):
+    admin, app = server.client(), server.client()
+    run_workload(app, "up")
+    before = keyspace(admin)
+    peeks = [("RL.PEEK", "up:star", "*", 5, 60000, 10, 3_600_000), ("RL.PEEK", "up:foreign", "*", 3, 3_600_000)]
+    answers = [rl(app, *p)[:4] for p in peeks]
+
+    # The new build is another file, as a deploy would place it.
+    rebuilt = tmp_path / "libredis_ratelimit.so"
+    shutil.copy(MODULE, rebuilt)
+
+    assert admin.execute_command("MODULE", "UNLOAD", "ratelimit") == b"OK"
+    # While unloaded, calls fail as unknown commands and nothing changes.
+    with pytest.raises(redis.ResponseError, match="(?i)unknown command"):
+        rl(app, "RL.CHECK", "up:star", "*", 5, 60000)
+    assert keyspace(admin) == before
+
+    assert admin.execute_command("MODULE", "LOAD", str(rebuilt)) == b"OK"
+    modules = {m[b"name"]: m for m in admin.module_list()}
+    assert modules[b"ratelimit"][b"path"] == str(rebuilt).encode()
+
+    # The client connected all along gets the same decisions on the same keys.
+    assert keyspace(admin) == before
+    assert [rl(app, *p)[:4] for p in peeks] == answers
+    assert_limited_state(app, "up")
+    assert server.alive()
+
+
+def test_acl_categories_survive_a_reload(server):
+    """A module ACL category outlives MODULE UNLOAD; the reloaded module puts
+    its commands back in it (Redis 7.2+ and Valkey only)."""
+    admin = server.client()
+    major, minor = (int(x) for x in admin.info("server")["redis_version"].split(".")[:2])
+    if (major, minor) < (7, 2):
+        pytest.skip("Redis 7.0 has no module ACL categories")
+    assert admin.execute_command("MODULE", "UNLOAD", "ratelimit") == b"OK"
+    assert admin.execute_command("MODULE", "LOAD", MODULE) == b"OK"
+    assert len(admin.execute_command("ACL", "CAT", "ratelimit")) == 4
+    admin.execute_command("ACL", "SETUSER", "nowrite", "on", "nopass", "~*", "+@all", "-@write")
+    u = server.client(username="nowrite", password="x")
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        rl(u, "RL.CHECK", "k", "*", 5, 1000)
+    assert admin.exists("k") == 0

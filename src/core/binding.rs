@@ -1,0 +1,104 @@
+//! The binding rule shared by RL.CHECK, RL.THROTTLE and RL.QUOTA (and their
+//! peeks): which of several rules a reply describes.
+//!
+//! Rejected: the violated rule with the largest `retry_after`, ties to the
+//! lower index. Admitted: the rule with the smallest `remaining`, ties to the
+//! larger `reset_after` (the rule a client must wait for longest), then to the
+//! lower index — so a client that trusts `remaining`/`reset_after` as
+//! `RateLimit` headers is never told a shorter reset than the one that binds
+//! its next request.
+
+/// One rule's view of a call, in the reply's terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RuleOutcome {
+    /// The rule refuses the request.
+    pub violated: bool,
+    pub remaining: i64,
+    /// Meaningful for a violated rule only.
+    pub retry_after: i64,
+    pub reset_after: i64,
+}
+
+/// The 0-based index of the binding rule among `outcomes` (0 when empty).
+/// The call is rejected iff any outcome is violated.
+pub fn binding_index(outcomes: &[RuleOutcome]) -> usize {
+    let rejected = outcomes.iter().any(|o| o.violated);
+    let mut best: Option<(usize, &RuleOutcome)> = None;
+    for (i, o) in outcomes.iter().enumerate() {
+        if rejected && !o.violated {
+            continue;
+        }
+        let better = match best {
+            None => true,
+            Some((_, b)) if rejected => o.retry_after > b.retry_after,
+            Some((_, b)) => {
+                o.remaining < b.remaining
+                    || (o.remaining == b.remaining && o.reset_after > b.reset_after)
+            }
+        };
+        if better {
+            best = Some((i, o));
+        }
+    }
+    best.map_or(0, |(i, _)| i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(remaining: i64, reset_after: i64) -> RuleOutcome {
+        RuleOutcome {
+            violated: false,
+            remaining,
+            retry_after: -1,
+            reset_after,
+        }
+    }
+
+    fn refused(retry_after: i64) -> RuleOutcome {
+        RuleOutcome {
+            violated: true,
+            remaining: 0,
+            retry_after,
+            reset_after: retry_after,
+        }
+    }
+
+    #[test]
+    fn table() {
+        let cases: &[(&str, Vec<RuleOutcome>, usize)] = &[
+            ("empty", vec![], 0),
+            ("one rule", vec![ok(3, 10)], 0),
+            ("smallest remaining", vec![ok(3, 10), ok(1, 5)], 1),
+            (
+                "remaining tie goes to the longer reset",
+                vec![ok(0, 60_000), ok(0, 3_600_000)],
+                1,
+            ),
+            (
+                "full tie goes to the lower index",
+                vec![ok(2, 10), ok(2, 10)],
+                0,
+            ),
+            (
+                "rejected: only violated rules bind",
+                vec![ok(0, 99_999), refused(5)],
+                1,
+            ),
+            (
+                "rejected: largest retry-after",
+                vec![refused(5), refused(50), refused(7)],
+                1,
+            ),
+            (
+                "rejected: ties go to the lower index",
+                vec![refused(50), refused(50)],
+                0,
+            ),
+        ];
+        for (name, outcomes, want) in cases {
+            assert_eq!(binding_index(outcomes), *want, "{name}");
+        }
+    }
+}
