@@ -167,6 +167,16 @@ impl Ctx {
                     key,
                     &[(raw::REDISMODULE_NOTIFY_STRING, c"incrby")],
                 ),
+                Native::Hset { key, pairs } => (
+                    replicate_argv(r, c"HSET", key, pairs)?,
+                    key,
+                    &[(raw::REDISMODULE_NOTIFY_HASH, c"hset")],
+                ),
+                Native::Hdel { key, fields } => (
+                    replicate_argv(r, c"HDEL", key, fields)?,
+                    key,
+                    &[(raw::REDISMODULE_NOTIFY_HASH, c"hdel")],
+                ),
                 Native::Del { key } => (
                     replicate(r, c"DEL".as_ptr(), c"s".as_ptr(), key),
                     key,
@@ -268,13 +278,39 @@ pub enum Native<'a> {
     Incr { key: RString },
     /// `DEL key`
     Del { key: RString },
+    /// `HSET key field value [field value ...]` (`pairs` flat)
+    Hset { key: RString, pairs: &'a [RString] },
+    /// `HDEL key field [field ...]`
+    Hdel { key: RString, fields: &'a [RString] },
+}
+
+/// Replicates `cmd key args...`.
+unsafe fn replicate_argv(
+    ctx: *mut raw::RedisModuleCtx,
+    cmd: &CStr,
+    key: RString,
+    args: &[RString],
+) -> Result<c_int, Error> {
+    let replicate = api!(RedisModule_Replicate);
+    let mut argv = Vec::with_capacity(1 + args.len());
+    argv.push(key);
+    argv.extend_from_slice(args);
+    Ok(replicate(
+        ctx,
+        cmd.as_ptr(),
+        c"v".as_ptr(),
+        argv.as_ptr(),
+        argv.len(),
+    ))
 }
 
 /// The native commands the module replicates its writes with or counts with.
 /// Checked at load: a renamed or disabled one would make a call fail, for
 /// replication after its local writes.
-pub const NATIVE_COMMANDS: [&CStr; 7] = [
+pub const NATIVE_COMMANDS: [&CStr; 9] = [
     c"zadd",
+    c"hset",
+    c"hdel",
     c"zremrangebyscore",
     c"pexpireat",
     c"set",
@@ -347,6 +383,7 @@ pub enum Kind {
     Empty,
     String,
     SortedSet,
+    Hash,
     Other,
 }
 
@@ -379,6 +416,7 @@ impl Key {
             raw::REDISMODULE_KEYTYPE_EMPTY => Kind::Empty,
             raw::REDISMODULE_KEYTYPE_STRING => Kind::String,
             raw::REDISMODULE_KEYTYPE_ZSET => Kind::SortedSet,
+            raw::REDISMODULE_KEYTYPE_HASH => Kind::Hash,
             _ => Kind::Other,
         })
     }
@@ -452,6 +490,57 @@ impl Key {
     pub fn delete(&self) -> Result<(), Error> {
         let delete = api!(RedisModule_DeleteKey);
         ok(unsafe { delete(self.ptr) }, "could not delete the key")
+    }
+
+    /// Calls `read` with the value of hash field `field` (`None` when the
+    /// field or the key is missing). The value is valid only inside `read`.
+    pub fn hash_get<R>(
+        &self,
+        field: RString,
+        read: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> Result<R, Error> {
+        if self.ptr.is_null() {
+            return Ok(read(None));
+        }
+        let get = api!(RedisModule_HashGet);
+        let free = api!(RedisModule_FreeString);
+        let mut value: RString = ptr::null_mut();
+        let status = unsafe {
+            get(
+                self.ptr,
+                raw::REDISMODULE_HASH_NONE as c_int,
+                field,
+                &mut value as *mut RString,
+                ptr::null_mut::<c_char>(),
+            )
+        };
+        ok(status, "could not read a hash field")?;
+        if value.is_null() {
+            return Ok(read(None));
+        }
+        let out = read(Some(bytes(value)));
+        unsafe { free(ptr::null_mut(), value) };
+        Ok(out)
+    }
+
+    /// Sets hash field `field` to `value` (creating the hash when the key is
+    /// empty), or deletes the field when `value` is `None` (Redis deletes a
+    /// hash left with no field).
+    pub fn hash_set(&self, field: RString, value: Option<RString>) -> Result<(), Error> {
+        let set = api!(RedisModule_HashSet);
+        let value = value.unwrap_or(raw::REDISMODULE_HASH_DELETE as RString);
+        // The return value counts fields changed; errors show up as 0 with
+        // errno set, which cannot happen on an open hash or empty key.
+        unsafe {
+            set(
+                self.ptr,
+                raw::REDISMODULE_HASH_NONE as c_int,
+                field,
+                value,
+                ptr::null_mut::<c_char>(),
+            )
+        };
+        Ok(())
     }
 
     /// Adds `member` with `score` unless the member exists; true when added.

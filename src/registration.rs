@@ -82,6 +82,26 @@ const COMMANDS: &[Command] = &[
         summary: "Count requests in a fixed window; past the maximum, set a lock key that rejects until it expires.",
         complexity: "O(1)",
     },
+    Command {
+        name: "rl.throttle",
+        handler: commands::rl_throttle,
+        flags: "write deny-oom fast",
+        arity: -6,
+        keys: &[RW_UPDATE],
+        acl: "write hash fast",
+        summary: "Token bucket (GCRA) against one or more (burst, count, window) rules; admits and records, rejects, or refunds atomically. O(1) memory per rule.",
+        complexity: "O(R) for R rules (at most 64): one hash field read and written per rule.",
+    },
+    Command {
+        name: "rl.throttlepeek",
+        handler: commands::rl_throttlepeek,
+        flags: "readonly fast",
+        arity: -6,
+        keys: &[KeySpecFlags::READ_ONLY.union(KeySpecFlags::ACCESS)],
+        acl: "read hash fast",
+        summary: "What RL.THROTTLE would answer now, without writing anything.",
+        complexity: "O(R) for R rules (at most 64).",
+    },
 ];
 
 const INFO_VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleCommandInfoVersion {

@@ -8,7 +8,14 @@ use std::collections::HashMap;
 use common::*;
 use redis::{Connection, Value};
 
-const PREFIXES: [&str; 4] = ["check", "peek", "dayhour", "lockcount"];
+const PREFIXES: [&str; 6] = [
+    "check",
+    "peek",
+    "dayhour",
+    "lockcount",
+    "throttle",
+    "throttlepeek",
+];
 
 /// `[calls, admitted, rejected, errors]` per command prefix.
 fn counters(con: &mut Connection) -> HashMap<&'static str, [u64; 4]> {
@@ -32,7 +39,8 @@ fn info_counters_move_by_the_right_amounts() {
     let mut con = s.con();
     let mut want: HashMap<&str, [u64; 4]> = PREFIXES.iter().map(|p| (*p, [0; 4])).collect();
     assert_eq!(counters(&mut con), want, "fresh server");
-    assert_eq!(rl_stats(&mut con).len(), 16, "exactly the 16 fields");
+    // Four per command, and `_refunds` for the commands that take REFUND.
+    assert_eq!(rl_stats(&mut con).len(), 26, "exactly the 26 fields");
     run(&mut con, "RPUSH list a");
 
     // RL.CHECK: 2 admitted, 1 rejected, 2 errors; an arity error is not counted.
@@ -85,6 +93,20 @@ fn info_counters_move_by_the_right_amounts() {
     err(&mut con, "RL.LOCKCOUNT lk n 100000 2 100000 extra");
     want.insert("lockcount", [5, 2, 2, 1]);
     assert_eq!(counters(&mut con), want, "after RL.LOCKCOUNT");
+
+    // RL.THROTTLE: 1 admitted, 1 rejected, 1 refund (not admitted), 1 error;
+    // its peek counts what it would do.
+    assert_eq!(ints(&mut con, "RL.THROTTLE th 5 1 1 100000")[0], 0);
+    assert_eq!(ints(&mut con, "RL.THROTTLE th 5 1 1 100000")[0], 1);
+    assert_eq!(ints(&mut con, "RL.THROTTLE th 5 1 1 100000 REFUND")[0], 0);
+    err(&mut con, "RL.THROTTLE th 5 1 1 100000 COST 2");
+    want.insert("throttle", [4, 1, 1, 1]);
+    assert_eq!(ints(&mut con, "RL.THROTTLEPEEK th 5 1 1 100000")[0], 0);
+    err(&mut con, "RL.THROTTLEPEEK th 5 1 1 100000 REFUND");
+    want.insert("throttlepeek", [2, 1, 0, 1]);
+    assert_eq!(counters(&mut con), want, "after RL.THROTTLE");
+    assert_eq!(rl_stats(&mut con)["ratelimit_throttle_refunds"], 1);
+    assert_eq!(rl_stats(&mut con)["ratelimit_check_refunds"], 0);
 
     // CONFIG RESETSTAT clears Redis's own command stats but not these.
     let before: String = redis::cmd("INFO")
@@ -184,8 +206,15 @@ fn command_info_flags_arity_and_key_specs() {
     assert!(!flags.iter().any(|f| f == "write"), "{flags:?}");
     assert_eq!(specs.len(), 1);
     assert!(specs[0].iter().any(|f| f == "RO"), "{specs:?}");
+    assert!(!flags.iter().any(|f| f == "fast"), "{flags:?}");
+    let (arity, flags, specs) = command_info(&mut con, "rl.throttlepeek");
+    assert_eq!(arity, -6);
+    assert!(flags.iter().any(|f| f == "readonly"), "{flags:?}");
+    assert!(flags.iter().any(|f| f == "fast"), "{flags:?}");
+    assert!(specs[0].iter().any(|f| f == "RO"), "{specs:?}");
     for (name, arity, nkeys) in [
         ("rl.check", -5, 1),
+        ("rl.throttle", -6, 1),
         ("rl.dayhour", 7, 2),
         ("rl.lockcount", 6, 2),
     ] {
@@ -208,6 +237,8 @@ fn command_getkeys_names_every_key() {
         ("RL.CHECK k1 * 10 1000", vec!["k1"]),
         ("RL.CHECK k1 * 10 1000 100 60000 COST 2", vec!["k1"]),
         ("RL.PEEK {u}:k 123 10 1000", vec!["{u}:k"]),
+        ("RL.THROTTLE t:1 * 5 1 1000 COST 2", vec!["t:1"]),
+        ("RL.THROTTLEPEEK t:2 * 5 1 1000", vec!["t:2"]),
         (
             "RL.DAYHOUR {u}:day {u}:hour 10 5 86400000 3600000",
             vec!["{u}:day", "{u}:hour"],

@@ -5,7 +5,9 @@
 pub mod check;
 mod counter_keys;
 pub mod dayhour;
+mod hash_state;
 pub mod lockcount;
+pub mod throttle;
 
 use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -21,20 +23,30 @@ use crate::stats::{self, CommandStats};
 pub struct Outcome {
     reply: [i64; 6],
     len: usize,
-    admitted: bool,
+    kind: stats::Kind,
 }
 
 impl Outcome {
     /// Up to six integers (every reply of the module fits).
     pub fn new(values: &[i64], admitted: bool) -> Outcome {
+        let kind = if admitted {
+            stats::Kind::Admitted
+        } else {
+            stats::Kind::Rejected
+        };
+        Self::of(values, kind)
+    }
+
+    /// A refund: counted as a call and a refund, not as admitted or rejected.
+    pub fn refund(values: &[i64]) -> Outcome {
+        Self::of(values, stats::Kind::Refund)
+    }
+
+    fn of(values: &[i64], kind: stats::Kind) -> Outcome {
         let mut reply = [0; 6];
         let len = values.len().min(reply.len());
         reply[..len].copy_from_slice(&values[..len]);
-        Outcome {
-            reply,
-            len,
-            admitted,
-        }
+        Outcome { reply, len, kind }
     }
 
     fn values(&self) -> &[i64] {
@@ -66,11 +78,11 @@ fn run(
     });
     match result {
         Ok(outcome) => {
-            stats.record(Some(outcome.admitted));
+            stats.record(outcome.kind);
             reply_integers(ctx, outcome.values())
         }
         Err(e) => {
-            stats.record(None);
+            stats.record(stats::Kind::Error);
             reply_error(ctx, &e.reply_text())
         }
     }
@@ -102,6 +114,28 @@ pub extern "C" fn rl_lockcount(
     argc: c_int,
 ) -> c_int {
     run(ctx, argv, argc, &stats::LOCKCOUNT, lockcount::lockcount)
+}
+
+pub extern "C" fn rl_throttle(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut RString,
+    argc: c_int,
+) -> c_int {
+    run(ctx, argv, argc, &stats::THROTTLE, throttle::throttle)
+}
+
+pub extern "C" fn rl_throttlepeek(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut RString,
+    argc: c_int,
+) -> c_int {
+    run(
+        ctx,
+        argv,
+        argc,
+        &stats::THROTTLEPEEK,
+        throttle::throttle_peek,
+    )
 }
 
 /// Redis checks arity before calling; this guards the indexing regardless.

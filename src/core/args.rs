@@ -1,11 +1,18 @@
 //! Argument parsing for every command, over plain byte slices (the arguments
 //! after the command name). Each error names the argument it refuses.
 
+use std::collections::HashMap;
+
+use super::gcra::{duplicate_window, gcra, Gcra, ThrottleRule};
 use super::int::{parse_i64, parse_in_range, MAX_SAFE};
 use crate::error::{show, Error};
 
-/// Largest `COST` accepted: one call adds at most this many members.
+/// Largest `COST` accepted by RL.CHECK: one call adds at most this many members.
 pub const MAX_COST: i64 = 10_000;
+
+/// Most rules one RL.CHECK, RL.PEEK, RL.THROTTLE or RL.THROTTLEPEEK call may
+/// give: bounds the work of one call (SPEC "Bounded calls").
+pub const MAX_RULES: usize = 64;
 
 /// The time a call is evaluated at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,31 +136,147 @@ pub fn parse_check(args: &[&[u8]]) -> Result<CheckArgs, Error> {
         ));
     }
 
-    let mut cost_arg: Option<&[u8]> = None;
-    let mut options = option_args.iter();
-    while let Some(name) = options.next() {
+    if rules.len() > MAX_RULES {
+        return Err(too_many_rules(rules.len()));
+    }
+    let options = parse_options(option_args, false)?;
+    let smallest = rules.iter().map(|r| r.count).min().unwrap_or(1);
+    let cost = options.cost(smallest.min(MAX_COST))?;
+    Ok(CheckArgs { now, rules, cost })
+}
+
+fn too_many_rules(n: usize) -> Error {
+    Error::Arg(format!(
+        "too many rules: {n} given, at most {MAX_RULES} per call"
+    ))
+}
+
+/// The options after the rules: `COST cost` and, where the command takes it,
+/// `REFUND`; names case-insensitive, each at most once. `COST`'s value is
+/// checked against the rules afterwards ([`Options::cost`]), as the SPEC
+/// orders argument errors.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options<'a> {
+    cost_arg: Option<&'a [u8]>,
+    pub refund: bool,
+}
+
+impl Options<'_> {
+    /// The cost: 1 by default, else `COST`'s value within `[1, max]`.
+    pub fn cost(&self, max: i64) -> Result<i64, Error> {
+        match self.cost_arg {
+            None => Ok(1),
+            Some(arg) => ranged(arg, "cost", 1, max),
+        }
+    }
+}
+
+/// Parses the options of RL.CHECK, RL.THROTTLE, RL.QUOTA and their peeks;
+/// `refund` says whether `REFUND` is one of them.
+pub fn parse_options<'a>(args: &[&'a [u8]], refund: bool) -> Result<Options<'a>, Error> {
+    let expected = if refund { "COST or REFUND" } else { "COST" };
+    let mut options = Options::default();
+    let mut args = args.iter();
+    while let Some(&name) = args.next() {
         if name.eq_ignore_ascii_case(b"COST") {
-            if cost_arg.is_some() {
+            if options.cost_arg.is_some() {
                 return Err(Error::Arg("syntax error: option COST given twice".into()));
             }
-            let Some(value) = options.next() else {
+            let Some(&value) = args.next() else {
                 return Err(Error::Arg("syntax error: option COST needs a value".into()));
             };
-            cost_arg = Some(value);
+            options.cost_arg = Some(value);
+        } else if refund && name.eq_ignore_ascii_case(b"REFUND") {
+            if options.refund {
+                return Err(Error::Arg("syntax error: option REFUND given twice".into()));
+            }
+            options.refund = true;
         } else {
             return Err(Error::Arg(format!(
-                "syntax error: unknown option '{}' (expected COST)",
+                "syntax error: unknown option '{}' (expected {expected})",
                 show(name)
             )));
         }
     }
+    Ok(options)
+}
 
-    let smallest = rules.iter().map(|r| r.count).min().unwrap_or(1);
-    let cost = match cost_arg {
-        None => 1,
-        Some(arg) => ranged(arg, "cost", 1, smallest.min(MAX_COST))?,
+/// `RL.THROTTLE` / `RL.THROTTLEPEEK key now burst count window [...]
+/// [COST cost] [REFUND]` without the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThrottleArgs {
+    pub now: Now,
+    pub rules: Vec<Gcra>,
+    pub cost: i64,
+    pub refund: bool,
+}
+
+/// Parses the arguments of RL.THROTTLE (`refund` allowed) or RL.THROTTLEPEEK
+/// after the key. Left to right: `now`; each rule's burst, count, window,
+/// then its emission interval and tolerance, then that its window is new;
+/// the cap; the options; `COST` against the smallest burst.
+pub fn parse_throttle(args: &[&[u8]], refund: bool) -> Result<ThrottleArgs, Error> {
+    let Some((now_arg, rest)) = args.split_first() else {
+        return Err(Error::Arg("missing now".into()));
     };
-    Ok(CheckArgs { now, rules, cost })
+    let now = parse_now(now_arg)?;
+    let split = rest
+        .iter()
+        .position(|a| starts_options(a))
+        .unwrap_or(rest.len());
+    let (rule_args, option_args) = rest.split_at(split);
+
+    let mut rules: Vec<Gcra> = Vec::with_capacity((rule_args.len() / 3).min(MAX_RULES + 1));
+    // Windows seen, for calls with many rules (a linear scan serves the rest).
+    let mut windows: HashMap<i64, usize> = HashMap::new();
+    for (i, triple) in rule_args.chunks(3).enumerate() {
+        let n = i + 1;
+        let [burst, count, window] = *triple else {
+            return Err(Error::Arg(format!(
+                "incomplete rule {n}: rules are 'burst count window' triples"
+            )));
+        };
+        let rule = ThrottleRule {
+            burst: parse_in_range(burst, 1, MAX_SAFE)
+                .ok_or_else(|| rule_error("burst", burst, n))?,
+            count: parse_in_range(count, 1, MAX_SAFE)
+                .ok_or_else(|| rule_error("count", count, n))?,
+            window: parse_in_range(window, 1, MAX_SAFE)
+                .ok_or_else(|| rule_error("window", window, n))?,
+        };
+        let rule = gcra(rule, n)?;
+        let earlier = if i < MAX_RULES {
+            rules.iter().position(|r| r.window == rule.window)
+        } else {
+            if windows.is_empty() {
+                windows.extend(rules.iter().enumerate().map(|(j, r)| (r.window, j)));
+            }
+            windows.insert(rule.window, i)
+        };
+        if let Some(first) = earlier {
+            return Err(duplicate_window(first, i, rule.window));
+        }
+        if i < MAX_RULES {
+            rules.push(rule);
+        }
+    }
+    let given = rule_args.len() / 3;
+    if given > MAX_RULES {
+        return Err(too_many_rules(given));
+    }
+    if rules.is_empty() {
+        return Err(Error::Arg(
+            "at least one rule 'burst count window' is required".into(),
+        ));
+    }
+    let options = parse_options(option_args, refund)?;
+    let smallest = rules.iter().map(|r| r.burst).min().unwrap_or(1);
+    Ok(ThrottleArgs {
+        now,
+        rules,
+        cost: options.cost(smallest)?,
+        refund: options.refund,
+    })
 }
 
 fn rule_error(what: &str, arg: &[u8], n: usize) -> Error {
@@ -221,7 +344,7 @@ mod tests {
         parse_check(&words)
     }
 
-    fn arg_err(r: Result<CheckArgs, Error>) -> String {
+    fn arg_err<T: std::fmt::Debug>(r: Result<T, Error>) -> String {
         match r {
             Err(Error::Arg(m)) => m,
             other => panic!("expected an argument error, got {other:?}"),
@@ -250,6 +373,78 @@ mod tests {
         assert_eq!(b.now, Now::At(1_700_000_000_000));
         assert_eq!(b.cost, 1);
         assert_eq!(check("0 1 9007199254740991 CoSt 1").unwrap().cost, 1);
+    }
+
+    fn throttle(line: &str, refund: bool) -> Result<ThrottleArgs, Error> {
+        let words: Vec<&[u8]> = line
+            .split(' ')
+            .filter(|w| !w.is_empty())
+            .map(str::as_bytes)
+            .collect();
+        parse_throttle(&words, refund)
+    }
+
+    #[test]
+    fn throttle_arguments() {
+        let a = throttle("* 5 10 1000 2 1 60000 cost 2 refund", true).unwrap();
+        assert_eq!(a.now, Now::Server);
+        assert_eq!(
+            a.rules
+                .iter()
+                .map(|r| (r.burst, r.window))
+                .collect::<Vec<_>>(),
+            [(5, 1000), (2, 60000)]
+        );
+        assert_eq!(a.rules[0].interval_ns, 100_000_000);
+        assert_eq!((a.cost, a.refund), (2, true));
+        assert!(!throttle("5 1 1 1", false).unwrap().refund);
+        // Left to right: the first bad argument is reported.
+        let table: &[(&str, &str)] = &[
+            ("x 1 1 1", "invalid now 'x'"),
+            ("* 0 1 1", "invalid burst '0' for rule 1"),
+            ("* 1 0 1", "invalid count '0' for rule 1"),
+            ("* 1 1 0", "invalid window '0' for rule 1"),
+            ("* 1 1", "incomplete rule 1"),
+            ("* 1 1 1 1 1", "incomplete rule 2"),
+            ("* COST 1", "at least one rule"),
+            (
+                "* 1 2000000 1 0 1 1",
+                "invalid rule 1: count 2000000 over window 1",
+            ),
+            ("* 1 1 1000 1 2 1000 0 1 1", "invalid rule 2: window 1000"),
+            ("* 2 1 9007199254740991", "invalid rule 1: burst 2"),
+            ("* 1 1 1000 COST 2 REFUND", "invalid cost '2'"),
+            ("* 1 1 1000 COST 2 BAD", "unknown option 'BAD'"),
+            ("* 1 1 1000 REFUND REFUND", "REFUND given twice"),
+        ];
+        for (line, want) in table {
+            let got = arg_err(throttle(line, true));
+            assert!(got.contains(want), "{line}: got {got:?}, want {want:?}");
+        }
+        assert!(arg_err(throttle("* 1 1 1 REFUND", false)).contains("expected COST)"));
+    }
+
+    #[test]
+    fn at_most_64_rules_after_the_rules_are_checked() {
+        let rules = |n: usize, per: &dyn Fn(usize) -> String| {
+            (1..=n).map(per).collect::<Vec<_>>().join(" ")
+        };
+        let ok = rules(64, &|i| format!("1 1 {i}"));
+        assert_eq!(throttle(&format!("* {ok}"), true).unwrap().rules.len(), 64);
+        let over = rules(65, &|i| format!("1 1 {i}"));
+        assert_eq!(
+            arg_err(throttle(&format!("* {over} COST x"), true)),
+            "too many rules: 65 given, at most 64 per call"
+        );
+        // A bad rule past the cap is still a rule error: rules come first.
+        let bad = format!("* {over} 1 0 9");
+        assert!(arg_err(throttle(&bad, true)).contains("invalid count '0' for rule 66"));
+        let dup = format!("* {over} 1 1 3");
+        assert!(arg_err(throttle(&dup, true)).contains("invalid rule 66: window 3"));
+        let check_ok = rules(64, &|i| format!("1 {i}"));
+        assert_eq!(check(&format!("* {check_ok}")).unwrap().rules.len(), 64);
+        let check_over = rules(65, &|i| format!("1 {i}"));
+        assert!(arg_err(check(&format!("* {check_over}"))).starts_with("too many rules: 65"));
     }
 
     #[test]

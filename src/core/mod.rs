@@ -3,6 +3,7 @@
 pub mod args;
 pub mod binding;
 pub mod counters;
+pub mod gcra;
 pub mod int;
 pub mod members;
 pub mod window;

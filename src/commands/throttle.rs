@@ -1,0 +1,124 @@
+//! `RL.THROTTLE key now burst count window [...] [COST cost] [REFUND]` and
+//! `RL.THROTTLEPEEK` (same arguments but `REFUND`, writes nothing).
+//!
+//! State: one hash per key, one field per rule named by its window in ms,
+//! holding the rule's theoretical arrival time (TAT) in ns. Reads one field
+//! per rule (`RedisModule_HashGet`); fields of windows the call does not name
+//! are neither read nor changed. Writes (admitted RL.THROTTLE): every named
+//! field, then the absolute expiry; replicated as `HSET` and `PEXPIREAT`.
+//! A refund writes the refunded fields (`HSET`), removes those back at a
+//! full bucket (`HDEL`, or `DEL` when the hash is left empty) and keeps the
+//! expiry.
+
+use super::{hash_state::HashWrites, Outcome};
+use crate::core::args::{parse_throttle, Now, ThrottleArgs};
+use crate::core::gcra::{self, format_tat, parse_tat, Gcra, TAT_BUF_LEN};
+use crate::error::Error;
+use crate::redis_api::{bytes, Ctx, Key, Kind, OwnedStrings, RString};
+
+pub fn throttle(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
+    evaluate(ctx, args, true)
+}
+
+pub fn throttle_peek(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
+    evaluate(ctx, args, false)
+}
+
+fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
+    let [_, key_name, rest @ ..] = args else {
+        return Err(Error::Arg("wrong number of arguments".into()));
+    };
+    let rest: Vec<&[u8]> = rest.iter().map(|&s| bytes(s)).collect();
+    let ThrottleArgs {
+        now,
+        rules,
+        cost,
+        refund,
+    } = parse_throttle(&rest, write)?;
+    let server_time = ctx.milliseconds()?;
+    let t = match now {
+        Now::Server => server_time,
+        Now::At(t) => t,
+    };
+
+    let key = Key::open(ctx, *key_name, write)?;
+    match key.kind()? {
+        Kind::Empty | Kind::Hash => {}
+        _ => return Err(Error::WrongType),
+    }
+    let mut strings = OwnedStrings::new(ctx);
+    let fields = rules
+        .iter()
+        .map(|r| strings.bytes(gcra::field_name(r.window).as_bytes()))
+        .collect::<Result<Vec<RString>, Error>>()?;
+    let tats = read_tats(&key, *key_name, &fields)?;
+
+    if refund {
+        let after = gcra::refund(&rules, cost, t, &tats);
+        let mut writes = HashWrites::new(ctx, *key_name, &key);
+        let mut buf = [0u8; TAT_BUF_LEN];
+        for ((&field, before), after) in fields.iter().zip(&tats).zip(&after) {
+            match (before, after) {
+                (Some(_), Some(v)) => writes.set(field, format_tat(*v, &mut buf))?,
+                (Some(_), None) => writes.delete(field)?,
+                (None, _) => {}
+            }
+        }
+        writes.finish(None)?;
+        let d = gcra::decide(&rules, cost, t, &after).decision;
+        return Ok(Outcome::refund(&d.reply()));
+    }
+
+    let decision = gcra::decide(&rules, cost, t, &tats);
+    if let (true, Some(new_tats)) = (write, &decision.new_tats) {
+        apply(
+            ctx,
+            *key_name,
+            &key,
+            &rules,
+            &fields,
+            new_tats,
+            server_time,
+            t,
+        )?;
+    }
+    let d = decision.decision;
+    Ok(Outcome::new(&d.reply(), !d.limited))
+}
+
+/// The stored TAT of each named field (`None` when missing); a value that is
+/// not one is an error in a stored value naming the key and field.
+fn read_tats(key: &Key, key_name: RString, fields: &[RString]) -> Result<Vec<Option<u128>>, Error> {
+    fields
+        .iter()
+        .map(|&field| {
+            key.hash_get(field, |value| match value {
+                None => Ok(None),
+                Some(v) => parse_tat(v)
+                    .map(Some)
+                    .ok_or_else(|| gcra::stored_error(bytes(key_name), bytes(field), v)),
+            })?
+        })
+        .collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn apply(
+    ctx: Ctx,
+    key_name: RString,
+    key: &Key,
+    rules: &[Gcra],
+    fields: &[RString],
+    new_tats: &[u128],
+    server_time: i64,
+    t: i64,
+) -> Result<(), Error> {
+    debug_assert_eq!(rules.len(), new_tats.len());
+    let expire_at = gcra::expire_at(new_tats, key.expire_at()?, server_time, t);
+    let mut writes = HashWrites::new(ctx, key_name, key);
+    let mut buf = [0u8; TAT_BUF_LEN];
+    for (&field, &tat) in fields.iter().zip(new_tats) {
+        writes.set(field, format_tat(tat, &mut buf))?;
+    }
+    writes.finish(Some(expire_at))
+}

@@ -1,0 +1,1072 @@
+//! The token bucket in its GCRA form behind RL.THROTTLE and RL.THROTTLEPEEK.
+//!
+//! Each rule `(burst, count, window)` refills one unit every emission
+//! interval `T = floor(window * 10^6 / count)` ns and lets up to `burst` units
+//! through at once (tolerance `tau = T * burst` ns). Its whole state is one
+//! number, the theoretical arrival time `TAT` in ns since the Unix epoch,
+//! stored as a decimal in a hash field named by the rule's `window` in ms.
+//!
+//! Units: arguments, replies and expiry are in **ms** (`i64`); stored times
+//! and all internal arithmetic are in **ns**, exact, in 128-bit integers (no
+//! floating point).
+//!
+//! # Bounds
+//!
+//! Let `M = (2^53-1) * 10^6` ns ([`MAX_TOLERANCE_NS`], about 2^73). A valid
+//! rule has `1 <= T <= M` and `tau <= M` ([`gcra`]); `t_ns <= M`; a stored TAT
+//! is at most `2M` ([`parse_tat`]); `cost` is at most the smallest burst, so
+//! `T_i * cost <= tau_i <= M`. Hence `base <= 2M` and `new <= 3M < 2^75`: no
+//! overflow in `i128`. An admitted call has `new <= t_ns + tau <= 2M`, so every
+//! TAT this module writes is one [`parse_tat`] reads back. Every reply integer
+//! is at most `3 * (2^53-1)` ms (`remaining` at most `burst`), well inside
+//! `i64`. The arithmetic saturates all the same, so a caller that breaks a
+//! precondition gets a wrong number, never a panic.
+
+use super::binding::{binding_index, RuleOutcome};
+use super::int::MAX_SAFE;
+use super::window::Decision;
+use crate::error::{show, Error};
+
+/// Nanoseconds per millisecond.
+pub const NS_PER_MS: u128 = 1_000_000;
+
+/// Largest tolerance `tau` a rule may have: `(2^53-1) * 10^6` ns, i.e.
+/// `2^53-1` ms.
+pub const MAX_TOLERANCE_NS: u128 = MAX_SAFE as u128 * NS_PER_MS;
+
+/// Largest stored TAT: `2 * (2^53-1) * 10^6` ns (`now` plus the largest
+/// tolerance).
+pub const MAX_TAT_NS: u128 = 2 * MAX_TOLERANCE_NS;
+
+/// Size of the buffer [`format_tat`] writes into (`u128::MAX` has 39 digits).
+pub const TAT_BUF_LEN: usize = 40;
+
+/// `NS_PER_MS` for signed arithmetic.
+const NS: i128 = 1_000_000;
+
+/// One `burst count window` triple as given (all in `[1, 2^53-1]`; `window`
+/// in ms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThrottleRule {
+    /// Units that may pass at once from a full bucket.
+    pub burst: i64,
+    /// Units refilled per `window`.
+    pub count: i64,
+    /// Refill period in ms; also the name of the rule's hash field.
+    pub window: i64,
+}
+
+/// A validated rule, ready for [`decide`] and [`refund`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gcra {
+    /// Window in ms: names the hash field ([`field_name`]).
+    pub window: i64,
+    /// The rule's `burst`: the `limit` of a reply bound by this rule.
+    pub burst: i64,
+    /// Emission interval `T = floor(window * 10^6 / count)` ns, at least 1.
+    pub interval_ns: u128,
+    /// Tolerance `tau = T * burst` ns, at most [`MAX_TOLERANCE_NS`].
+    pub tolerance_ns: u128,
+}
+
+/// Validates `rule`, the `n`-th (1-based, as named in messages) of its call:
+/// each number in `[1, 2^53-1]` (the parser's job, checked again), `T >= 1` ns
+/// and `tau <= (2^53-1) * 10^6` ns.
+pub fn gcra(rule: ThrottleRule, n: usize) -> Result<Gcra, Error> {
+    for (what, value) in [
+        ("burst", rule.burst),
+        ("count", rule.count),
+        ("window", rule.window),
+    ] {
+        if !(1..=MAX_SAFE).contains(&value) {
+            return Err(Error::Arg(format!(
+                "invalid {what} '{value}' for rule {n}: expected an integer from 1 to {MAX_SAFE}"
+            )));
+        }
+    }
+    // In range, so these conversions and products are exact (< 2^127).
+    let window_ns = as_u128(rule.window) * NS_PER_MS;
+    let interval_ns = window_ns / as_u128(rule.count);
+    if interval_ns < 1 {
+        return Err(Error::Arg(format!(
+            "invalid rule {n}: count {} over window {} gives an emission interval below 1 ns",
+            rule.count, rule.window
+        )));
+    }
+    let tolerance_ns = interval_ns.saturating_mul(as_u128(rule.burst));
+    if tolerance_ns > MAX_TOLERANCE_NS {
+        return Err(Error::Arg(format!(
+            "invalid rule {n}: burst {} * emission interval {interval_ns} ns (count {} over window {}) is above {MAX_SAFE} ms",
+            rule.burst, rule.count, rule.window
+        )));
+    }
+    Ok(Gcra {
+        window: rule.window,
+        burst: rule.burst,
+        interval_ns,
+        tolerance_ns,
+    })
+}
+
+/// Two rules with the same window are an argument error (state is kept per
+/// window). `first` and `again` are 0-based.
+pub fn duplicate_window(first: usize, again: usize, window: i64) -> Error {
+    Error::Arg(format!(
+        "invalid rule {}: window {window} is also the window of rule {} (state is kept per window)",
+        again + 1,
+        first + 1
+    ))
+}
+
+/// The hash field of a rule: its window in ms, in decimal (`"60000"`).
+pub fn field_name(window: i64) -> String {
+    window.to_string()
+}
+
+/// Parses a stored TAT (ns): decimal digits only, no sign, no leading zeros
+/// (`"0"` alone is fine), any length, value in `[0, MAX_TAT_NS]`. `None` for
+/// anything else; see [`stored_error`].
+pub fn parse_tat(bytes: &[u8]) -> Option<u128> {
+    match bytes {
+        [] => return None,
+        [b'0'] => return Some(0),
+        [b'0', ..] => return None,
+        _ => {}
+    }
+    let mut value: u128 = 0;
+    for &b in bytes {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        value = value.checked_mul(10)?.checked_add(u128::from(b - b'0'))?;
+        // Stops long inputs early; also keeps `value` far from overflow.
+        if value > MAX_TAT_NS {
+            return None;
+        }
+    }
+    Some(value)
+}
+
+/// Writes `v` (a TAT in ns) as decimal digits into `buf`, returning them.
+/// The inverse of [`parse_tat`]; no allocation.
+pub fn format_tat(v: u128, buf: &mut [u8; TAT_BUF_LEN]) -> &[u8] {
+    let mut rest = v;
+    let mut len = 0;
+    for slot in buf.iter_mut().rev() {
+        // `rest % 10 < 10`: the cast is exact.
+        *slot = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        len += 1;
+        if rest == 0 {
+            break;
+        }
+    }
+    // `len <= TAT_BUF_LEN`, so the split point is in range.
+    buf.split_at(TAT_BUF_LEN - len).1
+}
+
+/// The error for a field whose value [`parse_tat`] refuses.
+pub fn stored_error(key: &[u8], field: &[u8], value: &[u8]) -> Error {
+    Error::Stored(format!(
+        "hash at '{}' field '{}' holds '{}', not a theoretical arrival time in ns (a decimal integer from 0 to {MAX_TAT_NS})",
+        show(key),
+        show(field),
+        show(value)
+    ))
+}
+
+/// The outcome of RL.THROTTLE / RL.THROTTLEPEEK at one instant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Throttle {
+    /// The six reply integers (`limit` is the binding rule's `burst`).
+    pub decision: Decision,
+    /// Admitted: the new TAT of every rule in ns, in rule order — what
+    /// RL.THROTTLE writes (each at most [`MAX_TAT_NS`]). Rejected: `None`.
+    pub new_tats: Option<Vec<u128>>,
+}
+
+/// One rule's arithmetic at `t_ns`, all in ns.
+struct Step {
+    /// `max(TAT, t_ns)`.
+    base: i128,
+    /// `base + T * cost`.
+    new: i128,
+    interval: i128,
+    tolerance: i128,
+}
+
+impl Step {
+    /// `new - tau <= t_ns`, written without the subtraction.
+    fn allows(&self, t_ns: i128) -> bool {
+        self.new <= t_ns.saturating_add(self.tolerance)
+    }
+}
+
+/// Decides a request of `cost` units at `t_ms` (Unix ms) against `rules`,
+/// where `tats[i]` is rule i's stored TAT in ns (`None`: missing field or
+/// key, a full bucket). Pure: RL.THROTTLEPEEK calls it and writes nothing.
+///
+/// Preconditions (checked by the command layer): at least one rule, rules
+/// from [`gcra`] with distinct windows, `1 <= cost <=` the smallest burst,
+/// `0 <= t_ms <= 2^53-1`, TATs from [`parse_tat`], `tats.len() ==
+/// rules.len()` (a missing entry counts as `None`). With no rules the call is
+/// admitted with the reply `[0, 1, 0, 0, -1, 0]`.
+pub fn decide(rules: &[Gcra], cost: i64, t_ms: i64, tats: &[Option<u128>]) -> Throttle {
+    let t_ns = i128::from(t_ms) * NS;
+    let cost = i128::from(cost.max(0));
+    let steps: Vec<Step> = rules
+        .iter()
+        .enumerate()
+        .map(|(i, rule)| {
+            let tat = tats.get(i).copied().flatten().map_or(t_ns, as_i128);
+            let base = tat.max(t_ns);
+            let interval = as_i128(rule.interval_ns);
+            Step {
+                base,
+                new: base.saturating_add(interval.saturating_mul(cost)),
+                interval,
+                tolerance: as_i128(rule.tolerance_ns),
+            }
+        })
+        .collect();
+    let admitted = steps.iter().all(|s| s.allows(t_ns));
+
+    let outcomes: Vec<RuleOutcome> = steps
+        .iter()
+        .zip(rules)
+        .map(|(s, rule)| {
+            // The state the call leaves: `L >= t_ns`.
+            let level = if admitted { s.new } else { s.base };
+            let used = level.saturating_sub(t_ns);
+            let remaining = if used > s.tolerance {
+                0
+            } else {
+                // Both sides non-negative: truncation is the floor.
+                (s.tolerance - used)
+                    .checked_div(s.interval)
+                    .unwrap_or(0)
+                    .min(i128::from(rule.burst))
+            };
+            let violated = !s.allows(t_ns);
+            RuleOutcome {
+                violated,
+                remaining: saturate(remaining),
+                retry_after: if violated {
+                    ceil_ms(s.new.saturating_sub(s.tolerance).saturating_sub(t_ns))
+                } else {
+                    -1
+                },
+                reset_after: ceil_ms(used),
+            }
+        })
+        .collect();
+
+    let b = binding_index(&outcomes);
+    let decision = match (rules.get(b), outcomes.get(b)) {
+        (Some(rule), Some(o)) => Decision {
+            limited: !admitted,
+            rule: b + 1,
+            limit: rule.burst,
+            remaining: o.remaining,
+            retry_after: if admitted { -1 } else { o.retry_after },
+            reset_after: o.reset_after,
+        },
+        _ => Decision {
+            limited: false,
+            rule: 1,
+            limit: 0,
+            remaining: 0,
+            retry_after: -1,
+            reset_after: 0,
+        },
+    };
+    let new_tats = admitted.then(|| steps.iter().map(|s| as_u128_ns(s.new)).collect());
+    Throttle { decision, new_tats }
+}
+
+/// The absolute expiry (Unix ms) an admitted RL.THROTTLE sets:
+/// `max(E, ceil(max_i new_i / 10^6) + max(0, server_time - t))`, with `E`
+/// the key's current expiry (`None`: new key, or no expiry). Later than
+/// `server_time_ms` whenever `new_tats` comes from an admitted [`decide`]
+/// (each new TAT is above `t_ns`). Saturates at `i64::MAX`.
+pub fn expire_at(
+    new_tats: &[u128],
+    existing_expiry_ms: Option<i64>,
+    server_time_ms: i64,
+    t_ms: i64,
+) -> i64 {
+    let newest = new_tats.iter().copied().max().unwrap_or(0);
+    let full = as_i128(newest.div_ceil(NS_PER_MS));
+    let lag = (i128::from(server_time_ms) - i128::from(t_ms)).max(0);
+    let at = saturate(full.saturating_add(lag));
+    existing_expiry_ms.map_or(at, |e| e.max(at))
+}
+
+/// The TATs (ns) after a refund of `cost` units at `t_ms`:
+/// `TAT_i - T_i * cost`, or `None` when that is at most `t_ns` (the bucket is
+/// full again: the field is removed) or the field was missing (it stays
+/// missing). So a field present in `tats` and `None` here is to be deleted,
+/// and the key with it when no field of any window is left. Same
+/// preconditions as [`decide`].
+pub fn refund(rules: &[Gcra], cost: i64, t_ms: i64, tats: &[Option<u128>]) -> Vec<Option<u128>> {
+    let t_ns = i128::from(t_ms) * NS;
+    let cost = i128::from(cost.max(0));
+    rules
+        .iter()
+        .enumerate()
+        .map(|(i, rule)| {
+            let tat = as_i128(tats.get(i).copied().flatten()?);
+            let back = tat.saturating_sub(as_i128(rule.interval_ns).saturating_mul(cost));
+            (back > t_ns).then(|| as_u128_ns(back))
+        })
+        .collect()
+}
+
+/// `ceil(ns / 10^6)` in ms (also right for negative `ns`: truncation rounds
+/// those up), saturated to `i64`.
+fn ceil_ms(ns: i128) -> i64 {
+    let q = ns / NS;
+    saturate(if ns % NS > 0 { q + 1 } else { q })
+}
+
+fn saturate(v: i128) -> i64 {
+    i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
+}
+
+fn as_i128(v: u128) -> i128 {
+    i128::try_from(v).unwrap_or(i128::MAX)
+}
+
+/// Only for values known non-negative (0 otherwise).
+fn as_u128_ns(v: i128) -> u128 {
+    u128::try_from(v).unwrap_or(0)
+}
+
+/// Only for values known non-negative (0 otherwise).
+fn as_u128(v: i64) -> u128 {
+    u128::try_from(v).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+    use std::cmp::Reverse;
+
+    const MS: u128 = NS_PER_MS;
+
+    fn rule(burst: i64, count: i64, window: i64) -> Gcra {
+        gcra(
+            ThrottleRule {
+                burst,
+                count,
+                window,
+            },
+            1,
+        )
+        .unwrap()
+    }
+
+    fn arg_err<T: std::fmt::Debug>(r: Result<T, Error>) -> String {
+        match r {
+            Err(Error::Arg(m)) => m,
+            other => panic!("expected an argument error, got {other:?}"),
+        }
+    }
+
+    /// One key: its rules and their fields, as the command layer keeps them.
+    struct Bucket {
+        rules: Vec<Gcra>,
+        tats: Vec<Option<u128>>,
+    }
+
+    impl Bucket {
+        fn new(rules: &[(i64, i64, i64)]) -> Self {
+            let rules: Vec<Gcra> = rules.iter().map(|&(b, c, w)| rule(b, c, w)).collect();
+            let tats = vec![None; rules.len()];
+            Bucket { rules, tats }
+        }
+        /// RL.THROTTLE: decide, write when admitted.
+        fn throttle(&mut self, cost: i64, t: i64) -> [i64; 6] {
+            let r = decide(&self.rules, cost, t, &self.tats);
+            assert_eq!(r.new_tats.is_some(), !r.decision.limited);
+            if let Some(new) = r.new_tats {
+                self.tats = new.into_iter().map(Some).collect();
+            }
+            r.decision.reply()
+        }
+        /// RL.THROTTLEPEEK.
+        fn peek(&self, cost: i64, t: i64) -> [i64; 6] {
+            decide(&self.rules, cost, t, &self.tats).decision.reply()
+        }
+        /// RL.THROTTLE ... REFUND: its reply is the peek after the refund.
+        fn refund(&mut self, cost: i64, t: i64) -> [i64; 6] {
+            self.tats = refund(&self.rules, cost, t, &self.tats);
+            self.peek(cost, t)
+        }
+    }
+
+    #[test]
+    fn spec_example() {
+        let mut b = Bucket::new(&[(2, 2, 1000)]);
+        assert_eq!(b.throttle(1, 5000), [0, 1, 2, 1, -1, 500]);
+        assert_eq!(b.throttle(1, 5000), [0, 1, 2, 0, -1, 1000]);
+        assert_eq!(b.throttle(1, 5000), [1, 1, 2, 0, 500, 1000]);
+        assert_eq!(b.tats, vec![Some(6000 * MS)]);
+        assert_eq!(b.throttle(1, 5499), [1, 1, 2, 0, 1, 501]);
+        assert_eq!(b.throttle(1, 5500), [0, 1, 2, 0, -1, 1000]);
+    }
+
+    #[test]
+    fn replies_table() {
+        struct Case {
+            name: &'static str,
+            rules: Vec<(i64, i64, i64)>,
+            tats: Vec<Option<u128>>,
+            cost: i64,
+            t: i64,
+            want: [i64; 6],
+        }
+        let t = 1_000_000;
+        let t_ns = t as u128 * MS;
+        let cases = vec![
+            Case {
+                name: "full bucket",
+                rules: vec![(1, 1, 1000)],
+                tats: vec![None],
+                cost: 1,
+                t,
+                want: [0, 1, 1, 0, -1, 1000],
+            },
+            Case {
+                name: "TAT exactly now: full",
+                rules: vec![(1, 1, 1000)],
+                tats: vec![Some(t_ns)],
+                cost: 1,
+                t,
+                want: [0, 1, 1, 0, -1, 1000],
+            },
+            Case {
+                name: "TAT 1 ns after now: refused for 1 ms",
+                rules: vec![(1, 1, 1000)],
+                tats: vec![Some(t_ns + 1)],
+                cost: 1,
+                t,
+                want: [1, 1, 1, 0, 1, 1],
+            },
+            Case {
+                name: "stale TAT long past: full",
+                rules: vec![(1, 1, 1000)],
+                tats: vec![Some(0)],
+                cost: 1,
+                t,
+                want: [0, 1, 1, 0, -1, 1000],
+            },
+            Case {
+                name: "cost = burst on a full bucket",
+                rules: vec![(5, 5, 1000)],
+                tats: vec![None],
+                cost: 5,
+                t,
+                want: [0, 1, 5, 0, -1, 1000],
+            },
+            Case {
+                name: "cost = burst after one unit: refused",
+                rules: vec![(5, 5, 1000)],
+                tats: vec![Some(t_ns + 200 * MS)],
+                cost: 5,
+                t,
+                want: [1, 1, 5, 4, 200, 200],
+            },
+            Case {
+                name: "one of two rules refuses: binding is the violated one",
+                rules: vec![(10, 10, 1000), (2, 2, 60000)],
+                tats: vec![Some(t_ns + 200 * MS), Some(t_ns + 60000 * MS)],
+                cost: 1,
+                t,
+                want: [1, 2, 2, 0, 30000, 60000],
+            },
+            Case {
+                name: "two violated: the largest retry_after binds",
+                rules: vec![(1, 1, 1000), (1, 1, 5000), (100, 100, 1000 - 1)],
+                tats: vec![Some(t_ns + 1000 * MS), Some(t_ns + 5000 * MS), None],
+                cost: 1,
+                t,
+                want: [1, 2, 1, 0, 5000, 5000],
+            },
+            Case {
+                name: "violated tie: lower index",
+                rules: vec![(1, 2, 2000), (1, 1, 1000)],
+                tats: vec![Some(t_ns + 700 * MS), Some(t_ns + 700 * MS)],
+                cost: 1,
+                t,
+                want: [1, 1, 1, 0, 700, 700],
+            },
+            Case {
+                name: "admitted: remaining tie goes to the larger reset_after",
+                rules: vec![(2, 2, 1000), (2, 2, 60000)],
+                tats: vec![None, None],
+                cost: 1,
+                t,
+                want: [0, 2, 2, 1, -1, 30000],
+            },
+            Case {
+                name: "admitted: smallest remaining binds",
+                rules: vec![(2, 2, 60000), (10, 10, 1000)],
+                tats: vec![None, Some(t_ns + 850 * MS)],
+                cost: 1,
+                t,
+                want: [0, 2, 10, 0, -1, 950],
+            },
+            Case {
+                name: "admitted full tie: lower index",
+                rules: vec![(3, 3, 3000), (3, 1, 1000)],
+                tats: vec![None, None],
+                cost: 1,
+                t,
+                want: [0, 1, 3, 2, -1, 1000],
+            },
+            Case {
+                name: "3 per second: T = 333333333 ns, reset rounds up",
+                rules: vec![(3, 3, 1000)],
+                tats: vec![None],
+                cost: 1,
+                t,
+                want: [0, 1, 3, 2, -1, 334],
+            },
+            Case {
+                name: "3 per second drained: retry rounds up",
+                rules: vec![(3, 3, 1000)],
+                tats: vec![Some(t_ns + 999_999_999)],
+                cost: 1,
+                t,
+                want: [1, 1, 3, 0, 334, 1000],
+            },
+            Case {
+                name: "over-full state (burst lowered): remaining clamps at 0",
+                rules: vec![(1, 1, 1000)],
+                tats: vec![Some(t_ns + 5000 * MS)],
+                cost: 1,
+                t,
+                want: [1, 1, 1, 0, 5000, 5000],
+            },
+            Case {
+                name: "now 0",
+                rules: vec![(1, 1, 1)],
+                tats: vec![None],
+                cost: 1,
+                t: 0,
+                want: [0, 1, 1, 0, -1, 1],
+            },
+            Case {
+                name: "T of 1 ns, huge burst",
+                rules: vec![(MAX_SAFE, 1_000_000, 1)],
+                tats: vec![None],
+                cost: MAX_SAFE - 1,
+                t,
+                want: [0, 1, MAX_SAFE, 1, -1, 9_007_199_255],
+            },
+        ];
+        for c in cases {
+            let rules: Vec<Gcra> = c.rules.iter().map(|&(b, n, w)| rule(b, n, w)).collect();
+            let got = decide(&rules, c.cost, c.t, &c.tats);
+            assert_eq!(got.decision.reply(), c.want, "{}", c.name);
+            assert_eq!(got.new_tats.is_some(), c.want[0] == 0, "{}", c.name);
+        }
+    }
+
+    #[test]
+    fn refill_at_exactly_one_interval() {
+        let mut b = Bucket::new(&[(1, 1, 1000)]);
+        assert_eq!(b.throttle(1, 10_000), [0, 1, 1, 0, -1, 1000]);
+        assert_eq!(b.throttle(1, 10_999), [1, 1, 1, 0, 1, 1]);
+        assert_eq!(b.throttle(1, 11_000), [0, 1, 1, 0, -1, 1000]);
+        // A TAT 1 ns past now refuses, exactly now admits.
+        let r = rule(1, 1, 1000);
+        assert!(decide(&[r], 1, 5, &[Some(5 * MS + 1)]).decision.limited);
+        assert!(!decide(&[r], 1, 5, &[Some(5 * MS)]).decision.limited);
+    }
+
+    #[test]
+    fn uneven_interval_rounding() {
+        let mut b = Bucket::new(&[(3, 3, 1000)]);
+        assert_eq!(b.rules[0].interval_ns, 333_333_333);
+        assert_eq!(b.rules[0].tolerance_ns, 999_999_999);
+        assert_eq!(b.throttle(1, 0), [0, 1, 3, 2, -1, 334]);
+        assert_eq!(b.throttle(2, 0), [0, 1, 3, 0, -1, 1000]);
+        assert_eq!(b.throttle(1, 0), [1, 1, 3, 0, 334, 1000]);
+        assert_eq!(b.throttle(1, 333), [1, 1, 3, 0, 1, 667]);
+        assert_eq!(b.throttle(1, 334), [0, 1, 3, 0, -1, 1000]);
+        // Three more whole intervals (999.999999 ms) refill it: full at 1334.
+        assert_eq!(b.peek(3, 1333), [1, 1, 3, 2, 1, 1]);
+        assert_eq!(b.peek(3, 1334), [0, 1, 3, 0, -1, 1000]);
+    }
+
+    #[test]
+    fn rejection_writes_nothing() {
+        let mut b = Bucket::new(&[(10, 10, 1000), (1, 1, 60000)]);
+        assert_eq!(b.throttle(1, 0)[0], 0);
+        let before = b.tats.clone();
+        assert_eq!(b.throttle(1, 100), [1, 2, 1, 0, 59900, 59900]);
+        assert_eq!(b.tats, before);
+        assert!(decide(&b.rules, 1, 100, &b.tats).new_tats.is_none());
+    }
+
+    #[test]
+    fn refunds() {
+        let mut b = Bucket::new(&[(5, 5, 1000)]);
+        assert_eq!(b.throttle(3, 0), [0, 1, 5, 2, -1, 600]);
+        // Partial: one unit back.
+        assert_eq!(b.refund(1, 0), [0, 1, 5, 2, -1, 600]);
+        assert_eq!(b.tats, vec![Some(400 * MS)]);
+        // Partial, 100 ms later: TAT 200 ms > now 100 ms stays.
+        assert_eq!(b.refund(1, 100), [0, 1, 5, 3, -1, 300]);
+        assert_eq!(b.tats, vec![Some(200 * MS)]);
+        // More than the key holds: never beyond a full bucket, field removed.
+        // (The reply is the peek with the same cost, 5.)
+        assert_eq!(b.refund(5, 100), [0, 1, 5, 0, -1, 1000]);
+        assert_eq!(b.tats, vec![None]);
+        // A missing field stays missing.
+        assert_eq!(b.refund(1, 100), [0, 1, 5, 4, -1, 200]);
+        assert_eq!(b.tats, vec![None]);
+        // Reaching exactly now removes the field.
+        assert_eq!(refund(&b.rules, 1, 0, &[Some(200 * MS)]), vec![None]);
+        assert_eq!(refund(&b.rules, 1, 0, &[Some(200 * MS + 1)]), vec![Some(1)]);
+        // A stale field is removed.
+        assert_eq!(refund(&b.rules, 1, 5000, &[Some(4000 * MS)]), vec![None]);
+        // Per rule: one field removed, the other kept.
+        let mut b = Bucket::new(&[(10, 10, 1000), (2, 2, 60000)]);
+        b.throttle(1, 0);
+        b.throttle(1, 0);
+        assert_eq!(b.tats, vec![Some(200 * MS), Some(60000 * MS)]);
+        assert_eq!(b.refund(1, 150), [0, 2, 2, 0, -1, 59850]);
+        assert_eq!(b.tats, vec![None, Some(30000 * MS)]);
+        // Saturates at zero, never wraps.
+        assert_eq!(
+            refund(&[rule(1, 1, MAX_SAFE)], 1, 0, &[Some(5)]),
+            vec![None]
+        );
+    }
+
+    #[test]
+    fn rule_validation() {
+        let bad = |burst, count, window, n| {
+            arg_err(gcra(
+                ThrottleRule {
+                    burst,
+                    count,
+                    window,
+                },
+                n,
+            ))
+        };
+        assert_eq!(
+            bad(1, 5_000_000_000, 1, 3),
+            "invalid rule 3: count 5000000000 over window 1 gives an emission interval below 1 ns"
+        );
+        assert!(bad(1, 1_000_001, 1, 1).contains("below 1 ns"));
+        assert_eq!(rule(1, 1_000_000, 1).interval_ns, 1);
+        // The tolerance cap, exactly at the boundary.
+        let top = rule(1, 1, MAX_SAFE);
+        assert_eq!(top.interval_ns, MAX_TOLERANCE_NS);
+        assert_eq!(top.tolerance_ns, MAX_TOLERANCE_NS);
+        assert_eq!(
+            bad(2, 1, MAX_SAFE, 2),
+            "invalid rule 2: burst 2 * emission interval 9007199254740991000000 ns (count 1 over window 9007199254740991) is above 9007199254740991 ms"
+        );
+        assert_eq!(
+            rule(MAX_SAFE, 1, 1).tolerance_ns,
+            MAX_TOLERANCE_NS,
+            "T = 1 ms, burst 2^53-1"
+        );
+        assert!(bad(MAX_SAFE, 1, 2, 1).contains("above"));
+        assert_eq!(
+            rule(MAX_SAFE, MAX_SAFE, MAX_SAFE).tolerance_ns,
+            MAX_TOLERANCE_NS
+        );
+        // Largest inputs: no overflow in T * burst.
+        assert!(bad(MAX_SAFE, 1, MAX_SAFE, 1).contains("above"));
+        // Ranges, should a caller skip the parser.
+        assert_eq!(
+            bad(0, 1, 1, 4),
+            "invalid burst '0' for rule 4: expected an integer from 1 to 9007199254740991"
+        );
+        assert!(bad(1, -1, 1, 1).contains("count '-1'"));
+        assert!(bad(1, 1, MAX_SAFE + 1, 1).contains("window '9007199254740992'"));
+    }
+
+    #[test]
+    fn top_of_the_range() {
+        let top = MAX_SAFE;
+        let mut b = Bucket::new(&[(1, 1, top)]);
+        assert_eq!(b.throttle(1, top), [0, 1, 1, 0, -1, top]);
+        assert_eq!(b.tats, vec![Some(MAX_TAT_NS)]);
+        assert_eq!(b.throttle(1, top), [1, 1, 1, 0, top, top]);
+        assert_eq!(expire_at(&[MAX_TAT_NS], None, top, top), 2 * top);
+        // The largest stored TAT read at now 0.
+        assert_eq!(b.peek(1, 0), [1, 1, 1, 0, 2 * top, 2 * top]);
+        // Caller far behind a server: saturates rather than wraps.
+        assert_eq!(expire_at(&[MAX_TAT_NS], None, i64::MAX, 0), i64::MAX);
+        // Full bucket with a 1 ms interval and burst 2^53-1 at the top of time.
+        let mut b = Bucket::new(&[(top, 1, 1)]);
+        assert_eq!(b.throttle(top, top), [0, 1, top, 0, -1, top]);
+        assert_eq!(b.throttle(1, top), [1, 1, top, 0, 1, top]);
+        assert_eq!(b.throttle(1, top), [1, 1, top, 0, 1, top]);
+        // Misuse (cost beyond the burst, foreign huge TAT) does not panic.
+        let r = rule(1, 1, top);
+        let d = decide(&[r], i64::MAX, top, &[Some(u128::MAX)]).decision;
+        assert!(d.limited);
+        assert_eq!(d.retry_after, i64::MAX);
+        let d = decide(&[r], -5, -5, &[None]).decision;
+        assert_eq!(d.reply(), [0, 1, 1, 1, -1, 0]);
+        assert_eq!(decide(&[], 1, 0, &[]).decision.reply(), [0, 1, 0, 0, -1, 0]);
+        assert_eq!(
+            decide(&[r, r], 1, 0, &[]).new_tats.map(|v| v.len()),
+            Some(2)
+        );
+    }
+
+    #[test]
+    fn decide_uses_only_the_tats_it_is_given() {
+        // A call with rules (1 s, 60 s) leaves both fields; a later call naming
+        // only the 60 s rule sees only that field.
+        let mut long = Bucket::new(&[(2, 2, 1000), (3, 3, 60000)]);
+        long.throttle(2, 0);
+        assert_eq!(long.tats, vec![Some(1000 * MS), Some(40000 * MS)]);
+        let mut short = Bucket {
+            rules: vec![long.rules[1]],
+            tats: vec![long.tats[1]],
+        };
+        assert_eq!(short.throttle(1, 0), [0, 1, 3, 0, -1, 60000]);
+        assert_eq!(short.tats, vec![Some(60000 * MS)]);
+        // The 1 s rule alone, from its own field: empty, refused.
+        let one = decide(&long.rules[..1], 1, 0, &long.tats[..1]);
+        assert_eq!(one.decision.reply(), [1, 1, 2, 0, 500, 1000]);
+    }
+
+    #[test]
+    fn expiry() {
+        let r = rule(2, 2, 1000);
+        let t = 1_000_000;
+        let new = decide(&[r], 1, t, &[None]).new_tats.unwrap();
+        // A caller 10 s behind the server: the state is kept 10 s longer.
+        assert_eq!(expire_at(&new, None, t + 10_000, t), t + 10_500);
+        assert_eq!(expire_at(&new, None, t, t), t + 500);
+        // A caller ahead of the server: no lag added.
+        assert_eq!(expire_at(&new, None, t - 10_000, t), t + 500);
+        // An existing later expiry is kept; an earlier one is extended.
+        assert_eq!(expire_at(&new, Some(t + 99_999), t, t), t + 99_999);
+        assert_eq!(expire_at(&new, Some(t + 1), t, t), t + 500);
+        // The largest new TAT decides; rounded up.
+        assert_eq!(expire_at(&[5 * MS, 7 * MS + 1], None, 0, 0), 8);
+    }
+
+    #[test]
+    fn tat_codec() {
+        let mut buf = [0u8; TAT_BUF_LEN];
+        for v in [
+            0,
+            1,
+            9,
+            10,
+            1_000_000,
+            u128::from(u64::MAX),
+            u128::from(u64::MAX) + 1,
+            MAX_TOLERANCE_NS,
+            MAX_TAT_NS,
+        ] {
+            let text = format_tat(v, &mut buf);
+            assert_eq!(text, v.to_string().as_bytes());
+            assert_eq!(parse_tat(text), Some(v), "{v}");
+        }
+        assert_eq!(
+            format_tat(u128::MAX, &mut buf),
+            u128::MAX.to_string().as_bytes()
+        );
+        assert_eq!(
+            parse_tat(b"18014398509481982000000"),
+            Some(18_014_398_509_481_982_000_000)
+        );
+        let long = "9".repeat(1000);
+        for bad in [
+            "",
+            "+1",
+            "-1",
+            "01",
+            "00",
+            "-0",
+            " 1",
+            "1 ",
+            "1.0",
+            "1e3",
+            "0x10",
+            "abc",
+            "18014398509481982000001",
+            "99999999999999999999999999999999999999999",
+            "٣",
+            long.as_str(),
+        ] {
+            assert_eq!(parse_tat(bad.as_bytes()), None, "{bad:?}");
+        }
+        assert_eq!(parse_tat(b"\xff"), None);
+        assert_eq!(field_name(60000), "60000");
+        assert_eq!(field_name(MAX_SAFE), "9007199254740991");
+        assert_eq!(
+            stored_error(b"k", b"60000", b"abc").reply_text(),
+            "ERR hash at 'k' field '60000' holds 'abc', not a theoretical arrival time in ns (a decimal integer from 0 to 18014398509481982000000)"
+        );
+    }
+
+    // ---- Model test -------------------------------------------------------
+
+    /// The same GCRA in its continuous-state leaky-bucket form (ITU-T I.371):
+    /// a bucket content `x` ns drained at 1 ns per ns since the last
+    /// conformance time `lct`; a request of `c` units conforms iff
+    /// `max(0, x - (t - lct)) + c*T <= tau`, and then the bucket takes `c*T`.
+    /// `None` is an empty bucket with no history. Built from the raw triple,
+    /// not from [`gcra`].
+    struct LeakyBucket {
+        interval: i128,
+        tolerance: i128,
+        burst: i64,
+        state: Option<(i128, i128)>,
+    }
+
+    impl LeakyBucket {
+        fn new(burst: i64, count: i64, window: i64) -> Self {
+            let interval = i128::from(window) * 1_000_000 / i128::from(count);
+            LeakyBucket {
+                interval,
+                tolerance: interval * i128::from(burst),
+                burst,
+                state: None,
+            }
+        }
+        /// Content at `t` (ns) after draining; a clock going back refills nothing.
+        fn content(&self, t: i128) -> i128 {
+            self.state.map_or(0, |(x, lct)| (x - (t - lct)).max(0))
+        }
+        fn tat(&self) -> Option<u128> {
+            self.state.map(|(x, lct)| (x + lct) as u128)
+        }
+    }
+
+    fn div_ceil_ms(ns: i128) -> i64 {
+        ((ns + 999_999).div_euclid(1_000_000)) as i64
+    }
+
+    /// The model's RL.THROTTLE (applied when `apply`) / RL.THROTTLEPEEK.
+    fn model_throttle(buckets: &mut [LeakyBucket], cost: i64, t: i64, apply: bool) -> [i64; 6] {
+        let t_ns = i128::from(t) * 1_000_000;
+        let c = i128::from(cost);
+        let xs: Vec<i128> = buckets.iter().map(|b| b.content(t_ns)).collect();
+        let conform: Vec<bool> = buckets
+            .iter()
+            .zip(&xs)
+            .map(|(b, &x)| x + c * b.interval <= b.tolerance)
+            .collect();
+        let admitted = conform.iter().all(|&ok| ok);
+        // (remaining, retry_after, reset_after) per rule.
+        let rows: Vec<(i64, i64, i64)> = buckets
+            .iter()
+            .zip(&xs)
+            .map(|(b, &x)| {
+                let after = if admitted { x + c * b.interval } else { x };
+                let remaining = (b.tolerance - after)
+                    .div_euclid(b.interval)
+                    .clamp(0, i128::from(b.burst)) as i64;
+                let retry = div_ceil_ms(x + c * b.interval - b.tolerance);
+                (remaining, retry, div_ceil_ms(after))
+            })
+            .collect();
+        let n = buckets.len();
+        let b = if admitted {
+            (0..n)
+                .min_by_key(|&i| (rows[i].0, Reverse(rows[i].2), i))
+                .unwrap()
+        } else {
+            (0..n)
+                .filter(|&i| !conform[i])
+                .max_by_key(|&i| (rows[i].1, Reverse(i)))
+                .unwrap()
+        };
+        if admitted && apply {
+            for (bucket, &x) in buckets.iter_mut().zip(&xs) {
+                bucket.state = Some((x + c * bucket.interval, t_ns));
+            }
+        }
+        [
+            i64::from(!admitted),
+            b as i64 + 1,
+            buckets[b].burst,
+            rows[b].0,
+            if admitted { -1 } else { rows[b].1 },
+            rows[b].2,
+        ]
+    }
+
+    /// The model's refund: the bucket gives back `c*T`; empty means no state.
+    fn model_refund(buckets: &mut [LeakyBucket], cost: i64, t: i64) {
+        let t_ns = i128::from(t) * 1_000_000;
+        for b in buckets.iter_mut() {
+            if b.state.is_some() {
+                let x = b.content(t_ns) - i128::from(cost) * b.interval;
+                b.state = (x > 0).then_some((x, t_ns));
+            }
+        }
+    }
+
+    /// Checks what `retry_after` and `remaining` promise, by asking again.
+    fn probe(rules: &[Gcra], tats: &[Option<u128>], cost: i64, t: i64, d: &Decision) {
+        if d.limited {
+            let at = t + d.retry_after;
+            assert!(d.retry_after >= 1);
+            assert!(decide(rules, cost, at - 1, tats).decision.limited, "early");
+            assert!(!decide(rules, cost, at, tats).decision.limited, "late");
+        } else {
+            assert_eq!(d.retry_after, -1);
+        }
+        // `remaining` units pass the binding rule at once, one more does not.
+        let b = d.rule - 1;
+        let (r, s) = (&rules[b..=b], &tats[b..=b]);
+        let state: Vec<Option<u128>> = if d.limited {
+            s.to_vec()
+        } else {
+            decide(r, cost, t, s)
+                .new_tats
+                .unwrap()
+                .into_iter()
+                .map(Some)
+                .collect()
+        };
+        if d.remaining > 0 {
+            assert!(!decide(r, d.remaining, t, &state).decision.limited);
+        }
+        assert!(decide(r, d.remaining + 1, t, &state).decision.limited);
+    }
+
+    #[test]
+    fn model_agrees_on_random_timelines() {
+        let mut rng = StdRng::seed_from_u64(0x5EED_6C8A);
+        let mut buf = [0u8; TAT_BUF_LEN];
+        let (mut admissions, mut rejections, mut refunds) = (0u32, 0u32, 0u32);
+        for timeline in 0..2000 {
+            let top = timeline % 10 == 9;
+            let with_refunds = timeline % 2 == 0;
+            // Rules with distinct windows, kept only when valid.
+            let mut triples: Vec<(i64, i64, i64)> = Vec::new();
+            let rule_count = rng.gen_range(1..=3);
+            while triples.len() < rule_count {
+                let (burst, count, window) = if top {
+                    (
+                        rng.gen_range(1..=3),
+                        rng.gen_range(1..=10),
+                        rng.gen_range(MAX_SAFE / 4..=MAX_SAFE),
+                    )
+                } else {
+                    (
+                        rng.gen_range(1..=6),
+                        rng.gen_range(1..=7),
+                        rng.gen_range(1..=3000),
+                    )
+                };
+                let ok = gcra(
+                    ThrottleRule {
+                        burst,
+                        count,
+                        window,
+                    },
+                    1,
+                )
+                .is_ok();
+                if ok && triples.iter().all(|&(_, _, w)| w != window) {
+                    triples.push((burst, count, window));
+                }
+            }
+            let mut bucket = Bucket::new(&triples);
+            let mut model: Vec<LeakyBucket> = triples
+                .iter()
+                .map(|&(b, c, w)| LeakyBucket::new(b, c, w))
+                .collect();
+            let min_burst = triples.iter().map(|t| t.0).min().unwrap();
+            let (scale, mut t) = if top {
+                (MAX_SAFE / 8, rng.gen_range(0..=MAX_SAFE))
+            } else {
+                (1, rng.gen_range(0..=1_000_000))
+            };
+            // (t, units admitted) of every state-changing call, for the
+            // rate bound below.
+            let mut history: Vec<(i64, i64)> = Vec::new();
+            for _ in 0..50 {
+                let step: i64 = match rng.gen_range(0..10) {
+                    0 => 0,
+                    1 => -rng.gen_range(1..=800),
+                    2 => rng.gen_range(0..=10_000),
+                    _ => rng.gen_range(0..=600),
+                };
+                t = t
+                    .saturating_add(step.saturating_mul(scale))
+                    .clamp(0, MAX_SAFE);
+                let cost = rng.gen_range(1..=min_burst);
+                let action = rng.gen_range(0..20);
+                if with_refunds && action < 3 {
+                    bucket.refund(cost, t);
+                    model_refund(&mut model, cost, t);
+                    refunds += 1;
+                } else {
+                    let apply = action >= 5;
+                    let before = bucket.tats.clone();
+                    let got = decide(&bucket.rules, cost, t, &bucket.tats);
+                    let want = model_throttle(&mut model, cost, t, apply);
+                    assert_eq!(
+                        got.decision.reply(),
+                        want,
+                        "timeline {timeline}: rules {triples:?} tats {before:?} cost {cost} t {t}"
+                    );
+                    probe(&bucket.rules, &before, cost, t, &got.decision);
+                    if got.decision.limited {
+                        rejections += 1;
+                    } else {
+                        admissions += 1;
+                        let new = got.new_tats.as_deref().unwrap();
+                        let exp = expire_at(new, None, t, t);
+                        assert!(exp > t);
+                        assert!(new.iter().all(|&n| exp >= n.div_ceil(MS) as i64));
+                    }
+                    if apply {
+                        bucket.throttle(cost, t);
+                        if !got.decision.limited {
+                            history.push((t, cost));
+                        }
+                    }
+                }
+                // Same state, and every stored TAT reads back.
+                let model_tats: Vec<Option<u128>> = model.iter().map(LeakyBucket::tat).collect();
+                assert_eq!(bucket.tats, model_tats, "timeline {timeline}");
+                for tat in bucket.tats.iter().flatten() {
+                    assert_eq!(parse_tat(format_tat(*tat, &mut buf)), Some(*tat));
+                }
+            }
+            // Without refunds: between admitted calls i <= j, at most
+            // burst + floor((t_j - t_i) / T) units pass, whatever the clocks do.
+            if !with_refunds {
+                for r in &bucket.rules {
+                    for i in 0..history.len() {
+                        let mut units = 0;
+                        for j in i..history.len() {
+                            units += i128::from(history[j].1);
+                            let span = i128::from(history[j].0 - history[i].0) * 1_000_000;
+                            let cap = i128::from(r.burst) + span.div_euclid(r.interval_ns as i128);
+                            assert!(units <= cap, "timeline {timeline}: {units} > {cap}");
+                        }
+                    }
+                }
+            }
+        }
+        // The walk must exercise both outcomes and refunds.
+        assert!(admissions > 20_000, "{admissions}");
+        assert!(rejections > 10_000, "{rejections}");
+        assert!(refunds > 3_000, "{refunds}");
+    }
+}
