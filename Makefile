@@ -4,6 +4,9 @@ PORT ?= 6379
 MODULE := $(CURDIR)/target/release/libredis_ratelimit.so
 PY := $(CURDIR)/.venv/bin/python
 export RL_MODULE := $(MODULE)
+# The servers of the test matrix (README "Servers tested"); SERVERS=redis8
+# make test runs one.
+SERVERS ?= redis7 redis8 valkey8 valkey9
 
 .PHONY: all build run test unit rust-it py-it lint deps bench bench-quick bench-profile clean
 
@@ -27,15 +30,20 @@ test: build
 unit:
 	cargo test --release --lib
 
-# Rust integration tests against real redis-server processes.
+# Rust integration tests against real server processes, on every server of
+# the matrix (RL_SERVER is the binary's path here; see integration/servers.py).
 rust-it:
-	cargo test --release --test '*'
+	@failed=""; for s in $(SERVERS); do \
+	  echo "== Rust integration tests against $$s"; \
+	  bin=$$($(PY) integration/servers.py $$s) && \
+	  RL_SERVER=$$bin cargo test --release --test '*' || failed="$$failed $$s"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "Rust integration tests failed on:$$failed"; exit 1; fi
 
 # redis-py tests: application use, seed interoperability, replicas, AOF,
 # Cluster, ACL, hot upgrade; against every server of the matrix (README
 # "Servers tested"). Each server's run goes on after another's failure; the
 # target fails if any did. SERVERS=redis8 make py-it runs one.
-SERVERS ?= redis7 redis8 valkey8 valkey9
 py-it:
 	@failed=""; for s in $(SERVERS); do \
 	  echo "== integration tests against $$s"; \

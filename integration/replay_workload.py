@@ -15,7 +15,7 @@ import redis
 
 H = 3_600_000  # one hour in ms
 D = 86_400_000  # one day in ms
-KEYS_LEFT = 16  # keys run_workload leaves behind
+KEYS_LEFT = 19  # keys run_workload leaves behind
 UUID = "550e8400-e29b-41d4-a716-446655440000"
 
 
@@ -109,9 +109,34 @@ def run_workload(c: redis.Redis, p: str) -> int:
     assert rl(c, "RL.CHECK", f"{p}:frac", "*", 5, H)[0] == 0
     assert c.execute_command("PEXPIRETIME", f"{p}:frac") == t + 100001 + H
 
+    # RL.THROTTLE with now = '*': burst 5, one unit per 10 minutes, and a
+    # second rule; the 6th and 7th calls are refused.
+    replies = [rl(c, "RL.THROTTLE", f"{p}:tb", "*", 5, 1, 600000, 20, 20, H) for _ in range(7)]
+    assert [r[0] for r in replies] == [0, 0, 0, 0, 0, 1, 1], replies
+    assert [r[3] for r in replies[:5]] == [4, 3, 2, 1, 0]
+    assert sorted(c.hkeys(f"{p}:tb")) == [b"3600000", b"600000"]
+    # Explicit now, COST, then a refund (HSET); a refund back to a full
+    # bucket removes the key (DEL); a field of another window stays.
+    tb2 = f"{p}:tb2"
+    assert rl(c, "RL.THROTTLE", tb2, t, 4, 4, 1000, 100, 100, H, "COST", 3)[:4] == [0, 1, 4, 1]
+    assert rl(c, "RL.THROTTLE", tb2, t, 4, 4, 1000, 100, 100, H, "REFUND")[:4] == [0, 1, 4, 1]
+    assert int(c.hget(tb2, "1000")) == (t + 500) * 10**6
+    tb3 = f"{p}:tb3"
+    assert rl(c, "RL.THROTTLE", tb3, t, 4, 4, 1000)[0] == 0
+    assert rl(c, "RL.THROTTLE", tb3, t, 4, 4, 1000, "COST", 4, "REFUND")[0] == 0
+    assert not c.exists(tb3)
+    # A longer rule set wrote the hour's field and holds the key until t + H:
+    # a call naming only 10 minutes keeps both.
+    tb4 = f"{p}:tb4"
+    c.hset(tb4, "3600000", str((t + 1800000) * 10**6))
+    c.pexpireat(tb4, t + H)
+    assert rl(c, "RL.THROTTLE", tb4, t, 2, 1, 600000)[:4] == [0, 1, 2, 1]
+    assert int(c.hget(tb4, "3600000")) == (t + 1800000) * 10**6
+    assert c.execute_command("PEXPIRETIME", tb4) == t + H
+
     # Errors (nothing written) next to keys of other types.
     c.set(f"{p}:str", "x")
-    c.hset(f"{p}:hash", "f", "v")
+    c.hset(f"{p}:hash", mapping={"f": "v", "1000": "abc"})
     c.set(f"{p}:{{u5}}:count", "abc")
     for args in error_calls(p):
         with pytest.raises(redis.ResponseError):
@@ -131,6 +156,11 @@ def error_calls(p: str) -> list[tuple]:
         ("RL.LOCKCOUNT", f"{p}:{{u5}}:lock", f"{p}:{{u5}}:count", 1000, 3, 1000),  # stored value
         ("RL.LOCKCOUNT", f"{p}:{{u6}}:lock", f"{p}:{{u6}}:count", 0, 3, 1000),  # bad window
         ("RL.DAYHOUR", f"{p}:a"),  # arity
+        ("RL.THROTTLE", f"{p}:str", "*", 1, 1, 1000),  # WRONGTYPE
+        ("RL.THROTTLE", f"{p}:hash", "*", 1, 1, 1000),  # stored value
+        ("RL.THROTTLE", f"{p}:tb", "*", 5, 1, 600000, 5, 1, 600000),  # same window twice
+        ("RL.THROTTLE", f"{p}:tb", "*", 5, 1, 600000, "COST", 6),  # cost above burst
+        ("RL.THROTTLEPEEK", f"{p}:tb", "*", 5, 1, 600000, "REFUND"),  # no REFUND on a peek
     ]
 
 
@@ -148,7 +178,11 @@ def rejected_calls(c: redis.Redis, p: str) -> int:
         assert rl(c, "RL.LOCKCOUNT", f"{p}:{{u8}}:lock", f"{p}:{{u8}}:count", 600000, 5, 900000) == [1, 0, -1]
         assert rl(c, "RL.PEEK", f"{p}:star", "*", 5, 60000, 10, H)[0] == 1
         assert rl(c, "RL.PEEK", f"{p}:missing", "*", 5, 60000)[0] == 0
-        n += 9
+        assert rl(c, "RL.THROTTLE", f"{p}:tb", "*", 5, 1, 600000, 20, 20, H)[0] == 1
+        assert rl(c, "RL.THROTTLEPEEK", f"{p}:tb", "*", 5, 1, 600000)[0] == 1
+        # A refund of a key that holds nothing writes nothing.
+        assert rl(c, "RL.THROTTLE", f"{p}:tb3", "*", 5, 1, 600000, "REFUND")[0] == 0
+        n += 12
         for args in error_calls(p):
             with pytest.raises(redis.ResponseError):
                 rl(c, *args)
@@ -165,3 +199,5 @@ def assert_limited_state(c: redis.Redis, p: str) -> None:
     assert rl(c, "RL.DAYHOUR", f"{p}:{{u1}}:day", f"{p}:{{u1}}:hour", 100, 3, D, H) == [3, 4]
     r = rl(c, "RL.LOCKCOUNT", f"{p}:{{u4}}:lock", f"{p}:{{u4}}:count", 600000, 3, 900000)
     assert r[:2] == [1, 0] and 0 < r[2] <= 900000, r
+    r = rl(c, "RL.THROTTLE", f"{p}:tb", "*", 5, 1, 600000, 20, 20, H)
+    assert r[:4] == [1, 1, 5, 0] and 0 < r[4] <= 600000, r

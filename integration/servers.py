@@ -379,3 +379,10 @@ class Cluster:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+if __name__ == "__main__":
+    # `python integration/servers.py redis8` prints that server's binary, for
+    # the Rust integration tests (RL_SERVER is a path there).
+    import sys
+    print(server_binary(sys.argv[1] if len(sys.argv) > 1 else None))

@@ -22,6 +22,8 @@ COMMANDS = [
     ("rl.peek", {"@read", "@sortedset", "@slow", "@ratelimit"}, ("RL.PEEK", "k:z", "*", 5, 1000)),
     ("rl.dayhour", {"@write", "@string", "@fast", "@ratelimit"}, ("RL.DAYHOUR", "k:d", "k:h", 10, 10, D, H)),
     ("rl.lockcount", {"@write", "@string", "@fast", "@ratelimit"}, ("RL.LOCKCOUNT", "k:l", "k:c", H, 3, H)),
+    ("rl.throttle", {"@write", "@hash", "@fast", "@ratelimit"}, ("RL.THROTTLE", "k:t", "*", 5, 1, 1000)),
+    ("rl.throttlepeek", {"@read", "@hash", "@fast", "@ratelimit"}, ("RL.THROTTLEPEEK", "k:t", "*", 5, 1, 1000)),
 ]
 WRITING = [c for c in COMMANDS if "@write" in c[1]]
 PEEKS = [c for c in COMMANDS if "@read" in c[1]]
@@ -51,6 +53,7 @@ def admin(server):
     c.zadd("leaderboard", {"alice": 100, "bob": 50})
     c.set("balance:42", 1000)
     c.set("stock:7", 3)
+    c.hset("user:42", "name", "ada")
     yield c
     c.close()
 
@@ -123,6 +126,8 @@ def test_redis_7_0_gap_is_real_and_the_by_name_rule_closes_it(server, admin):
         ("RL.LOCKCOUNT", "x:lock", "balance:42", 1, 0, 1),
         # Increments a foreign counter.
         ("RL.DAYHOUR", "stock:7", "y", 10, 10, D, H),
+        # Writes a field into (and sets an expiry on) an unrelated hash.
+        ("RL.THROTTLE", "user:42", "*", 1, 1, 1000),
     ]
     before = keyspace(admin)
     if not has_category_api(admin):
@@ -131,7 +136,10 @@ def test_redis_7_0_gap_is_real_and_the_by_name_rule_closes_it(server, admin):
             rl(u, *call)  # the documented limitation: it runs
         assert admin.exists("leaderboard") == 0 or admin.pttl("leaderboard") <= 1
         assert admin.get("balance:42") is None and admin.get("stock:7") == b"4"
+        assert admin.hexists("user:42", "1000") and admin.pttl("user:42") > 0
         admin.zadd("leaderboard", {"alice": 100, "bob": 50})
+        admin.delete("user:42")
+        admin.hset("user:42", "name", "ada")
         admin.set("balance:42", 1000)
         admin.set("stock:7", 3)
         admin.delete("x:lock", "y")

@@ -175,7 +175,10 @@ def test_f1_rejected_check_sends_no_tracking_invalidation(shared, r):
 # server ~0.5 s, 200k rules ~13 s (equal windows: 0.4 s), a 2M-argument
 # call minutes.
 
-def test_f2_many_distinct_windows_cost_linear_time(r):
+def test_f2_many_rules_are_refused_by_the_cap_in_linear_time(r):
+    """SPEC "Bounded calls": more than 64 rules is an argument error naming
+    the cap, found after the rules are checked — in linear time, so 40,000
+    distinct windows cost about what 40,000 equal ones do."""
     n = 40_000
 
     def server_usec(windows) -> int:
@@ -183,13 +186,15 @@ def test_f2_many_distinct_windows_cost_linear_time(r):
         for w in windows:
             args += ["1000000", str(w)]
         r.config_resetstat()
-        rl(r, "RL.PEEK", "quad", 1_000_000, *args)
+        with pytest.raises(redis.ResponseError, match=f"too many rules: {n} given, at most 64"):
+            rl(r, "RL.PEEK", "quad", 1_000_000, *args)
         return int(r.info("commandstats")["cmdstat_rl.peek"]["usec"])
 
     same = server_usec([1000] * n)
     distinct = server_usec(range(1, n + 1))
     assert distinct <= max(20 * same, 100_000), (
         f"{n} distinct windows took {distinct} us against {same} us for {n} equal ones: quadratic")
+    assert rl(r, "RL.PEEK", "quad", 1_000_000, *(["1000000", "1000"] * 64))[0] == 0
 
 
 # --- F3: reading a counter rewrites it ---------------------------------------
@@ -537,13 +542,19 @@ def test_huge_binary_keys_and_error_lines(r):
 
 
 def test_10k_rule_pairs_in_one_call(r):
+    """SPEC "Bounded calls": at most 64 rules, refused quickly with nothing
+    written; 64 rules work."""
     args = []
     for i in range(10000):
         args += [10 + i, 1000 + i]
     started = time.monotonic()
-    assert rl(r, "RL.CHECK", "many", "*", *args) == [0, 1, 10, 9, -1, 1000]
-    assert rl(r, "RL.PEEK", "many", "*", *args)[:4] == [0, 1, 10, 8]
+    for cmd in ("RL.CHECK", "RL.PEEK"):
+        with pytest.raises(redis.ResponseError, match="too many rules: 10000 given, at most 64 per call"):
+            rl(r, cmd, "many", "*", *args)
     assert time.monotonic() - started < 2
+    assert not r.exists("many")
+    assert rl(r, "RL.CHECK", "many", "*", *args[:128]) == [0, 1, 10, 9, -1, 1000]
+    assert rl(r, "RL.PEEK", "many", "*", *args[:128])[:4] == [0, 1, 10, 8]
 
 
 def test_module_unload_reload_swapdb_debug_reload_and_pause(shared, r):

@@ -66,6 +66,23 @@ def test_check_lands_on_owning_node_and_behaves_as_one_server(cluster, rc):
     assert sum(len(v) for v in local.values()) == 200
 
 
+def test_throttle_lands_on_owning_node_and_behaves_as_one_server(cluster, rc):
+    keys = [f"cl:tb:{i}" for i in range(100)]
+    with Server() as single:
+        sc = single.client()
+        t = server_ms(sc)
+        calls = [(key, t + k) for key in keys for k in range(3)]
+        expected = [rl(sc, "RL.THROTTLE", key, now, 2, 1, H, 5, 5, 2 * H) for key, now in calls]
+        got = [rc.execute_command("RL.THROTTLE", key, now, 2, 1, H, 5, 5, 2 * H) for key, now in calls]
+        assert got == expected
+        assert [r[0] for r in got[:3]] == [0, 0, 1]
+    c0 = cluster.nodes[0].client()
+    for key in keys[:20]:
+        owner = cluster.slot_owner(int(c0.execute_command("CLUSTER KEYSLOT", key))).client()
+        assert sorted(owner.hkeys(key)) == [str(H).encode(), str(2 * H).encode()], key
+        assert rc.execute_command("RL.THROTTLEPEEK", key, t + 2, 2, 1, H)[:4] == [1, 1, 2, 0]
+
+
 def test_hash_tagged_two_key_commands(cluster, rc):
     day, hour = "{user:42}:day", "{user:42}:hour"
     assert [rc.execute_command("RL.DAYHOUR", day, hour, 10, 2, 86_400_000, H) for _ in range(3)] == \
@@ -108,7 +125,8 @@ def test_key_sent_to_wrong_node_is_moved(cluster):
     other = next(n for n in cluster.nodes if n is not owner).client()
     for args in (("RL.CHECK", key, "*", 1, 1000), ("RL.PEEK", key, "*", 1, 1000),
                  ("RL.DAYHOUR", key, "{mv:key}x", 1, 1, 1000, 1000),
-                 ("RL.LOCKCOUNT", key, "{mv:key}x", 1000, 1, 1000)):
+                 ("RL.LOCKCOUNT", key, "{mv:key}x", 1000, 1, 1000),
+                 ("RL.THROTTLE", key, "*", 1, 1, 1000), ("RL.THROTTLEPEEK", key, "*", 1, 1, 1000)):
         with pytest.raises(redis.ResponseError, match=f"^MOVED {slot} 127.0.0.1:{owner.port}$"):
             rl(other, *args)
 
@@ -119,7 +137,10 @@ EXPECTED_COMMANDS = {
     "rl.peek": (-5, {"readonly"}, [{"RO"}], ["*", "5", "1000", "10", "60000"]),
     "rl.dayhour": (7, {"write", "denyoom"}, [{"RW"}, {"RW"}], ["10", "5", "86400000", "3600000"]),
     "rl.lockcount": (6, {"write", "denyoom"}, [{"RW"}, {"RW"}], ["60000", "3", "120000"]),
+    "rl.throttle": (-6, {"write", "denyoom", "fast"}, [{"RW"}], ["*", "5", "1", "1000", "COST", "2"]),
+    "rl.throttlepeek": (-6, {"readonly", "fast"}, [{"RO"}], ["*", "5", "1", "1000"]),
 }
+PEEKS = {"rl.peek", "rl.throttlepeek"}
 
 
 def decode(x):
@@ -149,7 +170,7 @@ def test_command_getkeys_info_docs(cluster, name):
     (info,) = decode(c.execute_command("COMMAND INFO", name))
     assert info[0] == name and info[1] == arity
     assert flags <= set(info[2]), info[2]
-    assert ("write" in info[2]) == (name != "rl.peek")
+    assert ("write" in info[2]) == (name not in PEEKS)
     assert info[3:6] == [1, len(key_flags), 1]
     specs = [pairs(spec) for spec in info[8]]
     assert len(specs) == len(key_flags)

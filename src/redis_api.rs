@@ -432,7 +432,8 @@ impl Key {
 
     /// Absolute expiry in ms, `None` when the key has none.
     pub fn expire_at(&self) -> Result<Option<i64>, Error> {
-        if self.ptr.is_null() {
+        // Redis 8 dereferences the value of an empty key here: never ask.
+        if self.kind()? == Kind::Empty {
             return Ok(None);
         }
         let get = api!(RedisModule_GetAbsExpire);

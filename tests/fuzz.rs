@@ -2,13 +2,17 @@
 //! (shown on failure) and can be replayed with `RL_FUZZ_SEED=<seed>`.
 //!
 //! Every reply must be a well-formed integer array or an `ERR`/`WRONGTYPE`
-//! error; an error (and any RL.PEEK) must leave the keyspace unchanged; keys
+//! error; an error (and any peek) must leave the keyspace unchanged; keys
 //! only ever come from a known set; the server answers `PING` at the end and
-//! its INFO counters match what the calls got.
+//! its INFO counters match what the calls got. RL.THROTTLE and
+//! RL.THROTTLEPEEK are also checked against a model of the SPEC's GCRA:
+//! with the hash read just before the call, the reply, the fields and the
+//! expiry it leaves are known exactly (for `*`, for one of the server times
+//! the call can have seen).
 
 mod common;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use common::*;
 use rand::rngs::StdRng;
@@ -30,9 +34,49 @@ const KEYS: &[&[u8]] = &[
 ];
 
 /// Keys of the wrong type or holding bad values, which no call may change.
-const FIXTURES: &[&[u8]] = &[b"fz:list", b"fz:hash", b"fz:zinf", b"fz:abc"];
+/// (`fz:hash` is the wrong type for most commands but RL.THROTTLE's own: it
+/// may change, but never in [`HASH_FIXED`].)
+const FIXTURES: &[&[u8]] = &[b"fz:list", b"fz:zinf", b"fz:abc"];
 
-const COMMANDS: &[&str] = &["RL.CHECK", "RL.PEEK", "RL.DAYHOUR", "RL.LOCKCOUNT"];
+/// A hash with bad stored times under some window fields: an error in a
+/// stored value for a throttle call naming one of them, a valid bucket for
+/// one that does not.
+const HASH_FIXTURE: &[u8] = b"fz:hash";
+
+/// Fields of [`HASH_FIXTURE`] no call may change: one no rule can name, and
+/// stored times the SPEC refuses (not a number, just above `2 * (2^53-1) *
+/// 10^6`, a leading zero, a sign).
+const HASH_FIXED: &[(&str, &str)] = &[
+    ("f", "v"),
+    ("1000", "abc"),
+    ("2000", "18014398509481982000001"),
+    ("3000", "07"),
+    ("5000", "-1"),
+];
+
+/// A valid stored time in [`HASH_FIXTURE`]: the largest, `2 * (2^53-1) *
+/// 10^6` ns (it always rejects; a refund lowers it).
+const HASH_MAX_TAT: (&str, &str) = ("4000", "18014398509481982000000");
+
+/// The windows of [`HASH_FIXTURE`]'s fields, drawn often by structured calls.
+const FIXTURE_WINDOWS: &[i64] = &[1000, 2000, 3000, 4000, 5000];
+
+/// [`HASH_FIXTURE`]'s expiry, ms from the start: far enough that it never
+/// expires during a run (an admitted call only extends it).
+const HASH_FIXTURE_TTL: i64 = 10_000_000_000;
+
+const COMMANDS: &[&str] = &[
+    "RL.CHECK",
+    "RL.PEEK",
+    "RL.DAYHOUR",
+    "RL.LOCKCOUNT",
+    "RL.THROTTLE",
+    "RL.THROTTLEPEEK",
+];
+
+fn is_throttle(cmd: &str) -> bool {
+    matches!(cmd, "RL.THROTTLE" | "RL.THROTTLEPEEK")
+}
 
 fn seed() -> u64 {
     let seed = std::env::var("RL_FUZZ_SEED")
@@ -51,17 +95,63 @@ fn reset_keyspace(con: &mut Connection) {
     redis::cmd("FLUSHALL").query::<()>(con).expect("FLUSHALL");
     for line in [
         "RPUSH fz:list a b",
-        "HSET fz:hash f v",
         "ZADD fz:zinf inf a 1 b",
         "SET fz:abc abc",
     ] {
         run(con, line);
     }
+    let mut hset = redis::cmd("HSET");
+    hset.arg(HASH_FIXTURE);
+    for (f, v) in HASH_FIXED.iter().chain([&HASH_MAX_TAT]) {
+        hset.arg(*f).arg(*v);
+    }
+    hset.query::<()>(con).expect("HSET");
+    redis::cmd("PEXPIRE")
+        .arg(HASH_FIXTURE)
+        .arg(HASH_FIXTURE_TTL)
+        .query::<()>(con)
+        .expect("PEXPIRE");
+}
+
+/// [`HASH_FIXTURE`] still holds [`HASH_FIXED`] and an expiry no earlier than
+/// `expiry`.
+fn assert_hash_fixture(con: &mut Connection, expiry: i64, what: &str) {
+    let mut hmget = redis::cmd("HMGET");
+    hmget.arg(HASH_FIXTURE);
+    for (f, _) in HASH_FIXED {
+        hmget.arg(*f);
+    }
+    let got: Vec<Option<String>> = hmget.query(con).expect("HMGET");
+    let want: Vec<Option<String>> = HASH_FIXED
+        .iter()
+        .map(|(_, v)| Some(v.to_string()))
+        .collect();
+    assert_eq!(got, want, "{what}: fields of the hash fixture changed");
+    let at = pexpiretime_bytes(con, HASH_FIXTURE);
+    assert!(
+        at >= expiry,
+        "{what}: hash fixture expiry went from {expiry} to {at}"
+    );
 }
 
 /// One argument: valid numbers, boundaries, malformed numbers, option names,
-/// random bytes, huge strings.
-fn token(rng: &mut StdRng, t0: i64) -> Vec<u8> {
+/// random bytes, huge strings. For the throttle commands, also their own
+/// option and window words.
+fn token(rng: &mut StdRng, cmd: &str, t0: i64) -> Vec<u8> {
+    const THROTTLE_SPECIAL: &[&str] = &[
+        "REFUND",
+        "refund",
+        "ReFuNd",
+        "REFUNDS",
+        "1000",
+        "2000",
+        "3000",
+        "4000",
+        "5000",
+        "1000000",
+        "1000001",
+        "9007199254",
+    ];
     const SPECIAL: &[&str] = &[
         "0",
         "1",
@@ -102,6 +192,10 @@ fn token(rng: &mut StdRng, t0: i64) -> Vec<u8> {
     match rng.gen_range(0..12) {
         0 | 1 => rng.gen_range(0..20).to_string().into_bytes(),
         2 => rng.gen_range(1..200_000).to_string().into_bytes(),
+        3 | 4 if is_throttle(cmd) && rng.gen_bool(0.3) => THROTTLE_SPECIAL
+            [rng.gen_range(0..THROTTLE_SPECIAL.len())]
+        .as_bytes()
+        .to_vec(),
         3 | 4 => SPECIAL[rng.gen_range(0..SPECIAL.len())].as_bytes().to_vec(),
         5 => (t0 + rng.gen_range(-5000..5000)).to_string().into_bytes(),
         6 => {
@@ -139,6 +233,101 @@ fn key(rng: &mut StdRng) -> Vec<u8> {
     KEYS[rng.gen_range(0..KEYS.len())].to_vec()
 }
 
+/// `word` with each letter's case picked at random.
+fn random_case(rng: &mut StdRng, word: &str) -> Vec<u8> {
+    word.bytes()
+        .map(|b| {
+            if rng.gen_bool(0.5) {
+                b.to_ascii_lowercase()
+            } else {
+                b.to_ascii_uppercase()
+            }
+        })
+        .collect()
+}
+
+/// A `burst count window` triple at a boundary of the SPEC: `T` just 1 ns or
+/// just 0, `tau` just at `(2^53-1) * 10^6` ns or just above.
+fn edge_rule(rng: &mut StdRng) -> [i64; 3] {
+    let w = rng.gen_range(1..=5000);
+    let b = rng.gen_range(1..=12);
+    match rng.gen_range(0..9) {
+        0 => [1, 1, MAX_SAFE],
+        1 => [2, 1, MAX_SAFE],
+        2 => [MAX_SAFE, 1, 1],
+        3 => [MAX_SAFE, 1, 2],
+        4 => [b, w * 1_000_000, w],
+        5 => [b, w * 1_000_000 + 1, w],
+        6 => [b, MAX_SAFE, MAX_SAFE],
+        7 => [MAX_SAFE, MAX_SAFE, 1],
+        _ => [b, 3, 1],
+    }
+}
+
+/// A well-formed (or at a boundary) RL.THROTTLE / RL.THROTTLEPEEK argument
+/// list: triples, `COST`, and `REFUND` for RL.THROTTLE (now and then for the
+/// peek too, which refuses it), options in any order and case.
+fn throttle_args(rng: &mut StdRng, cmd: &str, t0: i64) -> Vec<Vec<u8>> {
+    let mut args = vec![key(rng)];
+    args.push(if rng.gen_bool(0.5) {
+        b"*".to_vec()
+    } else {
+        (t0 + rng.gen_range(-3000..3000)).to_string().into_bytes()
+    });
+    // Now and then about the cap of 64 rules, each with its own window.
+    let many = rng.gen_bool(0.02);
+    let rules = if many {
+        rng.gen_range(63..=65)
+    } else {
+        rng.gen_range(1..=3)
+    };
+    let mut windows: Vec<i64> = Vec::new();
+    let mut smallest = i64::MAX;
+    for i in 0..rules {
+        let [burst, count, window] = if many {
+            [rng.gen_range(1..=12), rng.gen_range(1..=20), 60_000 + i]
+        } else if rng.gen_bool(0.05) {
+            edge_rule(rng)
+        } else {
+            let window = if !windows.is_empty() && rng.gen_bool(0.04) {
+                // Two rules with the same window: an argument error.
+                windows[rng.gen_range(0..windows.len())]
+            } else if rng.gen_bool(0.3) {
+                FIXTURE_WINDOWS[rng.gen_range(0..FIXTURE_WINDOWS.len())]
+            } else {
+                rng.gen_range(1..=5000)
+            };
+            [rng.gen_range(1..=12), rng.gen_range(1..=20), window]
+        };
+        windows.push(window);
+        smallest = smallest.min(burst);
+        for n in [burst, count, window] {
+            args.push(n.to_string().into_bytes());
+        }
+    }
+    let mut options: Vec<Vec<Vec<u8>>> = Vec::new();
+    if rng.gen_bool(0.4) {
+        let cost = match rng.gen_range(0..20) {
+            0 => smallest,
+            1 => smallest.saturating_add(1),
+            _ => rng.gen_range(1..=smallest.min(12)),
+        };
+        options.push(vec![
+            random_case(rng, "COST"),
+            cost.to_string().into_bytes(),
+        ]);
+    }
+    let refund = if cmd == "RL.THROTTLE" { 0.3 } else { 0.03 };
+    if rng.gen_bool(refund) {
+        options.push(vec![random_case(rng, "REFUND")]);
+    }
+    if rng.gen_bool(0.5) {
+        options.reverse();
+    }
+    args.extend(options.into_iter().flatten());
+    args
+}
+
 /// A well-formed argument list (after the command name) for `cmd`.
 fn valid_args(rng: &mut StdRng, cmd: &str, t0: i64) -> Vec<Vec<u8>> {
     let small =
@@ -169,6 +358,7 @@ fn valid_args(rng: &mut StdRng, cmd: &str, t0: i64) -> Vec<Vec<u8>> {
             }
             args
         }
+        "RL.THROTTLE" | "RL.THROTTLEPEEK" => throttle_args(rng, cmd, t0),
         "RL.DAYHOUR" => vec![
             key(rng),
             key(rng),
@@ -188,17 +378,17 @@ fn valid_args(rng: &mut StdRng, cmd: &str, t0: i64) -> Vec<Vec<u8>> {
 }
 
 /// Replaces, inserts, deletes or duplicates a few arguments.
-fn mutate(rng: &mut StdRng, args: &mut Vec<Vec<u8>>, t0: i64) {
+fn mutate(rng: &mut StdRng, cmd: &str, args: &mut Vec<Vec<u8>>, t0: i64) {
     for _ in 0..rng.gen_range(0..=2) {
         let n = args.len();
         match rng.gen_range(0..5) {
             0 if n > 0 => {
                 let i = rng.gen_range(0..n);
-                args[i] = token(rng, t0);
+                args[i] = token(rng, cmd, t0);
             }
             1 => {
                 let i = rng.gen_range(1..=n.max(1));
-                args.insert(i.min(n), token(rng, t0));
+                args.insert(i.min(n), token(rng, cmd, t0));
             }
             2 if n > 1 => {
                 args.remove(rng.gen_range(1..n));
@@ -216,7 +406,7 @@ fn mutate(rng: &mut StdRng, args: &mut Vec<Vec<u8>>, t0: i64) {
 /// How many leading arguments (after the name) are keys.
 fn key_slots(cmd: &str) -> usize {
     match cmd {
-        "RL.CHECK" | "RL.PEEK" => 1,
+        "RL.CHECK" | "RL.PEEK" | "RL.THROTTLE" | "RL.THROTTLEPEEK" => 1,
         _ => 2,
     }
 }
@@ -233,7 +423,7 @@ fn random_args(rng: &mut StdRng, cmd: &str, t0: i64) -> Vec<Vec<u8>> {
             if i < key_slots(cmd) {
                 key(rng)
             } else {
-                token(rng, t0)
+                token(rng, cmd, t0)
             }
         })
         .collect()
@@ -243,6 +433,7 @@ fn random_args(rng: &mut StdRng, cmd: &str, t0: i64) -> Vec<Vec<u8>> {
 fn arity_ok(cmd: &str, n: usize) -> bool {
     match cmd {
         "RL.CHECK" | "RL.PEEK" => n >= 4,
+        "RL.THROTTLE" | "RL.THROTTLEPEEK" => n >= 5,
         "RL.DAYHOUR" => n == 6,
         _ => n == 5,
     }
@@ -307,8 +498,37 @@ fn assert_unchanged_except(
 }
 
 /// Sanity of a successful reply.
-fn check_reply(cmd: &str, v: &[i64], what: &str) {
+fn check_reply(cmd: &str, args: &[Vec<u8>], v: &[i64], what: &str) {
     match cmd {
+        "RL.THROTTLE" | "RL.THROTTLEPEEK" => {
+            let call = spec_throttle(cmd, args)
+                .unwrap_or_else(|| panic!("{what}: accepted invalid arguments: {v:?}"));
+            assert_eq!(v.len(), 6, "{what}: {v:?}");
+            let [limited, rule, limit, remaining, retry, reset] =
+                [v[0], v[1], v[2], v[3], v[4], v[5]];
+            assert!(limited == 0 || limited == 1, "{what}: {v:?}");
+            let index = usize::try_from(rule).unwrap_or(0);
+            assert!(
+                (1..=call.rules.len()).contains(&index),
+                "{what}: rule index out of range: {v:?}"
+            );
+            let burst = call.rules[index - 1].burst;
+            assert_eq!(limit, burst, "{what}: limit is not the rule's burst: {v:?}");
+            assert!((0..=burst).contains(&remaining), "{what}: {v:?}");
+            // Admitted (also what a refund's peek would admit): the call
+            // took `cost` units, `retry_after` is -1. Rejected: fewer than
+            // `cost` units can pass, a wait of at least 1 ms.
+            if limited == 0 {
+                assert_eq!(retry, -1, "{what}: {v:?}");
+                assert!(remaining <= burst - call.cost, "{what}: {v:?}");
+            } else {
+                assert!(retry >= 1, "{what}: {v:?}");
+                assert!(remaining < call.cost, "{what}: {v:?}");
+            }
+            // The reply's state holds at least the call's own units (or the
+            // binding rule's bucket is over its tolerance): never full.
+            assert!(reset >= 1, "{what}: {v:?}");
+        }
         "RL.CHECK" | "RL.PEEK" => {
             assert_eq!(v.len(), 6, "{what}: {v:?}");
             let [limited, rule, limit, remaining, retry, reset] =
@@ -401,6 +621,7 @@ fn args_valid(cmd: &str, args: &[Vec<u8>]) -> bool {
                 _ => false,
             }
         }
+        "RL.THROTTLE" | "RL.THROTTLEPEEK" => spec_throttle(cmd, args).is_some(),
         "RL.DAYHOUR" => {
             args[0] != args[1]
                 && in_range(&args[2], 0, MAX_SAFE)
@@ -415,6 +636,305 @@ fn args_valid(cmd: &str, args: &[Vec<u8>]) -> bool {
                 && in_range(&args[4], 1, MAX_SAFE)
         }
     }
+}
+
+// --------------------------------------------------------- throttle oracle
+
+/// Nanoseconds per millisecond.
+const NS: i128 = 1_000_000;
+
+/// The largest tolerance, `(2^53-1) * 10^6` ns.
+const MAX_TAU: i128 = MAX_SAFE as i128 * NS;
+
+/// Most rules one call may give.
+const MAX_RULES: usize = 64;
+
+/// One `burst count window` triple.
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    burst: i64,
+    count: i64,
+    window: i64,
+}
+
+impl Bucket {
+    /// The emission interval `T`, ns.
+    fn interval(&self) -> i128 {
+        i128::from(self.window) * NS / i128::from(self.count)
+    }
+
+    /// The tolerance `tau`, ns.
+    fn tau(&self) -> i128 {
+        self.interval() * i128::from(self.burst)
+    }
+
+    /// The hash field holding the rule's TAT.
+    fn field(&self) -> Vec<u8> {
+        self.window.to_string().into_bytes()
+    }
+}
+
+/// A throttle call's arguments as the SPEC reads them.
+#[derive(Debug)]
+struct ThrottleCall {
+    /// `None` for `*`.
+    now: Option<i64>,
+    rules: Vec<Bucket>,
+    cost: i64,
+    refund: bool,
+}
+
+/// The arguments after the name (arity already fine) of RL.THROTTLE or
+/// RL.THROTTLEPEEK, or `None` where the contract makes them an argument
+/// error.
+fn spec_throttle(cmd: &str, args: &[Vec<u8>]) -> Option<ThrottleCall> {
+    let now = match args[1].as_slice() {
+        b"*" => None,
+        a => Some(spec_int(a).filter(|v| (0..=MAX_SAFE).contains(v))?),
+    };
+    let rest = &args[2..];
+    // The options start at the first argument that begins with a letter.
+    let split = rest
+        .iter()
+        .position(|a| a.first().is_some_and(u8::is_ascii_alphabetic))
+        .unwrap_or(rest.len());
+    let (rule_args, option_args) = rest.split_at(split);
+    if rule_args.is_empty() || rule_args.len() % 3 != 0 || rule_args.len() / 3 > MAX_RULES {
+        return None;
+    }
+    let mut rules: Vec<Bucket> = Vec::new();
+    for triple in rule_args.chunks(3) {
+        let n = |i: usize| spec_int(&triple[i]).filter(|v| (1..=MAX_SAFE).contains(v));
+        let rule = Bucket {
+            burst: n(0)?,
+            count: n(1)?,
+            window: n(2)?,
+        };
+        if rule.interval() < 1
+            || rule.tau() > MAX_TAU
+            || rules.iter().any(|r| r.window == rule.window)
+        {
+            return None;
+        }
+        rules.push(rule);
+    }
+    let (mut cost, mut refund) = (None, false);
+    let mut options = option_args.iter();
+    while let Some(name) = options.next() {
+        if name.eq_ignore_ascii_case(b"COST") && cost.is_none() {
+            cost = Some(options.next()?);
+        } else if name.eq_ignore_ascii_case(b"REFUND") && cmd == "RL.THROTTLE" && !refund {
+            refund = true;
+        } else {
+            return None;
+        }
+    }
+    let smallest = rules.iter().map(|r| r.burst).min()?;
+    let cost = match cost {
+        None => 1,
+        Some(c) => spec_int(c).filter(|v| (1..=smallest).contains(v))?,
+    };
+    Some(ThrottleCall {
+        now,
+        rules,
+        cost,
+        refund,
+    })
+}
+
+/// A stored TAT as the contract reads it: digits, no sign, no leading zero,
+/// at most `2 * (2^53-1) * 10^6`.
+fn spec_tat(v: &[u8]) -> Option<i128> {
+    let well_formed = !v.is_empty()
+        && v.len() <= 30
+        && v.iter().all(u8::is_ascii_digit)
+        && (v == b"0" || v[0] != b'0');
+    if !well_formed {
+        return None;
+    }
+    let n: i128 = std::str::from_utf8(v).ok()?.parse().ok()?;
+    (n <= 2 * MAX_TAU).then_some(n)
+}
+
+/// `ns / 10^6` rounded up, for `ns >= 0`.
+fn ceil_ms(ns: i128) -> i64 {
+    i64::try_from((ns + NS - 1).div_euclid(NS)).expect("ms within i64")
+}
+
+/// The contract's GCRA for `call` at `t` ms over the stored TATs (`None`: a
+/// full bucket): the reply, and each rule's new TAT when admitted.
+fn gcra(call: &ThrottleCall, t: i64, tats: &[Option<i128>]) -> ([i64; 6], Option<Vec<i128>>) {
+    let t_ns = i128::from(t) * NS;
+    let cost = i128::from(call.cost);
+    // Per rule: T, tau, base, new.
+    let per: Vec<[i128; 4]> = call
+        .rules
+        .iter()
+        .zip(tats)
+        .map(|(r, tat)| {
+            let base = tat.unwrap_or(t_ns).max(t_ns);
+            [r.interval(), r.tau(), base, base + r.interval() * cost]
+        })
+        .collect();
+    let admitted = per.iter().all(|&[_, tau, _, new]| new - tau <= t_ns);
+    // (index, remaining, retry_after, reset_after) of the binding rule.
+    let mut binding: Option<(usize, i64, i64, i64)> = None;
+    for (i, (&[interval, tau, base, new], rule)) in per.iter().zip(&call.rules).enumerate() {
+        let left = if admitted { new } else { base };
+        let remaining = (tau - (left - t_ns))
+            .div_euclid(interval)
+            .clamp(0, i128::from(rule.burst));
+        let remaining = i64::try_from(remaining).expect("remaining within i64");
+        let reset = ceil_ms(left - t_ns);
+        if admitted {
+            let better =
+                binding.is_none_or(|(_, r, _, s)| remaining < r || (remaining == r && reset > s));
+            if better {
+                binding = Some((i, remaining, -1, reset));
+            }
+        } else if new - tau > t_ns {
+            let retry = ceil_ms(new - tau - t_ns);
+            if binding.is_none_or(|(_, _, r, _)| retry > r) {
+                binding = Some((i, remaining, retry, reset));
+            }
+        }
+    }
+    let (b, remaining, retry, reset) = binding.expect("a binding rule");
+    let reply = [
+        i64::from(!admitted),
+        b as i64 + 1,
+        call.rules[b].burst,
+        remaining,
+        retry,
+        reset,
+    ];
+    (reply, admitted.then(|| per.iter().map(|p| p[3]).collect()))
+}
+
+/// The TATs a refund at `t` ms leaves: each stored one back by `cost`
+/// intervals, gone at `t_ns` or less.
+fn refunded(call: &ThrottleCall, t: i64, tats: &[Option<i128>]) -> Vec<Option<i128>> {
+    let t_ns = i128::from(t) * NS;
+    call.rules
+        .iter()
+        .zip(tats)
+        .map(|(r, tat)| {
+            tat.map(|v| v - r.interval() * i128::from(call.cost))
+                .filter(|&v| v > t_ns)
+        })
+        .collect()
+}
+
+type Fields = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// A throttle call as it is about to run: its arguments and its key's hash.
+struct ThrottlePlan {
+    call: ThrottleCall,
+    fields: Fields,
+    /// `PEXPIRETIME` of the key: -1 without expiry, -2 without key.
+    expiry: i64,
+    /// The server clock just before the call, ms.
+    clock: i64,
+    /// The stored TAT of each rule (`None`: missing, or refused below).
+    tats: Vec<Option<i128>>,
+    /// Named fields whose stored value the contract refuses.
+    bad: Vec<Vec<u8>>,
+}
+
+/// A key's hash fields, its `PEXPIRETIME` and the server clock, read in one
+/// transaction (an empty hash for a missing key).
+fn read_hash(con: &mut Connection, key: &[u8]) -> (Fields, i64, i64) {
+    let (fields, expiry, (secs, micros)): (Fields, i64, (i64, i64)) = redis::pipe()
+        .atomic()
+        .cmd("HGETALL")
+        .arg(key)
+        .cmd("PEXPIRETIME")
+        .arg(key)
+        .cmd("TIME")
+        .query(con)
+        .expect("HGETALL PEXPIRETIME TIME");
+    (fields, expiry, secs * 1000 + micros / 1000)
+}
+
+/// The reply, the fields and the `PEXPIRETIME` the contract expects of a
+/// successful `cmd` per `plan` that read the server clock `clock`.
+fn throttle_expect(cmd: &str, plan: &ThrottlePlan, clock: i64) -> ([i64; 6], Fields, i64) {
+    let call = &plan.call;
+    let t = call.now.unwrap_or(clock);
+    let mut fields = plan.fields.clone();
+    let set = |fields: &mut Fields, r: &Bucket, tat: Option<i128>| match tat {
+        Some(v) => fields.insert(r.field(), v.to_string().into_bytes()),
+        None => fields.remove(&r.field()),
+    };
+    if call.refund {
+        let after = refunded(call, t, &plan.tats);
+        for ((r, before), tat) in call.rules.iter().zip(&plan.tats).zip(&after) {
+            if before.is_some() {
+                set(&mut fields, r, *tat);
+            }
+        }
+        let expiry = if fields.is_empty() { -2 } else { plan.expiry };
+        return (gcra(call, t, &after).0, fields, expiry);
+    }
+    let (reply, new) = gcra(call, t, &plan.tats);
+    match new {
+        Some(new) if cmd == "RL.THROTTLE" => {
+            for (r, tat) in call.rules.iter().zip(&new) {
+                set(&mut fields, r, Some(*tat));
+            }
+            let latest = new.iter().copied().max().expect("a rule");
+            let x = ceil_ms(latest) + (clock - t).max(0);
+            let expiry = if plan.expiry >= 0 {
+                plan.expiry.max(x)
+            } else {
+                x
+            };
+            (reply, fields, expiry)
+        }
+        _ => (reply, fields, plan.expiry),
+    }
+}
+
+/// A successful throttle call's reply, and its key's hash and expiry right
+/// after it (`after`), are what the contract expects for one of the server
+/// times the call can have read.
+fn check_throttle_model(
+    cmd: &str,
+    plan: &ThrottlePlan,
+    v: &[i64],
+    after: &(Fields, i64, i64),
+    what: &str,
+) {
+    let (fields, expiry, clock) = after;
+    let (lo, hi) = (plan.clock, *clock);
+    if hi - lo > 1000 {
+        return; // too slow a machine to pin the clock down
+    }
+    let mut first = None;
+    for c in lo..=hi {
+        let (reply, want_fields, want_expiry) = throttle_expect(cmd, plan, c);
+        // The key may have expired by the time it was read back.
+        let expired =
+            *expiry == -2 && fields.is_empty() && want_expiry >= 0 && want_expiry <= hi + 1;
+        if reply == v && (expired || (fields == &want_fields && *expiry == want_expiry)) {
+            return;
+        }
+        first.get_or_insert((c, reply, want_fields, want_expiry));
+    }
+    let (c, reply, want_fields, want_expiry) = first.expect("a clock");
+    let shown = |f: &Fields| {
+        f.iter()
+            .map(|(k, v)| format!("{}={}", show(k), show(v)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    panic!(
+        "{what}: the contract expects (clock {c}, of {lo}..={hi}) {reply:?}, fields [{}], expiry {want_expiry}; got {v:?}, fields [{}], expiry {expiry} (before: fields [{}], expiry {})",
+        shown(&want_fields),
+        shown(fields),
+        shown(&plan.fields),
+        plan.expiry
+    );
 }
 
 /// What the contract says a call with arity-valid arguments answers.
@@ -434,10 +954,18 @@ fn key_type(con: &mut Connection, key: &[u8]) -> String {
 
 /// The expected outcome, and the latest expiry time among the keys it
 /// depends on (-1 when none expires): a key of the wrong type that expires
-/// before the call runs changes the outcome.
-fn expect(con: &mut Connection, cmd: &str, args: &[Vec<u8>]) -> (Expect, i64) {
+/// before the call runs changes the outcome. For the throttle commands, also
+/// what the call is about to see (for the model).
+fn expect(
+    con: &mut Connection,
+    cmd: &str,
+    args: &[Vec<u8>],
+) -> (Expect, i64, Option<ThrottlePlan>) {
+    if is_throttle(cmd) {
+        return expect_throttle(con, cmd, args);
+    }
     if !args_valid(cmd, args) {
-        return (Expect::ArgError, -1);
+        return (Expect::ArgError, -1, None);
     }
     // The keys whose type matters, the type they need, and the fixture
     // holding a value the command must refuse.
@@ -465,7 +993,53 @@ fn expect(con: &mut Connection, cmd: &str, args: &[Vec<u8>]) -> (Expect, i64) {
     } else {
         Expect::Success
     };
-    (e, expires)
+    (e, expires, None)
+}
+
+/// [`expect`] for RL.THROTTLE and RL.THROTTLEPEEK: any type but a hash is
+/// `WRONGTYPE`; a named field holding what the contract refuses is an error
+/// in a stored value. Any expiry of the key counts: its hash is the state the
+/// model starts from.
+fn expect_throttle(
+    con: &mut Connection,
+    cmd: &str,
+    args: &[Vec<u8>],
+) -> (Expect, i64, Option<ThrottlePlan>) {
+    let Some(call) = spec_throttle(cmd, args) else {
+        return (Expect::ArgError, -1, None);
+    };
+    let key = &args[0];
+    let t = key_type(con, key);
+    if t != "none" && t != "hash" {
+        return (Expect::WrongType, pexpiretime_bytes(con, key), None);
+    }
+    let (fields, expiry, clock) = read_hash(con, key);
+    let mut tats = Vec::new();
+    let mut bad = Vec::new();
+    for r in &call.rules {
+        let tat = fields.get(&r.field()).and_then(|v| {
+            let tat = spec_tat(v);
+            if tat.is_none() {
+                bad.push(r.field());
+            }
+            tat
+        });
+        tats.push(tat);
+    }
+    let e = if bad.is_empty() {
+        Expect::Success
+    } else {
+        Expect::StoredError
+    };
+    let plan = ThrottlePlan {
+        call,
+        fields,
+        expiry,
+        clock,
+        tats,
+        bad,
+    };
+    (e, expiry.max(-1), Some(plan))
 }
 
 fn pexpiretime_bytes(con: &mut Connection, key: &[u8]) -> i64 {
@@ -481,6 +1055,7 @@ struct Tally {
     admitted: u64,
     rejected: u64,
     errors: u64,
+    refunds: u64,
 }
 
 /// Runs `calls` random calls, a share `structured` of them mutated from valid
@@ -499,6 +1074,7 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
             (*k, d)
         })
         .collect();
+    let mut hash_expiry = pexpiretime_bytes(&mut con, HASH_FIXTURE);
     let allowed: BTreeSet<Vec<u8>> = KEYS.iter().map(|k| k.to_vec()).collect();
     let t0 = server_ms(&mut con);
     let mut tallies: HashMap<&str, Tally> = HashMap::new();
@@ -510,12 +1086,14 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
                 let now: Vec<u8> = redis::cmd("DUMP").arg(*k).query(&mut con).unwrap();
                 assert_eq!(&now, d, "seed {seed}: fixture {:?} changed", show(k));
             }
+            assert_hash_fixture(&mut con, hash_expiry, &format!("seed {seed} call {i}"));
             reset_keyspace(&mut con);
+            hash_expiry = pexpiretime_bytes(&mut con, HASH_FIXTURE);
         }
         let cmd = COMMANDS[rng.gen_range(0..COMMANDS.len())];
         let args = if rng.gen_bool(structured) {
             let mut a = valid_args(&mut rng, cmd, t0);
-            mutate(&mut rng, &mut a, t0);
+            mutate(&mut rng, cmd, &mut a, t0);
             // Key positions stay within the known set.
             for slot in a.iter_mut().take(key_slots(cmd)) {
                 if !KEYS.contains(&slot.as_slice()) {
@@ -539,13 +1117,16 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
         let mut parts: Vec<&[u8]> = vec![name.as_bytes()];
         parts.extend(args.iter().map(Vec::as_slice));
         let result = raw_cmd(&parts).query::<Value>(&mut con);
+        // A throttle call's key read back at once, for the model.
+        let hash_after =
+            (is_throttle(cmd) && result.is_ok()).then(|| read_hash(&mut con, &args[0]));
         let after = snapshot(&mut con);
         let now_ms = server_ms(&mut con);
         // No prediction when a key it rests on may have expired meanwhile.
-        let expected = match prediction {
-            Some((_, expires)) if expires != -1 && expires <= now_ms + 1 => None,
-            Some((e, _)) => Some(e),
-            None => None,
+        let (expected, plan) = match prediction {
+            Some((_, expires, _)) if expires != -1 && expires <= now_ms + 1 => (None, None),
+            Some((e, _, plan)) => (Some(e), plan),
+            None => (None, None),
         };
         if let Some(e) = expected {
             *outcomes.entry((cmd, format!("{e:?}"))).or_insert(0u32) += 1;
@@ -568,14 +1149,19 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
                         other => panic!("{what}: non-integer element {other:?}"),
                     })
                     .collect();
-                check_reply(cmd, &v, &what);
+                check_reply(cmd, &args, &v, &what);
                 tally.calls += 1;
                 let limited = match cmd {
                     // Refused iff an element exceeds its limit.
                     "RL.DAYHOUR" => v[0] > parse(&args[2]) || v[1] > parse(&args[3]),
                     _ => v[0] == 1,
                 };
-                if limited {
+                // A refund counts as a call and a refund only.
+                let refund =
+                    cmd == "RL.THROTTLE" && spec_throttle(cmd, &args).is_some_and(|c| c.refund);
+                if refund {
+                    tally.refunds += 1;
+                } else if limited {
                     tally.rejected += 1;
                 } else {
                     tally.admitted += 1;
@@ -588,6 +1174,17 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
                     assert!(!after.contains_key(count), "{what}: counter kept");
                     assert_eq!(v[2], parse(&args[4]), "{what}: lock ttl");
                     assert_unchanged_except(&before, &after, now_ms, &[lock, count], &what);
+                } else if is_throttle(cmd) {
+                    // Only an admission or a refund writes, and only its key.
+                    if cmd == "RL.THROTTLE" && (refund || !limited) {
+                        let key = args[0].as_slice();
+                        assert_unchanged_except(&before, &after, now_ms, &[key], &what);
+                    } else {
+                        assert_unchanged_but_expired(&before, &after, now_ms, &what);
+                    }
+                    if let (Some(plan), Some(hash)) = (&plan, &hash_after) {
+                        check_throttle_model(cmd, plan, &v, hash, &what);
+                    }
                 } else if cmd == "RL.PEEK" || limited {
                     assert_unchanged_but_expired(&before, &after, now_ms, &what);
                 }
@@ -612,6 +1209,21 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
                         "{what}: expected {expected:?}, got {text:?}"
                     ),
                     Some(Expect::Success) => panic!("{what}: expected success, got {text:?}"),
+                }
+                // An error in a stored hash field names the key and a field.
+                if let (Some(Expect::StoredError), Some(plan)) = (expected, &plan) {
+                    let key = &args[0];
+                    if key.iter().all(u8::is_ascii_graphic) {
+                        assert!(
+                            text.contains(&*show(key)),
+                            "{what}: key not named: {text:?}"
+                        );
+                    }
+                    assert!(
+                        plan.bad.iter().any(|f| text.contains(&*show(f))),
+                        "{what}: no bad field of {:?} named: {text:?}",
+                        plan.bad.iter().map(|f| show(f)).collect::<Vec<_>>()
+                    );
                 }
                 if !arity_msg {
                     tally.calls += 1;
@@ -645,6 +1257,8 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
         let now: Vec<u8> = redis::cmd("DUMP").arg(*k).query(&mut con).unwrap();
         assert_eq!(&now, d, "seed {seed}: fixture {:?} changed", show(k));
     }
+    assert_hash_fixture(&mut con, hash_expiry, &format!("seed {seed}"));
+    eprintln!("DEBUG outcomes {outcomes:?}");
     // Every command met every kind of outcome the oracle knows.
     let kinds: &[Expect] = if all_outcomes {
         &[
@@ -670,24 +1284,46 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
     }
     // The INFO counters saw exactly the calls that reached the module.
     let stats = rl_stats(&mut con);
-    for (cmd, prefix) in [
-        ("RL.CHECK", "check"),
-        ("RL.PEEK", "peek"),
-        ("RL.DAYHOUR", "dayhour"),
-        ("RL.LOCKCOUNT", "lockcount"),
+    let field = |name: String| {
+        *stats
+            .get(&name)
+            .unwrap_or_else(|| panic!("seed {seed}: no {name} in INFO"))
+    };
+    for (cmd, prefix, refunds) in [
+        ("RL.CHECK", "check", true),
+        ("RL.PEEK", "peek", false),
+        ("RL.DAYHOUR", "dayhour", false),
+        ("RL.LOCKCOUNT", "lockcount", false),
+        ("RL.THROTTLE", "throttle", true),
+        ("RL.THROTTLEPEEK", "throttlepeek", false),
     ] {
         let want = tallies.remove(cmd).unwrap_or_default();
         let got = Tally {
-            calls: stats[&format!("ratelimit_{prefix}_calls")],
-            admitted: stats[&format!("ratelimit_{prefix}_admitted")],
-            rejected: stats[&format!("ratelimit_{prefix}_rejected")],
-            errors: stats[&format!("ratelimit_{prefix}_errors")],
+            calls: field(format!("ratelimit_{prefix}_calls")),
+            admitted: field(format!("ratelimit_{prefix}_admitted")),
+            rejected: field(format!("ratelimit_{prefix}_rejected")),
+            errors: field(format!("ratelimit_{prefix}_errors")),
+            refunds: if refunds {
+                field(format!("ratelimit_{prefix}_refunds"))
+            } else {
+                0
+            },
         };
+        eprintln!("{cmd}: {want:?}");
         assert_eq!(got, want, "seed {seed}: INFO counters of {cmd}");
         assert!(
             want.errors > 0 && want.admitted + want.rejected > 0,
             "seed {seed}: {cmd} was not exercised both ways: {want:?}"
         );
+        if all_outcomes && is_throttle(cmd) {
+            assert!(
+                want.admitted > 0 && want.rejected > 0,
+                "seed {seed}: {cmd} was not exercised every way: {want:?}"
+            );
+            if cmd == "RL.THROTTLE" {
+                assert!(want.refunds > 0, "seed {seed}: no refund: {want:?}");
+            }
+        }
     }
 }
 
