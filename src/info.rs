@@ -6,6 +6,7 @@ use std::ptr;
 
 use redis_module::{raw, InfoContext};
 
+use crate::core::calendar;
 use crate::stats;
 
 pub fn add_info(ctx: &InfoContext, _for_crash_report: bool) {
@@ -22,5 +23,12 @@ pub fn add_info(ctx: &InfoContext, _for_crash_report: bool) {
                 unsafe { field(ctx.ctx, name.as_ptr(), value) };
             }
         }
+    }
+    // The IANA time-zone database RL.QUOTA's buckets come from.
+    if let (Some(text), Ok(version)) = (
+        unsafe { raw::RedisModule_InfoAddFieldCString },
+        CString::new(calendar::tzdb_version()),
+    ) {
+        unsafe { text(ctx.ctx, c"tzdb_version".as_ptr(), version.as_ptr()) };
     }
 }

@@ -544,6 +544,38 @@ impl Key {
         Ok(())
     }
 
+    /// Calls `visit` with the name of every field of the hash (nothing for an
+    /// empty key). The names are valid only inside `visit`, and the hash must
+    /// not be written meanwhile: collect, then write.
+    pub fn hash_fields(&self, mut visit: impl FnMut(&[u8])) -> Result<(), Error> {
+        if self.kind()? != Kind::Hash {
+            return Ok(());
+        }
+        let create = api!(RedisModule_ScanCursorCreate);
+        let destroy = api!(RedisModule_ScanCursorDestroy);
+        let scan = api!(RedisModule_ScanKey);
+        extern "C" fn each(
+            _key: *mut raw::RedisModuleKey,
+            field: RString,
+            _value: RString,
+            visit: *mut std::ffi::c_void,
+        ) {
+            // SAFETY: `visit` is the `&mut dyn FnMut` passed below, alive
+            // for the whole scan.
+            let visit = unsafe { &mut *visit.cast::<&mut dyn FnMut(&[u8])>() };
+            visit(bytes(field));
+        }
+        let mut visit: &mut dyn FnMut(&[u8]) = &mut visit;
+        let cursor = unsafe { create() };
+        if cursor.is_null() {
+            return Err(Error::Internal("could not scan a hash".into()));
+        }
+        let data = (&mut visit as *mut &mut dyn FnMut(&[u8])).cast::<std::ffi::c_void>();
+        while unsafe { scan(self.ptr, cursor, Some(each), data) } != 0 {}
+        unsafe { destroy(cursor) };
+        Ok(())
+    }
+
     /// Adds `member` with `score` unless the member exists; true when added.
     pub fn zadd_new(&self, score: f64, member: RString) -> Result<bool, Error> {
         let add = api!(RedisModule_ZsetAdd);

@@ -102,6 +102,26 @@ const COMMANDS: &[Command] = &[
         summary: "What RL.THROTTLE would answer now, without writing anything.",
         complexity: "O(R) for R rules (at most 64).",
     },
+    Command {
+        name: "rl.quota",
+        handler: commands::rl_quota,
+        flags: "write deny-oom fast",
+        arity: -6,
+        keys: &[RW_UPDATE],
+        acl: "write hash fast",
+        summary: "Calendar quotas (minute to year) in a time zone; admits and counts in every period, rejects, or refunds atomically.",
+        complexity: "O(P + F): P periods (at most 6), F fields of the hash when older buckets are removed.",
+    },
+    Command {
+        name: "rl.quotapeek",
+        handler: commands::rl_quotapeek,
+        flags: "readonly fast",
+        arity: -6,
+        keys: &[KeySpecFlags::READ_ONLY.union(KeySpecFlags::ACCESS)],
+        acl: "read hash fast",
+        summary: "What RL.QUOTA would answer now, without writing anything.",
+        complexity: "O(P): P periods (at most 6).",
+    },
 ];
 
 const INFO_VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleCommandInfoVersion {

@@ -70,14 +70,18 @@ pub static DAYHOUR: CommandStats = CommandStats::new("dayhour", false);
 pub static LOCKCOUNT: CommandStats = CommandStats::new("lockcount", false);
 pub static THROTTLE: CommandStats = CommandStats::new("throttle", true);
 pub static THROTTLEPEEK: CommandStats = CommandStats::new("throttlepeek", false);
+pub static QUOTA: CommandStats = CommandStats::new("quota", true);
+pub static QUOTAPEEK: CommandStats = CommandStats::new("quotapeek", false);
 
-pub static ALL: [&CommandStats; 6] = [
+pub static ALL: [&CommandStats; 8] = [
     &CHECK,
     &PEEK,
     &DAYHOUR,
     &LOCKCOUNT,
     &THROTTLE,
     &THROTTLEPEEK,
+    &QUOTA,
+    &QUOTAPEEK,
 ];
 
 #[cfg(test)]

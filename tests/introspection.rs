@@ -8,13 +8,15 @@ use std::collections::HashMap;
 use common::*;
 use redis::{Connection, Value};
 
-const PREFIXES: [&str; 6] = [
+const PREFIXES: [&str; 8] = [
     "check",
     "peek",
     "dayhour",
     "lockcount",
     "throttle",
     "throttlepeek",
+    "quota",
+    "quotapeek",
 ];
 
 /// `[calls, admitted, rejected, errors]` per command prefix.
@@ -40,7 +42,10 @@ fn info_counters_move_by_the_right_amounts() {
     let mut want: HashMap<&str, [u64; 4]> = PREFIXES.iter().map(|p| (*p, [0; 4])).collect();
     assert_eq!(counters(&mut con), want, "fresh server");
     // Four per command, and `_refunds` for the commands that take REFUND.
-    assert_eq!(rl_stats(&mut con).len(), 26, "exactly the 26 fields");
+    assert_eq!(rl_stats(&mut con).len(), 35, "exactly the 35 counters");
+    let info: String = redis::cmd("INFO").arg("ratelimit").query(&mut con).unwrap();
+    let tzdb = info_field(&info, "ratelimit_tzdb_version").expect("tzdb_version");
+    assert!(tzdb.len() == 5 && tzdb.starts_with("20"), "{tzdb}");
     run(&mut con, "RPUSH list a");
 
     // RL.CHECK: 2 admitted, 1 rejected, 2 errors; an arity error is not counted.

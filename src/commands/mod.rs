@@ -7,6 +7,7 @@ mod counter_keys;
 pub mod dayhour;
 mod hash_state;
 pub mod lockcount;
+pub mod quota;
 pub mod throttle;
 
 use std::ffi::c_int;
@@ -136,6 +137,22 @@ pub extern "C" fn rl_throttlepeek(
         &stats::THROTTLEPEEK,
         throttle::throttle_peek,
     )
+}
+
+pub extern "C" fn rl_quota(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut RString,
+    argc: c_int,
+) -> c_int {
+    run(ctx, argv, argc, &stats::QUOTA, quota::quota)
+}
+
+pub extern "C" fn rl_quotapeek(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut RString,
+    argc: c_int,
+) -> c_int {
+    run(ctx, argv, argc, &stats::QUOTAPEEK, quota::quota_peek)
 }
 
 /// Redis checks arity before calling; this guards the indexing regardless.

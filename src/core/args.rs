@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use super::calendar::{parse_zone, Period, Zone, MAX_NOW};
 use super::gcra::{duplicate_window, gcra, Gcra, ThrottleRule};
 use super::int::{parse_i64, parse_in_range, MAX_SAFE};
 use crate::error::{show, Error};
@@ -275,6 +276,78 @@ pub fn parse_throttle(args: &[&[u8]], refund: bool) -> Result<ThrottleArgs, Erro
         now,
         rules,
         cost: options.cost(smallest)?,
+        refund: options.refund,
+    })
+}
+
+/// `RL.QUOTA` / `RL.QUOTAPEEK key now zone period limit [...] [COST cost]
+/// [REFUND]` without the key.
+#[derive(Debug, Clone)]
+pub struct QuotaArgs {
+    pub now: Now,
+    pub zone: Zone,
+    /// Each period once, with its limit, in argument order.
+    pub periods: Vec<(Period, i64)>,
+    pub cost: i64,
+    pub refund: bool,
+}
+
+/// Parses the arguments of RL.QUOTA (`refund` allowed) or RL.QUOTAPEEK
+/// after the key. Left to right: `now` (at most the end of year 9999), the
+/// zone, the `period limit` pairs (they end at the first argument that is
+/// not a period name), the options, then `COST`'s value (1 to 2^53-1: a cost
+/// above a limit is that period's refusal, not an argument error).
+pub fn parse_quota(args: &[&[u8]], refund: bool) -> Result<QuotaArgs, Error> {
+    let [now_arg, zone_arg, rest @ ..] = args else {
+        return Err(Error::Arg("missing now or zone".into()));
+    };
+    let now = match parse_now(now_arg)? {
+        Now::At(t) if t > MAX_NOW => {
+            return Err(Error::Arg(format!(
+                "invalid now '{}': expected '*' or an integer from 0 to {MAX_NOW} (the end of year 9999)",
+                show(now_arg)
+            )))
+        }
+        now => now,
+    };
+    let zone = parse_zone(zone_arg)?;
+    let mut periods: Vec<(Period, i64)> = Vec::with_capacity(2);
+    let mut rest = rest;
+    while let [name, tail @ ..] = rest {
+        let Some(period) = Period::parse(name) else {
+            break;
+        };
+        let [limit_arg, tail @ ..] = tail else {
+            return Err(Error::Arg(format!(
+                "missing limit for period {}",
+                show(name)
+            )));
+        };
+        if periods.iter().any(|&(p, _)| p == period) {
+            return Err(Error::Arg(format!("period {} given twice", show(name))));
+        }
+        let limit = parse_in_range(limit_arg, 0, MAX_SAFE).ok_or_else(|| {
+            Error::Arg(format!(
+                "invalid limit '{}' for period {}: {}",
+                show(limit_arg),
+                show(name),
+                expected(0, MAX_SAFE)
+            ))
+        })?;
+        periods.push((period, limit));
+        rest = tail;
+    }
+    if periods.is_empty() {
+        return Err(Error::Arg(
+            "at least one 'period limit' pair is required (period: MINUTE, HOUR, DAY, WEEK, MONTH or YEAR)".into(),
+        ));
+    }
+    let options = parse_options(rest, refund)?;
+    Ok(QuotaArgs {
+        now,
+        zone,
+        periods,
+        cost: options.cost(MAX_SAFE)?,
         refund: options.refund,
     })
 }

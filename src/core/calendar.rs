@@ -156,6 +156,7 @@ pub struct Zone {
 
 impl Zone {
     /// The zone as the caller spelled it (`Asia/Shanghai`, `+05:45`).
+    #[cfg(test)]
     pub fn name(&self) -> &str {
         &self.name
     }

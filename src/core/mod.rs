@@ -2,6 +2,7 @@
 
 pub mod args;
 pub mod binding;
+pub mod calendar;
 pub mod counters;
 pub mod gcra;
 pub mod int;

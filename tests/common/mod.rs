@@ -362,7 +362,8 @@ pub fn show(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// `INFO ratelimit` as `field -> value`.
+/// The counters of `INFO ratelimit` as `field -> value` (all but the
+/// `tzdb_version` string).
 pub fn rl_stats(con: &mut Connection) -> HashMap<String, u64> {
     let info: String = redis::cmd("INFO")
         .arg("ratelimit")
@@ -370,7 +371,7 @@ pub fn rl_stats(con: &mut Connection) -> HashMap<String, u64> {
         .expect("INFO ratelimit");
     info_map(&info)
         .into_iter()
-        .filter(|(k, _)| k.starts_with("ratelimit_"))
+        .filter(|(k, _)| k.starts_with("ratelimit_") && k != "ratelimit_tzdb_version")
         .map(|(k, v)| {
             let n = v
                 .parse()

@@ -1,0 +1,137 @@
+//! `RL.QUOTA key now zone period limit [...] [COST cost] [REFUND]` and
+//! `RL.QUOTAPEEK` (same arguments but `REFUND`, writes nothing).
+//!
+//! State: one hash per key, one field per calendar bucket,
+//! `<period>:<local start with offset>` (`day:2026-12-01T00:00+08:00`),
+//! holding its count. The buckets are computed here from the bundled
+//! time-zone database; replicas and AOF replays only see the effects.
+//! Reads one field per named period. Writes (admitted RL.QUOTA): each
+//! current bucket's field, the removal of stale buckets of the named periods
+//! (older than the previous bucket), the absolute expiry; replicated as
+//! `HSET`, `HDEL`, `PEXPIREAT`. A refund lowers the current buckets (`HSET`,
+//! `HDEL` at 0, `DEL` when no field is left) and keeps the expiry.
+
+use super::{hash_state::HashWrites, Outcome};
+use crate::core::args::{parse_quota, Now, QuotaArgs};
+use crate::core::calendar::{self, Bucket};
+use crate::error::Error;
+use crate::redis_api::{bytes, Ctx, Key, Kind, OwnedStrings, RString};
+
+pub fn quota(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
+    evaluate(ctx, args, true)
+}
+
+pub fn quota_peek(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
+    evaluate(ctx, args, false)
+}
+
+fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
+    let [_, key_name, rest @ ..] = args else {
+        return Err(Error::Arg("wrong number of arguments".into()));
+    };
+    let rest: Vec<&[u8]> = rest.iter().map(|&s| bytes(s)).collect();
+    let QuotaArgs {
+        now,
+        zone,
+        periods,
+        cost,
+        refund,
+    } = parse_quota(&rest, write)?;
+    let server_time = ctx.milliseconds()?;
+    let t = match now {
+        Now::Server => server_time,
+        Now::At(t) => t,
+    };
+    // Argument errors (a `now` past year 9999 in this zone) before any read.
+    let buckets = periods
+        .iter()
+        .map(|&(period, _)| calendar::bucket(&zone, period, t))
+        .collect::<Result<Vec<Bucket>, Error>>()?;
+
+    let key = Key::open(ctx, *key_name, write)?;
+    match key.kind()? {
+        Kind::Empty | Kind::Hash => {}
+        _ => return Err(Error::WrongType),
+    }
+    let mut strings = OwnedStrings::new(ctx);
+    let fields = buckets
+        .iter()
+        .map(|b| strings.bytes(b.field.as_bytes()))
+        .collect::<Result<Vec<RString>, Error>>()?;
+    // Stored counts as written (None: no field); a negative one counts as 0.
+    let stored = fields
+        .iter()
+        .map(|&field| {
+            key.hash_get(field, |value| {
+                value
+                    .map(|v| calendar::parse_count(bytes(*key_name), bytes(field), v))
+                    .transpose()
+            })?
+        })
+        .collect::<Result<Vec<Option<i64>>, Error>>()?;
+    let counts: Vec<i64> = stored.iter().map(|c| c.unwrap_or(0)).collect();
+
+    if refund {
+        let mut writes = HashWrites::new(ctx, *key_name, &key);
+        let mut after = counts.clone();
+        for ((&field, value), left) in fields.iter().zip(&stored).zip(after.iter_mut()) {
+            let Some(value) = *value else { continue };
+            match calendar::refund(value, cost) {
+                Some(v) => {
+                    writes.set(field, v.to_string().as_bytes())?;
+                    *left = v;
+                }
+                None => {
+                    writes.delete(field)?;
+                    *left = 0;
+                }
+            }
+        }
+        writes.finish(None)?;
+        let d = calendar::decide(&periods, &buckets, &after, cost, t);
+        return Ok(Outcome::refund(&d.reply()));
+    }
+
+    let decision = calendar::decide(&periods, &buckets, &counts, cost, t);
+    if write && !decision.limited {
+        let expire_at = calendar::expire_at(&buckets, key.expire_at()?, server_time, t);
+        let stale = stale_fields(&key, &periods, &buckets, &stored)?;
+        let mut writes = HashWrites::new(ctx, *key_name, &key);
+        for (&field, &count) in fields.iter().zip(&counts) {
+            // Counts and cost are at most 2^53-1 and count + cost <= limit.
+            writes.set(field, (count + cost).to_string().as_bytes())?;
+        }
+        for name in &stale {
+            let field = strings.bytes(name)?;
+            writes.delete(field)?;
+        }
+        writes.finish(Some(expire_at))?;
+    }
+    Ok(Outcome::new(&decision.reply(), !decision.limited))
+}
+
+/// Fields of the named periods older than their previous bucket. Skips the
+/// scan when the hash holds only the current buckets' fields (the usual
+/// case within one bucket).
+fn stale_fields(
+    key: &Key,
+    periods: &[(calendar::Period, i64)],
+    buckets: &[Bucket],
+    stored: &[Option<i64>],
+) -> Result<Vec<Vec<u8>>, Error> {
+    let present = stored.iter().filter(|c| c.is_some()).count() as u64;
+    if key.size()? <= present {
+        return Ok(Vec::new());
+    }
+    let mut stale = Vec::new();
+    key.hash_fields(|field| {
+        let old = periods
+            .iter()
+            .zip(buckets)
+            .any(|(&(period, _), b)| calendar::is_stale(field, period, b.start_ms));
+        if old {
+            stale.push(field.to_vec());
+        }
+    })?;
+    Ok(stale)
+}
