@@ -15,7 +15,7 @@ import redis
 
 H = 3_600_000  # one hour in ms
 D = 86_400_000  # one day in ms
-KEYS_LEFT = 19  # keys run_workload leaves behind
+KEYS_LEFT = 21  # keys run_workload leaves behind
 UUID = "550e8400-e29b-41d4-a716-446655440000"
 
 
@@ -134,6 +134,21 @@ def run_workload(c: redis.Redis, p: str) -> int:
     assert int(c.hget(tb4, "3600000")) == (t + 1800000) * 10**6
     assert c.execute_command("PEXPIRETIME", tb4) == t + H
 
+    # RL.QUOTA with now = '*': 3 a day in Asia/Shanghai and 100 a month; the
+    # 4th call is refused by the day. Explicit now: a stale bucket goes, the
+    # previous stays; a refund (HSET), and one that empties a key (DEL).
+    replies = [rl(c, "RL.QUOTA", f"{p}:q", "*", "Asia/Shanghai", "DAY", 3, "MONTH", 100) for _ in range(4)]
+    assert [r[:4] for r in replies] == [[0, 1, 3, 2], [0, 1, 3, 1], [0, 1, 3, 0], [1, 1, 3, 0]], replies
+    q2 = f"{p}:q2"
+    c.hset(q2, mapping={"hour:2000-01-01T00:00+00:00": 5, "note": "kept"})
+    assert rl(c, "RL.QUOTA", q2, t, "UTC", "HOUR", 10, "COST", 4)[:4] == [0, 1, 10, 6]
+    assert rl(c, "RL.QUOTA", q2, t, "UTC", "HOUR", 10, "REFUND")[:4] == [0, 1, 10, 6]
+    assert c.hlen(q2) == 2 and c.hget(q2, "note") == b"kept"
+    q3 = f"{p}:q3"
+    assert rl(c, "RL.QUOTA", q3, t, "+05:45", "WEEK", 10)[0] == 0
+    assert rl(c, "RL.QUOTA", q3, t, "+05:45", "WEEK", 10, "REFUND")[:4] == [0, 1, 10, 9]
+    assert not c.exists(q3)
+
     # Errors (nothing written) next to keys of other types.
     c.set(f"{p}:str", "x")
     c.hset(f"{p}:hash", mapping={"f": "v", "1000": "abc"})
@@ -161,6 +176,10 @@ def error_calls(p: str) -> list[tuple]:
         ("RL.THROTTLE", f"{p}:tb", "*", 5, 1, 600000, 5, 1, 600000),  # same window twice
         ("RL.THROTTLE", f"{p}:tb", "*", 5, 1, 600000, "COST", 6),  # cost above burst
         ("RL.THROTTLEPEEK", f"{p}:tb", "*", 5, 1, 600000, "REFUND"),  # no REFUND on a peek
+        ("RL.QUOTA", f"{p}:str", "*", "UTC", "DAY", 5),  # WRONGTYPE
+        ("RL.QUOTA", f"{p}:q", "*", "Mars/Olympus", "DAY", 5),  # unknown zone
+        ("RL.QUOTA", f"{p}:q", "*", "UTC", "DAY", 5, "DAY", 5),  # period twice
+        ("RL.QUOTAPEEK", f"{p}:q", 253402300800000, "UTC", "DAY", 5),  # now past year 9999
     ]
 
 
@@ -182,7 +201,10 @@ def rejected_calls(c: redis.Redis, p: str) -> int:
         assert rl(c, "RL.THROTTLEPEEK", f"{p}:tb", "*", 5, 1, 600000)[0] == 1
         # A refund of a key that holds nothing writes nothing.
         assert rl(c, "RL.THROTTLE", f"{p}:tb3", "*", 5, 1, 600000, "REFUND")[0] == 0
-        n += 12
+        assert rl(c, "RL.QUOTA", f"{p}:q", "*", "Asia/Shanghai", "DAY", 3, "MONTH", 100)[0] == 1
+        assert rl(c, "RL.QUOTAPEEK", f"{p}:q", "*", "Asia/Shanghai", "DAY", 3)[0] == 1
+        assert rl(c, "RL.QUOTA", f"{p}:q3", "*", "UTC", "DAY", 5, "REFUND")[0] == 0
+        n += 15
         for args in error_calls(p):
             with pytest.raises(redis.ResponseError):
                 rl(c, *args)
@@ -201,3 +223,6 @@ def assert_limited_state(c: redis.Redis, p: str) -> None:
     assert r[:2] == [1, 0] and 0 < r[2] <= 900000, r
     r = rl(c, "RL.THROTTLE", f"{p}:tb", "*", 5, 1, 600000, 20, 20, H)
     assert r[:4] == [1, 1, 5, 0] and 0 < r[4] <= 600000, r
+    # (Unless the test straddles midnight in Shanghai.)
+    r = rl(c, "RL.QUOTA", f"{p}:q", "*", "Asia/Shanghai", "DAY", 3, "MONTH", 100)
+    assert r[:4] == [1, 1, 3, 0] or r[0] == 0, r

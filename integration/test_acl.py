@@ -54,6 +54,8 @@ def all_calls(a: str, b: str) -> list[tuple]:
         ("RL.LOCKCOUNT", f"{b}:l", f"{a}:c", H, 3, H),
         ("RL.THROTTLE", f"{a}:t", "*", 5, 1, H),
         ("RL.THROTTLEPEEK", f"{a}:t", "*", 5, 1, H),
+        ("RL.QUOTA", f"{a}:q", "*", "UTC", "DAY", 5),
+        ("RL.QUOTAPEEK", f"{a}:q", "*", "UTC", "DAY", 5),
     ]
 
 
@@ -82,7 +84,7 @@ def test_read_only_key_permission_allows_peek_only(acl_server, admin):
         assert rl(c, "RL.PEEK", "app:z", "*", 5, H) == rl(admin, "RL.PEEK", "app:z", "*", 5, H)
         assert rl(c, "RL.PEEK", "app:z", "*", 1, H)[0] == 1
         for args in all_calls("app", "app"):
-            if args[0] in ("RL.PEEK", "RL.THROTTLEPEEK"):
+            if args[0] in ("RL.PEEK", "RL.THROTTLEPEEK", "RL.QUOTAPEEK"):
                 continue
             with pytest.raises(NOPERM):
                 rl(c, *args)
@@ -101,7 +103,7 @@ def test_user_allowed_peek_by_name_runs_just_that(acl_server, admin):
     for args in all_calls("app", "app"):
         if args[0] == "RL.PEEK":
             continue
-        with pytest.raises(NOPERM, match="(?i)rl\\.(check|dayhour|lockcount|throttle|throttlepeek)"):
+        with pytest.raises(NOPERM, match="(?i)rl\\.(check|dayhour|lockcount|throttle|throttlepeek|quota|quotapeek)"):
             rl(c, *args)
     with pytest.raises(NOPERM):
         c.get("app:d")

@@ -24,6 +24,8 @@ COMMANDS = [
     ("rl.lockcount", {"@write", "@string", "@fast", "@ratelimit"}, ("RL.LOCKCOUNT", "k:l", "k:c", H, 3, H)),
     ("rl.throttle", {"@write", "@hash", "@fast", "@ratelimit"}, ("RL.THROTTLE", "k:t", "*", 5, 1, 1000)),
     ("rl.throttlepeek", {"@read", "@hash", "@fast", "@ratelimit"}, ("RL.THROTTLEPEEK", "k:t", "*", 5, 1, 1000)),
+    ("rl.quota", {"@write", "@hash", "@fast", "@ratelimit"}, ("RL.QUOTA", "k:q", "*", "UTC", "DAY", 5)),
+    ("rl.quotapeek", {"@read", "@hash", "@fast", "@ratelimit"}, ("RL.QUOTAPEEK", "k:q", "*", "UTC", "DAY", 5)),
 ]
 WRITING = [c for c in COMMANDS if "@write" in c[1]]
 PEEKS = [c for c in COMMANDS if "@read" in c[1]]

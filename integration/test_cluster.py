@@ -83,6 +83,18 @@ def test_throttle_lands_on_owning_node_and_behaves_as_one_server(cluster, rc):
         assert rc.execute_command("RL.THROTTLEPEEK", key, t + 2, 2, 1, H)[:4] == [1, 1, 2, 0]
 
 
+def test_quota_lands_on_owning_node(cluster, rc):
+    keys = [f"cl:q:{i}" for i in range(60)]
+    t = 1_796_054_400_000
+    for key in keys:
+        got = [rc.execute_command("RL.QUOTA", key, t, "Europe/Berlin", "DAY", 2, "YEAR", 10)[:4] for _ in range(3)]
+        assert got == [[0, 1, 2, 1], [0, 1, 2, 0], [1, 1, 2, 0]], key
+    c0 = cluster.nodes[0].client()
+    for key in keys[:10]:
+        owner = cluster.slot_owner(int(c0.execute_command("CLUSTER KEYSLOT", key))).client()
+        assert owner.hgetall(key) == {b"day:2026-11-30T00:00+01:00": b"2", b"year:2026-01-01T00:00+01:00": b"2"}
+
+
 def test_hash_tagged_two_key_commands(cluster, rc):
     day, hour = "{user:42}:day", "{user:42}:hour"
     assert [rc.execute_command("RL.DAYHOUR", day, hour, 10, 2, 86_400_000, H) for _ in range(3)] == \
@@ -126,7 +138,8 @@ def test_key_sent_to_wrong_node_is_moved(cluster):
     for args in (("RL.CHECK", key, "*", 1, 1000), ("RL.PEEK", key, "*", 1, 1000),
                  ("RL.DAYHOUR", key, "{mv:key}x", 1, 1, 1000, 1000),
                  ("RL.LOCKCOUNT", key, "{mv:key}x", 1000, 1, 1000),
-                 ("RL.THROTTLE", key, "*", 1, 1, 1000), ("RL.THROTTLEPEEK", key, "*", 1, 1, 1000)):
+                 ("RL.THROTTLE", key, "*", 1, 1, 1000), ("RL.THROTTLEPEEK", key, "*", 1, 1, 1000),
+                 ("RL.QUOTA", key, "*", "UTC", "DAY", 1), ("RL.QUOTAPEEK", key, "*", "UTC", "DAY", 1)):
         with pytest.raises(redis.ResponseError, match=f"^MOVED {slot} 127.0.0.1:{owner.port}$"):
             rl(other, *args)
 
@@ -139,8 +152,10 @@ EXPECTED_COMMANDS = {
     "rl.lockcount": (6, {"write", "denyoom"}, [{"RW"}, {"RW"}], ["60000", "3", "120000"]),
     "rl.throttle": (-6, {"write", "denyoom", "fast"}, [{"RW"}], ["*", "5", "1", "1000", "COST", "2"]),
     "rl.throttlepeek": (-6, {"readonly", "fast"}, [{"RO"}], ["*", "5", "1", "1000"]),
+    "rl.quota": (-6, {"write", "denyoom", "fast"}, [{"RW"}], ["*", "UTC", "DAY", "5", "COST", "2"]),
+    "rl.quotapeek": (-6, {"readonly", "fast"}, [{"RO"}], ["*", "Asia/Shanghai", "HOUR", "5"]),
 }
-PEEKS = {"rl.peek", "rl.throttlepeek"}
+PEEKS = {"rl.peek", "rl.throttlepeek", "rl.quotapeek"}
 
 
 def decode(x):
