@@ -6,6 +6,7 @@
 //! reference. This file only registers the module.
 
 mod commands;
+mod config;
 mod core;
 mod error;
 mod info;
@@ -13,7 +14,10 @@ mod redis_api;
 mod registration;
 mod stats;
 
-use redis_module::{redis_module, Context, InfoContext, RedisResult, RedisString, Status};
+use redis_module::{
+    configuration::ConfigurationFlags, redis_module, Context, InfoContext, RedisResult,
+    RedisString, Status,
+};
 
 fn init(ctx: &Context, _args: &[RedisString]) -> Status {
     match registration::register(ctx.ctx) {
@@ -35,6 +39,15 @@ redis_module! {
     init: init,
     info: add_info,
     commands: [],
+    configurations: [
+        i64: [
+            ["max-future-ms", &config::MAX_FUTURE_MS, 0, 0, core::int::MAX_SAFE, ConfigurationFlags::DEFAULT, None],
+        ],
+        string: [],
+        bool: [],
+        enum: [],
+        module_args_as_configuration: true,
+    ]
 }
 
 #[cfg(test)]
@@ -46,6 +59,15 @@ redis_module! {
     init: init,
     info: add_info,
     commands: [],
+    configurations: [
+        i64: [
+            ["max-future-ms", &config::MAX_FUTURE_MS, 0, 0, core::int::MAX_SAFE, ConfigurationFlags::DEFAULT, None],
+        ],
+        string: [],
+        bool: [],
+        enum: [],
+        module_args_as_configuration: true,
+    ]
 }
 
 use info::add_info;

@@ -65,6 +65,11 @@ impl OwnedStrings {
         Ok(s)
     }
 
+    /// Takes ownership of a string the server created for the module.
+    pub fn adopt(&mut self, s: RString) {
+        self.items.push(s);
+    }
+
     pub fn int(&mut self, v: i64) -> Result<RString, Error> {
         let create = api!(RedisModule_CreateStringFromLongLong);
         let s = unsafe { create(self.ctx.0, v) };
@@ -167,6 +172,11 @@ impl Ctx {
                     key,
                     &[(raw::REDISMODULE_NOTIFY_STRING, c"incrby")],
                 ),
+                Native::Zrem { key, members } => (
+                    replicate_argv(r, c"ZREM", key, members)?,
+                    key,
+                    &[(raw::REDISMODULE_NOTIFY_ZSET, c"zrem")],
+                ),
                 Native::Hset { key, pairs } => (
                     replicate_argv(r, c"HSET", key, pairs)?,
                     key,
@@ -191,6 +201,21 @@ impl Ctx {
         for (class, event) in events {
             unsafe { notify(r, *class, event.as_ptr(), key) };
         }
+        Ok(())
+    }
+
+    /// Fires the `del` keyspace event of a key a write emptied (Redis
+    /// removes an empty sorted set or hash, as `ZREM` / `HDEL` do).
+    pub fn notify_del(&self, key: RString) -> Result<(), Error> {
+        let notify = api!(RedisModule_NotifyKeyspaceEvent);
+        unsafe {
+            notify(
+                self.0,
+                raw::REDISMODULE_NOTIFY_GENERIC as c_int,
+                c"del".as_ptr(),
+                key,
+            )
+        };
         Ok(())
     }
 
@@ -278,6 +303,11 @@ pub enum Native<'a> {
     Incr { key: RString },
     /// `DEL key`
     Del { key: RString },
+    /// `ZREM key member [member ...]`
+    Zrem {
+        key: RString,
+        members: &'a [RString],
+    },
     /// `HSET key field value [field value ...]` (`pairs` flat)
     Hset { key: RString, pairs: &'a [RString] },
     /// `HDEL key field [field ...]`
@@ -307,8 +337,9 @@ unsafe fn replicate_argv(
 /// The native commands the module replicates its writes with or counts with.
 /// Checked at load: a renamed or disabled one would make a call fail, for
 /// replication after its local writes.
-pub const NATIVE_COMMANDS: [&CStr; 9] = [
+pub const NATIVE_COMMANDS: [&CStr; 10] = [
     c"zadd",
+    c"zrem",
     c"hset",
     c"hdel",
     c"zremrangebyscore",
@@ -594,6 +625,48 @@ impl Key {
             unsafe { rem(self.ptr, member, &mut deleted) },
             "could not remove a member",
         )
+    }
+
+    /// Removes the `n` members at the top of the set (highest scores; among
+    /// equal scores the greatest name in byte order, as the set orders them)
+    /// and returns their names, for replication.
+    pub fn zrem_top(&self, strings: &mut OwnedStrings, n: u64) -> Result<Vec<RString>, Error> {
+        let (start, step) = walk_from(true)?;
+        let current = api!(RedisModule_ZsetRangeCurrentElement);
+        let stop = api!(RedisModule_ZsetRangeStop);
+        let mut names = Vec::with_capacity(n.min(1024) as usize);
+        if n == 0
+            || self.ptr.is_null()
+            || unsafe {
+                start(
+                    self.ptr,
+                    raw::REDISMODULE_NEGATIVE_INFINITE,
+                    raw::REDISMODULE_POSITIVE_INFINITE,
+                    0,
+                    0,
+                )
+            } != raw::REDISMODULE_OK as c_int
+        {
+            return Ok(names);
+        }
+        loop {
+            let mut score = 0.0;
+            let element = unsafe { current(self.ptr, &mut score) };
+            if element.is_null() {
+                break;
+            }
+            // Owned from here: freed with the call's other strings.
+            strings.adopt(element);
+            names.push(element);
+            if names.len() as u64 == n || unsafe { step(self.ptr) } == 0 {
+                break;
+            }
+        }
+        unsafe { stop(self.ptr) };
+        for &name in &names {
+            self.zrem(name)?;
+        }
+        Ok(names)
     }
 
     /// Lowest and highest scores, `None` when empty. O(1) / O(log n).

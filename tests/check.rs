@@ -444,3 +444,120 @@ fn times_are_exact_at_the_top_of_the_score_range() {
     );
     assert_eq!(pexpiretime(&mut con, "top"), top + 3);
 }
+
+#[test]
+fn a_shorter_rule_set_does_not_trim_what_a_longer_one_counts() {
+    // The issue's rollout: an SMS key under (1/min, 5/h); one deploy calls
+    // it with `1 60000` only, then the rollback.
+    let s = Server::start();
+    let mut con = s.con();
+    let t0 = base(&mut con) - 10 * 60_000;
+    for k in 0..4 {
+        let r = ints(
+            &mut con,
+            &format!("RL.CHECK sms {} 1 60000 5 3600000", t0 + k * 61_000),
+        );
+        assert_eq!(r[0], 0, "{r:?}");
+    }
+    let held = pexpiretime(&mut con, "sms");
+    let t = t0 + 4 * 61_000;
+    assert_eq!(ints(&mut con, &format!("RL.CHECK sms {t} 1 60000"))[0], 0);
+    assert_eq!(zrange(&mut con, "sms").len(), 5, "nothing trimmed");
+    assert_eq!(
+        pexpiretime(&mut con, "sms"),
+        held,
+        "the longer expiry stays"
+    );
+    // After the rollback the hour still counts all five units.
+    let r = ints(
+        &mut con,
+        &format!("RL.CHECK sms {} 1 60000 5 3600000", t + 61_000),
+    );
+    assert_eq!(r[..4], [1, 2, 5, 0]);
+    // A key an operator made persistent is trimmed and given an expiry as
+    // before (no expiry is not a later one).
+    run(&mut con, "PERSIST sms");
+    assert_eq!(
+        ints(&mut con, &format!("RL.CHECK sms {} 10 60000", t + 122_000))[0],
+        0
+    );
+    assert!(pexpiretime(&mut con, "sms") > 0);
+    assert!(zrange(&mut con, "sms").len() < 6);
+}
+
+#[test]
+fn refunds_remove_the_newest_units_and_reply_with_the_peek() {
+    let s = Server::start();
+    let mut con = s.con();
+    let t = base(&mut con);
+    zadd(&mut con, "r", &(t - 5000).to_string(), "old");
+    zadd(&mut con, "r", &t.to_string(), "zzz-foreign");
+    zadd(&mut con, "r", &(t - 100_000).to_string(), "outside");
+    ints(&mut con, &format!("RL.CHECK r {t} 10 60000 COST 2"));
+    let expiry = pexpiretime(&mut con, "r");
+    assert_eq!(zrange(&mut con, "r").len(), 4, "trimmed 'outside'");
+    // Refund 2: the highest scores go, ties to the greatest name (byte
+    // order): 'zzz-foreign' and one of the module's (which sort lower).
+    let r = ints(&mut con, &format!("RL.CHECK r {t} 10 60000 COST 2 REFUND"));
+    assert_eq!(r, ints(&mut con, &format!("RL.PEEK r {t} 10 60000 COST 2")));
+    assert_eq!(r[..4], [0, 1, 10, 6]);
+    let left: Vec<String> = zrange(&mut con, "r")
+        .into_iter()
+        .map(|(m, _)| show(&m))
+        .collect();
+    assert_eq!(left.len(), 2);
+    assert!(left.contains(&"old".to_string()) && !left.contains(&"zzz-foreign".to_string()));
+    assert_eq!(
+        pexpiretime(&mut con, "r"),
+        expiry,
+        "a refund keeps the expiry"
+    );
+    // Never more than the window holds; the key goes with its last member.
+    ints(&mut con, &format!("RL.CHECK r {t} 10 60000 COST 10 REFUND"));
+    assert!(!exists(&mut con, "r"));
+    assert_eq!(
+        ints(&mut con, &format!("RL.CHECK r {t} 10 60000 REFUND"))[..4],
+        [0, 1, 10, 9]
+    );
+    assert!(!exists(&mut con, "r"));
+    let stats = rl_stats(&mut con);
+    assert_eq!(stats["ratelimit_check_refunds"], 3);
+    // A peek takes no REFUND.
+    assert!(err(&mut con, &format!("RL.PEEK r {t} 10 60000 REFUND"))
+        .contains("unknown option 'REFUND'"));
+}
+
+#[test]
+fn the_clock_guard_is_a_module_configuration() {
+    let s = Server::start();
+    let mut con = s.con();
+    let t = server_ms(&mut con);
+    let micros = t * 1000;
+    let got: Vec<String> = words("CONFIG GET ratelimit.max-future-ms")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(got, ["ratelimit.max-future-ms", "0"], "off by default");
+    assert_eq!(
+        ints(&mut con, &format!("RL.CHECK off {micros} 5 1000"))[0],
+        0
+    );
+    run(&mut con, "CONFIG SET ratelimit.max-future-ms 60000");
+    for line in [
+        format!("RL.CHECK g {micros} 5 1000"),
+        format!("RL.PEEK g {micros} 5 1000"),
+        format!("RL.THROTTLE g {micros} 5 1 1000"),
+        format!("RL.QUOTA g {} UTC DAY 5", t + 3_600_000),
+    ] {
+        let e = err(&mut con, &line);
+        assert!(
+            e.starts_with("ERR invalid now '") && e.contains("ratelimit.max-future-ms"),
+            "{line}: {e}"
+        );
+    }
+    assert!(!exists(&mut con, "g"));
+    assert_eq!(
+        ints(&mut con, &format!("RL.CHECK g {} 5 1000", t + 30_000))[0],
+        0
+    );
+    assert!(err(&mut con, "CONFIG SET ratelimit.max-future-ms -1").contains("ERR"));
+}

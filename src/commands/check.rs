@@ -14,11 +14,11 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Once;
 
-use super::Outcome;
-use crate::core::args::{parse_check, Now};
+use super::{clock, Outcome};
+use crate::core::args::parse_check;
 use crate::core::int::is_safe_score;
 use crate::core::members;
-use crate::core::window::{admission, decide, Admission, LogView};
+use crate::core::window::{admission, decide, refund_units, Admission, LogView};
 use crate::error::{show, Error};
 use crate::redis_api::{bytes, Ctx, Key, Kind, Native, OwnedStrings, RString};
 
@@ -35,42 +35,53 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
         return Err(Error::Arg("wrong number of arguments".into()));
     };
     let rest: Vec<&[u8]> = rest.iter().map(|&s| bytes(s)).collect();
-    let parsed = parse_check(&rest)?;
-
-    let server_time = ctx.milliseconds()?;
-    let t = match parsed.now {
-        Now::Server => server_time,
-        Now::At(t) => t,
-    };
+    let clock = clock(ctx)?;
+    let parsed = parse_check(&rest, write, &clock)?;
+    let (server_time, t) = (clock.server_time, clock.resolve(parsed.now));
 
     let key = Key::open(ctx, *key_name, write)?;
     match key.kind()? {
         Kind::Empty | Kind::SortedSet => {}
         _ => return Err(Error::WrongType),
     }
-    // Sorted, so the extremes bound every score.
-    let bounds = key.zscore_bounds()?;
-    if let Some((lowest, highest)) = bounds {
-        if !is_safe_score(lowest) || !is_safe_score(highest) {
-            return Err(Error::Stored(format!(
-                "sorted set at '{}' holds a score that is not finite or outside -9007199254740991..9007199254740991",
-                show(bytes(*key_name))
-            )));
-        }
-    }
-    let newest = bounds.map(|(_, highest)| highest);
+    let mut view = RedisLog::read(ctx, *key_name, &key)?;
 
-    let mut view = RedisLog {
-        ctx,
-        name: *key_name,
-        key: &key,
-        len: key.size()?,
-        bounds,
-    };
+    if parsed.refund {
+        let n = refund_units(&parsed.rules, parsed.cost, t, view.newest(), &mut view)?;
+        if n > 0 {
+            let mut strings = OwnedStrings::new(ctx);
+            let removed = key.zrem_top(&mut strings, n)?;
+            ctx.propagate(Native::Zrem {
+                key: *key_name,
+                members: &removed,
+            })?;
+            if key.kind()? == Kind::Empty {
+                // The last member went: Redis removed the key, as ZREM does.
+                ctx.notify_del(*key_name)?;
+            }
+            ctx.signal_modified(*key_name)?;
+            view = RedisLog::read(ctx, *key_name, &key)?;
+        }
+        let newest = view.newest();
+        let d = decide(&parsed.rules, parsed.cost, t, newest, &mut view)?;
+        return Ok(Outcome::refund(&d.reply()));
+    }
+
+    let newest = view.newest();
     let decision = decide(&parsed.rules, parsed.cost, t, newest, &mut view)?;
     if write && !decision.limited {
-        let plan = admission(&parsed.rules, parsed.cost, t, newest, server_time);
-        let trim = bounds.is_some_and(|(lowest, _)| lowest <= plan.trim_through as f64);
+        let plan = admission(
+            &parsed.rules,
+            parsed.cost,
+            t,
+            newest,
+            server_time,
+            key.expire_at()?,
+        );
+        let trim = plan.trim_through.filter(|&through| {
+            view.bounds
+                .is_some_and(|(lowest, _)| lowest <= through as f64)
+        });
         apply(ctx, *key_name, &key, &plan, trim)?;
     }
     Ok(Outcome::new(&decision.reply(), !decision.limited))
@@ -90,6 +101,34 @@ struct RedisLog<'a> {
     len: u64,
     /// Lowest and highest scores, `None` when empty.
     bounds: Option<(f64, f64)>,
+}
+
+impl<'a> RedisLog<'a> {
+    /// Reads the set's size and extremes; a score that is not finite or
+    /// outside `±(2^53-1)` is an error in a stored value (sorted, so the
+    /// extremes bound every score).
+    fn read(ctx: Ctx, name: RString, key: &'a Key) -> Result<Self, Error> {
+        let bounds = key.zscore_bounds()?;
+        if let Some((lowest, highest)) = bounds {
+            if !is_safe_score(lowest) || !is_safe_score(highest) {
+                return Err(Error::Stored(format!(
+                    "sorted set at '{}' holds a score that is not finite or outside -9007199254740991..9007199254740991",
+                    show(bytes(name))
+                )));
+            }
+        }
+        Ok(RedisLog {
+            ctx,
+            name,
+            key,
+            len: key.size()?,
+            bounds,
+        })
+    }
+
+    fn newest(&self) -> Option<f64> {
+        self.bounds.map(|(_, highest)| highest)
+    }
 }
 
 impl LogView for RedisLog<'_> {
@@ -177,7 +216,15 @@ fn reseed() {
 /// needs a set holding nearly all 1.8e14 names.
 const MAX_NAME_CLASHES: usize = 64;
 
-fn apply(ctx: Ctx, name: RString, key: &Key, plan: &Admission, trim: bool) -> Result<(), Error> {
+/// Adds the admitted units, trims through `trim` (when given), sets the
+/// expiry (unless a longer rule set holds the key), and replicates.
+fn apply(
+    ctx: Ctx,
+    name: RString,
+    key: &Key,
+    plan: &Admission,
+    trim: Option<i64>,
+) -> Result<(), Error> {
     let mut strings = OwnedStrings::new(ctx);
     let mut added: Vec<RString> = Vec::with_capacity(plan.units as usize);
     for _ in 0..plan.units {
@@ -198,18 +245,19 @@ fn apply(ctx: Ctx, name: RString, key: &Key, plan: &Admission, trim: bool) -> Re
             reseed();
         }
     }
-    key.set_expire_at(plan.expire_at)?;
+    if let Some(at) = plan.expire_at {
+        key.set_expire_at(at)?;
+    }
     ctx.propagate(Native::Zadd {
         key: name,
         score: plan.score,
         members: &added,
     })?;
-    if trim {
-        ctx.zremrangebyscore_through(name, plan.trim_through)?;
+    if let Some(through) = trim {
+        ctx.zremrangebyscore_through(name, through)?;
     }
-    ctx.propagate(Native::Pexpireat {
-        key: name,
-        at: plan.expire_at,
-    })?;
+    if let Some(at) = plan.expire_at {
+        ctx.propagate(Native::Pexpireat { key: name, at })?;
+    }
     ctx.signal_modified(name)
 }

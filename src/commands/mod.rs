@@ -15,6 +15,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw;
 
+use crate::core::args::Clock;
 use crate::error::Error;
 use crate::redis_api::{reply_error, reply_integers, Ctx, RString};
 use crate::stats::{self, CommandStats};
@@ -56,6 +57,14 @@ impl Outcome {
 }
 
 type Handler = fn(Ctx, &[RString]) -> Result<Outcome, Error>;
+
+/// The server clock, read once per call, and the clock guard in force.
+pub fn clock(ctx: Ctx) -> Result<Clock, Error> {
+    Ok(Clock {
+        server_time: ctx.milliseconds()?,
+        max_future_ms: crate::config::MAX_FUTURE_MS.load(std::sync::atomic::Ordering::Relaxed),
+    })
+}
 
 /// Runs a handler: counts it, replies, and turns a panic into an error reply
 /// instead of letting it abort the server.

@@ -11,8 +11,8 @@
 //! `HSET`, `HDEL`, `PEXPIREAT`. A refund lowers the current buckets (`HSET`,
 //! `HDEL` at 0, `DEL` when no field is left) and keeps the expiry.
 
-use super::{hash_state::HashWrites, Outcome};
-use crate::core::args::{parse_quota, Now, QuotaArgs};
+use super::{clock, hash_state::HashWrites, Outcome};
+use crate::core::args::{parse_quota, QuotaArgs};
 use crate::core::calendar::{self, Bucket};
 use crate::error::Error;
 use crate::redis_api::{bytes, Ctx, Key, Kind, OwnedStrings, RString};
@@ -30,18 +30,15 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
         return Err(Error::Arg("wrong number of arguments".into()));
     };
     let rest: Vec<&[u8]> = rest.iter().map(|&s| bytes(s)).collect();
+    let clock = clock(ctx)?;
     let QuotaArgs {
         now,
         zone,
         periods,
         cost,
         refund,
-    } = parse_quota(&rest, write)?;
-    let server_time = ctx.milliseconds()?;
-    let t = match now {
-        Now::Server => server_time,
-        Now::At(t) => t,
-    };
+    } = parse_quota(&rest, write, &clock)?;
+    let (server_time, t) = (clock.server_time, clock.resolve(now));
     // Argument errors (a `now` past year 9999 in this zone) before any read.
     let buckets = periods
         .iter()

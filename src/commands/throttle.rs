@@ -10,8 +10,8 @@
 //! full bucket (`HDEL`, or `DEL` when the hash is left empty) and keeps the
 //! expiry.
 
-use super::{hash_state::HashWrites, Outcome};
-use crate::core::args::{parse_throttle, Now, ThrottleArgs};
+use super::{clock, hash_state::HashWrites, Outcome};
+use crate::core::args::{parse_throttle, ThrottleArgs};
 use crate::core::gcra::{self, format_tat, parse_tat, Gcra, TAT_BUF_LEN};
 use crate::error::Error;
 use crate::redis_api::{bytes, Ctx, Key, Kind, OwnedStrings, RString};
@@ -29,17 +29,14 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
         return Err(Error::Arg("wrong number of arguments".into()));
     };
     let rest: Vec<&[u8]> = rest.iter().map(|&s| bytes(s)).collect();
+    let clock = clock(ctx)?;
     let ThrottleArgs {
         now,
         rules,
         cost,
         refund,
-    } = parse_throttle(&rest, write)?;
-    let server_time = ctx.milliseconds()?;
-    let t = match now {
-        Now::Server => server_time,
-        Now::At(t) => t,
-    };
+    } = parse_throttle(&rest, write, &clock)?;
+    let (server_time, t) = (clock.server_time, clock.resolve(now));
 
     let key = Key::open(ctx, *key_name, write)?;
     match key.kind()? {

@@ -38,6 +38,8 @@ pub struct CheckArgs {
     pub now: Now,
     pub rules: Vec<Rule>,
     pub cost: i64,
+    /// `REFUND` (RL.CHECK only).
+    pub refund: bool,
 }
 
 /// `RL.DAYHOUR daykey hourkey daylimit hourlimit dayttl hourttl` without keys.
@@ -79,19 +81,53 @@ fn limit(arg: &[u8], what: &str) -> Result<i64, Error> {
     ranged(arg, what, 0, MAX_SAFE)
 }
 
-/// Parses `now`: `*` or an integer in `[0, 2^53-1]`.
-pub fn parse_now(arg: &[u8]) -> Result<Now, Error> {
+/// What `now` is checked against: the server clock read once for the call,
+/// and the clock guard `ratelimit.max-future-ms` (0 = off).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Clock {
+    pub server_time: i64,
+    pub max_future_ms: i64,
+}
+
+impl Clock {
+    /// No guard and a clock at 0, for tests.
+    #[cfg(test)]
+    pub const UNGUARDED: Clock = Clock {
+        server_time: 0,
+        max_future_ms: 0,
+    };
+
+    /// The call's time in ms: the server's for `*`.
+    pub fn resolve(&self, now: Now) -> i64 {
+        match now {
+            Now::Server => self.server_time,
+            Now::At(t) => t,
+        }
+    }
+}
+
+/// Parses `now`: `*` or an integer in `[0, 2^53-1]`, and with the clock
+/// guard on, at most `max_future_ms` ahead of the server clock (a caller
+/// sending microseconds would otherwise stamp units ~55,000 years ahead).
+pub fn parse_now(arg: &[u8], clock: &Clock) -> Result<Now, Error> {
     if arg == b"*" {
         return Ok(Now::Server);
     }
-    parse_in_range(arg, 0, MAX_SAFE)
-        .map(Now::At)
-        .ok_or_else(|| {
-            Error::Arg(format!(
-                "invalid now '{}': expected '*' or an integer from 0 to {MAX_SAFE}",
-                show(arg)
-            ))
-        })
+    let t = parse_in_range(arg, 0, MAX_SAFE).ok_or_else(|| {
+        Error::Arg(format!(
+            "invalid now '{}': expected '*' or an integer from 0 to {MAX_SAFE}",
+            show(arg)
+        ))
+    })?;
+    if clock.max_future_ms > 0 && t - clock.server_time > clock.max_future_ms {
+        return Err(Error::Arg(format!(
+            "invalid now '{}': {} ms ahead of the server clock, more than ratelimit.max-future-ms ({}); is it in ms?",
+            show(arg),
+            t - clock.server_time,
+            clock.max_future_ms
+        )));
+    }
+    Ok(Now::At(t))
 }
 
 /// An argument starts the options when it begins with a letter: option names
@@ -102,11 +138,11 @@ fn starts_options(arg: &[u8]) -> bool {
 }
 
 /// Parses the arguments of RL.CHECK / RL.PEEK after the key.
-pub fn parse_check(args: &[&[u8]]) -> Result<CheckArgs, Error> {
+pub fn parse_check(args: &[&[u8]], refund: bool, clock: &Clock) -> Result<CheckArgs, Error> {
     let Some((now_arg, rest)) = args.split_first() else {
         return Err(Error::Arg("missing now".into()));
     };
-    let now = parse_now(now_arg)?;
+    let now = parse_now(now_arg, clock)?;
 
     let split = rest
         .iter()
@@ -140,10 +176,15 @@ pub fn parse_check(args: &[&[u8]]) -> Result<CheckArgs, Error> {
     if rules.len() > MAX_RULES {
         return Err(too_many_rules(rules.len()));
     }
-    let options = parse_options(option_args, false)?;
+    let options = parse_options(option_args, refund)?;
     let smallest = rules.iter().map(|r| r.count).min().unwrap_or(1);
     let cost = options.cost(smallest.min(MAX_COST))?;
-    Ok(CheckArgs { now, rules, cost })
+    Ok(CheckArgs {
+        now,
+        rules,
+        cost,
+        refund: options.refund,
+    })
 }
 
 fn too_many_rules(n: usize) -> Error {
@@ -216,11 +257,11 @@ pub struct ThrottleArgs {
 /// after the key. Left to right: `now`; each rule's burst, count, window,
 /// then its emission interval and tolerance, then that its window is new;
 /// the cap; the options; `COST` against the smallest burst.
-pub fn parse_throttle(args: &[&[u8]], refund: bool) -> Result<ThrottleArgs, Error> {
+pub fn parse_throttle(args: &[&[u8]], refund: bool, clock: &Clock) -> Result<ThrottleArgs, Error> {
     let Some((now_arg, rest)) = args.split_first() else {
         return Err(Error::Arg("missing now".into()));
     };
-    let now = parse_now(now_arg)?;
+    let now = parse_now(now_arg, clock)?;
     let split = rest
         .iter()
         .position(|a| starts_options(a))
@@ -297,11 +338,11 @@ pub struct QuotaArgs {
 /// zone, the `period limit` pairs (they end at the first argument that is
 /// not a period name), the options, then `COST`'s value (1 to 2^53-1: a cost
 /// above a limit is that period's refusal, not an argument error).
-pub fn parse_quota(args: &[&[u8]], refund: bool) -> Result<QuotaArgs, Error> {
+pub fn parse_quota(args: &[&[u8]], refund: bool, clock: &Clock) -> Result<QuotaArgs, Error> {
     let [now_arg, zone_arg, rest @ ..] = args else {
         return Err(Error::Arg("missing now or zone".into()));
     };
-    let now = match parse_now(now_arg)? {
+    let now = match parse_now(now_arg, clock)? {
         Now::At(t) if t > MAX_NOW => {
             return Err(Error::Arg(format!(
                 "invalid now '{}': expected '*' or an integer from 0 to {MAX_NOW} (the end of year 9999)",
@@ -414,7 +455,7 @@ mod tests {
             .filter(|w| !w.is_empty())
             .map(str::as_bytes)
             .collect();
-        parse_check(&words)
+        parse_check(&words, true, &Clock::UNGUARDED)
     }
 
     fn arg_err<T: std::fmt::Debug>(r: Result<T, Error>) -> String {
@@ -454,7 +495,7 @@ mod tests {
             .filter(|w| !w.is_empty())
             .map(str::as_bytes)
             .collect();
-        parse_throttle(&words, refund)
+        parse_throttle(&words, refund, &Clock::UNGUARDED)
     }
 
     #[test]
@@ -495,6 +536,31 @@ mod tests {
             assert!(got.contains(want), "{line}: got {got:?}, want {want:?}");
         }
         assert!(arg_err(throttle("* 1 1 1 REFUND", false)).contains("expected COST)"));
+    }
+
+    #[test]
+    fn the_clock_guard_refuses_a_now_too_far_ahead() {
+        let guarded = Clock {
+            server_time: 1_000_000,
+            max_future_ms: 60_000,
+        };
+        let now = |arg: &str| parse_now(arg.as_bytes(), &guarded);
+        assert_eq!(now("1060000"), Ok(Now::At(1_060_000)));
+        assert_eq!(now("0"), Ok(Now::At(0)), "the past is fine");
+        assert_eq!(now("*"), Ok(Now::Server));
+        let e = arg_err(now("1060001"));
+        assert!(
+            e.starts_with("invalid now '1060001': 60001 ms ahead"),
+            "{e}"
+        );
+        // Microseconds today: refused; off (0), accepted.
+        assert!(now("1796054400000000").is_err());
+        assert!(parse_now(b"1796054400000000", &Clock::UNGUARDED).is_ok());
+        // `now` comes first: reported before a bad rule.
+        let words: Vec<&[u8]> = vec![b"9999999", b"0", b"1000"];
+        assert!(arg_err(parse_check(&words, false, &guarded)).starts_with("invalid now"));
+        let e = arg_err(parse_throttle(&words, false, &guarded));
+        assert!(e.starts_with("invalid now"), "{e}");
     }
 
     #[test]

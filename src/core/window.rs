@@ -62,10 +62,12 @@ pub struct Admission {
     pub score: i64,
     /// Number of members to add: the cost.
     pub units: i64,
-    /// Members with a score `<=` this have left the longest window: remove them.
-    pub trim_through: i64,
-    /// Absolute Unix time in ms at which the key expires.
-    pub expire_at: i64,
+    /// Members with a score `<=` this have left the longest window: remove
+    /// them. `None` when a longer rule set holds the key (see [`admission`]).
+    pub trim_through: Option<i64>,
+    /// Absolute Unix time in ms at which the key is to expire; `None` keeps
+    /// the key's own (later) expiry.
+    pub expire_at: Option<i64>,
 }
 
 /// Evaluates a request of `cost` units at time `t` against `rules`.
@@ -169,22 +171,52 @@ pub fn decide<L: LogView>(
 }
 
 /// The writes of an admitted call. `server_time` is the server clock read
-/// once for this call (equal to `t` when `now` is `*`).
+/// once for this call (equal to `t` when `now` is `*`); `existing_expiry`
+/// the key's absolute expiry before the call (`None`: new key, or none).
+///
+/// With `X = max(newest after the call, server_time) + max_window`: when the
+/// key already expires later than `X`, a longer rule set (or an operator)
+/// holds it, so nothing is trimmed and the expiry stays; otherwise members
+/// at or before `t - max_window` go and the key expires at `X`. So a canary
+/// or a rollback with shorter rules never trims history a longer rule set
+/// still counts.
 pub fn admission(
     rules: &[Rule],
     cost: i64,
     t: i64,
     newest: Option<f64>,
     server_time: i64,
+    existing_expiry: Option<i64>,
 ) -> Admission {
     let max_window = rules.iter().map(|r| r.window).max().unwrap_or(1);
     let newest_after = newest.map_or(t, |n| ceil_ms(n).max(t));
+    let expire_at = newest_after.max(server_time) + max_window;
+    let held = existing_expiry.is_some_and(|e| e > expire_at);
     Admission {
         score: t,
         units: cost,
-        trim_through: t - max_window,
-        expire_at: newest_after.max(server_time) + max_window,
+        trim_through: (!held).then_some(t - max_window),
+        expire_at: (!held).then_some(expire_at),
     }
+}
+
+/// How many members a refund of `cost` units removes: `min(cost, used)`,
+/// `used` counted over the longest window. The command removes that many
+/// from the top of the set (highest scores, ties to the greatest member
+/// name), which all lie inside that window.
+pub fn refund_units<L: LogView>(
+    rules: &[Rule],
+    cost: i64,
+    t: i64,
+    newest: Option<f64>,
+    log: &mut L,
+) -> Result<u64, L::Error> {
+    if newest.is_none() {
+        return Ok(0);
+    }
+    let max_window = rules.iter().map(|r| r.window).max().unwrap_or(1);
+    let used = log.count_newer_than(t - max_window)?;
+    Ok(used.min(cost.max(0) as u64))
 }
 
 #[cfg(test)]
@@ -207,7 +239,9 @@ mod tests {
         fn apply(&mut self, a: &Admission) {
             self.0
                 .extend(std::iter::repeat_n(a.score as f64, a.units as usize));
-            self.0.retain(|&s| s > a.trim_through as f64);
+            if let Some(through) = a.trim_through {
+                self.0.retain(|&s| s > through as f64);
+            }
             self.0.sort_by(f64::total_cmp);
         }
     }
@@ -237,7 +271,7 @@ mod tests {
         let newest = log.newest();
         let d = decide(r, cost, t, newest, log).unwrap();
         if !d.limited {
-            let a = admission(r, cost, t, newest, t);
+            let a = admission(r, cost, t, newest, t, None);
             log.apply(&a);
         }
         d.reply()
@@ -427,26 +461,78 @@ mod tests {
         let r = rules(&[(10, 1000), (100, 60000)]);
         // Empty set, server clock: expires a longest window after now.
         assert_eq!(
-            admission(&r, 2, 10000, None, 10000),
+            admission(&r, 2, 10000, None, 10000, None),
             Admission {
                 score: 10000,
                 units: 2,
-                trim_through: -50000,
-                expire_at: 70000
+                trim_through: Some(-50000),
+                expire_at: Some(70000)
             }
         );
         // A caller whose clock runs behind still gets a full window from the server's clock.
-        assert_eq!(admission(&r, 1, 10000, None, 20000).expire_at, 80000);
+        assert_eq!(
+            admission(&r, 1, 10000, None, 20000, None).expire_at,
+            Some(80000)
+        );
         // A future member keeps the key alive until it leaves the longest window.
         assert_eq!(
-            admission(&r, 1, 10000, Some(30000.0), 10000).expire_at,
-            90000
+            admission(&r, 1, 10000, Some(30000.0), 10000, None).expire_at,
+            Some(90000)
         );
         // Fractional newest rounds up.
         assert_eq!(
-            admission(&r, 1, 10000, Some(30000.5), 10000).expire_at,
-            90001
+            admission(&r, 1, 10000, Some(30000.5), 10000, None).expire_at,
+            Some(90001)
         );
+    }
+
+    #[test]
+    fn a_longer_rule_set_holds_the_key() {
+        // The rollout: the hour's rule set left the key expiring at
+        // t0 + 1 h; a deploy calls it with `1 60000` only.
+        let hour = rules(&[(1, 60000), (5, 3_600_000)]);
+        let minute = rules(&[(1, 60000)]);
+        let t0 = 1_000_000_000;
+        let mut log = VecLog::new(vec![]);
+        let mut expiry = None;
+        let mut call = |log: &mut VecLog, r: &[Rule], t: i64, expiry: &mut Option<i64>| {
+            let newest = log.newest();
+            let d = decide(r, 1, t, newest, log).unwrap();
+            if !d.limited {
+                let a = admission(r, 1, t, newest, t, *expiry);
+                log.apply(&a);
+                *expiry = a.expire_at.or(*expiry);
+            }
+            d.reply()[0]
+        };
+        for k in 0..4 {
+            assert_eq!(call(&mut log, &hour, t0 + k * 61_000, &mut expiry), 0);
+        }
+        assert_eq!(expiry, Some(t0 + 3 * 61_000 + 3_600_000));
+        // The minute-only deploy: admitted, trims nothing, keeps the expiry.
+        assert_eq!(call(&mut log, &minute, t0 + 4 * 61_000, &mut expiry), 0);
+        assert_eq!(log.0.len(), 5);
+        assert_eq!(expiry, Some(t0 + 3 * 61_000 + 3_600_000));
+        // The rollback: the hour still counts all five.
+        assert_eq!(call(&mut log, &hour, t0 + 5 * 61_000, &mut expiry), 1);
+        // Equal expiry (not later): the call trims and sets its own.
+        let a = admission(&minute, 1, 100_000, None, 100_000, Some(160_000));
+        assert_eq!((a.trim_through, a.expire_at), (Some(40_000), Some(160_000)));
+        let a = admission(&minute, 1, 100_000, None, 100_000, Some(160_001));
+        assert_eq!((a.trim_through, a.expire_at), (None, None));
+    }
+
+    #[test]
+    fn refunds_take_at_most_what_the_longest_window_holds() {
+        let r = rules(&[(5, 1000), (10, 60000)]);
+        let mut log = VecLog::new(vec![0.0, 50_000.0, 59_000.0, 70_000.0]);
+        let newest = log.newest();
+        // At t = 60 000 the minute holds 50 000, 59 000 and the future
+        // 70 000; 0 is exactly a window old.
+        assert_eq!(refund_units(&r, 2, 60_000, newest, &mut log).unwrap(), 2);
+        assert_eq!(refund_units(&r, 9, 60_000, newest, &mut log).unwrap(), 3);
+        let mut empty = VecLog::new(vec![]);
+        assert_eq!(refund_units(&r, 3, 60_000, None, &mut empty).unwrap(), 0);
     }
 
     #[test]

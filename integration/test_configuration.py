@@ -1,0 +1,23 @@
+"""The module configuration `ratelimit.max-future-ms` (SPEC "A clock
+guard"): a load-time argument, CONFIG GET / SET, and the guard itself."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+
+from replay_workload import rl, server_ms
+from servers import MODULE, Server
+
+
+def test_load_time_argument_and_config_set():
+    with Server(module=False, args=["--loadmodule", MODULE, "max-future-ms", "5000"]) as s:
+        c = s.client()
+        assert c.config_get("ratelimit.max-future-ms") == {"ratelimit.max-future-ms": "5000"}
+        t = server_ms(c)
+        with pytest.raises(redis.ResponseError, match="invalid now .* ahead of the server clock"):
+            rl(c, "RL.CHECK", "k", t * 1000, 5, 1000)  # microseconds
+        assert not c.exists("k")
+        assert rl(c, "RL.CHECK", "k", t + 1000, 5, 1000)[0] == 0
+        c.config_set("ratelimit.max-future-ms", 0)
+        assert rl(c, "RL.THROTTLE", "k2", t * 1000, 5, 1, 1000)[0] == 0
