@@ -495,7 +495,7 @@ mod tests {
         let t0 = 1_000_000_000;
         let mut log = VecLog::new(vec![]);
         let mut expiry = None;
-        let mut call = |log: &mut VecLog, r: &[Rule], t: i64, expiry: &mut Option<i64>| {
+        let call = |log: &mut VecLog, r: &[Rule], t: i64, expiry: &mut Option<i64>| {
             let newest = log.newest();
             let d = decide(r, 1, t, newest, log).unwrap();
             if !d.limited {
