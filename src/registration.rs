@@ -45,7 +45,7 @@ const COMMANDS: &[Command] = &[
         keys: &[RW_UPDATE],
         acl: "write sortedset slow",
         summary: "Sliding-window log check against one or more rules; admits (and records) or rejects atomically.",
-        complexity: "O(R log N + C + M): R distinct windows, N members, C the cost, M members trimmed.",
+        complexity: "O(R log N + C + M): R distinct windows (at most 64), N members, C the cost (at most 10000), M members trimmed or refunded; worst case a trim of a whole large set.",
     },
     Command {
         name: "rl.peek",
@@ -56,7 +56,7 @@ const COMMANDS: &[Command] = &[
         keys: &[KeySpecFlags::READ_ONLY.union(KeySpecFlags::ACCESS)],
         acl: "read sortedset slow",
         summary: "What RL.CHECK would answer now, without writing anything.",
-        complexity: "O(R log N): R distinct windows, N members.",
+        complexity: "O(R log N): R distinct windows (at most 64), N members.",
     },
     Command {
         name: "rl.dayhour",
