@@ -172,6 +172,18 @@ impl Ctx {
                     key,
                     &[(raw::REDISMODULE_NOTIFY_STRING, c"incrby")],
                 ),
+                Native::ZremRangeByScore { key, max } => (
+                    replicate(
+                        r,
+                        c"ZREMRANGEBYSCORE".as_ptr(),
+                        c"scl".as_ptr(),
+                        key,
+                        c"-inf".as_ptr(),
+                        max,
+                    ),
+                    key,
+                    &[(raw::REDISMODULE_NOTIFY_ZSET, c"zremrangebyscore")],
+                ),
                 Native::Zrem { key, members } => (
                     replicate_argv(r, c"ZREM", key, members)?,
                     key,
@@ -236,25 +248,6 @@ impl Ctx {
         reply.integer().map(|n| n.max(0) as u64)
     }
 
-    /// Runs `ZREMRANGEBYSCORE key -inf max` as a native command, replicated
-    /// (and firing its keyspace event) as itself. Cheaper than removing the
-    /// members one by one through the key API and replicating the range.
-    pub fn zremrangebyscore_through(&self, key: RString, max: i64) -> Result<u64, Error> {
-        let call = api!(RedisModule_Call);
-        let r = unsafe {
-            call(
-                self.0,
-                c"ZREMRANGEBYSCORE".as_ptr(),
-                c"!scl".as_ptr(),
-                key,
-                c"-inf".as_ptr(),
-                max,
-            )
-        };
-        let reply = self.reply(c"ZREMRANGEBYSCORE", r)?;
-        reply.integer().map(|n| n.max(0) as u64)
-    }
-
     /// The score of the member at 0-based ascending `rank`
     /// (`ZRANGE key rank rank WITHSCORES`): O(log n) on a skiplist.
     pub fn zscore_at_rank(&self, key: RString, rank: u64) -> Result<f64, Error> {
@@ -303,6 +296,8 @@ pub enum Native<'a> {
     Incr { key: RString },
     /// `DEL key`
     Del { key: RString },
+    /// `ZREMRANGEBYSCORE key -inf max`
+    ZremRangeByScore { key: RString, max: i64 },
     /// `ZREM key member [member ...]`
     Zrem {
         key: RString,
@@ -625,6 +620,38 @@ impl Key {
             unsafe { rem(self.ptr, member, &mut deleted) },
             "could not remove a member",
         )
+    }
+
+    /// Removes the members with a score `<= max`, walking up from the lowest
+    /// (no `RedisModule_Call`: O(log N + M) for M removed); returns how many.
+    pub fn zrem_through(&self, strings: &mut OwnedStrings, max: f64) -> Result<u64, Error> {
+        let (start, step) = walk_from(false)?;
+        let current = api!(RedisModule_ZsetRangeCurrentElement);
+        let stop = api!(RedisModule_ZsetRangeStop);
+        if self.ptr.is_null()
+            || unsafe { start(self.ptr, raw::REDISMODULE_NEGATIVE_INFINITE, max, 0, 0) }
+                != raw::REDISMODULE_OK as c_int
+        {
+            return Ok(0);
+        }
+        let mut names = Vec::new();
+        loop {
+            let mut score = 0.0;
+            let element = unsafe { current(self.ptr, &mut score) };
+            if element.is_null() {
+                break;
+            }
+            strings.adopt(element);
+            names.push(element);
+            if unsafe { step(self.ptr) } == 0 {
+                break;
+            }
+        }
+        unsafe { stop(self.ptr) };
+        for &name in &names {
+            self.zrem(name)?;
+        }
+        Ok(names.len() as u64)
     }
 
     /// Removes the `n` members at the top of the set (highest scores; among

@@ -254,7 +254,13 @@ fn apply(
         members: &added,
     })?;
     if let Some(through) = trim {
-        ctx.zremrangebyscore_through(name, through)?;
+        // Through the key API and replicated as one native command.
+        if key.zrem_through(&mut strings, through as f64)? > 0 {
+            ctx.propagate(Native::ZremRangeByScore {
+                key: name,
+                max: through,
+            })?;
+        }
     }
     if let Some(at) = plan.expire_at {
         ctx.propagate(Native::Pexpireat { key: name, at })?;
