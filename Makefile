@@ -20,6 +20,8 @@ build: deps
 
 # Foreground redis-server with the module loaded; PORT=6380 make run to move it.
 run: build
+	@if redis-cli -p $(PORT) ping >/dev/null 2>&1; then \
+	  echo "make run: something already answers on port $(PORT) (Debian's redis-server service?); use PORT=6380 make run"; exit 1; fi
 	redis-server --port $(PORT) --save '' --appendonly no --loadmodule $(MODULE)
 
 test: build

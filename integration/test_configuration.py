@@ -21,3 +21,19 @@ def test_load_time_argument_and_config_set():
         assert rl(c, "RL.CHECK", "k", t + 1000, 5, 1000)[0] == 0
         c.config_set("ratelimit.max-future-ms", 0)
         assert rl(c, "RL.THROTTLE", "k2", t * 1000, 5, 1, 1000)[0] == 0
+
+
+@pytest.mark.parametrize("args, reason", [
+    (["max-future-ms", "-5"], "max-future-ms: '-5' is not an integer from 0 to 9007199254740991"),
+    (["max-future-ms", "05"], "max-future-ms: '05' is not an integer"),
+    (["max-future-ms"], "unknown load argument 'max-future-ms'"),
+    (["foo", "1"], "unknown load argument 'foo'"),
+])
+def test_bad_load_arguments_fail_the_load_with_a_reason(args, reason):
+    s = Server(module=False, args=["--loadmodule", MODULE, *args])
+    with pytest.raises(RuntimeError, match="server did not start"):
+        s.start()
+    try:
+        assert reason in s.log_tail(50)
+    finally:
+        s.stop()

@@ -65,3 +65,30 @@ def test_acl_categories_survive_a_reload(server):
     with pytest.raises(redis.exceptions.NoPermissionError):
         rl(u, "RL.CHECK", "k", "*", 5, 1000)
     assert admin.exists("k") == 0
+
+
+def test_acl_rules_naming_rl_commands_and_unload(server):
+    """README "Hot upgrade": a rule that names an RL command (`+rl.peek`, the
+    Redis 7.0 rule `-rl.check ...`) pins the module on Valkey (the unload is
+    refused) and, on Redis 8.2, makes MODULE UNLOAD abort the server (an
+    assertion in acl.c; not run here). On Redis 7.0 the unload and an
+    immediate load keep the rule."""
+    admin = server.client()
+    info = admin.info("server")
+    admin.execute_command("ACL", "SETUSER", "named", "on", "nopass", "~*", "+@all", "-rl.check")
+    named = server.client(username="named", password="x")
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        rl(named, "RL.CHECK", "k", "*", 5, 1000)
+    if "valkey_version" in info or info.get("server_name") == "valkey":
+        with pytest.raises(redis.ResponseError, match="(?i)acl"):
+            admin.execute_command("MODULE", "UNLOAD", "ratelimit")
+        assert rl(admin, "RL.PEEK", "k", "*", 5, 1000)[0] == 0  # still loaded
+    elif info["redis_version"].startswith("7.0."):
+        assert admin.execute_command("MODULE", "UNLOAD", "ratelimit") == b"OK"
+        assert admin.execute_command("MODULE", "LOAD", MODULE) == b"OK"
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            rl(named, "RL.CHECK", "k", "*", 5, 1000)
+        assert rl(named, "RL.PEEK", "k", "*", 5, 1000)[0] == 0
+    else:
+        pytest.skip("Redis 7.2+ aborts on MODULE UNLOAD with such a rule (documented)")
+    assert server.alive()

@@ -19,8 +19,10 @@ use redis_module::{
     RedisString, Status,
 };
 
-fn init(ctx: &Context, _args: &[RedisString]) -> Status {
-    match registration::register(ctx.ctx) {
+fn init(ctx: &Context, args: &[RedisString]) -> Status {
+    let args: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+    let checked = config::check_load_args(&args).and_then(|()| registration::register(ctx.ctx));
+    match checked {
         Ok(()) => Status::Ok,
         Err(e) => {
             ctx.log_warning(&format!("ratelimit: {e}"));
