@@ -19,7 +19,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use redis::{Connection, Value};
 
-/// Every key a fuzz call may name: the only keys that may ever exist.
+/// Every key a fuzz call may name, with [`THROTTLE_KEYS`]: the only keys
+/// that may ever exist.
 const KEYS: &[&[u8]] = &[
     b"fz:a",
     b"fz:b",
@@ -32,6 +33,10 @@ const KEYS: &[&[u8]] = &[
     b"fz:zinf",
     b"fz:abc",
 ];
+
+/// Keys only the structured throttle calls name (besides [`KEYS`]), so that
+/// their buckets fill up and empty again.
+const THROTTLE_KEYS: &[&[u8]] = &[b"fz:t1", b"fz:t2"];
 
 /// Keys of the wrong type or holding bad values, which no call may change.
 /// (`fz:hash` is the wrong type for most commands but RL.THROTTLE's own: it
@@ -61,8 +66,8 @@ const HASH_MAX_TAT: (&str, &str) = ("4000", "18014398509481982000000");
 /// The windows of [`HASH_FIXTURE`]'s fields, drawn often by structured calls.
 const FIXTURE_WINDOWS: &[i64] = &[1000, 2000, 3000, 4000, 5000];
 
-/// [`HASH_FIXTURE`]'s expiry, ms from the start: far enough that it never
-/// expires during a run (an admitted call only extends it).
+/// [`HASH_FIXTURE`]'s TTL, ms: far enough that it never expires during a
+/// run (an admitted call only extends it).
 const HASH_FIXTURE_TTL: i64 = 10_000_000_000;
 
 const COMMANDS: &[&str] = &[
@@ -268,36 +273,69 @@ fn edge_rule(rng: &mut StdRng) -> [i64; 3] {
 /// list: triples, `COST`, and `REFUND` for RL.THROTTLE (now and then for the
 /// peek too, which refuses it), options in any order and case.
 fn throttle_args(rng: &mut StdRng, cmd: &str, t0: i64) -> Vec<Vec<u8>> {
-    let mut args = vec![key(rng)];
-    args.push(if rng.gen_bool(0.5) {
-        b"*".to_vec()
+    let mut args = vec![if rng.gen_bool(0.6) {
+        THROTTLE_KEYS[rng.gen_range(0..THROTTLE_KEYS.len())].to_vec()
     } else {
-        (t0 + rng.gen_range(-3000..3000)).to_string().into_bytes()
+        key(rng)
+    }];
+    // `*`, or a time on a coarse grid (so that calls, refunds among them,
+    // meet at the same ms), or any time, now and then at an end of the range.
+    args.push(match rng.gen_range(0..40) {
+        0 => [0, 1, MAX_SAFE - 1, MAX_SAFE][rng.gen_range(0..4)]
+            .to_string()
+            .into_bytes(),
+        1..=20 => b"*".to_vec(),
+        21..=30 => (t0 + 100 * rng.gen_range(-30..30)).to_string().into_bytes(),
+        _ => (t0 + rng.gen_range(-3000..3000)).to_string().into_bytes(),
     });
-    // Now and then about the cap of 64 rules, each with its own window.
-    let many = rng.gen_bool(0.02);
-    let rules = if many {
-        rng.gen_range(63..=65)
-    } else {
-        rng.gen_range(1..=3)
+    // Most calls use one of a few fixed rule sets, as a service does,
+    // so that buckets fill up; now and then about the cap of 64 rules, each
+    // with its own window.
+    const PROFILES: &[&[[i64; 3]]] = &[
+        &[[2, 2, 1000]],
+        &[[1, 1, 2000]],
+        &[[3, 10, 1000], [2, 1, 4000]],
+        // Two rules that always tie.
+        &[[2, 2, 1000], [2, 4, 2000]],
+    ];
+    let profile = rng
+        .gen_bool(0.6)
+        .then(|| PROFILES[rng.gen_range(0..PROFILES.len())]);
+    let many = profile.is_none() && rng.gen_bool(0.02);
+    let rules = match profile {
+        Some(p) => p.len(),
+        None if many => rng.gen_range(63..=65),
+        None => rng.gen_range(1..=3),
     };
     let mut windows: Vec<i64> = Vec::new();
     let mut smallest = i64::MAX;
     for i in 0..rules {
-        let [burst, count, window] = if many {
-            [rng.gen_range(1..=12), rng.gen_range(1..=20), 60_000 + i]
+        let [burst, count, window] = if let Some(p) = profile {
+            p[i]
+        } else if many {
+            [
+                rng.gen_range(1..=12),
+                rng.gen_range(1..=20),
+                60_000 + i as i64,
+            ]
         } else if rng.gen_bool(0.05) {
             edge_rule(rng)
         } else {
             let window = if !windows.is_empty() && rng.gen_bool(0.04) {
                 // Two rules with the same window: an argument error.
                 windows[rng.gen_range(0..windows.len())]
-            } else if rng.gen_bool(0.3) {
+            } else if rng.gen_bool(0.5) {
+                // Shared by many calls (and the hash fixture's fields).
                 FIXTURE_WINDOWS[rng.gen_range(0..FIXTURE_WINDOWS.len())]
             } else {
                 rng.gen_range(1..=5000)
             };
-            [rng.gen_range(1..=12), rng.gen_range(1..=20), window]
+            let burst = if rng.gen_bool(0.7) {
+                rng.gen_range(1..=4)
+            } else {
+                rng.gen_range(1..=12)
+            };
+            [burst, rng.gen_range(1..=20), window]
         };
         windows.push(window);
         smallest = smallest.min(burst);
@@ -317,7 +355,7 @@ fn throttle_args(rng: &mut StdRng, cmd: &str, t0: i64) -> Vec<Vec<u8>> {
             cost.to_string().into_bytes(),
         ]);
     }
-    let refund = if cmd == "RL.THROTTLE" { 0.3 } else { 0.03 };
+    let refund = if cmd == "RL.THROTTLE" { 0.2 } else { 0.03 };
     if rng.gen_bool(refund) {
         options.push(vec![random_case(rng, "REFUND")]);
     }
@@ -477,7 +515,9 @@ fn assert_unchanged_except(
         if except.contains(&k.as_slice()) {
             continue;
         }
-        match after.get(k) {
+        // A key the snapshot's `DUMP` saw may have expired by its
+        // `PEXPIRETIME` (-2): gone, then.
+        match after.get(k).filter(|a| a.pexpiretime != -2) {
             Some(a) => {
                 assert_eq!(b.dump, a.dump, "{what}: value of {:?} changed", show(k));
                 assert_eq!(
@@ -602,7 +642,7 @@ fn args_valid(cmd: &str, args: &[Vec<u8>]) -> bool {
                 .position(|a| spec_int(a).is_none())
                 .map_or(rest.len(), |p| p + 1);
             let rules = &rest[1..rules_end];
-            if rules.is_empty() || rules.len() % 2 != 0 {
+            if rules.is_empty() || !rules.len().is_multiple_of(2) {
                 return false;
             }
             if !rules.iter().all(|a| in_range(a, 1, MAX_SAFE)) {
@@ -699,7 +739,8 @@ fn spec_throttle(cmd: &str, args: &[Vec<u8>]) -> Option<ThrottleCall> {
         .position(|a| a.first().is_some_and(u8::is_ascii_alphabetic))
         .unwrap_or(rest.len());
     let (rule_args, option_args) = rest.split_at(split);
-    if rule_args.is_empty() || rule_args.len() % 3 != 0 || rule_args.len() / 3 > MAX_RULES {
+    if rule_args.is_empty() || !rule_args.len().is_multiple_of(3) || rule_args.len() / 3 > MAX_RULES
+    {
         return None;
     }
     let mut rules: Vec<Bucket> = Vec::new();
@@ -842,8 +883,8 @@ struct ThrottlePlan {
 }
 
 /// A key's hash fields, its `PEXPIRETIME` and the server clock, read in one
-/// transaction (an empty hash for a missing key).
-fn read_hash(con: &mut Connection, key: &[u8]) -> (Fields, i64, i64) {
+/// transaction (an empty hash for a missing key; an error for another type).
+fn read_hash(con: &mut Connection, key: &[u8]) -> redis::RedisResult<(Fields, i64, i64)> {
     let (fields, expiry, (secs, micros)): (Fields, i64, (i64, i64)) = redis::pipe()
         .atomic()
         .cmd("HGETALL")
@@ -851,9 +892,8 @@ fn read_hash(con: &mut Connection, key: &[u8]) -> (Fields, i64, i64) {
         .cmd("PEXPIRETIME")
         .arg(key)
         .cmd("TIME")
-        .query(con)
-        .expect("HGETALL PEXPIRETIME TIME");
-    (fields, expiry, secs * 1000 + micros / 1000)
+        .query(con)?;
+    Ok((fields, expiry, secs * 1000 + micros / 1000))
 }
 
 /// The reply, the fields and the `PEXPIRETIME` the contract expects of a
@@ -982,7 +1022,7 @@ fn expect(
         let t = key_type(con, k);
         if t != "none" && t != want {
             wrong_type = true;
-            expires = expires.max(pexpiretime_bytes(con, k));
+            expires = expires.max(expiry_of(con, k));
         }
         stored_error |= k.as_slice() == bad;
     }
@@ -1011,9 +1051,9 @@ fn expect_throttle(
     let key = &args[0];
     let t = key_type(con, key);
     if t != "none" && t != "hash" {
-        return (Expect::WrongType, pexpiretime_bytes(con, key), None);
+        return (Expect::WrongType, expiry_of(con, key), None);
     }
-    let (fields, expiry, clock) = read_hash(con, key);
+    let (fields, expiry, clock) = read_hash(con, key).expect("HGETALL PEXPIRETIME TIME");
     let mut tats = Vec::new();
     let mut bad = Vec::new();
     for r in &call.rules {
@@ -1040,6 +1080,15 @@ fn expect_throttle(
         bad,
     };
     (e, expiry.max(-1), Some(plan))
+}
+
+/// A key's expiry time as [`expect`] reports it: 0 (long past) when the key
+/// is already gone, as it may be after `TYPE` saw it.
+fn expiry_of(con: &mut Connection, key: &[u8]) -> i64 {
+    match pexpiretime_bytes(con, key) {
+        -2 => 0,
+        at => at,
+    }
 }
 
 fn pexpiretime_bytes(con: &mut Connection, key: &[u8]) -> i64 {
@@ -1075,10 +1124,16 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
         })
         .collect();
     let mut hash_expiry = pexpiretime_bytes(&mut con, HASH_FIXTURE);
-    let allowed: BTreeSet<Vec<u8>> = KEYS.iter().map(|k| k.to_vec()).collect();
+    let allowed: BTreeSet<Vec<u8>> = KEYS
+        .iter()
+        .chain(THROTTLE_KEYS)
+        .map(|k| k.to_vec())
+        .collect();
     let t0 = server_ms(&mut con);
     let mut tallies: HashMap<&str, Tally> = HashMap::new();
     let mut outcomes: HashMap<(&str, String), u32> = HashMap::new();
+    // The arguments of the last admitted RL.THROTTLE, for a refund of it.
+    let mut last_admitted: Option<Vec<Vec<u8>>> = None;
 
     for i in 0..calls {
         if i % 250 == 249 {
@@ -1091,12 +1146,18 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
             hash_expiry = pexpiretime_bytes(&mut con, HASH_FIXTURE);
         }
         let cmd = COMMANDS[rng.gen_range(0..COMMANDS.len())];
-        let args = if rng.gen_bool(structured) {
+        let refund_last = cmd == "RL.THROTTLE" && rng.gen_bool(structured * 0.3);
+        let args = if let Some(mut a) = last_admitted.take().filter(|_| refund_last) {
+            // As the SPEC says a service gives units back: the same
+            // arguments plus REFUND.
+            a.push(random_case(&mut rng, "REFUND"));
+            a
+        } else if rng.gen_bool(structured) {
             let mut a = valid_args(&mut rng, cmd, t0);
             mutate(&mut rng, cmd, &mut a, t0);
             // Key positions stay within the known set.
             for slot in a.iter_mut().take(key_slots(cmd)) {
-                if !KEYS.contains(&slot.as_slice()) {
+                if !allowed.contains(slot) {
                     *slot = key(&mut rng);
                 }
             }
@@ -1118,8 +1179,11 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
         parts.extend(args.iter().map(Vec::as_slice));
         let result = raw_cmd(&parts).query::<Value>(&mut con);
         // A throttle call's key read back at once, for the model.
-        let hash_after =
-            (is_throttle(cmd) && result.is_ok()).then(|| read_hash(&mut con, &args[0]));
+        let hash_after = if is_throttle(cmd) && result.is_ok() {
+            read_hash(&mut con, &args[0]).ok()
+        } else {
+            None
+        };
         let after = snapshot(&mut con);
         let now_ms = server_ms(&mut con);
         // No prediction when a key it rests on may have expired meanwhile.
@@ -1159,6 +1223,9 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
                 // A refund counts as a call and a refund only.
                 let refund =
                     cmd == "RL.THROTTLE" && spec_throttle(cmd, &args).is_some_and(|c| c.refund);
+                if cmd == "RL.THROTTLE" && !refund && !limited {
+                    last_admitted = Some(args.clone());
+                }
                 if refund {
                     tally.refunds += 1;
                 } else if limited {
@@ -1166,10 +1233,24 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
                 } else {
                     tally.admitted += 1;
                 }
-                if cmd == "RL.LOCKCOUNT" && limited && !before.contains_key(&args[0]) {
+                // A lock key that was there may have expired just before the
+                // call (it may be a throttle hash living a few ms): the call
+                // then tripped the lock if it wrote a new one.
+                let lock = args[0].as_slice();
+                let trips = match before.get(lock) {
+                    None => true,
+                    Some(b) => {
+                        b.pexpiretime != -1
+                            && b.pexpiretime <= now_ms + 1
+                            && after.get(lock).is_some_and(|a| {
+                                (&a.dump, a.pexpiretime) != (&b.dump, b.pexpiretime)
+                            })
+                    }
+                };
+                if cmd == "RL.LOCKCOUNT" && limited && trips {
                     // The call that trips the lock: sets the lock, deletes
                     // the counter, touches nothing else.
-                    let (lock, count) = (args[0].as_slice(), args[1].as_slice());
+                    let count = args[1].as_slice();
                     assert!(after.contains_key(lock), "{what}: no lock set");
                     assert!(!after.contains_key(count), "{what}: counter kept");
                     assert_eq!(v[2], parse(&args[4]), "{what}: lock ttl");
@@ -1258,7 +1339,6 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
         assert_eq!(&now, d, "seed {seed}: fixture {:?} changed", show(k));
     }
     assert_hash_fixture(&mut con, hash_expiry, &format!("seed {seed}"));
-    eprintln!("DEBUG outcomes {outcomes:?}");
     // Every command met every kind of outcome the oracle knows.
     let kinds: &[Expect] = if all_outcomes {
         &[
@@ -1283,11 +1363,17 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
         }
     }
     // The INFO counters saw exactly the calls that reached the module.
-    let stats = rl_stats(&mut con);
-    let field = |name: String| {
-        *stats
+    let info: String = redis::cmd("INFO")
+        .arg("ratelimit")
+        .query(&mut con)
+        .expect("INFO ratelimit");
+    let stats = info_map(&info);
+    let field = |name: String| -> u64 {
+        let v = stats
             .get(&name)
-            .unwrap_or_else(|| panic!("seed {seed}: no {name} in INFO"))
+            .unwrap_or_else(|| panic!("seed {seed}: no {name} in INFO"));
+        v.parse()
+            .unwrap_or_else(|_| panic!("seed {seed}: INFO {name} is not a number: {v}"))
     };
     for (cmd, prefix, refunds) in [
         ("RL.CHECK", "check", true),
