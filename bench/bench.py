@@ -68,6 +68,15 @@ class Config:
     scale_calls: int  # per size and variant per round
     memory_sizes: list[int] = field(default_factory=lambda: [100, 1000])
     memory_keys: int = 12  # keys per writer and size (skiplist node sizes are random)
+    # RL.THROTTLE steady state runs on the RL.CHECK schedule (check_keys keys,
+    # check_calls requests); the contested variant on its own keys:
+    contested_keys: int = 200
+    contested_calls: int = 2000
+    # memory per key at these limits: RL.THROTTLE / Lua GCRA keys per limit, and
+    # RL.CHECK keys per limit (0: not measured at that limit; 1M members is ~100 MB)
+    key_memory_limits: list[int] = field(default_factory=lambda: [10, 1000, 100000, 1000000])
+    key_memory_throttle_keys: int = 500
+    key_memory_check_keys: dict = field(default_factory=lambda: {10: 12, 1000: 12, 100000: 2, 1000000: 1})
 
 
 # Many short rounds rather than a few long ones: the medians over rounds shrug
@@ -78,12 +87,26 @@ FULL = Config(rounds=40, conns=4, batch=100, check_keys=1000, check_entries=40, 
               scale_keys=4, scale_calls=2000)
 QUICK = Config(rounds=8, conns=4, batch=100, check_keys=1000, check_entries=40, check_calls=2000,
                counter_keys=400, counter_visits=25, scale_sizes=[10, 100, 1000, 10000, 100000],
-               scale_keys=2, scale_calls=1000, memory_keys=3)
+               scale_keys=2, scale_calls=1000, memory_keys=3, contested_calls=1000,
+               key_memory_throttle_keys=100, key_memory_check_keys={10: 3, 1000: 3, 100000: 1, 1000000: 0})
 
 RULES = [(1000, 60000), (5000, 3600000)]  # (count, window ms)
 MAX_WINDOW = max(w for _, w in RULES)
-DAY_LIMIT, HOUR_LIMIT, DAY_TTL, HOUR_TTL = 1000, 20, 86400000, 3600000
+DAY_LIMIT, HOUR_LIMIT = 1000, 20  # TTLs: computed, to the end of the day and the hour (zone_buckets)
 LC_WINDOW, LC_MAX, LC_LOCKTIME = 3600000, 20, 3600000
+# RL.THROTTLE steady state: one rule, 1000 at once refilled at 1000 per hour
+# (T = 3.6 s); every key is visited each `period` ms (90 s), so each call finds
+# a full bucket and is admitted. RL.CHECK on the same schedule: one rule, 1000
+# per hour, `check_entries` members in the window (1 trimmed + 1 added a call).
+TH_RULE = (1000, 1000, 3600000)  # (burst, count, window ms)
+TH_CHECK_RULE = (1000, 3600000)  # (count, window ms)
+# Contested: 5 at once, 10 per second (T = 100 ms), each key visited every
+# 100 ms with a COST of 1..3 (20 units a second asked, 10 allowed): about a
+# third of the requests (half the units) are refused.
+TH_CONTESTED_RULE, TH_CONTESTED_PERIOD = (5, 10, 1000), 100
+# RL.QUOTA next to RL.DAYHOUR: the same day and hour limits, in this zone.
+QUOTA_ZONE = "Asia/Shanghai"
+QUOTA_GUARD_MS = 15000  # no dayhour round starts this close to an hour boundary
 
 TARGETS = {
     "check_vs_lua": 0.25,
@@ -94,6 +117,11 @@ TARGETS = {
     "mem_vs_ts_100": 1.0,
     "mem_vs_ts_1000": 1.0,
     "mem_vs_uuid_100": 0.6,
+    "throttle_vs_lua": 0.25,
+    "throttle_vs_check": 0.5,
+    "throttle_key_bytes": 128,
+    "throttle_key_bytes_1m_minus_10": 0,
+    "quota_vs_dayhour": 1.5,
 }
 
 
@@ -228,6 +256,17 @@ def pipelined_job(conn: Conn, payloads: list[bytes]):
     return job
 
 
+def pipelined_jobs(conns: list[Conn], per_conn: list[list[bytes]], batch: int) -> tuple[list, list[list[int]]]:
+    """One job per connection sending its commands `batch` per round trip, and
+    the number of replies each round trip brings."""
+    jobs, counts = [], []
+    for conn, cmds in zip(conns, per_conn):
+        parts = chunks(cmds, batch)
+        jobs.append(pipelined_job(conn, [b"".join(p) for p in parts]))
+        counts.append([len(p) for p in parts])
+    return jobs, counts
+
+
 def chunks(seq, n):
     return [seq[i:i + n] for i in range(0, len(seq), n)]
 
@@ -319,7 +358,7 @@ class Bench:
         self.ctl = server.client()
         self.conns = [Conn(server.port) for _ in range(cfg.conns)]
         self.sha = {name: self.ctl.script_load((LUA_DIR / f"{name}.lua").read_text())
-                    for name in ("check_uuid", "check_timestamp", "dayhour", "lockcount")}
+                    for name in ("check_uuid", "check_timestamp", "dayhour", "lockcount", "gcra")}
         self.batches: dict[str, list[Batch]] = {}
         self.errors: list[str] = []
         self.notes: dict = {}
@@ -453,6 +492,145 @@ class Bench:
                           f"expected about {self.cfg.check_entries}")
         self.notes["check_shape_after_run"] = shape
 
+    # ---------------- RL.THROTTLE, steady state and contested -----------------
+
+    def throttle_setup(self):
+        """The RL.CHECK contestant's keys hold `check_entries` members as in
+        check_setup (ZADD, names shaped like the module's: 8 characters, a
+        letter first; its own calls replace them within 40 visits). The GCRA
+        keys start empty: the warm-up round's first visit creates them."""
+        cfg = self.cfg
+        self.th_next = {c: 0 for c in ("module", "lua", "check")}
+        lines = []
+        for k in range(cfg.check_keys):
+            first = self.base + (k + 1) * self.step
+            args = []
+            for j in range(cfg.check_entries, 0, -1):
+                args += [first - j * self.period, "q%07d" % j]
+            lines.append(enc("ZADD", f"th:ck:{k}", *args))
+            lines.append(enc("PEXPIRE", f"th:ck:{k}", MAX_WINDOW))
+        for part in chunks(lines, 2000):
+            for r in parse_all(self.conns[0].roundtrip(b"".join(part)), len(part)):
+                if find_error(r) is not None:
+                    raise BenchError(f"prefill of RL.THROTTLE's RL.CHECK keys: {find_error(r)}")
+        # the contested variant: a model of every key's TAT (ns), None = full
+        self.tc_base = self.base + 7 * 86400000  # its own clock, a week ahead
+        self.tc_next = {c: 0 for c in ("module", "lua")}
+        self.tc_model = {c: [None] * cfg.contested_keys for c in ("module", "lua")}
+
+    def throttle_round(self, rnd: int, measured: bool):
+        """One rule on `check_keys` keys, each visited every `period` ms: every
+        call is admitted; RL.THROTTLE, the same GCRA in Lua (bench/lua/gcra.lua)
+        and RL.CHECK (one rule, 1000 per hour) on the same schedule."""
+        cfg = self.cfg
+        burst, count, window = TH_RULE
+        expected = gcra_reply(None, 0, TH_RULE, 1)[0]  # a full bucket every visit
+        for c in rotate(["module", "lua", "check"], rnd):
+            i0 = self.th_next[c]
+            n = cfg.check_calls
+            self.th_next[c] += n
+            per_conn: list[list[bytes]] = [[] for _ in self.conns]
+            for i in range(i0, i0 + n):
+                k = i % cfg.check_keys
+                now = self.base + (i + 1) * self.step
+                if c == "module":
+                    cmd = enc("RL.THROTTLE", f"th:mod:{k}", now, burst, count, window)
+                elif c == "lua":
+                    cmd = enc("EVALSHA", self.sha["gcra"], 1, f"th:lua:{k}", now, burst, count, window)
+                else:
+                    cmd = enc("RL.CHECK", f"th:ck:{k}", now, *TH_CHECK_RULE)
+                per_conn[k % len(self.conns)].append(cmd)
+            jobs, counts = pipelined_jobs(self.conns, per_conn, cfg.batch)
+            counted = {"module": ["rl.throttle"], "lua": ["evalsha"], "check": ["rl.check"]}[c]
+            b, results = measure(self.ctl, c, n, counted, jobs)
+            check_count(b, counted[0], n)
+            admitted = 0
+            for bufs, cnts in zip(results, counts):
+                for buf, cnt in zip(bufs, cnts):
+                    for r in parse_all(buf, cnt):
+                        if find_error(r) is not None:
+                            raise BenchError(f"RL.THROTTLE contestant {c}: {find_error(r)}")
+                        if c != "check" and r != expected:
+                            self.fail(f"RL.THROTTLE {c}: replied {r}, expected {expected}")
+                            raise BenchError("RL.THROTTLE contestants disagree")
+                        admitted += r[0] == 0
+            b.extra["admitted"] = admitted
+            if admitted != n:
+                self.fail(f"RL.THROTTLE contestant {c}: {n - admitted} of {n} requests not admitted")
+            self.record("throttle", b, rnd, measured)
+
+    def throttle_contested_round(self, rnd: int, measured: bool):
+        """The decisions: `contested_keys` keys visited every 100 ms with COST
+        1..3 against 5 at once, 10 per second; each reply of RL.THROTTLE and of
+        the Lua GCRA is checked against an exact-integer model of SPEC.md's
+        arithmetic, and their admitted counts are compared."""
+        cfg = self.cfg
+        nk = cfg.contested_keys
+        for c in rotate(["module", "lua"], rnd):
+            i0 = self.tc_next[c]
+            n = cfg.contested_calls
+            self.tc_next[c] += n
+            model = self.tc_model[c]
+            per_conn: list[list[bytes]] = [[] for _ in self.conns]
+            want: list[list] = [[] for _ in self.conns]
+            for i in range(i0, i0 + n):
+                k = i % nk
+                now = self.tc_base + (i // nk) * TH_CONTESTED_PERIOD
+                cost = 1 + (i * 7 + k) % 3
+                reply, model[k] = gcra_reply(model[k], now, TH_CONTESTED_RULE, cost)
+                if c == "module":
+                    cmd = enc("RL.THROTTLE", f"tc:mod:{k}", now, *TH_CONTESTED_RULE, "COST", cost)
+                else:
+                    cmd = enc("EVALSHA", self.sha["gcra"], 1, f"tc:lua:{k}", now, *TH_CONTESTED_RULE, cost)
+                per_conn[k % len(self.conns)].append(cmd)
+                want[k % len(self.conns)].append(reply)
+            jobs, counts = pipelined_jobs(self.conns, per_conn, cfg.batch)
+            counted = ["rl.throttle" if c == "module" else "evalsha"]
+            b, results = measure(self.ctl, c, n, counted, jobs)
+            check_count(b, counted[0], n)
+            admitted = 0
+            for bufs, cnts, exp in zip(results, counts, want):
+                got = [r for buf, cnt in zip(bufs, cnts) for r in parse_all(buf, cnt)]
+                for r, e in zip(got, exp):
+                    if find_error(r) is not None:
+                        raise BenchError(f"RL.THROTTLE contested {c}: {find_error(r)}")
+                    if r != e:
+                        self.fail(f"RL.THROTTLE contested {c}: replied {r}, the model says {e}")
+                        raise BenchError("RL.THROTTLE contested: a contestant disagrees with the model")
+                    admitted += r[0] == 0
+            b.extra["admitted"] = admitted
+            self.record("throttle_contested", b, rnd, measured)
+
+    def throttle_agreement(self):
+        """After the run: the admitted counts of RL.THROTTLE and its Lua, per
+        workload, and the state they left (the Lua's TAT in us x 1000 is the
+        module's in ns; the same absolute expiry) on a sample of keys."""
+        out = {}
+        for sec in ("throttle", "throttle_contested"):
+            adm = {}
+            for b in self.batches.get(sec, []):
+                adm[b.contestant] = adm.get(b.contestant, 0) + b.extra["admitted"]
+            out[sec] = adm
+            if adm.get("module") != adm.get("lua"):
+                self.fail(f"{sec}: RL.THROTTLE admitted {adm.get('module')}, its Lua {adm.get('lua')}")
+        state_diffs = 0
+        samples = 0
+        for prefix, nkeys, window in (("th", self.cfg.check_keys, TH_RULE[2]),
+                                      ("tc", self.cfg.contested_keys, TH_CONTESTED_RULE[2])):
+            for k in range(0, nkeys, max(1, nkeys // 50)):
+                m, lu = f"{prefix}:mod:{k}", f"{prefix}:lua:{k}"
+                tm, tl = self.ctl.hget(m, str(window)), self.ctl.hget(lu, str(window))
+                em, el = (self.ctl.execute_command("PEXPIRETIME", x) for x in (m, lu))
+                samples += 1
+                if tm is None or tl is None or int(tm) != int(tl) * 1000 or em != el:
+                    state_diffs += 1
+                    if state_diffs <= 3:
+                        self.fail(f"RL.THROTTLE vs Lua state differs: {m}={tm} (expires {em}), "
+                                  f"{lu}={tl} us (expires {el})")
+        out["state_keys_compared"] = samples
+        out["state_keys_differing"] = state_diffs
+        self.notes["throttle_agreement"] = out
+
     # ---------------- RL.DAYHOUR ---------------------------------------------
 
     @staticmethod
@@ -474,37 +652,62 @@ class Bench:
         return per_conn
 
     def dayhour_round(self, rnd: int, measured: bool):
+        """Seed 001's day and hour counters, three ways: RL.DAYHOUR and the
+        seed's Lua with the keys and TTLs the client computes (the date and
+        the hour in QUOTA_ZONE in the key names; TTL = ms until that day or
+        hour ends, computed when the batch is encoded), and RL.QUOTA (DAY +
+        HOUR in the same zone, now `*`: the server computes the buckets)."""
         cfg = self.cfg
+        zone_wait_for_hour(self)  # a round within one hour: the replies follow the model
         sched = self.counter_schedule()
         n = cfg.counter_keys * cfg.counter_visits
-        for c in rotate(["module", "lua"], rnd):
-            tag = "mod" if c == "module" else "lua"
+        for c in rotate(["module", "lua", "quota"], rnd):
+            tag = {"module": "mod", "lua": "lua", "quota": "qt"}[c]
+            zb = zone_buckets(int(time.time() * 1000))
+            day_ttl, hour_ttl = zb["day_end"] - zb["now"], zb["hour_end"] - zb["now"]
             jobs, plans = [], []
             for conn, items in zip(self.conns, sched):
                 cmds = []
                 for v, k in items:
-                    day, hour = f"dh:{tag}:{rnd}:{k}:d", f"dh:{tag}:{rnd}:{k}:h"
+                    day, hour = f"dh:{tag}:{rnd}:{k}:{zb['day']}", f"dh:{tag}:{rnd}:{k}:{zb['hour']}"
                     if c == "module":
-                        cmds.append(enc("RL.DAYHOUR", day, hour, DAY_LIMIT, HOUR_LIMIT, DAY_TTL, HOUR_TTL))
-                    else:
+                        cmds.append(enc("RL.DAYHOUR", day, hour, DAY_LIMIT, HOUR_LIMIT, day_ttl, hour_ttl))
+                    elif c == "lua":
                         cmds.append(enc("EVALSHA", self.sha["dayhour"], 2, day, hour, DAY_LIMIT, HOUR_LIMIT,
-                                        DAY_TTL, HOUR_TTL))
+                                        day_ttl, hour_ttl))
+                    else:
+                        cmds.append(enc("RL.QUOTA", f"qt:{rnd}:{k}", "*", QUOTA_ZONE, "DAY", DAY_LIMIT,
+                                        "HOUR", HOUR_LIMIT))
                 parts = chunks(cmds, cfg.batch)
                 jobs.append(pipelined_job(conn, [b"".join(p) for p in parts]))
                 plans.append(chunks(items, cfg.batch))
-            b, results = measure(self.ctl, c, n, ["rl.dayhour" if c == "module" else "evalsha"], jobs)
+            counted = {"module": ["rl.dayhour"], "lua": ["evalsha"], "quota": ["rl.quota"]}[c]
+            b, results = measure(self.ctl, c, n, counted, jobs)
+            check_count(b, counted[0], n)
             admitted = 0
             for bufs, plan in zip(results, plans):
                 for buf, items in zip(bufs, plan):
                     for r, (v, _k) in zip(parse_all(buf, len(items)), items):
                         if find_error(r) is not None:
                             raise BenchError(f"RL.DAYHOUR contestant {c}: {find_error(r)}")
-                        if r != self.dayhour_expected(v):
-                            self.fail(f"RL.DAYHOUR {c}: visit {v} replied {r}, expected "
-                                      f"{self.dayhour_expected(v)}")
+                        ok = quota_reply_ok(r, v) if c == "quota" else r == self.dayhour_expected(v)
+                        if not ok:
+                            want = "RL.QUOTA's reply for" if c == "quota" else self.dayhour_expected(v)
+                            self.fail(f"RL.DAYHOUR {c}: visit {v} replied {r}, expected {want} visit {v}")
                             raise BenchError("RL.DAYHOUR contestants disagree")
-                        admitted += r[0] <= DAY_LIMIT and r[1] <= HOUR_LIMIT
-            b.extra["admitted"] = admitted
+                        admitted += (r[0] == 0) if c == "quota" else (r[0] <= DAY_LIMIT and r[1] <= HOUR_LIMIT)
+            if admitted != cfg.counter_keys * HOUR_LIMIT:
+                self.fail(f"RL.DAYHOUR {c}: {admitted} admitted, expected {cfg.counter_keys * HOUR_LIMIT}")
+            b.extra.update({"admitted": admitted, "day_ttl": day_ttl, "hour_ttl": hour_ttl})
+            if c == "quota":
+                # the server's buckets are the ones the client named its keys after
+                got = {f.decode(): int(x) for f, x in self.ctl.hgetall(f"qt:{rnd}:0").items()}
+                want = {zb["day_field"]: HOUR_LIMIT, zb["hour_field"]: HOUR_LIMIT}
+                if got != want:
+                    self.fail(f"RL.QUOTA: key qt:{rnd}:0 holds {got}, expected {want}")
+                expires = self.ctl.execute_command("PEXPIRETIME", f"qt:{rnd}:0")
+                if expires != zb["day_end"]:  # the longest current bucket's end (now `*`: no lag)
+                    self.fail(f"RL.QUOTA: key qt:{rnd}:0 expires at {expires}, expected {zb['day_end']}")
             self.record("dayhour", b, rnd, measured)
 
     # ---------------- RL.LOCKCOUNT -------------------------------------------
@@ -735,6 +938,88 @@ class Bench:
         return out
 
 
+    def key_memory(self) -> dict:
+        """Bytes per key for one rule at each limit L in `key_memory_limits`,
+        each key filled to its limit: RL.THROTTLE (burst L, L per hour) and the
+        Lua GCRA by min(L, 10) calls of COST L/min(L, 10) at one instant (the
+        bucket is then empty); RL.CHECK (L per hour) by max(10, L/10000) calls
+        of COST L/calls at distinct times in the window (L members). Per writer
+        and limit: the mean `MEMORY USAGE key SAMPLES 0`, and what FLUSHDB of
+        the writer's keys gives back (INFO `used_memory` before − after) / keys:
+        each writer and limit in a database of its own, so that includes the
+        keyspace's and the expiry table's entries and buckets, which MEMORY
+        USAGE leaves out (measured around the FLUSHDB alone, less
+        `mem_clients_normal`, so the pipelines' client buffers do not enter
+        it). Key names have the same length at every limit."""
+        cfg = self.cfg
+        t0 = self.base + 20_000_000
+        window = 3600000
+        out = {}
+        db = 0
+        conn = self.conns[0]
+
+        def used() -> int:  # client buffers left out: cron may shrink a pipeline's query buffer meanwhile
+            m = self.ctl.info("memory")
+            return int(m["used_memory"]) - int(m.get("mem_clients_normal", 0))
+
+        used()  # the first INFO of a server allocates for good: not inside a measurement
+
+        for lim in cfg.key_memory_limits:
+            row = {}
+            for c in ("module", "lua", "check"):
+                nkeys = cfg.key_memory_throttle_keys if c != "check" else cfg.key_memory_check_keys.get(lim, 0)
+                if nkeys == 0:
+                    continue
+                db = db % 15 + 1  # databases 1..15, each flushed before use
+                keys = [f"km:{c[:3]}:{lim:07d}:{j:05d}" for j in range(nkeys)]
+                if c == "check":
+                    calls = max(10, lim // 10000)
+                    steps = [(t0 + i * (window // 2 // calls), lim // calls) for i in range(calls)]
+                else:
+                    calls = min(lim, 10)
+                    steps = [(t0, lim // calls)] * calls
+                dbc = self.server.client(db=db)
+                dbc.flushdb()
+                parse_all(conn.roundtrip(enc("SELECT", db)), 1)
+                lines = []
+                for key in keys:
+                    for now, cost in steps:
+                        if c == "module":
+                            lines.append(enc("RL.THROTTLE", key, now, lim, lim, window, "COST", cost))
+                        elif c == "lua":
+                            lines.append(enc("EVALSHA", self.sha["gcra"], 1, key, now, lim, lim, window, cost))
+                        else:
+                            lines.append(enc("RL.CHECK", key, now, lim, window, "COST", cost))
+                for part in chunks(lines, 200):
+                    for r in parse_all(conn.roundtrip(b"".join(part)), len(part)):
+                        if find_error(r) is not None or r[0] != 0:
+                            raise BenchError(f"key memory, {c} at limit {lim}: {r}")
+                parse_all(conn.roundtrip(enc("SELECT", 0)), 1)
+                sample = keys[:: max(1, nkeys // 20)]
+                usages = [int(dbc.execute_command("MEMORY", "USAGE", k, "SAMPLES", "0")) for k in sample]
+                if c == "check":
+                    held = dbc.zcard(keys[0])
+                    if held != lim:
+                        self.fail(f"key memory: RL.CHECK key {keys[0]} holds {held} members, expected {lim}")
+                else:
+                    # empty bucket: TAT = t0 + tau = t0 + window (ns for the module, us for the Lua)
+                    held = int(dbc.hget(keys[0], str(window)) or 0)
+                    want = (t0 + window) * (10**6 if c == "module" else 1000)
+                    if held != want:
+                        self.fail(f"key memory: {c} key {keys[0]} at limit {lim} holds TAT {held}, expected {want}")
+                mean = sum(usages) / len(usages)
+                enc_name = encoding(dbc, keys[0])
+                mem1 = used()
+                dbc.flushdb()  # also: a 1M-member key is ~100 MB, do not keep it
+                mem2 = used()
+                dbc.close()
+                row[c] = {"keys": nkeys, "calls_per_key": calls, "bytes": mean, "bytes_min": min(usages),
+                          "bytes_max": max(usages), "used_memory_delta_per_key": (mem1 - mem2) / nkeys,
+                          "encoding": enc_name, "db": db}
+            out[str(lim)] = row
+        return out
+
+
 def encoding(ctl, key) -> str:
     e = ctl.object("encoding", key)
     return e.decode() if isinstance(e, bytes) else str(e)
@@ -743,6 +1028,74 @@ def encoding(ctl, key) -> str:
 def first_member(ctl, key):
     m = ctl.zrange(key, -1, -1)
     return m[0].decode(errors="replace") if m else None
+
+
+def zone_buckets(now_ms: int) -> dict:
+    """The day and the hour containing `now_ms` in QUOTA_ZONE, as a client
+    names its RL.DAYHOUR keys and computes their TTLs; and RL.QUOTA's field
+    names for them (SPEC.md: period, local start, UTC offset)."""
+    from zoneinfo import ZoneInfo
+    tz = ZoneInfo(QUOTA_ZONE)
+    lt = _dt.datetime.fromtimestamp(now_ms / 1000, tz)
+    day0 = lt.replace(hour=0, minute=0, second=0, microsecond=0)
+    next_day = _dt.datetime.combine(day0.date() + _dt.timedelta(days=1), _dt.time(0), tzinfo=tz)
+    hour0 = lt.replace(minute=0, second=0, microsecond=0)
+    # The next hour's first instant, in UTC (Asia/Shanghai has had no DST since
+    # 1991; in a zone with DST, an hour can end sooner where the offset moves).
+    hour_end = hour0.astimezone(_dt.timezone.utc) + _dt.timedelta(hours=1)
+
+    def off(d):
+        z = d.strftime("%z")
+        return z[:3] + ":" + z[3:]
+
+    return {"now": now_ms, "day": day0.strftime("%Y-%m-%d"), "hour": hour0.strftime("%Y-%m-%dT%H"),
+            "day_end": int(next_day.timestamp() * 1000), "hour_end": int(hour_end.timestamp() * 1000),
+            "day_field": f"day:{day0.strftime('%Y-%m-%dT%H:%M')}{off(day0)}",
+            "hour_field": f"hour:{hour0.strftime('%Y-%m-%dT%H:%M')}{off(hour0)}"}
+
+
+def zone_wait_for_hour(bench) -> None:
+    """RL.QUOTA's hour bucket (now `*`) and the client's hour keys change at
+    the hour: a round that straddles it would not follow the model. Wait the
+    boundary out when it is less than QUOTA_GUARD_MS away."""
+    now = int(time.time() * 1000)
+    left = zone_buckets(now)["hour_end"] - now
+    if left < QUOTA_GUARD_MS:
+        print(f"  waiting {left / 1000:.1f} s for the hour boundary in {QUOTA_ZONE}", flush=True)
+        time.sleep(left / 1000 + 0.5)
+        bench.notes["hour_boundary_waits"] = bench.notes.get("hour_boundary_waits", 0) + 1
+
+
+def quota_reply_ok(r, v: int) -> bool:
+    """RL.QUOTA DAY 1000 HOUR 20, visit v (0-based) of a fresh key within one
+    hour: admitted while the hour allows, bound by the hour (rule 2); retry and
+    reset are the ms until the hour ends."""
+    if not isinstance(r, list) or len(r) != 6 or not 0 < r[5] <= 3600000:
+        return False
+    if v < HOUR_LIMIT:
+        return r[:5] == [0, 2, HOUR_LIMIT, HOUR_LIMIT - v - 1, -1]
+    return r[:4] == [1, 2, HOUR_LIMIT, 0] and r[4] == r[5]
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def gcra_reply(tat, now: int, rule, cost: int):
+    """RL.THROTTLE's reply for one rule by SPEC.md (exact integers, ns) and the
+    TAT it leaves: (reply, new TAT); `tat` None is a full bucket."""
+    burst, count, window = rule
+    t = now * 10**6
+    T = window * 10**6 // count
+    tau = T * burst
+    base = t if tat is None else max(tat, t)
+    new = base + T * cost
+    if new - tau <= t:
+        limited, retry, left, state = 0, -1, new, new
+    else:
+        limited, retry, left, state = 1, ceil_div(new - tau - t, 10**6), base, tat
+    remaining = min(max((tau - (left - t)) // T, 0), burst)
+    return [limited, 1, burst, remaining, retry, ceil_div(left - t, 10**6)], state
 
 
 def flat_rules(rules):
@@ -943,6 +1296,12 @@ LABELS = {
     ("check", "native"): "native pipeline (2×ZCOUNT, ZADD, PEXPIRE, ZREMRANGEBYSCORE)",
     ("dayhour", "module"): "RL.DAYHOUR (module)",
     ("dayhour", "lua"): "Lua, seed 001 day/hour",
+    ("dayhour", "quota"): f"RL.QUOTA DAY + HOUR ({QUOTA_ZONE}, now *)",
+    ("throttle", "module"): "RL.THROTTLE (module)",
+    ("throttle", "lua"): "Lua GCRA (bench/lua/gcra.lua)",
+    ("throttle", "check"): "RL.CHECK, 1 rule, same keys and schedule",
+    ("throttle_contested", "module"): "RL.THROTTLE (module)",
+    ("throttle_contested", "lua"): "Lua GCRA (bench/lua/gcra.lua)",
     ("lockcount", "module"): "RL.LOCKCOUNT (module)",
     ("lockcount", "lua"): "Lua, seed 004 count-then-lock",
     ("lockcount", "client"): "client flow, seed 004 (GET/GET/SET|INCR|SET+DEL round trips)",
@@ -950,7 +1309,7 @@ LABELS = {
 
 
 def build_report(bench: Bench, cfg: Config, quick: bool, meta: dict, summary: dict, memory: dict,
-                 out_dir: Path) -> tuple[str, list[dict]]:
+                 key_memory: dict, out_dir: Path) -> tuple[str, list[dict]]:
     S = summary
     targets = []
 
@@ -1009,6 +1368,40 @@ def build_report(bench: Bench, cfg: Config, quick: bool, meta: dict, summary: di
     if "100" in memory:
         memory_target("mem_vs_uuid_100", "memory/entry at 100 ≤ 0.6 × UUID-member Lua layout", 100, "lua-uuid",
                       TARGETS["mem_vs_uuid_100"])
+    thb, tcb = bench.batches["throttle"], bench.batches["throttle_contested"]
+    th, tc = S["throttle"], S["throttle_contested"]
+    agree = bench.notes.get("throttle_agreement", {})
+    target("throttle_vs_lua", "RL.THROTTLE server cost ≤ 0.25 × the same GCRA in Lua (steady state)",
+           th["module"]["usec_per_request"] / th["lua"]["usec_per_request"], TARGETS["throttle_vs_lua"],
+           f"per-round {fmt_ratio_spread(round_ratios(thb, 'module', 'lua'))}; contested (a third refused): "
+           f"{tc['module']['usec_per_request'] / tc['lua']['usec_per_request']:.3f}; admitted module/Lua: "
+           f"{agree.get('throttle', {}).get('module')}/{agree.get('throttle', {}).get('lua')} steady, "
+           f"{agree.get('throttle_contested', {}).get('module')}/{agree.get('throttle_contested', {}).get('lua')} "
+           f"contested")
+    target("throttle_vs_check", "RL.THROTTLE server cost ≤ 0.5 × RL.CHECK on the same keys (steady state)",
+           th["module"]["usec_per_request"] / th["check"]["usec_per_request"], TARGETS["throttle_vs_check"],
+           f"per-round {fmt_ratio_spread(round_ratios(thb, 'module', 'check'))}; vs the 2-rule RL.CHECK "
+           f"workload above: {th['module']['usec_per_request'] / ck['module']['usec_per_request']:.3f}")
+    tk = {lim: row["module"] for lim, row in key_memory.items() if "module" in row}
+    if tk:
+        worst = max(tk, key=lambda lim: tk[lim]["bytes"])
+        target("throttle_key_bytes", "RL.THROTTLE bytes per key (MEMORY USAGE) ≤ 128 at every limit",
+               max(m["bytes"] for m in tk.values()), TARGETS["throttle_key_bytes"],
+               f"largest at limit {int(worst):,}; " + ", ".join(
+                   f"{int(lim):,}: {m['bytes']:.0f} B" for lim, m in tk.items()))
+    lims = [str(x) for x in (min(cfg.key_memory_limits), max(cfg.key_memory_limits))]
+    if all(x in tk for x in lims):
+        lo_m, hi_m = tk[lims[0]], tk[lims[1]]
+        target("throttle_key_bytes_1m_minus_10",
+               f"RL.THROTTLE bytes per key the same at limit {int(lims[1]):,} as at {int(lims[0]):,} "
+               "(|difference| ≤ 0 B)", abs(hi_m["bytes"] - lo_m["bytes"]),
+               TARGETS["throttle_key_bytes_1m_minus_10"],
+               f"{hi_m['bytes']:.0f} vs {lo_m['bytes']:.0f} B (MEMORY USAGE); freed by FLUSHDB "
+               f"{hi_m['used_memory_delta_per_key']:.0f} vs {lo_m['used_memory_delta_per_key']:.0f} B per key")
+    target("quota_vs_dayhour", "RL.QUOTA (DAY + HOUR, zone, now *) server cost ≤ 1.5 × RL.DAYHOUR",
+           dh["quota"]["usec_per_request"] / dh["module"]["usec_per_request"], TARGETS["quota_vs_dayhour"],
+           f"per-round {fmt_ratio_spread(round_ratios(db_, 'quota', 'module'))}; RL.QUOTA / Lua seed 001: "
+           f"{dh['quota']['usec_per_request'] / dh['lua']['usec_per_request']:.3f}")
 
     L = []
     L.append(f"# redis-ratelimit benchmark{' (quick)' if quick else ''}\n")
@@ -1036,8 +1429,18 @@ def build_report(bench: Bench, cfg: Config, quick: bool, meta: dict, summary: di
     workloads = [
         ("check", f"RL.CHECK, 2 rules, {cfg.check_keys} keys × {cfg.check_entries} entries, 1 trimmed + 1 added per call",
          ["module", "native", "lua-ts", "lua-uuid"]),
+        ("throttle", f"RL.THROTTLE, 1 rule ({TH_RULE[0]} at once, {TH_RULE[1]} per hour), {cfg.check_keys} keys "
+                     f"each visited every {MAX_WINDOW // cfg.check_entries // 1000} s, all admitted; RL.CHECK: "
+                     f"1 rule ({TH_CHECK_RULE[0]} per hour), {cfg.check_entries} entries, 1 trimmed + 1 added "
+                     f"per call", ["module", "check", "lua"]),
+        ("throttle_contested", f"RL.THROTTLE contested, {cfg.contested_keys} keys, 1 rule "
+                               f"({TH_CONTESTED_RULE[0]} at once, {TH_CONTESTED_RULE[1]} per "
+                               f"{TH_CONTESTED_RULE[2]} ms), a visit per key every {TH_CONTESTED_PERIOD} ms "
+                               f"of COST 1..3", ["module", "lua"]),
         ("dayhour", f"RL.DAYHOUR, {cfg.counter_keys} pairs × {cfg.counter_visits} visits "
-                    f"({HOUR_LIMIT}/{cfg.counter_visits} admitted)", ["module", "lua"]),
+                    f"({HOUR_LIMIT}/{cfg.counter_visits} admitted); keys named by the date and hour in "
+                    f"{QUOTA_ZONE}, TTLs to the end of that day and hour; RL.QUOTA: one hash, the server "
+                    f"computes the buckets", ["module", "quota", "lua"]),
         ("lockcount", f"RL.LOCKCOUNT, {cfg.counter_keys} pairs × {cfg.counter_visits} visits "
                       f"(max {LC_MAX}: {LC_MAX} admitted, 1 trips, rest locked)", ["module", "lua", "client"]),
     ]
@@ -1051,6 +1454,15 @@ def build_report(bench: Bench, cfg: Config, quick: bool, meta: dict, summary: di
                      f"{s['usec_per_request'] / base:.2f} | {s['server_cpu_usec_per_request']:.2f} | "
                      f"{s['ops_per_s']:,.0f} |")
     L.append("")
+    ag = bench.notes.get("throttle_agreement", {})
+    st, co = ag.get("throttle", {}), ag.get("throttle_contested", {})
+    L.append(f"RL.THROTTLE and its Lua decide alike: every reply of both equals an exact-integer model of "
+             f"SPEC.md's GCRA; admitted (warm-up included) {st.get('module')} / {st.get('lua')} steady, "
+             f"{co.get('module')} / {co.get('lua')} contested (of {cfg.contested_calls * (cfg.rounds + 1)}); "
+             f"stored TAT and expiry identical on {ag.get('state_keys_compared', 0) - ag.get('state_keys_differing', 0)} "
+             f"of {ag.get('state_keys_compared', 0)} sampled keys (the Lua's µs × 1000 = the module's ns). "
+             f"RL.QUOTA's buckets: each round, its fields and expiry are checked against the day and hour "
+             f"the client computed for RL.DAYHOUR's keys.\n")
     L.append("Per native command (µs per call over all measured rounds, calls per request):\n")
     L.append("| contestant | command | µs/call (mean) | calls/request |")
     L.append("|---|---|---:|---:|")
@@ -1087,6 +1499,30 @@ def build_report(bench: Bench, cfg: Config, quick: bool, meta: dict, summary: di
             L.append(f"| {int(n):,} | {names[c]} | {m['encoding']} | {m['bytes']:,.0f} | "
                      f"{m['bytes_min']:,}..{m['bytes_max']:,} | {m['bytes_per_entry']:.2f} | "
                      f"`{m['sample_member']}` |")
+    L.append("")
+
+    L.append("## Memory per key, one rule, filled to its limit\n")
+    L.append("RL.THROTTLE (burst = limit, limit per hour) and the Lua GCRA: "
+             f"{cfg.key_memory_throttle_keys} keys per limit, each drained by min(limit, 10) calls of "
+             "COST limit/calls at one instant; RL.CHECK (limit per hour): max(10, limit/10000) calls of "
+             "COST limit/calls at distinct times, so the key holds `limit` members ("
+             + ", ".join(f"{n} key{'' if n == 1 else 's'} at {lim:,}" if n else f"none at {lim:,} in this run"
+                         for lim, n in cfg.key_memory_check_keys.items())
+             + "). bytes: mean `MEMORY USAGE key SAMPLES 0`; freed by FLUSHDB: INFO `used_memory` before − after "
+             "FLUSHDB of the writer's own database / keys (adds the keyspace's and the expiry table's "
+             "entries and buckets).\n")
+    L.append("| limit | writer | keys | encoding | bytes (mean) | min..max | freed by FLUSHDB per key |")
+    L.append("|---:|---|---:|---|---:|---:|---:|")
+    kw = {"module": "RL.THROTTLE", "lua": "Lua GCRA (µs TAT)", "check": "RL.CHECK"}
+    for lim in cfg.key_memory_limits:
+        row = key_memory.get(str(lim), {})
+        for c in ("module", "lua", "check"):
+            m = row.get(c)
+            if m is None:
+                L.append(f"| {lim:,} | {kw[c]} | 0 | — | not measured in this run | | |")
+                continue
+            L.append(f"| {lim:,} | {kw[c]} | {m['keys']} | {m['encoding']} | {m['bytes']:,.0f} | "
+                     f"{m['bytes_min']:,}..{m['bytes_max']:,} | {m['used_memory_delta_per_key']:,.0f} |")
     L.append("")
 
     L.append("## Targets (ratios from this run)\n")
@@ -1177,18 +1613,30 @@ def main(argv=None) -> int:
                 "port": server.port, "pinning": pinning, "loadavg_start": loadavg_start}
         print(f"redis-server on 127.0.0.1:{server.port}, module {MODULE}", flush=True)
         try:
+            t1 = time.time()
             bench.check_setup()
+            bench.throttle_setup()
             bench.scale_setup()
+            print(f"setup: {time.time() - t1:.1f} s", flush=True)
             for rnd in range(cfg.rounds + 1):
                 measured = rnd > 0
                 t0 = time.time()
-                bench.check_round(rnd, measured)
-                bench.dayhour_round(rnd, measured)
-                bench.lockcount_round(rnd, measured)
-                bench.scale_round(rnd, measured)
-                print(f"round {rnd}{'' if measured else ' (warm-up)'}: {time.time() - t0:.1f} s", flush=True)
+                spent = []
+                for name, section in (("check", bench.check_round), ("throttle", bench.throttle_round),
+                                      ("contested", bench.throttle_contested_round),
+                                      ("dayhour", bench.dayhour_round), ("lockcount", bench.lockcount_round),
+                                      ("scale", bench.scale_round)):
+                    t1 = time.time()
+                    section(rnd, measured)
+                    spent.append(f"{name} {time.time() - t1:.1f}")
+                print(f"round {rnd}{'' if measured else ' (warm-up)'}: {time.time() - t0:.1f} s "
+                      f"({', '.join(spent)})", flush=True)
             bench.check_shape()
+            bench.throttle_agreement()
+            t1 = time.time()
             memory = bench.memory()
+            key_memory = bench.key_memory()
+            print(f"memory: {time.time() - t1:.1f} s", flush=True)
         except (BenchError, Exception) as e:  # noqa: BLE001 - any contestant failure ends the run
             bench.fail(f"{type(e).__name__}: {e}")
             print(f"benchmark aborted: {e}", file=sys.stderr)
@@ -1203,23 +1651,33 @@ def main(argv=None) -> int:
 
     meta["loadavg_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     summary = {sec: summarize(bs) for sec, bs in bench.batches.items()}
-    report, targets = build_report(bench, cfg, args.quick, meta, summary, memory, out_dir)
+    report, targets = build_report(bench, cfg, args.quick, meta, summary, memory, key_memory, out_dir)
     (out_dir / "results.md").write_text(report)
     meta["elapsed_s"] = time.time() - t_start
     (out_dir / "results.json").write_text(json.dumps({
-        "meta": meta, "targets": targets, "summary": summary, "memory": memory, "notes": bench.notes,
+        "meta": meta, "targets": targets, "summary": summary, "memory": memory, "key_memory": key_memory,
+        "notes": bench.notes,
         "errors": bench.errors,
         "batches": {k: [b.to_json() for b in v] for k, v in bench.batches.items()},
     }, indent=1))
     ck, dh, lc = summary["check"], summary["dayhour"], summary["lockcount"]
+    th, tc = summary["throttle"], summary["throttle_contested"]
     svg_cost_chart([
         ("RL.CHECK (2 rules, steady state)", [
             ("module", ck["module"]["usec_per_request"], COLORS["module"]),
             ("native commands (sum)", ck["native"]["usec_per_request"], COLORS["native"]),
             ("Lua, timestamp members", ck["lua-ts"]["usec_per_request"], COLORS["lua-ts"]),
             ("Lua, UUID members", ck["lua-uuid"]["usec_per_request"], COLORS["lua"])]),
-        ("RL.DAYHOUR", [
-            ("module", dh["module"]["usec_per_request"], COLORS["module"]),
+        ("RL.THROTTLE (1 rule, steady state)", [
+            ("RL.THROTTLE", th["module"]["usec_per_request"], COLORS["module"]),
+            ("RL.CHECK, same schedule", th["check"]["usec_per_request"], COLORS["native"]),
+            ("Lua GCRA", th["lua"]["usec_per_request"], COLORS["lua"])]),
+        ("RL.THROTTLE (contested, a third refused)", [
+            ("RL.THROTTLE", tc["module"]["usec_per_request"], COLORS["module"]),
+            ("Lua GCRA", tc["lua"]["usec_per_request"], COLORS["lua"])]),
+        ("RL.DAYHOUR / RL.QUOTA (day + hour)", [
+            ("RL.DAYHOUR", dh["module"]["usec_per_request"], COLORS["module"]),
+            ("RL.QUOTA (Asia/Shanghai, now *)", dh["quota"]["usec_per_request"], COLORS["lua-ts"]),
             ("Lua (seed 001)", dh["lua"]["usec_per_request"], COLORS["lua"])]),
         ("RL.LOCKCOUNT", [
             ("module", lc["module"]["usec_per_request"], COLORS["module"]),

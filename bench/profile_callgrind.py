@@ -91,7 +91,7 @@ def main(argv=None) -> int:
         ctl = redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=600)
         conn = B.Conn(server.port)
         sha = {name: ctl.script_load((B.LUA_DIR / f"{name}.lua").read_text())
-               for name in ("check_uuid", "dayhour", "lockcount")}
+               for name in ("check_uuid", "dayhour", "lockcount", "gcra")}
         base = int(ctl.time()[0]) * 1000
 
         def send(cmds, per=1):
@@ -113,6 +113,11 @@ def main(argv=None) -> int:
                 for s in scores:
                     a += [s, str(uuid.uuid4())]
                 pre.append(B.enc("ZADD", prefix + str(k), *a))
+            # RL.CHECK with RL.THROTTLE's one rule: the same shape, module-like names
+            a = []
+            for j, s in enumerate(scores):
+                a += [s, "q%07d" % j]
+            pre.append(B.enc("ZADD", f"thck:{k}", *a))
         # scale keys: 10, 100, 1000, 100000 members
         scale = {}
         for size in (10, 100, 1000, 100000):
@@ -169,6 +174,28 @@ def main(argv=None) -> int:
         phase("check-module", check_cmds("module", warm))
         phase("check-lua-uuid", check_cmds("lua", warm))
         phase("check-native", check_cmds("native", warm), per=len(RULES) + 3, requests=n)
+
+        # RL.THROTTLE steady state (the bench's: one rule, a full bucket at every
+        # visit), the same GCRA in Lua, and RL.CHECK with one rule on the same
+        # schedule (keys of 40 members, 1 trimmed + 1 added a call)
+        def throttle_cmds(kind, start, count):
+            cmds = []
+            for i in range(start, start + count):
+                k = i % keys
+                now = base + (i + 1) * step
+                if kind == "module":
+                    cmds.append(B.enc("RL.THROTTLE", f"th:{k}", now, *B.TH_RULE))
+                elif kind == "lua":
+                    cmds.append(B.enc("EVALSHA", sha["gcra"], 1, f"thl:{k}", now, *B.TH_RULE))
+                else:
+                    cmds.append(B.enc("RL.CHECK", f"thck:{k}", now, *B.TH_CHECK_RULE))
+            return cmds
+
+        for kind in ("module", "lua", "check"):
+            send(throttle_cmds(kind, 0, warm))
+        phase("throttle-module", throttle_cmds("module", warm, n))
+        phase("throttle-lua", throttle_cmds("lua", warm, n))
+        phase("throttle-check-1rule", throttle_cmds("check", warm, n))
         for size, (last, p) in scale.items():
             cmds = []
             rules = B.flat_rules([(2 * size + 10, RULES[0][1]), (2 * size + 10, RULES[1][1])])
@@ -176,18 +203,29 @@ def main(argv=None) -> int:
                 last += p
                 cmds.append(B.enc("RL.CHECK", f"sc:{size}", int(last), *rules))
             phase(f"scale-{size}-admitted", cmds)
-        # DAYHOUR / LOCKCOUNT: 100 pairs x 25 visits
+        # DAYHOUR / LOCKCOUNT: 100 pairs x 25 visits; DAYHOUR's keys and TTLs as
+        # the bench computes them (the date and hour in QUOTA_ZONE)
         for kind in ("module", "lua"):
+            zb = B.zone_buckets(int(time.time() * 1000))
+            dttl, httl = zb["day_end"] - zb["now"], zb["hour_end"] - zb["now"]
             cmds = []
             for v in range(25):
                 for k in range(100):
-                    d, h = f"dh:{kind}:{k}:d", f"dh:{kind}:{k}:h"
+                    d, h = f"dh:{kind}:{k}:{zb['day']}", f"dh:{kind}:{k}:{zb['hour']}"
                     if kind == "module":
-                        cmds.append(B.enc("RL.DAYHOUR", d, h, B.DAY_LIMIT, B.HOUR_LIMIT, B.DAY_TTL, B.HOUR_TTL))
+                        cmds.append(B.enc("RL.DAYHOUR", d, h, B.DAY_LIMIT, B.HOUR_LIMIT, dttl, httl))
                     else:
                         cmds.append(B.enc("EVALSHA", sha["dayhour"], 2, d, h, B.DAY_LIMIT, B.HOUR_LIMIT,
-                                          B.DAY_TTL, B.HOUR_TTL))
+                                          dttl, httl))
             phase(f"dayhour-{kind}", cmds)
+        # RL.QUOTA on the same schedule: one hash per pair, the server's clock
+        # and zone (a phase that straddles an hour boundary finds fresh buckets)
+        cmds = []
+        for v in range(25):
+            for k in range(100):
+                cmds.append(B.enc("RL.QUOTA", f"qt:{k}", "*", B.QUOTA_ZONE, "DAY", B.DAY_LIMIT, "HOUR",
+                                  B.HOUR_LIMIT))
+        phase("quota-module", cmds)
         for kind in ("module", "lua"):
             cmds = []
             for v in range(25):
@@ -204,12 +242,24 @@ def main(argv=None) -> int:
     finally:
         server.stop()
 
-    for name in ("check-module", "scale-100-admitted", "dayhour-module", "lockcount-module"):
+    for name in ("check-module", "scale-100-admitted", "dayhour-module", "lockcount-module", "throttle-module",
+                 "throttle-lua", "quota-module"):
         f = out / f"callgrind.out.{name}"
         if f.exists():
             ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=99.5", str(f)],
                                  capture_output=True, text=True, timeout=300).stdout
             (out / f"annotate-{name}.txt").write_text(ann)
+    ratios = {}
+    for label, num, den in (("RL.THROTTLE / its Lua (target 0.25)", "throttle-module", "throttle-lua"),
+                            ("RL.THROTTLE / RL.CHECK 1 rule, same schedule (target 0.5)", "throttle-module",
+                             "throttle-check-1rule"),
+                            ("RL.THROTTLE / RL.CHECK 2 rules (the check workload)", "throttle-module", "check-module"),
+                            ("RL.QUOTA / RL.DAYHOUR (target 1.5)", "quota-module", "dayhour-module"),
+                            ("RL.QUOTA / Lua seed 001", "quota-module", "dayhour-lua")):
+        if num in results and den in results:
+            ratios[label] = results[num]["Ir_per_request"] / results[den]["Ir_per_request"]
+            print(f"{label}: {ratios[label]:.3f} (instructions per request)")
+    results["ratios"] = ratios
     (out / "profile.json").write_text(json.dumps(results, indent=1))
     print(f"wrote {out}/profile.json, callgrind.out.* and annotate-*.txt")
     shutil.rmtree(tmp, ignore_errors=True)

@@ -5,10 +5,12 @@ both write the same keys: the module must count the scripts' data the way the
 scripts do, and its own writes must not disturb them.
 
 - seed 000: the multi-rule sliding-window scripts, Approach A (UUID members)
-  and Approach B (timestamp members), copied below and run with EVAL;
-- seed 001: the day/hour increment-then-roll-back script, copied below;
+  and Approach B (timestamp members), run with EVAL;
+- seed 001: the day/hour increment-then-roll-back script;
 - seed 004: the interceptor's GET lock / GET count / SET / INCR / SET lock +
   DEL count flow, done client-side.
+
+The scripts are loaded from bench/lua/, the one copy the benchmark runs too.
 
 Randomised tests print their seed in every failure message; set RL_SEED to
 replay one (RL_SEED=123 .venv/bin/python -m pytest integration -k seed).
@@ -35,88 +37,24 @@ NUMERIC = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
 
 # --------------------------------------------------------------------------
-# The seeds' scripts, as published
+# The seeds' scripts: one copy, in bench/lua/, shared with the benchmark
 # --------------------------------------------------------------------------
 
-# seed 000, Approach A. KEYS = key, uuid, currentTime; ARGV = count, windowMs, ...
+LUA_DIR = Path(__file__).resolve().parent.parent / "bench" / "lua"
+
+# seed 000, Approach A (UUID members). The seed passes the UUID and the time as
+# KEYS[2] and KEYS[3]; bench/lua/ takes them as ARGV (only the key is a key):
+# KEYS = key; ARGV = uuid, currentTime, count, windowMs, ...
 # Returns true (limited; Redis integer 1) or false (admitted; nil).
-SEED000_A = """
--- 1. Get parameters
-local key = KEYS[1]
-local uuid = KEYS[2]
-local currentTime = tonumber(KEYS[3])
--- 2. Determine max TTL from rules
-local expireTime = -1
--- 3. Iterate rules (ARGV = count, windowMs, count, windowMs, ...)
-for i = 1, #ARGV, 2 do
-  local rateRuleCount = tonumber(ARGV[i])
-  local rateRuleTime = tonumber(ARGV[i + 1])
-  -- 3.1 Count requests in window
-  local count = redis.call('ZCOUNT', key, currentTime - rateRuleTime, currentTime)
-  -- 3.2 If any rule exceeded, reject
-  if tonumber(count) >= rateRuleCount then
-    return true
-  end
-  -- 3.3 Track max window for TTL
-  if rateRuleTime > expireTime then
-    expireTime = rateRuleTime
-  end
-end
--- 4. Add current request
-redis.call('ZADD', key, currentTime, uuid)
--- 5. Set expiry to max window (ms)
-redis.call('PEXPIRE', key, expireTime)
--- 6. Remove expired entries
-redis.call('ZREMRANGEBYSCORE', key, 0, currentTime - expireTime)
-return false
-"""
+SEED000_A = (LUA_DIR / "check_uuid.lua").read_text()
 
-# seed 000, Approach B. KEYS = key, currentTime; ARGV = count, windowMs, ...
-SEED000_B = """
--- 1. Get parameters
-local key = KEYS[1]
-local currentTime = KEYS[2]
--- 2. Determine max TTL
-local expireTime = -1
--- 3. Check each rule
-for i = 1, #ARGV, 2 do
-  local rateRuleCount = tonumber(ARGV[i])
-  local rateRuleTime = tonumber(ARGV[i + 1])
-  local count = redis.call('ZCOUNT', key, currentTime - rateRuleTime, currentTime)
-  if tonumber(count) >= rateRuleCount then
-    return true
-  end
-  if rateRuleTime > expireTime then
-    expireTime = rateRuleTime
-  end
-end
--- 4. Set expiry
-redis.call('PEXPIRE', key, expireTime)
--- 5. Clean old entries
-redis.call('ZREMRANGEBYSCORE', key, 0, currentTime - expireTime)
--- 6. Add with retry on duplicate score
-local maxRetries = 5
-local retries = 0
-while true do
-  local result = redis.call('ZADD', key, currentTime, currentTime)
-  if result == 1 then
-    break
-  else
-    retries = retries + 1
-    if retries >= maxRetries then
-      local random_value = math.random(1, 1000)
-      currentTime = currentTime + random_value
-    else
-      currentTime = currentTime + 1
-    end
-  end
-end
-return false
-"""
+# seed 000, Approach B (timestamp members, retry on a duplicate score).
+# KEYS = key; ARGV = currentTime, count, windowMs, ... (the seed: KEYS[2] = time).
+SEED000_B = (LUA_DIR / "check_timestamp.lua").read_text()
 
-# seed 001, the combined day-hour rule, shared with the benchmark.
+# seed 001, the combined day-hour rule.
 # KEYS = daykey, hourkey; ARGV = daylimit, hourlimit, dayttl, hourttl.
-SEED001_DAYHOUR = (Path(__file__).resolve().parent.parent / "bench" / "lua" / "dayhour.lua").read_text()
+SEED001_DAYHOUR = (LUA_DIR / "dayhour.lua").read_text()
 
 
 def flat(rules):
@@ -126,14 +64,14 @@ def flat(rules):
 def lua_a(r, key, now, rules, member=None) -> tuple[bool, str]:
     """Seed 000 Approach A; returns (admitted, the UUID it used)."""
     member = member or str(uuid.uuid4())
-    limited = r.eval(SEED000_A, 3, key, member, now, *flat(rules))
+    limited = r.eval(SEED000_A, 1, key, member, now, *flat(rules))
     assert limited in (1, None)
     return limited is None, member
 
 
 def lua_b(r, key, now, rules) -> bool:
     """Seed 000 Approach B; returns admitted."""
-    limited = r.eval(SEED000_B, 2, key, now, *flat(rules))
+    limited = r.eval(SEED000_B, 1, key, now, *flat(rules))
     assert limited in (1, None)
     return limited is None
 
