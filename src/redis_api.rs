@@ -487,14 +487,11 @@ impl Key {
     /// missing). Unlike replacing the value, this keeps the key's expiry and
     /// leaves a plain string that later reads use without copying.
     pub fn write_int(&self, value: i64) -> Result<(), Error> {
-        use std::io::Write;
         let truncate = api!(RedisModule_StringTruncate);
         let dma = api!(RedisModule_StringDMA);
-        let mut digits = [0u8; 20];
-        let mut cursor = &mut digits[..];
-        // An i64 has at most 20 characters.
-        let _ = write!(cursor, "{value}");
-        let n = 20 - cursor.len();
+        let mut buf = [0u8; 20];
+        let digits = crate::core::int::decimal(value, &mut buf);
+        let n = digits.len();
         ok(
             unsafe { truncate(self.ptr, n) },
             "could not write the string",

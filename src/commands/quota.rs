@@ -14,6 +14,7 @@
 use super::{clock, hash_state::HashWrites, Outcome};
 use crate::core::args::{parse_quota, QuotaArgs};
 use crate::core::calendar::{self, Bucket};
+use crate::core::int::decimal;
 use crate::error::Error;
 use crate::redis_api::{bytes, Ctx, Key, Kind, OwnedStrings, RString};
 
@@ -51,31 +52,29 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
         _ => return Err(Error::WrongType),
     }
     let mut strings = OwnedStrings::new(ctx);
-    let fields = buckets
-        .iter()
-        .map(|b| strings.bytes(b.field.as_bytes()))
-        .collect::<Result<Vec<RString>, Error>>()?;
-    // Stored counts as written (None: no field); a negative one counts as 0.
-    let stored = fields
-        .iter()
-        .map(|&field| {
-            key.hash_get(field, |value| {
-                value
-                    .map(|v| calendar::parse_count(bytes(*key_name), bytes(field), v))
-                    .transpose()
-            })?
-        })
-        .collect::<Result<Vec<Option<i64>>, Error>>()?;
-    let counts: Vec<i64> = stored.iter().map(|c| c.unwrap_or(0)).collect();
+    // Each current bucket's field, and its count as stored (None: no field;
+    // a negative count counts as 0).
+    let mut fields: Vec<(RString, Option<i64>)> = Vec::with_capacity(buckets.len());
+    for b in &buckets {
+        let field = strings.bytes(b.field.as_bytes())?;
+        let stored = key.hash_get(field, |value| {
+            value
+                .map(|v| calendar::parse_count(bytes(*key_name), bytes(field), v))
+                .transpose()
+        })??;
+        fields.push((field, stored));
+    }
+    let counts: Vec<i64> = fields.iter().map(|(_, c)| c.unwrap_or(0)).collect();
 
     if refund {
         let mut writes = HashWrites::new(ctx, *key_name, &key);
+        let mut digits = [0u8; 20];
         let mut after = counts.clone();
-        for ((&field, value), left) in fields.iter().zip(&stored).zip(after.iter_mut()) {
-            let Some(value) = *value else { continue };
+        for (&(field, stored), left) in fields.iter().zip(after.iter_mut()) {
+            let Some(value) = stored else { continue };
             match calendar::refund(value, cost) {
                 Some(v) => {
-                    writes.set(field, v.to_string().as_bytes())?;
+                    writes.set(field, decimal(v, &mut digits))?;
                     *left = v;
                 }
                 None => {
@@ -91,18 +90,22 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
 
     let decision = calendar::decide(&periods, &buckets, &counts, cost, t);
     if write && !decision.limited {
-        let expire_at = calendar::expire_at(&buckets, key.expire_at()?, server_time, t);
-        let stale = stale_fields(&key, &periods, &buckets, &stored)?;
+        let expiry = key.expire_at()?;
+        let expire_at = calendar::expire_at(&buckets, expiry, server_time, t);
+        let stale = stale_fields(&key, &periods, &buckets, &fields)?;
         let mut writes = HashWrites::new(ctx, *key_name, &key);
-        for (&field, &count) in fields.iter().zip(&counts) {
+        let mut digits = [0u8; 20];
+        for (&(field, _), &count) in fields.iter().zip(&counts) {
             // Counts and cost are at most 2^53-1 and count + cost <= limit.
-            writes.set(field, (count + cost).to_string().as_bytes())?;
+            writes.set(field, decimal(count + cost, &mut digits))?;
         }
         for name in &stale {
             let field = strings.bytes(name)?;
             writes.delete(field)?;
         }
-        writes.finish(Some(expire_at))?;
+        // Within a bucket with `now = *` the expiry is the same every call:
+        // neither set nor replicated again.
+        writes.finish((Some(expire_at) != expiry).then_some(expire_at))?;
     }
     Ok(Outcome::new(&decision.reply(), !decision.limited))
 }
@@ -114,9 +117,9 @@ fn stale_fields(
     key: &Key,
     periods: &[(calendar::Period, i64)],
     buckets: &[Bucket],
-    stored: &[Option<i64>],
+    fields: &[(RString, Option<i64>)],
 ) -> Result<Vec<Vec<u8>>, Error> {
-    let present = stored.iter().filter(|c| c.is_some()).count() as u64;
+    let present = fields.iter().filter(|(_, c)| c.is_some()).count() as u64;
     if key.size()? <= present {
         return Ok(Vec::new());
     }

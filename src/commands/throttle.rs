@@ -111,11 +111,12 @@ fn apply(
     t: i64,
 ) -> Result<(), Error> {
     debug_assert_eq!(rules.len(), new_tats.len());
-    let expire_at = gcra::expire_at(new_tats, key.expire_at()?, server_time, t);
+    let expiry = key.expire_at()?;
+    let expire_at = gcra::expire_at(new_tats, expiry, server_time, t);
     let mut writes = HashWrites::new(ctx, key_name, key);
     let mut buf = [0u8; TAT_BUF_LEN];
     for (&field, &tat) in fields.iter().zip(new_tats) {
         writes.set(field, format_tat(tat, &mut buf))?;
     }
-    writes.finish(Some(expire_at))
+    writes.finish((Some(expire_at) != expiry).then_some(expire_at))
 }

@@ -28,7 +28,7 @@
 //! `Asia/Shanghai`, 10000-01-01T07:59+08:00) is an argument error naming
 //! `now`: its bucket could not be named with a four-digit year.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use jiff::tz::{Offset, TimeZone, TimeZoneDatabase};
 use jiff::Timestamp;
@@ -151,7 +151,8 @@ impl Period {
 #[derive(Debug, Clone)]
 pub struct Zone {
     tz: TimeZone,
-    name: String,
+    /// Shared, so the caches hand out zones without copying the name.
+    name: Arc<str>,
 }
 
 impl Zone {
@@ -181,9 +182,11 @@ static ZONES: Mutex<Vec<Zone>> = Mutex::new(Vec::new());
 pub fn parse_zone(bytes: &[u8]) -> Result<Zone, Error> {
     let cached = ZONES.lock().ok().and_then(|mut zones| {
         let i = zones.iter().position(|z| z.name.as_bytes() == bytes)?;
-        let zone = zones.remove(i);
-        zones.insert(0, zone.clone());
-        Some(zone)
+        if i > 0 {
+            let zone = zones.remove(i);
+            zones.insert(0, zone);
+        }
+        zones.first().cloned()
     });
     if let Some(zone) = cached {
         return Ok(zone);
@@ -214,7 +217,7 @@ fn lookup_zone(bytes: &[u8]) -> Option<Zone> {
         let offset = Offset::from_seconds(seconds).ok()?;
         return Some(Zone {
             tz: TimeZone::fixed(offset),
-            name: String::from_utf8_lossy(bytes).into_owned(),
+            name: String::from_utf8_lossy(bytes).into(),
         });
     }
     let name = std::str::from_utf8(bytes).ok()?;
@@ -229,7 +232,7 @@ fn lookup_zone(bytes: &[u8]) -> Option<Zone> {
     }
     Some(Zone {
         tz,
-        name: name.to_string(),
+        name: name.into(),
     })
 }
 
@@ -249,7 +252,7 @@ pub struct Bucket {
     /// The hash field holding its count: `<period>:YYYY-MM-DDTHH:MM±HH:MM`,
     /// the start in local time with its own offset (`:SS` appended to the
     /// offset only when it has seconds).
-    pub field: String,
+    pub field: Arc<str>,
 }
 
 /// Offset and transitions of a zone over the ms line, clamped to jiff's
@@ -313,11 +316,43 @@ impl Clock<'_> {
 /// bucket (a year has a handful; this only bounds the loops).
 const MAX_STEPS: usize = 1000;
 
+/// How many recently computed buckets [`bucket`] keeps.
+const BUCKET_CACHE: usize = 16;
+
+/// Recently computed buckets with their zone's name: most calls fall in the
+/// bucket an earlier call computed (the same day, the same hour), and
+/// computing one walks the zone's transitions and formats a field name. A
+/// bucket depends only on the zone and the instant, so one that contains
+/// `t` is the answer. A static for the reasons [`ZONES`] is one.
+static BUCKETS: Mutex<Vec<(Arc<str>, Period, Bucket)>> = Mutex::new(Vec::new());
+
 /// The bucket of `period` containing instant `t_ms` in `zone`.
 ///
 /// Errors (naming `now`): `t_ms` outside `0..=MAX_NOW`, or a local time in
 /// year 10000.
 pub fn bucket(zone: &Zone, period: Period, t_ms: i64) -> Result<Bucket, Error> {
+    let hit = BUCKETS.lock().ok().and_then(|cache| {
+        cache
+            .iter()
+            .find(|(name, p, b)| {
+                *p == period && *name == zone.name && b.start_ms <= t_ms && t_ms < b.end_ms
+            })
+            .map(|(_, _, b)| b.clone())
+    });
+    if let Some(b) = hit {
+        return Ok(b);
+    }
+    let b = compute_bucket(zone, period, t_ms)?;
+    if let Ok(mut cache) = BUCKETS.lock() {
+        cache.retain(|(name, p, _)| !(*p == period && *name == zone.name));
+        cache.truncate(BUCKET_CACHE - 1);
+        cache.insert(0, (zone.name.clone(), period, b.clone()));
+    }
+    Ok(b)
+}
+
+/// [`bucket`] without the cache.
+fn compute_bucket(zone: &Zone, period: Period, t_ms: i64) -> Result<Bucket, Error> {
     if !(0..=MAX_NOW).contains(&t_ms) {
         return Err(Error::Arg(format!(
             "invalid now '{t_ms}': expected '*' or an integer from 0 to {MAX_NOW}"
@@ -396,7 +431,7 @@ pub fn bucket(zone: &Zone, period: Period, t_ms: i64) -> Result<Bucket, Error> {
     Ok(Bucket {
         start_ms: start,
         end_ms: end,
-        field,
+        field: field.into(),
     })
 }
 
@@ -739,7 +774,7 @@ mod tests {
         for &(zone_name, period, now, field, start, len) in cases {
             let b = bucket(&zone(zone_name), period, ms(now)).unwrap();
             let what = format!("{zone_name} {} at {now}", period.name());
-            assert_eq!(b.field, field, "{what}");
+            assert_eq!(&*b.field, field, "{what}");
             assert_eq!(b.start_ms, ms(start), "{what}");
             assert_eq!(b.end_ms - b.start_ms, len, "{what}");
         }
@@ -1047,7 +1082,7 @@ mod tests {
         Bucket {
             start_ms: 0,
             end_ms,
-            field: String::new(),
+            field: "".into(),
         }
     }
 
@@ -1283,7 +1318,7 @@ mod tests {
             assert_eq!(jiff_key(tz, period, at - 1), key, "{what} transition {at}");
             assert_eq!(jiff_key(tz, period, at), key, "{what} transition {at}");
         }
-        assert_eq!(b.field, jiff_field(tz, period, b.start_ms), "{what}");
+        assert_eq!(&*b.field, jiff_field(tz, period, b.start_ms), "{what}");
         // The field parses back to its start, to the minute.
         let start = b
             .field

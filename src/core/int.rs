@@ -39,6 +39,26 @@ pub fn parse_in_range(bytes: &[u8], lo: i64, hi: i64) -> Option<i64> {
     parse_i64(bytes).filter(|v| (lo..=hi).contains(v))
 }
 
+/// Writes `v` in decimal into `buf` (an `i64` has at most 20 characters)
+/// and returns the digits: no allocation on the hot path.
+pub fn decimal(v: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut n = v.unsigned_abs();
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    &buf[at..]
+}
+
 /// A stored value is usable when it is a finite number within `±MAX_SAFE`.
 pub fn is_safe_score(score: f64) -> bool {
     score.is_finite() && score.abs() <= MAX_SAFE as f64
@@ -105,6 +125,14 @@ mod tests {
         );
         assert_eq!(parse_in_range(b"9007199254740992", 1, MAX_SAFE), None);
         assert_eq!(parse_in_range(b"-1", 0, MAX_SAFE), None);
+    }
+
+    #[test]
+    fn decimals_are_written_as_redis_writes_them() {
+        let mut buf = [0u8; 20];
+        for v in [0, 7, -7, 10, 1000, MAX_SAFE, -MAX_SAFE, i64::MAX, i64::MIN] {
+            assert_eq!(decimal(v, &mut buf), v.to_string().as_bytes());
+        }
     }
 
     #[test]
