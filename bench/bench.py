@@ -16,6 +16,11 @@ its own:
   thread each, pre-encoded RESP, replies checked after the clock stops);
   requests per second of wall time.
 
+RL.CHECK's steady state runs on keys of two shapes in the same rounds: ~40
+members (listpack-encoded) and ~150 members (skiplist-encoded, above Redis's
+zset-max-listpack-entries of 128); the keys' OBJECT ENCODING is checked after
+the prefill and after the run, and printed.
+
 Every reply is checked against a model of the workload (admitted / rejected,
 counter values), so the contestants provably did the same work. A contestant
 that errors or disagrees makes the run exit non-zero; a missed target does
@@ -66,6 +71,12 @@ class Config:
     scale_sizes: list[int]
     scale_keys: int
     scale_calls: int  # per size and variant per round
+    # RL.CHECK steady state on skiplist-encoded keys (more members than
+    # zset-max-listpack-entries, 128 by default), in the same rounds: the
+    # judged case, two rules (1000/min, 5000/h) on keys of ~150 members
+    check_skiplist_keys: int = 1000
+    check_skiplist_entries: int = 150
+    check_skiplist_calls: int = 0  # 0: check_calls
     memory_sizes: list[int] = field(default_factory=lambda: [100, 1000])
     memory_keys: int = 12  # keys per writer and size (skiplist node sizes are random)
     # RL.THROTTLE steady state runs on the RL.CHECK schedule (check_keys keys,
@@ -109,10 +120,15 @@ QUOTA_ZONE = "Asia/Shanghai"
 QUOTA_GUARD_MS = 15000  # no dayhour round starts this close to an hour boundary
 
 TARGETS = {
-    "check_vs_lua": 0.25,
+    # RL.CHECK steady state (issue 10), on both encodings: the module against
+    # the seed-000 A script (UUID members) and against the native commands'
+    # sum (the floor a client reaches without atomicity)
+    "check_listpack_vs_lua": 0.30,
+    "check_listpack_vs_native": 0.6,
+    "check_skiplist_vs_lua": 0.30,
+    "check_skiplist_vs_native": 0.6,
     "dayhour_vs_lua": 0.25,
     "lockcount_vs_lua": 0.25,
-    "check_vs_native": 1.0,
     "scale_100k_vs_10": 2.0,
     "mem_vs_ts_100": 1.0,
     "mem_vs_ts_1000": 1.0,
@@ -123,6 +139,54 @@ TARGETS = {
     "throttle_key_bytes_1m_minus_10": 0,
     "quota_vs_dayhour": 1.5,
 }
+
+
+@dataclass
+class CheckShape:
+    """One shape of the RL.CHECK steady state: `keys` keys per contestant of
+    `entries` members each, spaced `period` ms apart; the clock moves `step`
+    ms a request, so each key comes back every `period` ms."""
+    name: str  # the encoding it is meant to have, as OBJECT ENCODING names it
+    section: str  # where its batches are recorded
+    prefix: str  # key prefix
+    keys: int
+    entries: int
+    calls: int  # requests per contestant per round
+    period: int = 0
+    step: int = 0
+    next: dict = field(default_factory=dict)  # contestant -> next request index
+
+    @property
+    def encoding(self) -> str:
+        return self.name
+
+
+def check_shapes(cfg: Config) -> list[CheckShape]:
+    shapes = [CheckShape("listpack", "check", "ck", cfg.check_keys, cfg.check_entries, cfg.check_calls),
+              CheckShape("skiplist", "check_skiplist", "cs", cfg.check_skiplist_keys, cfg.check_skiplist_entries,
+                         cfg.check_skiplist_calls or cfg.check_calls)]
+    for s in shapes:
+        s.period = MAX_WINDOW // s.entries  # per-key time between visits
+        s.step = s.period // s.keys  # global clock step per request
+        assert s.step * s.keys == s.period and s.period * s.entries == MAX_WINDOW, s
+        s.next = {c: 0 for c in ("module", "lua-uuid", "lua-ts", "native")}
+    return shapes
+
+
+def uuid_strings(n: int) -> list[str]:
+    """`n` random version-4 UUIDs as strings (str(uuid.uuid4()) is slow for
+    the hundreds of thousands of members a prefill needs)."""
+    h = os.urandom(16 * n).hex()
+    out = []
+    for i in range(0, 32 * n, 32):
+        x = h[i:i + 32]
+        out.append(f"{x[:8]}-{x[8:12]}-4{x[13:16]}-{'89ab'[int(x[16], 16) & 3]}{x[17:20]}-{x[20:]}")
+    return out
+
+
+def fmt_encodings(by_contestant: dict) -> str:
+    """{contestant: {encoding: keys}} -> 'module listpack (20), ...'."""
+    return ", ".join(f"{c} " + "/".join(f"{e} ({n})" for e, n in by.items()) for c, by in by_contestant.items())
 
 
 class BenchError(Exception):
@@ -373,124 +437,207 @@ class Bench:
         print(f"ERROR: {msg}", file=sys.stderr)
 
     # ---------------- RL.CHECK, steady state --------------------------------
+    #
+    # Two shapes of the same steady state, in the same interleaved rounds:
+    # keys of `check_entries` members (40: a listpack, under Redis's
+    # zset-max-listpack-entries of 128) and keys of `check_skiplist_entries`
+    # (150: a skiplist). Each key's members are spaced `period` ms apart, as
+    # if the key were visited every `period` ms, and each call comes one
+    # `period` after the key's previous one: one member leaves the longest
+    # window (trim) and one is added, so the shape stays the same all run long.
+
+    CHECK_CONTESTANTS = ("module", "lua-uuid", "lua-ts", "native")
+    CHECK_PREFIXES = {"module": "mod:", "lua-uuid": "lua:", "lua-ts": "ts:", "native": "nat:"}
+
+    def check_key(self, shape: CheckShape, c: str, k: int) -> str:
+        return f"{shape.prefix}:{self.CHECK_PREFIXES[c]}{k}"
 
     def check_setup(self):
         cfg = self.cfg
         self.base = int(self.ctl.time()[0]) * 1000
-        self.period = MAX_WINDOW // cfg.check_entries  # per-key time between visits
-        self.step = self.period // cfg.check_keys  # global clock step per request
-        assert self.step * cfg.check_keys == self.period
-        self.check_next = {c: 0 for c in ("module", "lua-uuid", "lua-ts", "native")}
-        # Each key holds `check_entries` members, as if it had been visited every
-        # `period` ms: at its next visit one member leaves the longest window
-        # (trim) and one is added, so the shape stays the same all run long.
-        pipe_lines = {c: [] for c in self.check_next}
-        for k in range(cfg.check_keys):
-            first = self.base + (k + 1) * self.step
-            scores = [first - j * self.period for j in range(cfg.check_entries, 0, -1)]
-            for s in scores:
-                pipe_lines["module"].append(enc("RL.CHECK", f"ck:mod:{k}", s, *flat_rules(RULES)))
-            for c, prefix in (("lua-uuid", "ck:lua:"), ("native", "ck:nat:")):
+        self.check_shapes = check_shapes(cfg)
+        lp = self.check_shapes[0]
+        # the RL.THROTTLE workload runs on the listpack shape's schedule
+        self.period, self.step = lp.period, lp.step
+        try:
+            lp_max = int(self.ctl.config_get("zset-max-listpack-entries").get("zset-max-listpack-entries"))
+        except (TypeError, ValueError):
+            lp_max = int(self.ctl.config_get("zset-max-ziplist-entries").get("zset-max-ziplist-entries"))
+        self.notes["zset_max_listpack_entries"] = lp_max
+        rules_tail = b"".join(b"$%d\r\n%s\r\n" % (len(x), x) for x in (b"%d" % v for v in flat_rules(RULES)))
+        check_head = b"*%d\r\n$8\r\nRL.CHECK\r\n" % (3 + 2 * len(RULES))
+        for shape in self.check_shapes:
+            t0 = time.time()
+            pipe_lines = {c: [] for c in self.CHECK_CONTESTANTS}
+            members = iter(uuid_strings(2 * shape.keys * shape.entries))
+            for k in range(shape.keys):
+                first = self.base + (k + 1) * shape.step
+                scores = [first - j * shape.period for j in range(shape.entries, 0, -1)]
+                key = self.check_key(shape, "module", k).encode()
+                key_bulk = b"$%d\r\n%s\r\n" % (len(key), key)
+                for s in scores:  # enc("RL.CHECK", key, s, *flat_rules(RULES)), encoded faster
+                    pipe_lines["module"].append(b"%s%s$%d\r\n%d\r\n%s" % (check_head, key_bulk, len(b"%d" % s), s,
+                                                                          rules_tail))
+                for c in ("lua-uuid", "native"):
+                    args = []
+                    for s in scores:
+                        args += [s, next(members)]
+                    pipe_lines[c].append(enc("ZADD", self.check_key(shape, c, k), *args))
+                    pipe_lines[c].append(enc("PEXPIRE", self.check_key(shape, c, k), MAX_WINDOW))
                 args = []
                 for s in scores:
-                    args += [s, str(uuid.uuid4())]
-                pipe_lines[c].append(enc("ZADD", prefix + str(k), *args))
-                pipe_lines[c].append(enc("PEXPIRE", prefix + str(k), MAX_WINDOW))
-            args = []
-            for s in scores:
-                args += [s, s]
-            pipe_lines["lua-ts"].append(enc("ZADD", f"ck:ts:{k}", *args))
-            pipe_lines["lua-ts"].append(enc("PEXPIRE", f"ck:ts:{k}", MAX_WINDOW))
-        for c, lines in pipe_lines.items():
-            for part in chunks(lines, 2000):
-                replies = parse_all(self.conns[0].roundtrip(b"".join(part)), len(part))
-                for r in replies:
-                    if find_error(r) is not None:
-                        raise BenchError(f"prefill of {c}: {find_error(r)}")
-                    if c == "module" and r[0] != 0:
-                        raise BenchError(f"prefill of module: RL.CHECK refused: {r}")
-
-    def check_round(self, rnd: int, measured: bool):
-        cfg = self.cfg
-        order = rotate(["module", "lua-uuid", "lua-ts", "native"], rnd)
-        for c in order:
-            i0 = self.check_next[c]
-            n = cfg.check_calls
-            self.check_next[c] += n
+                    args += [s, s]
+                pipe_lines["lua-ts"].append(enc("ZADD", self.check_key(shape, "lua-ts", k), *args))
+                pipe_lines["lua-ts"].append(enc("PEXPIRE", self.check_key(shape, "lua-ts", k), MAX_WINDOW))
+            # the module's keys are written by RL.CHECK itself (its own member
+            # names); spread over the connections, the server does the work
             per_conn: list[list[bytes]] = [[] for _ in self.conns]
-            for i in range(i0, i0 + n):
-                k = i % cfg.check_keys
-                now = self.base + (i + 1) * self.step
-                conn = k % len(self.conns)
-                if c == "module":
-                    cmd = enc("RL.CHECK", f"ck:mod:{k}", now, *flat_rules(RULES))
-                elif c == "lua-uuid":
-                    cmd = enc("EVALSHA", self.sha["check_uuid"], 1, f"ck:lua:{k}", str(uuid.uuid4()), now,
-                              *flat_rules(RULES))
-                elif c == "lua-ts":
-                    cmd = enc("EVALSHA", self.sha["check_timestamp"], 1, f"ck:ts:{k}", now, *flat_rules(RULES))
-                else:
-                    key = f"ck:nat:{k}"
-                    cmd = b"".join(
-                        [enc("ZCOUNT", key, now - w, now) for _, w in RULES]
-                        + [enc("ZADD", key, now, str(uuid.uuid4())),
-                           enc("PEXPIRE", key, MAX_WINDOW),
-                           enc("ZREMRANGEBYSCORE", key, 0, now - MAX_WINDOW)])
-                per_conn[conn].append(cmd)
-            per_req = len(RULES) + 3 if c == "native" else 1
-            jobs, counts = [], []
-            for conn, cmds in zip(self.conns, per_conn):
-                parts = chunks(cmds, cfg.batch)
-                jobs.append(pipelined_job(conn, [b"".join(p) for p in parts]))
-                counts.append([len(p) * per_req for p in parts])
-            counted = {"module": ["rl.check"], "lua-uuid": ["evalsha"], "lua-ts": ["evalsha"],
-                       "native": ["zcount", "zadd", "pexpire", "zremrangebyscore"]}[c]
-            b, results = measure(self.ctl, c, n, counted, jobs)
-            # Every request must be admitted (limits far above the in-window counts).
-            admitted = trimmed = 0
+            for i, line in enumerate(pipe_lines.pop("module")):
+                per_conn[(i // shape.entries) % len(self.conns)].append(line)
+            for i, lines in enumerate(pipe_lines.values()):
+                per_conn[i % len(self.conns)].extend(lines)
+            jobs, counts = pipelined_jobs(self.conns, per_conn, 2000)
+            _, results = run_parallel(jobs)
+            # Replies hold integers only, so an error reply is the only line
+            # that starts with '-': parse a batch only when one is there. A
+            # refused RL.CHECK adds no member: the ZCARD check below sees it.
             for bufs, cnts in zip(results, counts):
                 for buf, cnt in zip(bufs, cnts):
-                    replies = parse_all(buf, cnt)
-                    for r in replies:
-                        e = find_error(r)
-                        if e is not None:
-                            raise BenchError(f"RL.CHECK contestant {c}: {e}")
-                    if c == "module":
-                        admitted += sum(1 for r in replies if r[0] == 0)
-                    elif c in ("lua-uuid", "lua-ts"):
-                        admitted += sum(1 for r in replies if r is None)
-                    else:
-                        for j in range(0, len(replies), per_req):
-                            zadd, trim = replies[j + len(RULES)], replies[j + len(RULES) + 2]
-                            admitted += zadd == 1
-                            trimmed += trim
-            if admitted != n:
-                self.fail(f"RL.CHECK contestant {c}: {n - admitted} of {n} requests not admitted")
-            if c == "native":
-                b.extra["trimmed_per_request"] = trimmed / n
-                if trimmed < n * 0.9:
-                    self.fail(f"RL.CHECK native: only {trimmed} members trimmed in {n} requests")
-            if c == "module":
-                check_count(b, "rl.check", n)
-            elif c.startswith("lua"):
-                check_count(b, "evalsha", n)
-            self.record("check", b, rnd, measured)
+                    if buf.startswith(b"-") or b"\r\n-" in buf:
+                        for r in parse_all(buf, cnt):
+                            if find_error(r) is not None:
+                                raise BenchError(f"prefill of RL.CHECK {shape.name} keys: {find_error(r)}")
+            for c in self.CHECK_CONTESTANTS:
+                pipe = self.ctl.pipeline(transaction=False)
+                for k in range(shape.keys):
+                    pipe.zcard(self.check_key(shape, c, k))
+                short = [k for k, n in enumerate(pipe.execute()) if n != shape.entries]
+                if short:
+                    raise BenchError(f"prefill of RL.CHECK {shape.name} keys: {len(short)} {c} keys do not hold "
+                                     f"{shape.entries} members (first: {self.check_key(shape, c, short[0])})")
+            self.notes.setdefault("check_encoding_after_prefill", {})[shape.name] = self.check_encodings(shape)
+            print(f"  RL.CHECK {shape.name} keys: {shape.keys} × {shape.entries} entries per contestant, "
+                  f"prefilled in {time.time() - t0:.1f} s; OBJECT ENCODING "
+                  f"{fmt_encodings(self.notes['check_encoding_after_prefill'][shape.name])}", flush=True)
 
-    def check_shape(self):
-        """Members per key after the run (the steady state keeps `check_entries`)."""
-        shape = {}
-        for c, prefix in (("module", "ck:mod:"), ("lua-uuid", "ck:lua:"), ("lua-ts", "ck:ts:"),
-                          ("native", "ck:nat:")):
-            sample = range(0, self.cfg.check_keys, max(1, self.cfg.check_keys // 50))
+    def check_encodings(self, shape: CheckShape) -> dict:
+        """OBJECT ENCODING of a sample of each contestant's keys: {contestant:
+        {encoding: keys}}."""
+        out = {}
+        sample = range(0, shape.keys, max(1, shape.keys // 50))
+        for c in self.CHECK_CONTESTANTS:
             pipe = self.ctl.pipeline(transaction=False)
             for k in sample:
-                pipe.zcard(prefix + str(k))
-            sizes = pipe.execute()
-            shape[c] = {"min": min(sizes), "max": max(sizes), "mean": sum(sizes) / len(sizes)}
-            if min(sizes) < self.cfg.check_entries - 1 or max(sizes) > self.cfg.check_entries + 1:
-                self.fail(f"RL.CHECK {c}: keys hold {min(sizes)}..{max(sizes)} members, "
-                          f"expected about {self.cfg.check_entries}")
-        self.notes["check_shape_after_run"] = shape
+                pipe.object("encoding", self.check_key(shape, c, k))
+            seen: dict = {}
+            for e in pipe.execute():
+                e = e.decode() if isinstance(e, bytes) else str(e)
+                seen[e] = seen.get(e, 0) + 1
+            out[c] = seen
+        return out
+
+    def check_round(self, rnd: int, measured: bool):
+        # both shapes in one rotation: each contestant's listpack and skiplist
+        # batches side by side, the order rotated every round
+        order = [(shape, c) for c in self.CHECK_CONTESTANTS for shape in self.check_shapes]
+        for shape, c in rotate(order, rnd):
+            self.check_batch(shape, c, rnd, measured)
+
+    def check_batch(self, shape: CheckShape, c: str, rnd: int, measured: bool):
+        cfg = self.cfg
+        i0 = shape.next[c]
+        n = shape.calls
+        shape.next[c] += n
+        per_conn: list[list[bytes]] = [[] for _ in self.conns]
+        for i in range(i0, i0 + n):
+            k = i % shape.keys
+            now = self.base + (i + 1) * shape.step
+            conn = k % len(self.conns)
+            key = self.check_key(shape, c, k)
+            if c == "module":
+                cmd = enc("RL.CHECK", key, now, *flat_rules(RULES))
+            elif c == "lua-uuid":
+                cmd = enc("EVALSHA", self.sha["check_uuid"], 1, key, str(uuid.uuid4()), now, *flat_rules(RULES))
+            elif c == "lua-ts":
+                cmd = enc("EVALSHA", self.sha["check_timestamp"], 1, key, now, *flat_rules(RULES))
+            else:
+                cmd = b"".join(
+                    [enc("ZCOUNT", key, now - w, now) for _, w in RULES]
+                    + [enc("ZADD", key, now, str(uuid.uuid4())),
+                       enc("PEXPIRE", key, MAX_WINDOW),
+                       enc("ZREMRANGEBYSCORE", key, 0, now - MAX_WINDOW)])
+            per_conn[conn].append(cmd)
+        per_req = len(RULES) + 3 if c == "native" else 1
+        jobs, counts = [], []
+        for conn, cmds in zip(self.conns, per_conn):
+            parts = chunks(cmds, cfg.batch)
+            jobs.append(pipelined_job(conn, [b"".join(p) for p in parts]))
+            counts.append([len(p) * per_req for p in parts])
+        counted = {"module": ["rl.check"], "lua-uuid": ["evalsha"], "lua-ts": ["evalsha"],
+                   "native": ["zcount", "zadd", "pexpire", "zremrangebyscore"]}[c]
+        b, results = measure(self.ctl, c, n, counted, jobs)
+        # Every request must be admitted (limits far above the in-window counts).
+        admitted = trimmed = 0
+        for bufs, cnts in zip(results, counts):
+            for buf, cnt in zip(bufs, cnts):
+                replies = parse_all(buf, cnt)
+                for r in replies:
+                    e = find_error(r)
+                    if e is not None:
+                        raise BenchError(f"RL.CHECK ({shape.name}) contestant {c}: {e}")
+                if c == "module":
+                    admitted += sum(1 for r in replies if r[0] == 0)
+                elif c in ("lua-uuid", "lua-ts"):
+                    admitted += sum(1 for r in replies if r is None)
+                else:
+                    for j in range(0, len(replies), per_req):
+                        zadd, trim = replies[j + len(RULES)], replies[j + len(RULES) + 2]
+                        admitted += zadd == 1
+                        trimmed += trim
+        if admitted != n:
+            self.fail(f"RL.CHECK ({shape.name}) contestant {c}: {n - admitted} of {n} requests not admitted")
+        if c == "native":
+            b.extra["trimmed_per_request"] = trimmed / n
+            if trimmed < n * 0.9:
+                self.fail(f"RL.CHECK ({shape.name}) native: only {trimmed} members trimmed in {n} requests")
+        if c == "module":
+            check_count(b, "rl.check", n)
+        elif c.startswith("lua"):
+            check_count(b, "evalsha", n)
+        b.extra["shape"] = shape.name
+        self.record(shape.section, b, rnd, measured)
+
+    def check_shape(self):
+        """Members per key and OBJECT ENCODING after the run (the steady state
+        keeps each shape's entries, and so its encoding)."""
+        shapes, encodings = {}, {}
+        for shape in self.check_shapes:
+            sizes_by = {}
+            for c in self.CHECK_CONTESTANTS:
+                sample = range(0, shape.keys, max(1, shape.keys // 50))
+                pipe = self.ctl.pipeline(transaction=False)
+                for k in sample:
+                    pipe.zcard(self.check_key(shape, c, k))
+                sizes = pipe.execute()
+                sizes_by[c] = {"min": min(sizes), "max": max(sizes), "mean": sum(sizes) / len(sizes)}
+                if min(sizes) < shape.entries - 1 or max(sizes) > shape.entries + 1:
+                    self.fail(f"RL.CHECK ({shape.name}) {c}: keys hold {min(sizes)}..{max(sizes)} members, "
+                              f"expected about {shape.entries}")
+            shapes[shape.name] = sizes_by
+            enc_after = self.check_encodings(shape)
+            encodings[shape.name] = enc_after
+            for when, seen in (("after the prefill", self.notes["check_encoding_after_prefill"][shape.name]),
+                               ("after the run", enc_after)):
+                for c, by in seen.items():
+                    if set(by) != {shape.encoding}:
+                        self.fail(f"RL.CHECK ({shape.name}) {c}: OBJECT ENCODING {by} {when}, "
+                                  f"expected {shape.encoding} (zset-max-listpack-entries "
+                                  f"{self.notes.get('zset_max_listpack_entries')})")
+            print(f"  RL.CHECK {shape.name} keys after the run: "
+                  + ", ".join(f"{c} {v['min']}..{v['max']} members" for c, v in sizes_by.items())
+                  + f"; OBJECT ENCODING {fmt_encodings(enc_after)}", flush=True)
+        self.notes["check_shape_after_run"] = shapes
+        self.notes["check_encoding_after_run"] = encodings
 
     # ---------------- RL.THROTTLE, steady state and contested -----------------
 
@@ -1294,6 +1441,10 @@ LABELS = {
     ("check", "lua-uuid"): "Lua, seed 000 A (UUID members)",
     ("check", "lua-ts"): "Lua, seed 000 B (timestamp members)",
     ("check", "native"): "native pipeline (2×ZCOUNT, ZADD, PEXPIRE, ZREMRANGEBYSCORE)",
+    ("check_skiplist", "module"): "RL.CHECK (module)",
+    ("check_skiplist", "lua-uuid"): "Lua, seed 000 A (UUID members)",
+    ("check_skiplist", "lua-ts"): "Lua, seed 000 B (timestamp members)",
+    ("check_skiplist", "native"): "native pipeline (2×ZCOUNT, ZADD, PEXPIRE, ZREMRANGEBYSCORE)",
     ("dayhour", "module"): "RL.DAYHOUR (module)",
     ("dayhour", "lua"): "Lua, seed 001 day/hour",
     ("dayhour", "quota"): f"RL.QUOTA DAY + HOUR ({QUOTA_ZONE}, now *)",
@@ -1338,20 +1489,26 @@ def build_report(bench: Bench, cfg: Config, quick: bool, meta: dict, summary: di
         else:
             target(name, label, ratio, limit, detail)
 
-    cb, db_, lb = bench.batches["check"], bench.batches["dayhour"], bench.batches["lockcount"]
+    db_, lb = bench.batches["dayhour"], bench.batches["lockcount"]
     ck, dh, lc, sc = S["check"], S["dayhour"], S["lockcount"], S["scale"]
-    target("check_vs_lua", "RL.CHECK server cost ≤ 0.25 × Lua (seed 000 A)",
-           ck["module"]["usec_per_request"] / ck["lua-uuid"]["usec_per_request"], TARGETS["check_vs_lua"],
-           f"per-round {fmt_ratio_spread(round_ratios(cb, 'module', 'lua-uuid'))}")
+    enc_after = bench.notes.get("check_encoding_after_run", {})
+    for shape in bench.check_shapes:
+        cs, cb = S[shape.section], bench.batches[shape.section]
+        seen = "/".join(sorted({e for by in enc_after.get(shape.name, {}).values() for e in by})) or "?"
+        what = f"{shape.keys} keys × {shape.entries} entries, OBJECT ENCODING {seen}"
+        for other, tname, tlabel in (("lua-uuid", "lua", "Lua (seed 000 A, UUID members)"),
+                                     ("native", "native", "native command sum")):
+            name = f"check_{shape.name}_vs_{tname}"
+            lim = TARGETS[name]
+            target(name, f"RL.CHECK ({shape.name}) server cost ≤ {lim} × {tlabel}",
+                   cs["module"]["usec_per_request"] / cs[other]["usec_per_request"], lim,
+                   f"{what}; per-round {fmt_ratio_spread(round_ratios(cb, 'module', other))}")
     target("dayhour_vs_lua", "RL.DAYHOUR server cost ≤ 0.25 × Lua (seed 001)",
            dh["module"]["usec_per_request"] / dh["lua"]["usec_per_request"], TARGETS["dayhour_vs_lua"],
            f"per-round {fmt_ratio_spread(round_ratios(db_, 'module', 'lua'))}")
     target("lockcount_vs_lua", "RL.LOCKCOUNT server cost ≤ 0.25 × Lua (seed 004)",
            lc["module"]["usec_per_request"] / lc["lua"]["usec_per_request"], TARGETS["lockcount_vs_lua"],
            f"per-round {fmt_ratio_spread(round_ratios(lb, 'module', 'lua'))}")
-    target("check_vs_native", "RL.CHECK server cost ≤ 1.0 × native command sum",
-           ck["module"]["usec_per_request"] / ck["native"]["usec_per_request"], TARGETS["check_vs_native"],
-           f"per-round {fmt_ratio_spread(round_ratios(cb, 'module', 'native'))}")
     lo, hi = min(cfg.scale_sizes), max(cfg.scale_sizes)
     a_lo, a_hi = sc.get(f"{lo}:admitted"), sc.get(f"{hi}:admitted")
     r_lo, r_hi = sc.get(f"{lo}:rejected"), sc.get(f"{hi}:rejected")
@@ -1426,9 +1583,14 @@ def build_report(bench: Bench, cfg: Config, quick: bool, meta: dict, summary: di
     L.append("| workload | contestant | server µs/request (median) | p25..p75 | mean | × module | "
              "server CPU µs/request incl. I/O | ops/s (median) |")
     L.append("|---|---|---:|---:|---:|---:|---:|---:|")
+    enc_seen = {sh.name: "/".join(sorted({e for by in bench.notes.get("check_encoding_after_run", {})
+                                           .get(sh.name, {}).values() for e in by})) or "?"
+                for sh in bench.check_shapes}
     workloads = [
-        ("check", f"RL.CHECK, 2 rules, {cfg.check_keys} keys × {cfg.check_entries} entries, 1 trimmed + 1 added per call",
-         ["module", "native", "lua-ts", "lua-uuid"]),
+        (sh.section, f"RL.CHECK, 2 rules, {sh.keys} keys × {sh.entries} entries ({enc_seen[sh.name]}), "
+                     f"1 trimmed + 1 added per call", ["module", "native", "lua-ts", "lua-uuid"])
+        for sh in bench.check_shapes
+    ] + [
         ("throttle", f"RL.THROTTLE, 1 rule ({TH_RULE[0]} at once, {TH_RULE[1]} per hour), {cfg.check_keys} keys "
                      f"each visited every {MAX_WINDOW // cfg.check_entries // 1000} s, all admitted; RL.CHECK: "
                      f"1 rule ({TH_CHECK_RULE[0]} per hour), {cfg.check_entries} entries, 1 trimmed + 1 added "
@@ -1466,11 +1628,33 @@ def build_report(bench: Bench, cfg: Config, quick: bool, meta: dict, summary: di
     L.append("Per native command (µs per call over all measured rounds, calls per request):\n")
     L.append("| contestant | command | µs/call (mean) | calls/request |")
     L.append("|---|---|---:|---:|")
-    for sec, c in (("check", "native"), ("lockcount", "client")):
+    for sec, c in (("check", "native"), ("check_skiplist", "native"), ("lockcount", "client")):
+        where = {sh.section: f", {sh.name} keys ({sh.entries} entries)" for sh in bench.check_shapes}.get(sec, "")
         for cmd, acc in S[sec][c]["commands"].items():
             if acc["calls"]:
-                L.append(f"| {LABELS[(sec, c)]} | {cmd.upper()} | {acc['usec_per_call']:.3f} | "
+                L.append(f"| {LABELS[(sec, c)]}{where} | {cmd.upper()} | {acc['usec_per_call']:.3f} | "
                          f"{acc['calls_per_request']:.2f} |")
+    L.append("")
+
+    L.append("## RL.CHECK steady state by encoding\n")
+    L.append(f"Two rules ({RULES[0][0]}/{RULES[0][1] // 1000} s, {RULES[1][0]}/{RULES[1][1] // 3600000} h); each "
+             f"key visited once every `period` ms, so it keeps `entries` members (1 trimmed + 1 added per call). "
+             f"Both shapes run in the same rounds, interleaved with each other (order rotated every round). "
+             f"zset-max-listpack-entries on this server: {bench.notes.get('zset_max_listpack_entries')}; "
+             f"OBJECT ENCODING of 1 key in {max(1, bench.check_shapes[0].keys // 50)} per contestant, after the "
+             f"prefill and after the run.\n")
+    L.append("| keys × entries | period | encoding (module, Lua A, Lua B, native) | module µs | native µs | "
+             "Lua A µs | Lua B µs | module / Lua A | module / native | module / Lua B |")
+    L.append("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    for sh in bench.check_shapes:
+        cs = S[sh.section]
+        u = {c: cs[c]["usec_per_request"] for c in cs}
+        encs = bench.notes.get("check_encoding_after_run", {}).get(sh.name, {})
+        e = ", ".join("/".join(encs.get(c, {}) or ["?"]) for c in ("module", "lua-uuid", "lua-ts", "native"))
+        L.append(f"| {sh.keys:,} × {sh.entries} | {sh.period / 1000:g} s | {e} | {u['module']:.3f} | "
+                 f"{u['native']:.3f} | {u['lua-uuid']:.3f} | {u['lua-ts']:.3f} | "
+                 f"{u['module'] / u['lua-uuid']:.3f} | {u['module'] / u['native']:.3f} | "
+                 f"{u['module'] / u['lua-ts']:.3f} |")
     L.append("")
 
     L.append("## Scale: RL.CHECK vs members in the window\n")
@@ -1663,11 +1847,12 @@ def main(argv=None) -> int:
     ck, dh, lc = summary["check"], summary["dayhour"], summary["lockcount"]
     th, tc = summary["throttle"], summary["throttle_contested"]
     svg_cost_chart([
-        ("RL.CHECK (2 rules, steady state)", [
-            ("module", ck["module"]["usec_per_request"], COLORS["module"]),
-            ("native commands (sum)", ck["native"]["usec_per_request"], COLORS["native"]),
-            ("Lua, timestamp members", ck["lua-ts"]["usec_per_request"], COLORS["lua-ts"]),
-            ("Lua, UUID members", ck["lua-uuid"]["usec_per_request"], COLORS["lua"])]),
+        *[(f"RL.CHECK (2 rules, steady state, {sh.entries} entries: {sh.name})", [
+            ("module", summary[sh.section]["module"]["usec_per_request"], COLORS["module"]),
+            ("native commands (sum)", summary[sh.section]["native"]["usec_per_request"], COLORS["native"]),
+            ("Lua, timestamp members", summary[sh.section]["lua-ts"]["usec_per_request"], COLORS["lua-ts"]),
+            ("Lua, UUID members", summary[sh.section]["lua-uuid"]["usec_per_request"], COLORS["lua"])])
+          for sh in bench.check_shapes],
         ("RL.THROTTLE (1 rule, steady state)", [
             ("RL.THROTTLE", th["module"]["usec_per_request"], COLORS["module"]),
             ("RL.CHECK, same schedule", th["check"]["usec_per_request"], COLORS["native"]),

@@ -10,6 +10,16 @@ its own callgrind file; the summary gives instructions per request, and
 `callgrind_annotate --inclusive=yes` of the module phases shows where the
 module's instructions go.
 
+RL.CHECK's steady state is profiled on both encodings of its keys: ~40
+members (a listpack) and ~150 members (a skiplist, above Redis's
+zset-max-listpack-entries of 128), against the native commands and the
+seed-000 A script on keys of the same shape; the keys' OBJECT ENCODING is
+checked and printed. For the module on both shapes, a breakdown of the
+instructions under its command handler (from the call graph: the module's own
+instructions, and every call it makes into Redis by entry point and by the
+module function that makes it) is printed and written to
+breakdown-check.txt.
+
 Instruction counts are deterministic, so unlike the timing bench they do not
 move with other load on the machine; they are not time (cache misses and
 branch mispredictions cost nothing here).
@@ -34,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench as B  # noqa: E402  (the timing bench: RESP helpers, scripts, harness)
 
 RULES = B.RULES
+SL_ENTRIES = 150  # members per key of the skiplist shape (zset-max-listpack-entries is 128)
 
 
 def callgrind_control(*args) -> str:
@@ -48,6 +59,218 @@ def total_ir(path: Path) -> int:
         if line.startswith("summary:") or line.startswith("totals:"):
             return int(line.split()[1])
     return 0
+
+
+# --------------------------------------------------------------------------
+# Where RL.CHECK's instructions go: the call graph of a callgrind dump
+
+
+def parse_callgrind(path: Path) -> dict:
+    """A callgrind dump (positions: line, one event): self cost per function,
+    per call edge (caller, callee) the calls and the inclusive cost, and each
+    function's object file. Functions are named as callgrind names them
+    (symbol names, without file); name compression is undone."""
+    names = {"ob": {}, "fl": {}, "fn": {}}
+    kind_of = {"ob": "ob", "cob": "ob", "fl": "fl", "fi": "fl", "fe": "fl", "cfi": "fl", "cfl": "fl",
+               "fn": "fn", "cfn": "fn"}
+    self_cost: dict[str, int] = {}
+    edges: dict[tuple[str, str], list[int]] = {}
+    obj: dict[str, str] = {}
+    ob = fn = cob = cfn = None
+    calls = None
+    summary = 0
+
+    def name(kind, val):
+        ns = names[kind]
+        if val.startswith("("):
+            end = val.index(")")
+            ident, rest = val[1:end], val[end + 1:].strip()
+            if rest:
+                ns[ident] = rest
+            return ns.get(ident, ident)
+        return val
+
+    with open(path, errors="replace") as f:
+        for line in f:
+            c = line[:1]
+            if c.isdigit() or c in "+-*":  # a cost line: position, cost
+                if fn is None:
+                    continue
+                parts = line.split()
+                cost = int(parts[1]) if len(parts) > 1 else 0
+                if calls is not None:  # the inclusive cost of the call just named
+                    e = edges.setdefault((fn, cfn), [0, 0])
+                    e[0] += calls
+                    e[1] += cost
+                    obj.setdefault(cfn, cob if cob is not None else ob)
+                    calls = None
+                else:
+                    self_cost[fn] = self_cost.get(fn, 0) + cost
+                continue
+            if line.startswith(("summary:", "totals:")):
+                summary = summary or int(line.split()[1])
+                continue
+            key, eq, val = line.rstrip("\n").partition("=")
+            if not eq:
+                continue
+            if key == "calls":
+                calls = int(val.split()[0])
+            elif key in kind_of:
+                v = name(kind_of[key], val)
+                if key == "ob":
+                    ob = v
+                elif key == "fn":
+                    fn, cob = v, None
+                    obj[fn] = ob
+                elif key == "cob":
+                    cob = v
+                elif key == "cfn":
+                    cfn = v
+    return {"self": self_cost, "edges": edges, "obj": obj, "summary": summary}
+
+
+def short(fn: str) -> str:
+    """redis_ratelimit::redis_api::Key::zadd_new -> Key::zadd_new;
+    <redis_module::alloc::RedisAlloc as core::...::GlobalAlloc>::alloc ->
+    RedisAlloc::alloc"""
+    if fn.startswith("<") and " as " in fn and ">::" in fn:
+        fn = fn[1:fn.index(" as ")] + "::" + fn.rsplit(">::", 1)[1]
+    parts = fn.split("::")
+    return "::".join(parts[-2:]) if len(parts) > 2 and parts[-2][:1].isupper() else parts[-1]
+
+
+# Calls from the module into Redis, grouped. The first rule that matches a
+# call (module caller, Redis callee) names its group; the module's own
+# instructions are a group of their own.
+CALL_GROUPS = [
+    ("RedisModule_Call (ZCOUNT / ZRANGE by rank)",
+     lambda a, b: b == "RM_Call" or b.startswith(("RM_CallReply", "RM_FreeCallReply"))),
+    ("replication (RM_Replicate)", lambda a, b: b == "RM_Replicate"),
+    ("ZADD of the new member (RM_ZsetAdd → zsetAdd)", lambda a, b: b == "RM_ZsetAdd"),
+    ("allocation (Rust's allocator → RM_Alloc / RM_Free)",
+     lambda a, b: b in ("RM_Alloc", "RM_Free", "RM_Realloc", "RM_Calloc", "RM_TryAlloc", "malloc", "free",
+                        "realloc", "calloc")),
+    ("trim (walk up from the lowest score, RM_ZsetRem)",
+     lambda a, b: short(a).split("::")[-1] in ("zrem_through", "zrem", "trim") or b == "RM_ZsetRem"),
+    ("reading extremes / stepping from an end (RM_Zset*Range*)",
+     lambda a, b: short(a).split("::")[-1] in ("zscore_bounds", "zscore_from_end", "zcount_from_end",
+                                               "walk_from", "read", "count_newer_than", "score_at_rank")
+     or b.startswith("RM_Zset")),
+    ("reply (RM_ReplyWith*)", lambda a, b: b.startswith("RM_ReplyWith")),
+    ("opening the key (RM_OpenKey, RM_CloseKey, RM_KeyType, RM_ValueLength)",
+     lambda a, b: b in ("RM_OpenKey", "RM_CloseKey", "RM_KeyType", "RM_ValueLength")),
+    ("expiry (RM_GetAbsExpire / RM_SetAbsExpire)",
+     lambda a, b: b in ("RM_GetAbsExpire", "RM_SetAbsExpire", "RM_GetExpire", "RM_SetExpire")),
+    ("keyspace events, WATCH (RM_NotifyKeyspaceEvent, RM_SignalModifiedKey)",
+     lambda a, b: b in ("RM_NotifyKeyspaceEvent", "RM_SignalModifiedKey")),
+    ("strings (RM_CreateString*, RM_FreeString, RM_StringPtrLen)",
+     lambda a, b: b.startswith(("RM_CreateString", "RM_FreeString", "RM_StringPtrLen", "RM_RetainString",
+                                "RM_HoldString"))),
+]
+OWN = "the module's own instructions (parsing, decision, bookkeeping)"
+
+
+def module_breakdown(path: Path, requests: int) -> dict:
+    """Ir per request under the module's command handler: the handler's
+    inclusive cost (calls into the module from Redis), the module's own
+    instructions, every call into Redis by entry point (inclusive) and by
+    group, and the module functions' inclusive costs."""
+    g = parse_callgrind(path)
+    edges, obj = g["edges"], g["obj"]
+    is_mod = {f for f, o in obj.items() if o and "libredis_ratelimit" in o}
+    per = 1.0 / requests
+    handler = {b: c * per for (a, b), (_n, c) in edges.items() if b in is_mod and a not in is_mod}
+    own = sum(c for f, c in g["self"].items() if f in is_mod) * per
+    groups = {name: 0.0 for name, _ in CALL_GROUPS}
+    groups[OWN] = own
+    groups["other calls into Redis"] = 0.0
+    entry: dict[str, dict] = {}  # Redis entry point -> cost, calls, callers
+    for (a, b), (n, c) in edges.items():
+        if a in is_mod and b not in is_mod:
+            for name, rule in CALL_GROUPS:
+                if rule(a, b):
+                    groups[name] += c * per
+                    break
+            else:
+                groups["other calls into Redis"] += c * per
+            e = entry.setdefault(b, {"Ir": 0.0, "calls": 0.0, "callers": {}})
+            e["Ir"] += c * per
+            e["calls"] += n * per
+            e["callers"][short(a)] = e["callers"].get(short(a), 0.0) + c * per
+    inclusive: dict[str, float] = {}
+    for (a, b), (_n, c) in edges.items():
+        if b in is_mod and a != b:
+            inclusive[short(b)] = inclusive.get(short(b), 0.0) + c * per
+    self_mod = {short(f): c * per for f, c in g["self"].items() if f in is_mod}
+
+    incoming: dict[str, float] = {}
+    for (a, b), (_n, c) in edges.items():
+        if a != b:
+            incoming[b] = incoming.get(b, 0.0) + c * per
+
+    def inside(fn: str, depth: int, share: float = 1.0) -> list:
+        """The biggest calls `fn` makes (Ir per request), `depth` levels
+        down. Callgrind keeps one level of context: below the first level, a
+        function that is also called from elsewhere has its calls scaled by
+        the share of its cost that comes from here (`approx`)."""
+        kids = sorted(((b, c * per * share) for (a, b), (_n, c) in edges.items() if a == fn and b != fn),
+                      key=lambda x: -x[1])
+        out = []
+        for b, c in kids[:4]:
+            sub_share = min(1.0, c / incoming[b]) if incoming.get(b) else 1.0
+            out.append({"fn": b, "Ir": c, "approx": share < 0.95,
+                        "inside": inside(b, depth - 1, sub_share) if depth > 1 else []})
+        return out
+
+    for b, e in entry.items():
+        e["inside"] = inside(b, 2)
+    return {"total": g["summary"] * per, "handler": sum(handler.values()), "handler_entries": handler,
+            "groups": groups, "entry_points": entry, "module_inclusive": inclusive, "module_self": self_mod}
+
+
+def check_breakdown(cols: list[tuple[str, Path, int]]) -> tuple[str, dict]:
+    """The text printed by bench-profile: groups side by side for each column
+    (label, dump, requests); the first column in detail."""
+    data = {label: module_breakdown(path, reqs) for label, path, reqs in cols}
+    labels = [label for label, _, _ in cols]
+    first = data[labels[0]]
+    w = 74
+    L = ["RL.CHECK, 2 rules, 1 trimmed + 1 added a call: where the instructions go "
+         "(Ir per request, from the call graph)", ""]
+    L.append(f"{'':{w}}" + "".join(f"{x:>18}" for x in labels))
+    L.append(f"{'processCommand (the Ir/request of the phase)':{w}}"
+             + "".join(f"{data[x]['total']:>18,.0f}" for x in labels))
+    L.append(f"{'  outside the handler (lookup, ACL, call(), dispatch)':{w}}"
+             + "".join(f"{data[x]['total'] - data[x]['handler']:>18,.0f}" for x in labels))
+    L.append(f"{'  the handler (' + ', '.join(short(f) for f in first['handler_entries']) + '), inclusive':{w}}"
+             + "".join(f"{data[x]['handler']:>18,.0f}" for x in labels))
+    names = sorted(first["groups"], key=lambda k: -first["groups"][k])
+    for name in names:  # every group, 0 too (RedisModule_Call off the path shows as 0)
+        L.append(f"{'    ' + name:{w}}" + "".join(
+            f"{data[x]['groups'].get(name, 0):>11,.0f} {100 * data[x]['groups'].get(name, 0) / data[x]['handler']:5.1f}%"
+            for x in labels))
+    L.append("")
+    L.append(f"{labels[0]}: calls from the module into Redis, by entry point (inclusive Ir per request, calls "
+             f"per request, the module functions that call it; below: its biggest calls, and in brackets theirs, "
+             f"≈ where a function called from elsewhere too is scaled by the share of its cost from here)")
+    for b, e in sorted(first["entry_points"].items(), key=lambda x: -x[1]["Ir"]):
+        if e["Ir"] < 0.005 * first["handler"]:
+            continue
+        callers = ", ".join(f"{a} {c:,.0f}" for a, c in sorted(e["callers"].items(), key=lambda x: -x[1])[:3])
+        L.append(f"  {b:34s} {e['Ir']:>9,.0f} {100 * e['Ir'] / first['handler']:5.1f}%  {e['calls']:4.1f}/req  "
+                 f"from {callers}")
+        for k in e["inside"]:
+            if k["Ir"] < 0.1 * e["Ir"]:
+                continue
+            sub = "; ".join(f"{kk['fn']} {'≈' if kk['approx'] else ''}{kk['Ir']:,.0f}" for kk in k["inside"]
+                            if kk["Ir"] >= 0.1 * k["Ir"])
+            L.append(f"      {k['fn']:30s} {k['Ir']:>9,.0f}" + (f"  [{sub}]" if sub else ""))
+    L.append("")
+    L.append(f"{labels[0]}: top inclusive costs of the module's functions (Ir per request; self = own "
+             f"instructions)")
+    for f, c in sorted(first["module_inclusive"].items(), key=lambda x: -x[1])[:16]:
+        L.append(f"  {f:58s} {c:>9,.0f} {100 * c / first['handler']:5.1f}%   self {first['module_self'].get(f, 0):>7,.0f}")
+    return "\n".join(L) + "\n", data
 
 
 def main(argv=None) -> int:
@@ -118,6 +341,20 @@ def main(argv=None) -> int:
             for j, s in enumerate(scores):
                 a += [s, "q%07d" % j]
             pre.append(B.enc("ZADD", f"thck:{k}", *a))
+        # the skiplist shape: 200 keys x 150 entries per contestant, the same
+        # steady state on its own clock (each key visited every 24 s)
+        sl_period = B.MAX_WINDOW // SL_ENTRIES
+        sl_step = sl_period // keys
+        for k in range(keys):
+            first = base + (k + 1) * sl_step
+            scores = [first - j * sl_period for j in range(SL_ENTRIES, 0, -1)]
+            for s in scores:
+                pre.append(B.enc("RL.CHECK", f"mods:{k}", s, *B.flat_rules(RULES)))
+            for prefix in ("luas:", "nats:"):
+                a = []
+                for s in scores:
+                    a += [s, str(uuid.uuid4())]
+                pre.append(B.enc("ZADD", prefix + str(k), *a))
         # scale keys: 10, 100, 1000, 100000 members
         scale = {}
         for size in (10, 100, 1000, 100000):
@@ -148,18 +385,19 @@ def main(argv=None) -> int:
                              "seconds_under_valgrind": time.time() - t0, "file": str(target)}
             print(f"{name:28s} {ir / reqs:10,.0f} Ir/request", flush=True)
 
-        def check_cmds(kind, start=0, count=n):
+        def check_cmds(kind, start=0, count=n, skiplist=False):
             cmds = []
+            sfx, st = ("s", sl_step) if skiplist else ("", step)
             for i in range(start, start + count):
                 k = i % keys
-                now = base + (i + 1) * step
+                now = base + (i + 1) * st
                 if kind == "module":
-                    cmds.append(B.enc("RL.CHECK", f"mod:{k}", now, *B.flat_rules(RULES)))
+                    cmds.append(B.enc("RL.CHECK", f"mod{sfx}:{k}", now, *B.flat_rules(RULES)))
                 elif kind == "lua":
-                    cmds.append(B.enc("EVALSHA", sha["check_uuid"], 1, f"lua:{k}", str(uuid.uuid4()), now,
+                    cmds.append(B.enc("EVALSHA", sha["check_uuid"], 1, f"lua{sfx}:{k}", str(uuid.uuid4()), now,
                                       *B.flat_rules(RULES)))
                 else:
-                    key = f"nat:{k}"
+                    key = f"nat{sfx}:{k}"
                     cmds.append(b"".join([B.enc("ZCOUNT", key, now - w, now) for _, w in RULES]
                                          + [B.enc("ZADD", key, now, str(uuid.uuid4())),
                                             B.enc("PEXPIRE", key, B.MAX_WINDOW),
@@ -174,6 +412,38 @@ def main(argv=None) -> int:
         phase("check-module", check_cmds("module", warm))
         phase("check-lua-uuid", check_cmds("lua", warm))
         phase("check-native", check_cmds("native", warm), per=len(RULES) + 3, requests=n)
+        # the same on skiplist-encoded keys of ~150 members
+        send(check_cmds("module", 0, warm, True))
+        send(check_cmds("lua", 0, warm, True))
+        send(check_cmds("native", 0, warm, True), per=len(RULES) + 3)
+        phase("check-skiplist-module", check_cmds("module", warm, skiplist=True))
+        phase("check-skiplist-lua-uuid", check_cmds("lua", warm, skiplist=True))
+        phase("check-skiplist-native", check_cmds("native", warm, skiplist=True), per=len(RULES) + 3,
+              requests=n)
+        encodings = {}
+        for shape, prefixes, want, entries in (("listpack", ("mod:", "lua:", "nat:"), "listpack", 40),
+                                               ("skiplist", ("mods:", "luas:", "nats:"), "skiplist", SL_ENTRIES)):
+            row = {}
+            for prefix in prefixes:
+                pipe = ctl.pipeline(transaction=False)
+                for k in range(keys):
+                    pipe.object("encoding", prefix + str(k))
+                    pipe.zcard(prefix + str(k))
+                got = pipe.execute()
+                encs, cards = got[0::2], got[1::2]
+                seen = {}
+                for e in encs:
+                    e = e.decode() if isinstance(e, bytes) else str(e)
+                    seen[e] = seen.get(e, 0) + 1
+                row[prefix.rstrip(":")] = {"encoding": seen, "members_min": min(cards), "members_max": max(cards)}
+                if set(seen) != {want} or min(cards) < entries - 1 or max(cards) > entries + 1:
+                    print(f"WARNING: {prefix}* keys: OBJECT ENCODING {seen}, {min(cards)}..{max(cards)} members; "
+                          f"expected {want}, about {entries}", file=sys.stderr)
+            encodings[shape] = row
+            print(f"RL.CHECK {shape} keys after the phases: " + ", ".join(
+                f"{p}* {'/'.join(f'{e} ({c})' for e, c in r['encoding'].items())}, "
+                f"{r['members_min']}..{r['members_max']} members" for p, r in row.items()), flush=True)
+        results["check_key_encodings"] = encodings
 
         # RL.THROTTLE steady state (the bench's: one rule, a full bucket at every
         # visit), the same GCRA in Lua, and RL.CHECK with one rule on the same
@@ -242,7 +512,7 @@ def main(argv=None) -> int:
     finally:
         server.stop()
 
-    for name in ("check-module", "scale-100-admitted", "dayhour-module", "lockcount-module", "throttle-module",
+    for name in ("check-module", "check-skiplist-module", "scale-100-admitted", "dayhour-module", "lockcount-module", "throttle-module",
                  "throttle-lua", "quota-module"):
         f = out / f"callgrind.out.{name}"
         if f.exists():
@@ -250,7 +520,16 @@ def main(argv=None) -> int:
                                  capture_output=True, text=True, timeout=300).stdout
             (out / f"annotate-{name}.txt").write_text(ann)
     ratios = {}
-    for label, num, den in (("RL.THROTTLE / its Lua (target 0.25)", "throttle-module", "throttle-lua"),
+    for label, num, den in (("RL.CHECK / Lua seed 000 A, listpack keys (40 entries; target 0.30)", "check-module",
+                             "check-lua-uuid"),
+                            ("RL.CHECK / native commands, listpack keys (target 0.6)", "check-module",
+                             "check-native"),
+                            ("RL.CHECK / Lua seed 000 A, skiplist keys (150 entries; target 0.30)",
+                             "check-skiplist-module", "check-skiplist-lua-uuid"),
+                            ("RL.CHECK / native commands, skiplist keys (target 0.6)", "check-skiplist-module",
+                             "check-skiplist-native"),
+                            ("RL.CHECK skiplist / listpack (module)", "check-skiplist-module", "check-module"),
+                            ("RL.THROTTLE / its Lua (target 0.25)", "throttle-module", "throttle-lua"),
                             ("RL.THROTTLE / RL.CHECK 1 rule, same schedule (target 0.5)", "throttle-module",
                              "throttle-check-1rule"),
                             ("RL.THROTTLE / RL.CHECK 2 rules (the check workload)", "throttle-module", "check-module"),
@@ -260,6 +539,16 @@ def main(argv=None) -> int:
             ratios[label] = results[num]["Ir_per_request"] / results[den]["Ir_per_request"]
             print(f"{label}: {ratios[label]:.3f} (instructions per request)")
     results["ratios"] = ratios
+    # where RL.CHECK's instructions go, on both shapes (the skiplist case first)
+    cols = [(label, out / f"callgrind.out.{name}", results[name]["requests"])
+            for label, name in (("skiplist (150)", "check-skiplist-module"), ("listpack (40)", "check-module"))
+            if name in results]
+    if cols:
+        text, data = check_breakdown(cols)
+        print()
+        print(text)
+        (out / "breakdown-check.txt").write_text(text)
+        results["check_breakdown"] = data
     (out / "profile.json").write_text(json.dumps(results, indent=1))
     print(f"wrote {out}/profile.json, callgrind.out.* and annotate-*.txt")
     shutil.rmtree(tmp, ignore_errors=True)
