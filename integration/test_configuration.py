@@ -28,6 +28,7 @@ def test_load_time_argument_and_config_set():
     (["max-future-ms", "05"], "max-future-ms: '05' is not an integer"),
     (["max-future-ms"], "unknown load argument 'max-future-ms'"),
     (["foo", "1"], "unknown load argument 'foo'"),
+    (["max-future-ms", "1", "max-future-ms", "2"], "max-future-ms given twice"),
 ])
 def test_bad_load_arguments_fail_the_load_with_a_reason(args, reason):
     s = Server(module=False, args=["--loadmodule", MODULE, *args])

@@ -14,10 +14,14 @@ pub static MAX_FUTURE_MS: AtomicI64 = AtomicI64::new(0);
 /// parses arguments more loosely than `CONFIG SET`, so the value is checked
 /// again here, as `CONFIG SET` would check it).
 pub fn check_load_args(args: &[&[u8]]) -> Result<(), String> {
-    let mut pairs = args.chunks(2);
-    for pair in &mut pairs {
+    let mut seen = false;
+    for pair in args.chunks(2) {
         match pair {
+            [name, _] if *name == b"max-future-ms" && seen => {
+                return Err("max-future-ms given twice".into());
+            }
             [name, value] if *name == b"max-future-ms" => {
+                seen = true;
                 if crate::core::int::parse_in_range(value, 0, crate::core::int::MAX_SAFE).is_none()
                 {
                     return Err(format!(

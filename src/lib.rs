@@ -33,30 +33,18 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
 
 // Unit tests run outside Redis, where the Redis allocator does not exist.
 #[cfg(not(test))]
-redis_module! {
-    name: "ratelimit",
-    version: 1,
-    allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
-    data_types: [],
-    init: init,
-    info: add_info,
-    commands: [],
-    configurations: [
-        i64: [
-            ["max-future-ms", &config::MAX_FUTURE_MS, 0, 0, core::int::MAX_SAFE, ConfigurationFlags::DEFAULT, None],
-        ],
-        string: [],
-        bool: [],
-        enum: [],
-        module_args_as_configuration: true,
-    ]
-}
-
+type Allocator = redis_module::alloc::RedisAlloc;
+#[cfg(not(test))]
+const ALLOCATOR: Allocator = redis_module::alloc::RedisAlloc;
 #[cfg(test)]
+type Allocator = std::alloc::System;
+#[cfg(test)]
+const ALLOCATOR: Allocator = std::alloc::System;
+
 redis_module! {
     name: "ratelimit",
     version: 1,
-    allocator: (std::alloc::System, std::alloc::System),
+    allocator: (Allocator, ALLOCATOR),
     data_types: [],
     init: init,
     info: add_info,

@@ -433,6 +433,23 @@ impl Key {
         })
     }
 
+    /// Opens `name` for a command that keeps values of type `kind`: a key
+    /// of another type is `WRONGTYPE`.
+    pub fn open_as(ctx: Ctx, name: RString, write: bool, kind: Kind) -> Result<Key, Error> {
+        let key = Key::open(ctx, name, write)?;
+        key.expect(kind)?;
+        Ok(key)
+    }
+
+    /// `WRONGTYPE` unless the key is missing or of type `kind`.
+    pub fn expect(&self, kind: Kind) -> Result<(), Error> {
+        match self.kind()? {
+            Kind::Empty => Ok(()),
+            k if k == kind => Ok(()),
+            _ => Err(Error::WrongType),
+        }
+    }
+
     pub fn kind(&self) -> Result<Kind, Error> {
         if self.ptr.is_null() {
             return Ok(Kind::Empty);
@@ -622,29 +639,7 @@ impl Key {
     /// Removes the members with a score `<= max`, walking up from the lowest
     /// (no `RedisModule_Call`: O(log N + M) for M removed); returns how many.
     pub fn zrem_through(&self, strings: &mut OwnedStrings, max: f64) -> Result<u64, Error> {
-        let (start, step) = walk_from(false)?;
-        let current = api!(RedisModule_ZsetRangeCurrentElement);
-        let stop = api!(RedisModule_ZsetRangeStop);
-        if self.ptr.is_null()
-            || unsafe { start(self.ptr, raw::REDISMODULE_NEGATIVE_INFINITE, max, 0, 0) }
-                != raw::REDISMODULE_OK as c_int
-        {
-            return Ok(0);
-        }
-        let mut names = Vec::new();
-        loop {
-            let mut score = 0.0;
-            let element = unsafe { current(self.ptr, &mut score) };
-            if element.is_null() {
-                break;
-            }
-            strings.adopt(element);
-            names.push(element);
-            if unsafe { step(self.ptr) } == 0 {
-                break;
-            }
-        }
-        unsafe { stop(self.ptr) };
+        let names = self.members_from_end(strings, false, max, u64::MAX)?;
         for &name in &names {
             self.zrem(name)?;
         }
@@ -655,21 +650,36 @@ impl Key {
     /// equal scores the greatest name in byte order, as the set orders them)
     /// and returns their names, for replication.
     pub fn zrem_top(&self, strings: &mut OwnedStrings, n: u64) -> Result<Vec<RString>, Error> {
-        let (start, step) = walk_from(true)?;
+        let names = self.members_from_end(strings, true, raw::REDISMODULE_NEGATIVE_INFINITE, n)?;
+        for &name in &names {
+            self.zrem(name)?;
+        }
+        Ok(names)
+    }
+
+    /// Up to `limit` member names from one end of the set: from the top down
+    /// to any score, or from the bottom up to scores `<= max`. Collected
+    /// first (the set must not change during the walk); owned by `strings`.
+    fn members_from_end(
+        &self,
+        strings: &mut OwnedStrings,
+        from_top: bool,
+        max: f64,
+        limit: u64,
+    ) -> Result<Vec<RString>, Error> {
+        let (start, step) = walk_from(from_top)?;
         let current = api!(RedisModule_ZsetRangeCurrentElement);
         let stop = api!(RedisModule_ZsetRangeStop);
-        let mut names = Vec::with_capacity(n.min(1024) as usize);
-        if n == 0
+        let mut names = Vec::new();
+        let hi = if from_top {
+            raw::REDISMODULE_POSITIVE_INFINITE
+        } else {
+            max
+        };
+        if limit == 0
             || self.ptr.is_null()
-            || unsafe {
-                start(
-                    self.ptr,
-                    raw::REDISMODULE_NEGATIVE_INFINITE,
-                    raw::REDISMODULE_POSITIVE_INFINITE,
-                    0,
-                    0,
-                )
-            } != raw::REDISMODULE_OK as c_int
+            || unsafe { start(self.ptr, raw::REDISMODULE_NEGATIVE_INFINITE, hi, 0, 0) }
+                != raw::REDISMODULE_OK as c_int
         {
             return Ok(names);
         }
@@ -679,17 +689,13 @@ impl Key {
             if element.is_null() {
                 break;
             }
-            // Owned from here: freed with the call's other strings.
             strings.adopt(element);
             names.push(element);
-            if names.len() as u64 == n || unsafe { step(self.ptr) } == 0 {
+            if names.len() as u64 == limit || unsafe { step(self.ptr) } == 0 {
                 break;
             }
         }
         unsafe { stop(self.ptr) };
-        for &name in &names {
-            self.zrem(name)?;
-        }
         Ok(names)
     }
 

@@ -110,7 +110,7 @@ const COMMANDS: &[Command] = &[
         keys: &[RW_UPDATE],
         acl: "write hash fast",
         summary: "Calendar quotas (minute to year) in a time zone; admits and counts in every period, rejects, or refunds atomically.",
-        complexity: "O(P + F): P periods (at most 6), F fields of the hash when older buckets are removed.",
+        complexity: "O(P + F): P periods (at most 6), F fields of the hash scanned for stale buckets (only when it holds more than the current buckets and at most 64 fields).",
     },
     Command {
         name: "rl.quotapeek",

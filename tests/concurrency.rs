@@ -4,34 +4,13 @@
 
 mod common;
 
-use std::sync::Barrier;
-
 use common::*;
 use redis::Connection;
 
 const CLIENTS: usize = 50;
 
-/// Runs `line` once on each of `CLIENTS` connections released together;
-/// returns the replies.
 fn burst(server: &Server, line: &str) -> Vec<Vec<i64>> {
-    let mut cons: Vec<Connection> = (0..CLIENTS).map(|_| server.con()).collect();
-    let barrier = Barrier::new(CLIENTS);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = cons
-            .iter_mut()
-            .map(|con| {
-                let barrier = &barrier;
-                scope.spawn(move || {
-                    barrier.wait();
-                    ints(con, line)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("client thread"))
-            .collect()
-    })
+    common::burst(server, CLIENTS, line)
 }
 
 fn assert_all_keys_expire(con: &mut Connection, keys: &[&str]) {

@@ -5,7 +5,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::sync::Barrier;
 
 use common::*;
 use redis::Connection;
@@ -210,6 +209,11 @@ fn errors_write_nothing() {
             "ERR invalid now '253402300799999'",
         ),
         (
+            // `now` first: past year 9999 in Tokyo, reported before the limit.
+            "RL.QUOTA q 253402300799999 Asia/Tokyo DAY -1".to_string(),
+            "ERR invalid now '253402300799999': in zone Asia/Tokyo",
+        ),
+        (
             format!("RL.QUOTA q {t} UTC DAY 1 HOUR 2 day 3"),
             "ERR period day given twice",
         ),
@@ -258,23 +262,8 @@ fn errors_write_nothing() {
 
 #[test]
 fn fifty_connections_at_once_admit_exactly_the_limit() {
-    const CLIENTS: usize = 50;
     let s = Server::start();
-    let mut cons: Vec<Connection> = (0..CLIENTS).map(|_| s.con()).collect();
-    let barrier = Barrier::new(CLIENTS);
-    let replies: Vec<Vec<i64>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = cons
-            .iter_mut()
-            .map(|con| {
-                let barrier = &barrier;
-                scope.spawn(move || {
-                    barrier.wait();
-                    ints(con, "RL.QUOTA burst * Europe/Berlin DAY 10 MONTH 100")
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
+    let replies = burst(&s, 50, "RL.QUOTA burst * Europe/Berlin DAY 10 MONTH 100");
     let mut remaining: Vec<i64> = replies.iter().filter(|r| r[0] == 0).map(|r| r[3]).collect();
     remaining.sort_unstable();
     assert_eq!(remaining, (0..10).collect::<Vec<i64>>(), "{replies:?}");
@@ -285,4 +274,28 @@ fn fifty_connections_at_once_admit_exactly_the_limit() {
         ["10", "10"]
     );
     assert!(pttl(&mut con, "burst") > 0);
+}
+
+#[test]
+fn a_hash_of_more_than_64_fields_is_not_scanned_for_stale_buckets() {
+    let s = Server::start();
+    let mut con = s.con();
+    let t: i64 = 1_796_054_400_000;
+    run(&mut con, "HSET small day:2026-11-01T00:00+00:00 3");
+    ints(&mut con, &format!("RL.QUOTA small {t} UTC DAY 5"));
+    assert!(!hgetall(&mut con, "small").contains_key("day:2026-11-01T00:00+00:00"));
+    // Foreign fields past the bound: the call stays O(periods).
+    let mut cmd = redis::cmd("HSET");
+    cmd.arg("big").arg("day:2026-11-01T00:00+00:00").arg(3);
+    for i in 0..70 {
+        cmd.arg(format!("junk{i}")).arg(1);
+    }
+    let _: i64 = cmd.query(&mut con).unwrap();
+    assert_eq!(
+        ints(&mut con, &format!("RL.QUOTA big {t} UTC DAY 5"))[..4],
+        [0, 1, 5, 4]
+    );
+    let fields = hgetall(&mut con, "big");
+    assert_eq!(fields.len(), 72);
+    assert_eq!(fields["day:2026-11-30T00:00+00:00"], "1");
 }

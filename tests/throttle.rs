@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::sync::Barrier;
-
 use common::*;
 use redis::Connection;
 
@@ -183,23 +181,8 @@ fn errors_write_nothing() {
 
 #[test]
 fn fifty_connections_at_one_instant_admit_exactly_burst() {
-    const CLIENTS: usize = 50;
     let s = Server::start();
-    let mut cons: Vec<Connection> = (0..CLIENTS).map(|_| s.con()).collect();
-    let barrier = Barrier::new(CLIENTS);
-    let replies: Vec<Vec<i64>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = cons
-            .iter_mut()
-            .map(|con| {
-                let barrier = &barrier;
-                scope.spawn(move || {
-                    barrier.wait();
-                    ints(con, &format!("RL.THROTTLE burst {T} 10 1 60000"))
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
+    let replies = burst(&s, 50, &format!("RL.THROTTLE burst {T} 10 1 60000"));
     let mut remaining: Vec<i64> = replies.iter().filter(|r| r[0] == 0).map(|r| r[3]).collect();
     remaining.sort_unstable();
     assert_eq!(remaining, (0..10).collect::<Vec<i64>>(), "{replies:?}");

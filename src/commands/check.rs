@@ -14,7 +14,7 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Once;
 
-use super::{clock, Outcome};
+use super::{KeyedCall, Outcome};
 use crate::core::args::parse_check;
 use crate::core::int::is_safe_score;
 use crate::core::members;
@@ -31,19 +31,12 @@ pub fn peek(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
 }
 
 fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
-    let [_, key_name, rest @ ..] = args else {
-        return Err(Error::Arg("wrong number of arguments".into()));
-    };
-    let rest: Vec<&[u8]> = rest.iter().map(|&s| bytes(s)).collect();
-    let clock = clock(ctx)?;
-    let parsed = parse_check(&rest, write, &clock)?;
+    let call = KeyedCall::new(ctx, args)?;
+    let (key_name, clock) = (&call.key, &call.clock);
+    let parsed = parse_check(&call.args, write, clock)?;
     let (server_time, t) = (clock.server_time, clock.resolve(parsed.now));
 
-    let key = Key::open(ctx, *key_name, write)?;
-    match key.kind()? {
-        Kind::Empty | Kind::SortedSet => {}
-        _ => return Err(Error::WrongType),
-    }
+    let key = Key::open_as(ctx, *key_name, write, Kind::SortedSet)?;
     let mut view = RedisLog::read(ctx, *key_name, &key)?;
 
     if parsed.refund {

@@ -7,10 +7,7 @@ use crate::redis_api::{Ctx, Key, Kind, Native, RString};
 
 /// A missing key or a string, else `WRONGTYPE`.
 pub fn require_string(key: &Key) -> Result<(), Error> {
-    match key.kind()? {
-        Kind::Empty | Kind::String => Ok(()),
-        _ => Err(Error::WrongType),
-    }
+    key.expect(Kind::String)
 }
 
 /// Reads a counter (type already checked) the way `INCR` reads it.

@@ -17,7 +17,7 @@ use redis_module::raw;
 
 use crate::core::args::Clock;
 use crate::error::Error;
-use crate::redis_api::{reply_error, reply_integers, Ctx, RString};
+use crate::redis_api::{bytes, reply_error, reply_integers, Ctx, RString};
 use crate::stats::{self, CommandStats};
 
 /// A successful call: the integers of the reply and whether the request was
@@ -58,12 +58,30 @@ impl Outcome {
 
 type Handler = fn(Ctx, &[RString]) -> Result<Outcome, Error>;
 
-/// The server clock, read once per call, and the clock guard in force.
-pub fn clock(ctx: Ctx) -> Result<Clock, Error> {
-    Ok(Clock {
-        server_time: ctx.milliseconds()?,
-        max_future_ms: crate::config::MAX_FUTURE_MS.load(std::sync::atomic::Ordering::Relaxed),
-    })
+/// A `NAME key now ...` call: the key, the arguments after it as bytes,
+/// and the clock it is evaluated with (the server's, read once, and the
+/// clock guard in force).
+pub struct KeyedCall<'a> {
+    pub key: RString,
+    pub args: Vec<&'a [u8]>,
+    pub clock: Clock,
+}
+
+impl<'a> KeyedCall<'a> {
+    pub fn new(ctx: Ctx, args: &'a [RString]) -> Result<Self, Error> {
+        let [_, key, rest @ ..] = args else {
+            return Err(Error::Arg("wrong number of arguments".into()));
+        };
+        Ok(KeyedCall {
+            key: *key,
+            args: rest.iter().map(|&s| bytes(s)).collect(),
+            clock: Clock {
+                server_time: ctx.milliseconds()?,
+                max_future_ms: crate::config::MAX_FUTURE_MS
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            },
+        })
+    }
 }
 
 /// Runs a handler: counts it, replies, and turns a panic into an error reply

@@ -11,7 +11,7 @@
 //! `HSET`, `HDEL`, `PEXPIREAT`. A refund lowers the current buckets (`HSET`,
 //! `HDEL` at 0, `DEL` when no field is left) and keeps the expiry.
 
-use super::{clock, hash_state::HashWrites, Outcome};
+use super::{hash_state::HashWrites, KeyedCall, Outcome};
 use crate::core::args::{parse_quota, QuotaArgs};
 use crate::core::calendar::{self, Bucket};
 use crate::core::int::decimal;
@@ -27,18 +27,15 @@ pub fn quota_peek(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
 }
 
 fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
-    let [_, key_name, rest @ ..] = args else {
-        return Err(Error::Arg("wrong number of arguments".into()));
-    };
-    let rest: Vec<&[u8]> = rest.iter().map(|&s| bytes(s)).collect();
-    let clock = clock(ctx)?;
+    let call = KeyedCall::new(ctx, args)?;
+    let (key_name, clock) = (&call.key, &call.clock);
     let QuotaArgs {
         now,
         zone,
         periods,
         cost,
         refund,
-    } = parse_quota(&rest, write, &clock)?;
+    } = parse_quota(&call.args, write, clock)?;
     let (server_time, t) = (clock.server_time, clock.resolve(now));
     // Argument errors (a `now` past year 9999 in this zone) before any read.
     let buckets = periods
@@ -46,11 +43,7 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
         .map(|&(period, _)| calendar::bucket(&zone, period, t))
         .collect::<Result<Vec<Bucket>, Error>>()?;
 
-    let key = Key::open(ctx, *key_name, write)?;
-    match key.kind()? {
-        Kind::Empty | Kind::Hash => {}
-        _ => return Err(Error::WrongType),
-    }
+    let key = Key::open_as(ctx, *key_name, write, Kind::Hash)?;
     let mut strings = OwnedStrings::new(ctx);
     // Each current bucket's field, and its count as stored (None: no field;
     // a negative count counts as 0).
@@ -110,6 +103,9 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
     Ok(Outcome::new(&decision.reply(), !decision.limited))
 }
 
+/// Largest hash RL.QUOTA scans for stale buckets (see [`stale_fields`]).
+const STALE_SCAN_MAX_FIELDS: u64 = 64;
+
 /// Fields of the named periods older than their previous bucket. Skips the
 /// scan when the hash holds only the current buckets' fields (the usual
 /// case within one bucket).
@@ -120,7 +116,12 @@ fn stale_fields(
     fields: &[(RString, Option<i64>)],
 ) -> Result<Vec<Vec<u8>>, Error> {
     let present = fields.iter().filter(|(_, c)| c.is_some()).count() as u64;
-    if key.size()? <= present {
+    let size = key.size()?;
+    // Nothing but the current buckets: nothing to remove. A hash grown past
+    // STALE_SCAN_MAX_FIELDS (only foreign fields can do that: the module
+    // keeps at most two buckets a period) is not scanned, so a call stays
+    // bounded by its arguments.
+    if size <= present || size > STALE_SCAN_MAX_FIELDS {
         return Ok(Vec::new());
     }
     let mut stale = Vec::new();

@@ -10,7 +10,7 @@
 //! full bucket (`HDEL`, or `DEL` when the hash is left empty) and keeps the
 //! expiry.
 
-use super::{clock, hash_state::HashWrites, Outcome};
+use super::{hash_state::HashWrites, KeyedCall, Outcome};
 use crate::core::args::{parse_throttle, ThrottleArgs};
 use crate::core::gcra::{self, format_tat, parse_tat, Gcra, TAT_BUF_LEN};
 use crate::error::Error;
@@ -25,24 +25,17 @@ pub fn throttle_peek(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
 }
 
 fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
-    let [_, key_name, rest @ ..] = args else {
-        return Err(Error::Arg("wrong number of arguments".into()));
-    };
-    let rest: Vec<&[u8]> = rest.iter().map(|&s| bytes(s)).collect();
-    let clock = clock(ctx)?;
+    let call = KeyedCall::new(ctx, args)?;
+    let (key_name, clock) = (&call.key, &call.clock);
     let ThrottleArgs {
         now,
         rules,
         cost,
         refund,
-    } = parse_throttle(&rest, write, &clock)?;
+    } = parse_throttle(&call.args, write, clock)?;
     let (server_time, t) = (clock.server_time, clock.resolve(now));
 
-    let key = Key::open(ctx, *key_name, write)?;
-    match key.kind()? {
-        Kind::Empty | Kind::Hash => {}
-        _ => return Err(Error::WrongType),
-    }
+    let key = Key::open_as(ctx, *key_name, write, Kind::Hash)?;
     let mut strings = OwnedStrings::new(ctx);
     let fields = rules
         .iter()

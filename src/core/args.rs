@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::calendar::{parse_zone, Period, Zone, MAX_NOW};
+use super::calendar::{check_now, parse_zone, Period, Zone, MAX_NOW};
 use super::gcra::{duplicate_window, gcra, Gcra, ThrottleRule};
 use super::int::{parse_i64, parse_in_range, MAX_SAFE};
 use crate::error::{show, Error};
@@ -137,18 +137,30 @@ fn starts_options(arg: &[u8]) -> bool {
     arg.first().is_some_and(u8::is_ascii_alphabetic)
 }
 
-/// Parses the arguments of RL.CHECK / RL.PEEK after the key.
-pub fn parse_check(args: &[&[u8]], refund: bool, clock: &Clock) -> Result<CheckArgs, Error> {
+/// Arguments as byte strings.
+type Words<'b, 'a> = &'b [&'a [u8]];
+
+/// Splits `now rule... option...` (RL.CHECK, RL.THROTTLE and their peeks)
+/// into the parsed `now`, the rule arguments and the option arguments.
+fn split_rules<'a, 'b>(
+    args: Words<'b, 'a>,
+    clock: &Clock,
+) -> Result<(Now, Words<'b, 'a>, Words<'b, 'a>), Error> {
     let Some((now_arg, rest)) = args.split_first() else {
         return Err(Error::Arg("missing now".into()));
     };
     let now = parse_now(now_arg, clock)?;
-
     let split = rest
         .iter()
         .position(|a| starts_options(a))
         .unwrap_or(rest.len());
-    let (rule_args, option_args) = rest.split_at(split);
+    let (rules, options) = rest.split_at(split);
+    Ok((now, rules, options))
+}
+
+/// Parses the arguments of RL.CHECK (`refund` allowed) or RL.PEEK after the key.
+pub fn parse_check(args: &[&[u8]], refund: bool, clock: &Clock) -> Result<CheckArgs, Error> {
+    let (now, rule_args, option_args) = split_rules(args, clock)?;
 
     let mut rules = Vec::with_capacity(rule_args.len() / 2);
     for (i, pair) in rule_args.chunks(2).enumerate() {
@@ -258,15 +270,7 @@ pub struct ThrottleArgs {
 /// then its emission interval and tolerance, then that its window is new;
 /// the cap; the options; `COST` against the smallest burst.
 pub fn parse_throttle(args: &[&[u8]], refund: bool, clock: &Clock) -> Result<ThrottleArgs, Error> {
-    let Some((now_arg, rest)) = args.split_first() else {
-        return Err(Error::Arg("missing now".into()));
-    };
-    let now = parse_now(now_arg, clock)?;
-    let split = rest
-        .iter()
-        .position(|a| starts_options(a))
-        .unwrap_or(rest.len());
-    let (rule_args, option_args) = rest.split_at(split);
+    let (now, rule_args, option_args) = split_rules(args, clock)?;
 
     let mut rules: Vec<Gcra> = Vec::with_capacity((rule_args.len() / 3).min(MAX_RULES + 1));
     // Windows seen, for calls with many rules (a linear scan serves the rest).
@@ -352,6 +356,9 @@ pub fn parse_quota(args: &[&[u8]], refund: bool, clock: &Clock) -> Result<QuotaA
         now => now,
     };
     let zone = parse_zone(zone_arg)?;
+    // `now` comes first: one whose local time in the zone is past year 9999
+    // is reported before any later argument.
+    check_now(&zone, clock.resolve(now))?;
     let mut periods: Vec<(Period, i64)> = Vec::with_capacity(2);
     let mut rest = rest;
     while let [name, tail @ ..] = rest {

@@ -22,25 +22,28 @@ pub struct RuleOutcome {
 /// The 0-based index of the binding rule among `outcomes` (0 when empty).
 /// The call is rejected iff any outcome is violated.
 pub fn binding_index(outcomes: &[RuleOutcome]) -> usize {
-    let rejected = outcomes.iter().any(|o| o.violated);
-    let mut best: Option<(usize, &RuleOutcome)> = None;
-    for (i, o) in outcomes.iter().enumerate() {
-        if rejected && !o.violated {
-            continue;
-        }
-        let better = match best {
-            None => true,
-            Some((_, b)) if rejected => o.retry_after > b.retry_after,
-            Some((_, b)) => {
-                o.remaining < b.remaining
-                    || (o.remaining == b.remaining && o.reset_after > b.reset_after)
+    binding(outcomes.iter().copied()).map_or(0, |(i, _)| i)
+}
+
+/// The binding rule and its outcome, in one pass and without allocating
+/// (RL.CHECK's hot path): the best violated rule if any, else the best
+/// admitted one. `None` when there is no rule.
+pub fn binding(outcomes: impl IntoIterator<Item = RuleOutcome>) -> Option<(usize, RuleOutcome)> {
+    let mut refused: Option<(usize, RuleOutcome)> = None;
+    let mut admitted: Option<(usize, RuleOutcome)> = None;
+    for (i, o) in outcomes.into_iter().enumerate() {
+        if o.violated {
+            if refused.is_none_or(|(_, b)| o.retry_after > b.retry_after) {
+                refused = Some((i, o));
             }
-        };
-        if better {
-            best = Some((i, o));
+        } else if admitted.is_none_or(|(_, b)| {
+            o.remaining < b.remaining
+                || (o.remaining == b.remaining && o.reset_after > b.reset_after)
+        }) {
+            admitted = Some((i, o));
         }
     }
-    best.map_or(0, |(i, _)| i)
+    refused.or(admitted)
 }
 
 #[cfg(test)]

@@ -351,15 +351,16 @@ pub fn bucket(zone: &Zone, period: Period, t_ms: i64) -> Result<Bucket, Error> {
     Ok(b)
 }
 
-/// [`bucket`] without the cache.
-fn compute_bucket(zone: &Zone, period: Period, t_ms: i64) -> Result<Bucket, Error> {
+/// An argument error naming `now` when `t_ms` lies outside `0..=MAX_NOW` or
+/// its local time in `zone` is already in year 10000 (its buckets could not
+/// be named with a four-digit year).
+pub fn check_now(zone: &Zone, t_ms: i64) -> Result<(), Error> {
     if !(0..=MAX_NOW).contains(&t_ms) {
         return Err(Error::Arg(format!(
             "invalid now '{t_ms}': expected '*' or an integer from 0 to {MAX_NOW}"
         )));
     }
-    let clock = Clock { tz: &zone.tz };
-    let offset = clock.offset(t_ms);
+    let offset = Clock { tz: &zone.tz }.offset(t_ms);
     let (year, _, _) = civil_from_days((t_ms + offset).div_euclid(DAY_MS));
     if year > 9999 {
         return Err(Error::Arg(format!(
@@ -367,6 +368,14 @@ fn compute_bucket(zone: &Zone, period: Period, t_ms: i64) -> Result<Bucket, Erro
             zone.name
         )));
     }
+    Ok(())
+}
+
+/// [`bucket`] without the cache.
+fn compute_bucket(zone: &Zone, period: Period, t_ms: i64) -> Result<Bucket, Error> {
+    check_now(zone, t_ms)?;
+    let clock = Clock { tz: &zone.tz };
+    let offset = clock.offset(t_ms);
     let key = period.key(t_ms, offset);
     let overflow = || {
         Error::Internal(format!(

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use super::args::Rule;
-use super::binding::{binding_index, RuleOutcome};
+use super::binding::{binding, RuleOutcome};
 use super::int::ceil_ms;
 
 /// Read access to the sorted set a decision is made on. Implemented over a
@@ -116,22 +116,17 @@ pub fn decide<L: LogView>(
     let is_violated = |i: usize| used[i] + cost > rules[i].count;
     if !(0..rules.len()).any(is_violated) {
         let newest_after = ceil_ms(newest.map_or(t as f64, |n| n.max(t as f64)));
-        let outcomes: Vec<RuleOutcome> = rules
-            .iter()
-            .zip(&used)
-            .map(|(rule, &n)| RuleOutcome {
-                violated: false,
-                remaining: rule.count - n - cost,
-                retry_after: -1,
-                reset_after: newest_after + rule.window - t,
-            })
-            .collect();
-        let b = binding_index(&outcomes);
-        let (rule, outcome) = (rules[b], outcomes[b]);
+        let outcomes = rules.iter().zip(&used).map(|(rule, &n)| RuleOutcome {
+            violated: false,
+            remaining: rule.count - n - cost,
+            retry_after: -1,
+            reset_after: newest_after + rule.window - t,
+        });
+        let (b, outcome) = binding(outcomes).unwrap_or((0, NO_RULE));
         return Ok(Decision {
             limited: false,
             rule: b + 1,
-            limit: rule.count,
+            limit: rules.get(b).map_or(0, |r| r.count),
             remaining: outcome.remaining,
             retry_after: -1,
             reset_after: outcome.reset_after,
@@ -158,17 +153,25 @@ pub fn decide<L: LogView>(
             reset_after: newest + rule.window - t,
         });
     }
-    let b = binding_index(&outcomes);
-    let (rule, outcome) = (rules[b], outcomes[b]);
+    let (b, outcome) = binding(outcomes).unwrap_or((0, NO_RULE));
     Ok(Decision {
         limited: true,
         rule: b + 1,
-        limit: rule.count,
+        limit: rules.get(b).map_or(0, |r| r.count),
         remaining: outcome.remaining,
         retry_after: outcome.retry_after,
         reset_after: outcome.reset_after,
     })
 }
+
+/// What [`binding`] cannot return for a call with no rule (the parser
+/// refuses one): never reached.
+const NO_RULE: RuleOutcome = RuleOutcome {
+    violated: false,
+    remaining: 0,
+    retry_after: -1,
+    reset_after: 0,
+};
 
 /// The writes of an admitted call. `server_time` is the server clock read
 /// once for this call (equal to `t` when `now` is `*`); `existing_expiry`

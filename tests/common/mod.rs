@@ -401,3 +401,26 @@ pub fn looks_like_uuid(s: &str) -> bool {
             .zip([8, 4, 4, 4, 12])
             .all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()))
 }
+
+/// Runs `line` once on each of `clients` connections, all opened first and
+/// released together by a barrier; returns the replies.
+pub fn burst(server: &Server, clients: usize, line: &str) -> Vec<Vec<i64>> {
+    let mut cons: Vec<Connection> = (0..clients).map(|_| server.con()).collect();
+    let barrier = std::sync::Barrier::new(clients);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = cons
+            .iter_mut()
+            .map(|con| {
+                let barrier = &barrier;
+                scope.spawn(move || {
+                    barrier.wait();
+                    ints(con, line)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("client thread"))
+            .collect()
+    })
+}
