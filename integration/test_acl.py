@@ -81,7 +81,7 @@ def test_read_only_key_permission_allows_peek_only(acl_server, admin):
     before = keyspace(admin)
     for name in ("reader", "appreader"):
         c = user(acl_server, name)
-        assert rl(c, "RL.PEEK", "app:z", "*", 5, H) == rl(admin, "RL.PEEK", "app:z", "*", 5, H)
+        assert rl(c, "RL.PEEK", "app:z", "*", 5, H)[:4] == rl(admin, "RL.PEEK", "app:z", "*", 5, H)[:4]
         assert rl(c, "RL.PEEK", "app:z", "*", 1, H)[0] == 1
         for args in all_calls("app", "app"):
             if args[0] in ("RL.PEEK", "RL.THROTTLEPEEK", "RL.QUOTAPEEK"):

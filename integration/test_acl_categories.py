@@ -95,7 +95,7 @@ def test_minus_write_refuses_every_writing_command_and_runs_the_peeks(server, ad
             rl(u, *call)
     assert keyspace(admin) == before
     for _, _, call in PEEKS:
-        assert rl(u, *call) == rl(admin, *call)
+        assert rl(u, *call)[:4] == rl(admin, *call)[:4]  # the times move with the clock
 
 
 def test_ratelimit_category_allows_and_refuses_them_all(server, admin):
@@ -153,4 +153,4 @@ def test_redis_7_0_gap_is_real_and_the_by_name_rule_closes_it(server, admin):
             rl(closed, *call)
     assert keyspace(admin) == before
     for _, _, call in PEEKS:
-        assert rl(closed, *call) == rl(admin, *call)
+        assert rl(closed, *call)[:4] == rl(admin, *call)[:4]
