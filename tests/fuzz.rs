@@ -8,7 +8,10 @@
 //! RL.THROTTLEPEEK are also checked against a model of the SPEC's GCRA:
 //! with the hash read just before the call, the reply, the fields and the
 //! expiry it leaves are known exactly (for `*`, for one of the server times
-//! the call can have seen).
+//! the call can have seen). RL.CHECK and RL.PEEK replies are checked the
+//! same way against the SPEC's sliding-window log over the set read just
+//! before, and so is what an RL.CHECK `REFUND` leaves: the newest members
+//! removed, the expiry kept, and the reply of RL.PEEK right after it.
 
 mod common;
 
@@ -83,6 +86,15 @@ fn is_throttle(cmd: &str) -> bool {
     matches!(cmd, "RL.THROTTLE" | "RL.THROTTLEPEEK")
 }
 
+fn is_window(cmd: &str) -> bool {
+    matches!(cmd, "RL.CHECK" | "RL.PEEK")
+}
+
+/// The commands with rules and options (`COST`, `REFUND` or not).
+fn takes_rules(cmd: &str) -> bool {
+    is_throttle(cmd) || is_window(cmd)
+}
+
 fn seed() -> u64 {
     let seed = std::env::var("RL_FUZZ_SEED")
         .ok()
@@ -140,8 +152,8 @@ fn assert_hash_fixture(con: &mut Connection, expiry: i64, what: &str) {
 }
 
 /// One argument: valid numbers, boundaries, malformed numbers, option names,
-/// random bytes, huge strings. For the throttle commands, also their own
-/// option and window words.
+/// random bytes, huge strings. For the commands that take rules, also
+/// `REFUND` and window words.
 fn token(rng: &mut StdRng, cmd: &str, t0: i64) -> Vec<u8> {
     const THROTTLE_SPECIAL: &[&str] = &[
         "REFUND",
@@ -197,7 +209,7 @@ fn token(rng: &mut StdRng, cmd: &str, t0: i64) -> Vec<u8> {
     match rng.gen_range(0..12) {
         0 | 1 => rng.gen_range(0..20).to_string().into_bytes(),
         2 => rng.gen_range(1..200_000).to_string().into_bytes(),
-        3 | 4 if is_throttle(cmd) && rng.gen_bool(0.3) => THROTTLE_SPECIAL
+        3 | 4 if takes_rules(cmd) && rng.gen_bool(0.3) => THROTTLE_SPECIAL
             [rng.gen_range(0..THROTTLE_SPECIAL.len())]
         .as_bytes()
         .to_vec(),
@@ -386,14 +398,24 @@ fn valid_args(rng: &mut StdRng, cmd: &str, t0: i64) -> Vec<Vec<u8>> {
                 args.push(count.to_string().into_bytes());
                 args.push(small(rng, 1, 5000));
             }
+            // `COST` and, for RL.CHECK (now and then for RL.PEEK, which
+            // refuses it), `REFUND`, now and then twice; in any order and case.
+            let mut options: Vec<Vec<Vec<u8>>> = Vec::new();
             if rng.gen_bool(0.4) {
-                args.push(if rng.gen_bool(0.5) {
-                    b"COST".to_vec()
-                } else {
-                    b"cost".to_vec()
-                });
-                args.push(small(rng, 1, smallest));
+                options.push(vec![random_case(rng, "COST"), small(rng, 1, smallest)]);
             }
+            let refund = if cmd == "RL.CHECK" { 0.1 } else { 0.03 };
+            if rng.gen_bool(refund) {
+                options.push(vec![random_case(rng, "REFUND")]);
+                if rng.gen_bool(0.05) {
+                    options.push(vec![random_case(rng, "REFUND")]);
+                }
+            }
+            if options.len() > 1 {
+                let i = rng.gen_range(0..options.len());
+                options.swap(0, i);
+            }
+            args.extend(options.into_iter().flatten());
             args
         }
         "RL.THROTTLE" | "RL.THROTTLEPEEK" => throttle_args(rng, cmd, t0),
@@ -632,35 +654,7 @@ fn in_range(arg: &[u8], lo: i64, hi: i64) -> bool {
 /// the contract, before any key is looked at.
 fn args_valid(cmd: &str, args: &[Vec<u8>]) -> bool {
     match cmd {
-        "RL.CHECK" | "RL.PEEK" => {
-            let rest = &args[1..];
-            if !(rest[0] == b"*" || in_range(&rest[0], 0, MAX_SAFE)) {
-                return false;
-            }
-            let rules_end = rest[1..]
-                .iter()
-                .position(|a| spec_int(a).is_none())
-                .map_or(rest.len(), |p| p + 1);
-            let rules = &rest[1..rules_end];
-            if rules.is_empty() || !rules.len().is_multiple_of(2) {
-                return false;
-            }
-            if !rules.iter().all(|a| in_range(a, 1, MAX_SAFE)) {
-                return false;
-            }
-            let smallest = rules
-                .chunks(2)
-                .filter_map(|pair| spec_int(&pair[0]))
-                .min()
-                .unwrap_or(1);
-            match &rest[rules_end..] {
-                [] => true,
-                [name, value] => {
-                    name.eq_ignore_ascii_case(b"COST") && in_range(value, 1, smallest.min(10_000))
-                }
-                _ => false,
-            }
-        }
+        "RL.CHECK" | "RL.PEEK" => spec_check(cmd, args).is_ok(),
         "RL.THROTTLE" | "RL.THROTTLEPEEK" => spec_throttle(cmd, args).is_some(),
         "RL.DAYHOUR" => {
             args[0] != args[1]
@@ -676,6 +670,306 @@ fn args_valid(cmd: &str, args: &[Vec<u8>]) -> bool {
                 && in_range(&args[4], 1, MAX_SAFE)
         }
     }
+}
+
+// ----------------------------------------------------------- window oracle
+
+/// The largest `COST` of RL.CHECK and RL.PEEK.
+const MAX_CHECK_COST: i64 = 10_000;
+
+/// An RL.CHECK / RL.PEEK call's arguments as the SPEC reads them.
+#[derive(Debug)]
+struct CheckCall {
+    /// `None` for `*`.
+    now: Option<i64>,
+    /// `(count, window)` pairs.
+    rules: Vec<(i64, i64)>,
+    cost: i64,
+    refund: bool,
+    /// Where the options start among the arguments after the name.
+    options_at: usize,
+}
+
+impl CheckCall {
+    fn max_window(&self) -> i64 {
+        self.rules.iter().map(|r| r.1).max().expect("a rule")
+    }
+}
+
+/// The arguments after the name (arity already fine) of RL.CHECK or
+/// RL.PEEK, or `Err` where the contract makes them an argument error: with
+/// the exact reply where the first bad argument is a `REFUND` (given twice
+/// to RL.CHECK, given at all to RL.PEEK).
+fn spec_check(cmd: &str, args: &[Vec<u8>]) -> Result<CheckCall, Option<String>> {
+    let now = match args[1].as_slice() {
+        b"*" => None,
+        a => Some(
+            spec_int(a)
+                .filter(|v| (0..=MAX_SAFE).contains(v))
+                .ok_or(None)?,
+        ),
+    };
+    let rest = &args[2..];
+    // The options start at the first argument that begins with a letter.
+    let split = rest
+        .iter()
+        .position(|a| a.first().is_some_and(u8::is_ascii_alphabetic))
+        .unwrap_or(rest.len());
+    let (rule_args, option_args) = rest.split_at(split);
+    if rule_args.is_empty() || !rule_args.len().is_multiple_of(2) {
+        return Err(None);
+    }
+    let mut rules = Vec::new();
+    for pair in rule_args.chunks(2) {
+        let n = |i: usize| {
+            spec_int(&pair[i])
+                .filter(|v| (1..=MAX_SAFE).contains(v))
+                .ok_or(None)
+        };
+        rules.push((n(0)?, n(1)?));
+    }
+    if rules.len() > MAX_RULES {
+        return Err(None);
+    }
+    let (mut cost, mut refund) = (None, false);
+    let mut options = option_args.iter();
+    while let Some(name) = options.next() {
+        if name.eq_ignore_ascii_case(b"COST") && cost.is_none() {
+            cost = Some(options.next().ok_or(None)?);
+        } else if name.eq_ignore_ascii_case(b"REFUND") && cmd == "RL.CHECK" {
+            if refund {
+                return Err(Some(
+                    "ERR syntax error: option REFUND given twice".to_string(),
+                ));
+            }
+            refund = true;
+        } else if name.eq_ignore_ascii_case(b"REFUND") {
+            return Err(Some(format!(
+                "ERR syntax error: unknown option '{}' (expected COST)",
+                show(name)
+            )));
+        } else {
+            return Err(None);
+        }
+    }
+    let smallest = rules.iter().map(|r| r.0).min().expect("a rule");
+    let cost = match cost {
+        None => 1,
+        Some(c) => spec_int(c)
+            .filter(|v| (1..=smallest.min(MAX_CHECK_COST)).contains(v))
+            .ok_or(None)?,
+    };
+    Ok(CheckCall {
+        now,
+        rules,
+        cost,
+        refund,
+        options_at: 2 + split,
+    })
+}
+
+/// A sorted set's members with their scores, lowest first (ties by name in
+/// byte order, as Redis orders them).
+type Members = Vec<(Vec<u8>, f64)>;
+
+/// A key's sorted set, its `PEXPIRETIME` and the server clock, read in one
+/// transaction (an empty set for a missing key), and the reply of an
+/// RL.PEEK (`peek`: its arguments after the name) run in the same
+/// transaction after them.
+struct ZsetRead {
+    members: Members,
+    expiry: i64,
+    clock: i64,
+    peek: Option<Vec<i64>>,
+}
+
+fn read_zset(
+    con: &mut Connection,
+    key: &[u8],
+    peek: Option<&[Vec<u8>]>,
+) -> redis::RedisResult<ZsetRead> {
+    let mut pipe = redis::pipe();
+    pipe.atomic()
+        .cmd("ZRANGE")
+        .arg(key)
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .cmd("PEXPIRETIME")
+        .arg(key)
+        .cmd("TIME");
+    if let Some(args) = peek {
+        pipe.cmd("RL.PEEK").arg(args);
+    }
+    let values: Vec<Value> = pipe.query(con)?;
+    let pairs: Vec<(Vec<u8>, String)> = redis::from_redis_value(&values[0])?;
+    let members = pairs
+        .into_iter()
+        .map(|(m, s)| {
+            let score = s.parse().unwrap_or_else(|_| panic!("score {s:?}"));
+            (m, score)
+        })
+        .collect();
+    let (secs, micros): (i64, i64) = redis::from_redis_value(&values[2])?;
+    Ok(ZsetRead {
+        members,
+        expiry: redis::from_redis_value(&values[1])?,
+        clock: secs * 1000 + micros / 1000,
+        peek: match values.get(3) {
+            Some(v) => Some(redis::from_redis_value(v)?),
+            None => None,
+        },
+    })
+}
+
+/// The arguments of the RL.PEEK a refund's reply must equal: the refund's
+/// own, without `REFUND`.
+fn peek_of_refund(call: &CheckCall, args: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    args.iter()
+        .enumerate()
+        .filter(|(i, a)| *i < call.options_at || !a.eq_ignore_ascii_case(b"REFUND"))
+        .map(|(_, a)| a.clone())
+        .collect()
+}
+
+/// Ms from `t` until a member scored `s` leaves a window of `w` ms, rounded
+/// up.
+fn leaves_after(s: f64, w: i64, t: i64) -> i64 {
+    if s.fract() == 0.0 {
+        s as i64 + w - t
+    } else {
+        (s + w as f64 - t as f64).ceil() as i64
+    }
+}
+
+/// The contract's reply of RL.PEEK (and of RL.CHECK) for `call` at `t` ms
+/// over a set holding `scores` (lowest first).
+fn window_decide(call: &CheckCall, t: i64, scores: &[f64]) -> [i64; 6] {
+    let used = |w: i64| scores.iter().filter(|&&s| s > (t - w) as f64).count() as i64;
+    let cost = call.cost;
+    let admitted = call.rules.iter().all(|&(count, w)| used(w) + cost <= count);
+    let newest = scores.last().copied();
+    // (index, remaining, retry_after, reset_after) of the binding rule.
+    let mut binding: Option<(usize, i64, i64, i64)> = None;
+    for (i, &(count, w)) in call.rules.iter().enumerate() {
+        let u = used(w);
+        if admitted {
+            // The state the admission leaves: `cost` more members at `t`.
+            let remaining = count - u - cost;
+            let top = newest.map_or(t as f64, |n| n.max(t as f64));
+            let reset = leaves_after(top, w, t);
+            let better =
+                binding.is_none_or(|(_, r, _, s)| remaining < r || (remaining == r && reset > s));
+            if better {
+                binding = Some((i, remaining, -1, reset));
+            }
+        } else if u + cost > count {
+            // The k-th oldest member inside the window.
+            let k = u + cost - count;
+            let s = scores[scores.len() - u as usize + k as usize - 1];
+            let retry = leaves_after(s, w, t);
+            let reset = leaves_after(newest.expect("a member"), w, t);
+            if binding.is_none_or(|(_, _, r, _)| retry > r) {
+                binding = Some((i, (count - u).max(0), retry, reset));
+            }
+        }
+    }
+    let (b, remaining, retry, reset) = binding.expect("a binding rule");
+    [
+        i64::from(!admitted),
+        b as i64 + 1,
+        call.rules[b].0,
+        remaining,
+        retry,
+        reset,
+    ]
+}
+
+/// An RL.CHECK / RL.PEEK call as it is about to run: its arguments and its
+/// key's set.
+struct CheckPlan {
+    call: CheckCall,
+    members: Members,
+    /// `PEXPIRETIME` of the key: -1 without expiry, -2 without key.
+    expiry: i64,
+    /// The server clock just before the call, ms.
+    clock: i64,
+}
+
+/// A successful RL.CHECK / RL.PEEK's reply is the contract's, for one of the
+/// server times the call can have read; so is the set it leaves (`after`),
+/// except after an admission (not modelled here). A refund removes the
+/// `min(cost, used)` newest members (ties: the greatest names), keeps the
+/// expiry (or the key is gone), and answers what RL.PEEK answers right
+/// after it (`after.peek`, when run). Returns the members refunded.
+fn check_window_model(
+    cmd: &str,
+    plan: &CheckPlan,
+    v: &[i64],
+    after: &ZsetRead,
+    what: &str,
+) -> usize {
+    let call = &plan.call;
+    let (lo, hi) = (plan.clock, after.clock);
+    if hi - lo > 1000 {
+        return 0; // too slow a machine to pin the clock down
+    }
+    let mut first = None;
+    for c in lo..=hi {
+        let t = call.now.unwrap_or(c);
+        let (want, removed) = if call.refund {
+            let used = plan
+                .members
+                .iter()
+                .filter(|m| m.1 > (t - call.max_window()) as f64)
+                .count();
+            let n = used.min(call.cost as usize);
+            let kept = plan.members[..plan.members.len() - n].to_vec();
+            let expiry = if kept.is_empty() { -2 } else { plan.expiry };
+            (Some((kept, expiry)), n)
+        } else if cmd == "RL.CHECK" && v[0] == 0 {
+            (None, 0)
+        } else {
+            (Some((plan.members.clone(), plan.expiry)), 0)
+        };
+        let scores: Vec<f64> = want
+            .as_ref()
+            .map_or(&plan.members, |w| &w.0)
+            .iter()
+            .map(|m| m.1)
+            .collect();
+        let reply = window_decide(call, t, &scores);
+        let state_ok = want
+            .as_ref()
+            .is_none_or(|(m, e)| *m == after.members && *e == after.expiry);
+        if reply == v && state_ok {
+            if let Some(p) = &after.peek {
+                assert_eq!(
+                    p, v,
+                    "{what}: RL.PEEK right after the refund answers {p:?}, the refund {v:?}"
+                );
+            }
+            return removed;
+        }
+        first.get_or_insert((c, reply, want));
+    }
+    let (c, reply, want) = first.expect("a clock");
+    let shown = |m: &Members| {
+        m.iter()
+            .map(|(k, s)| format!("{}={s}", show(k)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let want = want.map_or("(not modelled)".to_string(), |(m, e)| {
+        format!("members [{}], expiry {e}", shown(&m))
+    });
+    panic!(
+        "{what}: the contract expects (clock {c}, of {lo}..={hi}) {reply:?}, {want}; got {v:?}, members [{}], expiry {} (before: members [{}], expiry {})",
+        shown(&after.members),
+        after.expiry,
+        shown(&plan.members),
+        plan.expiry
+    );
 }
 
 // --------------------------------------------------------- throttle oracle
@@ -977,6 +1271,12 @@ fn check_throttle_model(
     );
 }
 
+/// What a call is about to see, for a model of its reply and writes.
+enum Plan {
+    Throttle(ThrottlePlan),
+    Check(CheckPlan),
+}
+
 /// What the contract says a call with arity-valid arguments answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Expect {
@@ -994,15 +1294,13 @@ fn key_type(con: &mut Connection, key: &[u8]) -> String {
 
 /// The expected outcome, and the latest expiry time among the keys it
 /// depends on (-1 when none expires): a key of the wrong type that expires
-/// before the call runs changes the outcome. For the throttle commands, also
-/// what the call is about to see (for the model).
-fn expect(
-    con: &mut Connection,
-    cmd: &str,
-    args: &[Vec<u8>],
-) -> (Expect, i64, Option<ThrottlePlan>) {
+/// before the call runs changes the outcome. For the commands with rules,
+/// also what the call is about to see (for the models); then any expiry of
+/// the key counts, as its value is the state the model starts from.
+fn expect(con: &mut Connection, cmd: &str, args: &[Vec<u8>]) -> (Expect, i64, Option<Plan>) {
     if is_throttle(cmd) {
-        return expect_throttle(con, cmd, args);
+        let (e, expires, plan) = expect_throttle(con, cmd, args);
+        return (e, expires, plan.map(Plan::Throttle));
     }
     if !args_valid(cmd, args) {
         return (Expect::ArgError, -1, None);
@@ -1033,6 +1331,17 @@ fn expect(
     } else {
         Expect::Success
     };
+    if e == Expect::Success && is_window(cmd) {
+        let call = spec_check(cmd, args).expect("valid arguments");
+        let z = read_zset(con, &args[0], None).expect("ZRANGE PEXPIRETIME TIME");
+        let plan = CheckPlan {
+            call,
+            members: z.members,
+            expiry: z.expiry,
+            clock: z.clock,
+        };
+        return (e, plan.expiry.max(-1), Some(Plan::Check(plan)));
+    }
     (e, expires, None)
 }
 
@@ -1132,8 +1441,11 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
     let t0 = server_ms(&mut con);
     let mut tallies: HashMap<&str, Tally> = HashMap::new();
     let mut outcomes: HashMap<(&str, String), u32> = HashMap::new();
-    // The arguments of the last admitted RL.THROTTLE, for a refund of it.
-    let mut last_admitted: Option<Vec<Vec<u8>>> = None;
+    // The arguments of the last admitted RL.THROTTLE and RL.CHECK, for a
+    // refund of it.
+    let mut last_admitted: HashMap<&str, Vec<Vec<u8>>> = HashMap::new();
+    // RL.CHECK refunds that removed members, and the members they removed.
+    let (mut check_refunds_removing, mut check_refunded) = (0u64, 0usize);
 
     for i in 0..calls {
         if i % 250 == 249 {
@@ -1146,8 +1458,13 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
             hash_expiry = pexpiretime_bytes(&mut con, HASH_FIXTURE);
         }
         let cmd = COMMANDS[rng.gen_range(0..COMMANDS.len())];
-        let refund_last = cmd == "RL.THROTTLE" && rng.gen_bool(structured * 0.3);
-        let args = if let Some(mut a) = last_admitted.take().filter(|_| refund_last) {
+        let refund_last = match cmd {
+            "RL.THROTTLE" => rng.gen_bool(structured * 0.3),
+            "RL.CHECK" => rng.gen_bool(structured * 0.15),
+            _ => false,
+        };
+        let last = refund_last.then(|| last_admitted.remove(cmd)).flatten();
+        let args = if let Some(mut a) = last {
             // As the SPEC says a service gives units back: the same
             // arguments plus REFUND.
             a.push(random_case(&mut rng, "REFUND"));
@@ -1183,6 +1500,30 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
             read_hash(&mut con, &args[0]).ok()
         } else {
             None
+        };
+        // An RL.CHECK / RL.PEEK call's key read back at once, for the model;
+        // after a refund at an explicit `now`, with the RL.PEEK whose reply
+        // the refund's must equal.
+        let call = (is_window(cmd) && arity_fits)
+            .then(|| spec_check(cmd, &args).ok())
+            .flatten();
+        let zset_after = match (&call, &result) {
+            (Some(call), Ok(_)) => {
+                let peek = (call.refund && call.now.is_some()).then(|| peek_of_refund(call, &args));
+                let z = read_zset(&mut con, &args[0], peek.as_deref())
+                    .unwrap_or_else(|e| panic!("{what}: reading the set back: {e}"));
+                if let Some(p) = &z.peek {
+                    let peeks = tallies.entry("RL.PEEK").or_default();
+                    peeks.calls += 1;
+                    if p[0] == 1 {
+                        peeks.rejected += 1;
+                    } else {
+                        peeks.admitted += 1;
+                    }
+                }
+                Some(z)
+            }
+            _ => None,
         };
         let after = snapshot(&mut con);
         let now_ms = server_ms(&mut con);
@@ -1221,10 +1562,13 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
                     _ => v[0] == 1,
                 };
                 // A refund counts as a call and a refund only.
-                let refund =
-                    cmd == "RL.THROTTLE" && spec_throttle(cmd, &args).is_some_and(|c| c.refund);
-                if cmd == "RL.THROTTLE" && !refund && !limited {
-                    last_admitted = Some(args.clone());
+                let refund = match cmd {
+                    "RL.THROTTLE" => spec_throttle(cmd, &args).is_some_and(|c| c.refund),
+                    "RL.CHECK" => call.as_ref().is_some_and(|c| c.refund),
+                    _ => false,
+                };
+                if matches!(cmd, "RL.THROTTLE" | "RL.CHECK") && !refund && !limited {
+                    last_admitted.insert(cmd, args.clone());
                 }
                 if refund {
                     tally.refunds += 1;
@@ -1263,10 +1607,25 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
                     } else {
                         assert_unchanged_but_expired(&before, &after, now_ms, &what);
                     }
-                    if let (Some(plan), Some(hash)) = (&plan, &hash_after) {
+                    if let (Some(Plan::Throttle(plan)), Some(hash)) = (&plan, &hash_after) {
                         check_throttle_model(cmd, plan, &v, hash, &what);
                     }
-                } else if cmd == "RL.PEEK" || limited {
+                } else if is_window(cmd) {
+                    // Only an admission or a refund writes, and only its key.
+                    if cmd == "RL.CHECK" && (refund || !limited) {
+                        let key = args[0].as_slice();
+                        assert_unchanged_except(&before, &after, now_ms, &[key], &what);
+                    } else {
+                        assert_unchanged_but_expired(&before, &after, now_ms, &what);
+                    }
+                    if let (Some(Plan::Check(plan)), Some(z)) = (&plan, &zset_after) {
+                        let n = check_window_model(cmd, plan, &v, z, &what);
+                        if n > 0 {
+                            check_refunds_removing += 1;
+                            check_refunded += n;
+                        }
+                    }
+                } else if limited {
                     assert_unchanged_but_expired(&before, &after, now_ms, &what);
                 }
             }
@@ -1292,7 +1651,7 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
                     Some(Expect::Success) => panic!("{what}: expected success, got {text:?}"),
                 }
                 // An error in a stored hash field names the key and a field.
-                if let (Some(Expect::StoredError), Some(plan)) = (expected, &plan) {
+                if let (Some(Expect::StoredError), Some(Plan::Throttle(plan))) = (expected, &plan) {
                     let key = &args[0];
                     if key.iter().all(u8::is_ascii_graphic) {
                         assert!(
@@ -1305,6 +1664,12 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
                         "{what}: no bad field of {:?} named: {text:?}",
                         plan.bad.iter().map(|f| show(f)).collect::<Vec<_>>()
                     );
+                }
+                // A `REFUND` given twice to RL.CHECK, or at all to RL.PEEK.
+                if expected == Some(Expect::ArgError) && is_window(cmd) {
+                    if let Err(Some(want)) = spec_check(cmd, &args) {
+                        assert_eq!(text, want, "{what}");
+                    }
                 }
                 if !arity_msg {
                     tally.calls += 1;
@@ -1396,6 +1761,11 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
             },
         };
         eprintln!("{cmd}: {want:?}");
+        if cmd == "RL.CHECK" {
+            eprintln!(
+                "RL.CHECK refunds that removed members: {check_refunds_removing} ({check_refunded} members)"
+            );
+        }
         assert_eq!(got, want, "seed {seed}: INFO counters of {cmd}");
         assert!(
             want.errors > 0 && want.admitted + want.rejected > 0,
@@ -1409,6 +1779,12 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
             if cmd == "RL.THROTTLE" {
                 assert!(want.refunds > 0, "seed {seed}: no refund: {want:?}");
             }
+        }
+        if all_outcomes && cmd == "RL.CHECK" {
+            assert!(
+                want.refunds > 0 && check_refunds_removing > 0,
+                "seed {seed}: no RL.CHECK refund removed a member: {want:?}"
+            );
         }
     }
 }
