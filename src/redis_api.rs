@@ -437,12 +437,12 @@ impl Key {
     /// of another type is `WRONGTYPE`.
     pub fn open_as(ctx: Ctx, name: RString, write: bool, kind: Kind) -> Result<Key, Error> {
         let key = Key::open(ctx, name, write)?;
-        key.expect(kind)?;
+        key.require_kind(kind)?;
         Ok(key)
     }
 
     /// `WRONGTYPE` unless the key is missing or of type `kind`.
-    pub fn expect(&self, kind: Kind) -> Result<(), Error> {
+    pub fn require_kind(&self, kind: Kind) -> Result<(), Error> {
         match self.kind()? {
             Kind::Empty => Ok(()),
             k if k == kind => Ok(()),

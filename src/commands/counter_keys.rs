@@ -7,7 +7,7 @@ use crate::redis_api::{Ctx, Key, Kind, Native, RString};
 
 /// A missing key or a string, else `WRONGTYPE`.
 pub fn require_string(key: &Key) -> Result<(), Error> {
-    key.expect(Kind::String)
+    key.require_kind(Kind::String)
 }
 
 /// Reads a counter (type already checked) the way `INCR` reads it.
