@@ -116,70 +116,29 @@ fn run(
     }
 }
 
-pub extern "C" fn rl_check(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut RString,
-    argc: c_int,
-) -> c_int {
-    run(ctx, argv, argc, &stats::CHECK, check::check)
+/// The `extern "C"` entry points Redis calls, one per command: each runs
+/// its handler through [`run`] with its INFO counters.
+macro_rules! entry_points {
+    ($($name:ident => $stats:ident, $handler:path;)*) => {$(
+        pub extern "C" fn $name(
+            ctx: *mut raw::RedisModuleCtx,
+            argv: *mut RString,
+            argc: c_int,
+        ) -> c_int {
+            run(ctx, argv, argc, &stats::$stats, $handler)
+        }
+    )*};
 }
 
-pub extern "C" fn rl_peek(ctx: *mut raw::RedisModuleCtx, argv: *mut RString, argc: c_int) -> c_int {
-    run(ctx, argv, argc, &stats::PEEK, check::peek)
-}
-
-pub extern "C" fn rl_dayhour(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut RString,
-    argc: c_int,
-) -> c_int {
-    run(ctx, argv, argc, &stats::DAYHOUR, dayhour::dayhour)
-}
-
-pub extern "C" fn rl_lockcount(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut RString,
-    argc: c_int,
-) -> c_int {
-    run(ctx, argv, argc, &stats::LOCKCOUNT, lockcount::lockcount)
-}
-
-pub extern "C" fn rl_throttle(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut RString,
-    argc: c_int,
-) -> c_int {
-    run(ctx, argv, argc, &stats::THROTTLE, throttle::throttle)
-}
-
-pub extern "C" fn rl_throttlepeek(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut RString,
-    argc: c_int,
-) -> c_int {
-    run(
-        ctx,
-        argv,
-        argc,
-        &stats::THROTTLEPEEK,
-        throttle::throttle_peek,
-    )
-}
-
-pub extern "C" fn rl_quota(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut RString,
-    argc: c_int,
-) -> c_int {
-    run(ctx, argv, argc, &stats::QUOTA, quota::quota)
-}
-
-pub extern "C" fn rl_quotapeek(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut RString,
-    argc: c_int,
-) -> c_int {
-    run(ctx, argv, argc, &stats::QUOTAPEEK, quota::quota_peek)
+entry_points! {
+    rl_check => CHECK, check::check;
+    rl_peek => PEEK, check::peek;
+    rl_dayhour => DAYHOUR, dayhour::dayhour;
+    rl_lockcount => LOCKCOUNT, lockcount::lockcount;
+    rl_throttle => THROTTLE, throttle::throttle;
+    rl_throttlepeek => THROTTLEPEEK, throttle::throttle_peek;
+    rl_quota => QUOTA, quota::quota;
+    rl_quotapeek => QUOTAPEEK, quota::quota_peek;
 }
 
 /// Redis checks arity before calling; this guards the indexing regardless.
