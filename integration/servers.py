@@ -222,7 +222,10 @@ def keyspace(client: redis.Redis) -> dict:
             continue
         else:
             value = None
-        out[key] = (kind, value, int(client.execute_command("PEXPIRETIME", key)))
+        expiry = int(client.execute_command("PEXPIRETIME", key))
+        if expiry == -2:  # expired between reading its value and its expiry
+            continue
+        out[key] = (kind, value, expiry)
     return out
 
 
