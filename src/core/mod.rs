@@ -5,6 +5,7 @@ pub mod binding;
 pub mod calendar;
 pub mod counters;
 pub mod gcra;
+pub mod grid;
 pub mod int;
 pub mod members;
 pub mod window;
