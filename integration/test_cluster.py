@@ -146,13 +146,15 @@ def test_key_sent_to_wrong_node_is_moved(cluster):
 
 EXPECTED_COMMANDS = {
     # name: (arity, command flags, key flags per key, sample args after the keys)
-    "rl.check": (-5, {"write", "denyoom"}, [{"RW"}], ["*", "5", "1000", "COST", "2"]),
+    # No `denyoom`: the module applies the OOM rule itself so that refunds
+    # run above maxmemory (SPEC "Memory", integration/test_clock_and_memory.py).
+    "rl.check": (-5, {"write"}, [{"RW"}], ["*", "5", "1000", "COST", "2"]),
     "rl.peek": (-5, {"readonly"}, [{"RO"}], ["*", "5", "1000", "10", "60000"]),
-    "rl.dayhour": (7, {"write", "denyoom"}, [{"RW"}, {"RW"}], ["10", "5", "86400000", "3600000"]),
-    "rl.lockcount": (6, {"write", "denyoom"}, [{"RW"}, {"RW"}], ["60000", "3", "120000"]),
-    "rl.throttle": (-6, {"write", "denyoom", "fast"}, [{"RW"}], ["*", "5", "1", "1000", "COST", "2"]),
+    "rl.dayhour": (7, {"write"}, [{"RW"}, {"RW"}], ["10", "5", "86400000", "3600000"]),
+    "rl.lockcount": (6, {"write"}, [{"RW"}, {"RW"}], ["60000", "3", "120000"]),
+    "rl.throttle": (-6, {"write", "fast"}, [{"RW"}], ["*", "5", "1", "1000", "COST", "2"]),
     "rl.throttlepeek": (-6, {"readonly", "fast"}, [{"RO"}], ["*", "5", "1", "1000"]),
-    "rl.quota": (-6, {"write", "denyoom", "fast"}, [{"RW"}], ["*", "UTC", "DAY", "5", "COST", "2"]),
+    "rl.quota": (-6, {"write", "fast"}, [{"RW"}], ["*", "UTC", "DAY", "5", "COST", "2"]),
     "rl.quotapeek": (-6, {"readonly", "fast"}, [{"RO"}], ["*", "Asia/Shanghai", "HOUR", "5"]),
 }
 PEEKS = {"rl.peek", "rl.throttlepeek", "rl.quotapeek"}

@@ -14,6 +14,9 @@ pub enum Error {
     Stored(String),
     /// The server refused an internal operation (never expected).
     Internal(String),
+    /// Above `maxmemory`: Redis's own refusal of a command that may grow
+    /// the keyspace (SPEC "Memory").
+    OutOfMemory,
 }
 
 impl Error {
@@ -23,6 +26,10 @@ impl Error {
             Error::Arg(m) | Error::Stored(m) | Error::Internal(m) => format!("ERR {m}"),
             Error::WrongType => {
                 "WRONGTYPE Operation against a key holding the wrong kind of value".to_string()
+            }
+            // Redis's own text (server.c, shared.oomerr), prefix included.
+            Error::OutOfMemory => {
+                "OOM command not allowed when used memory > 'maxmemory'.".to_string()
             }
         }
     }
@@ -57,6 +64,10 @@ mod tests {
         assert_eq!(Error::Arg("x".into()).reply_text(), "ERR x");
         assert_eq!(Error::Stored("y".into()).reply_text(), "ERR y");
         assert!(Error::WrongType.reply_text().starts_with("WRONGTYPE "));
+        assert_eq!(
+            Error::OutOfMemory.reply_text(),
+            "OOM command not allowed when used memory > 'maxmemory'."
+        );
     }
 
     #[test]

@@ -11,6 +11,9 @@ use redis_module::raw;
 
 use crate::error::Error;
 
+mod context;
+pub use context::CallContext;
+
 /// The API function pointer, or an internal error if the server lacks it.
 macro_rules! api {
     ($name:ident) => {
@@ -89,7 +92,8 @@ impl Drop for OwnedStrings {
 }
 
 impl Ctx {
-    /// The server's clock in ms (the clock `PEXPIRE` uses).
+    /// The server's live clock in ms. Commands read the time they run at
+    /// through [`CallContext`], which is what Redis checks expiry against.
     pub fn milliseconds(&self) -> Result<i64, Error> {
         let ms = api!(RedisModule_Milliseconds);
         Ok(unsafe { ms() })

@@ -36,11 +36,15 @@ const RW_UPDATE: KeySpecFlags = KeySpecFlags::READ_WRITE
     .union(KeySpecFlags::ACCESS)
     .union(KeySpecFlags::UPDATE);
 
+/// No command is flagged `deny-oom`: the writing commands apply Redis's OOM
+/// rule themselves after their argument checks, so that refunds (and lease
+/// releases), which only shrink state, still run above `maxmemory` (SPEC
+/// "Memory"; `CallContext::refuse_if_oom`).
 const COMMANDS: &[Command] = &[
     Command {
         name: "rl.check",
         handler: commands::rl_check,
-        flags: "write deny-oom",
+        flags: "write",
         arity: -5,
         keys: &[RW_UPDATE],
         acl: "write sortedset slow",
@@ -61,7 +65,7 @@ const COMMANDS: &[Command] = &[
     Command {
         name: "rl.dayhour",
         handler: commands::rl_dayhour,
-        flags: "write deny-oom fast",
+        flags: "write fast",
         arity: 7,
         keys: &[RW_UPDATE, RW_UPDATE],
         acl: "write string fast",
@@ -71,7 +75,7 @@ const COMMANDS: &[Command] = &[
     Command {
         name: "rl.lockcount",
         handler: commands::rl_lockcount,
-        flags: "write deny-oom fast",
+        flags: "write fast",
         arity: 6,
         keys: &[
             // ACCESS: a locked call returns the lock's TTL.
@@ -85,7 +89,7 @@ const COMMANDS: &[Command] = &[
     Command {
         name: "rl.throttle",
         handler: commands::rl_throttle,
-        flags: "write deny-oom fast",
+        flags: "write fast",
         arity: -6,
         keys: &[RW_UPDATE],
         acl: "write hash fast",
@@ -105,7 +109,7 @@ const COMMANDS: &[Command] = &[
     Command {
         name: "rl.quota",
         handler: commands::rl_quota,
-        flags: "write deny-oom fast",
+        flags: "write fast",
         arity: -6,
         keys: &[RW_UPDATE],
         acl: "write hash fast",

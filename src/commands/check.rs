@@ -35,6 +35,9 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
     let (key_name, clock) = (&call.key, &call.clock);
     let parsed = parse_check(&call.args, write, clock)?;
     let (server_time, t) = (clock.server_time, clock.resolve(parsed.now));
+    if write && !parsed.refund {
+        call.refuse_if_oom()?;
+    }
 
     let key = Key::open_as(ctx, *key_name, write, Kind::SortedSet)?;
     let mut view = RedisLog::read(ctx, *key_name, &key)?;

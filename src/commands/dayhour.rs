@@ -9,7 +9,7 @@ use super::{counter_keys, fixed_args, Outcome};
 use crate::core::args::{distinct_keys, parse_dayhour};
 use crate::core::counters::dayhour as decide;
 use crate::error::Error;
-use crate::redis_api::{bytes, Ctx, Key, RString};
+use crate::redis_api::{bytes, CallContext, Ctx, Key, RString};
 
 pub fn dayhour(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
     let [_, day_name, hour_name, daylimit, hourlimit, dayttl, hourttl] = *fixed_args::<7>(args)?;
@@ -20,6 +20,8 @@ pub fn dayhour(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
         bytes(hourttl),
     ])?;
     distinct_keys(bytes(day_name), bytes(hour_name), ("daykey", "hourkey"))?;
+    let context = CallContext::read(ctx)?;
+    context.refuse_if_oom()?;
 
     let day_key = Key::open(ctx, day_name, true)?;
     let hour_key = Key::open(ctx, hour_name, true)?;
@@ -28,7 +30,7 @@ pub fn dayhour(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
     let day = counter_keys::read(&day_key, "daykey")?;
     let hour = counter_keys::read(&hour_key, "hourkey")?;
 
-    let out = decide(day, hour, &parsed, ctx.milliseconds()?);
+    let out = decide(day, hour, &parsed, context.server_time);
     if let Some((day_write, hour_write)) = out.writes {
         counter_keys::write(ctx, day_name, &day_key, &day_write)?;
         counter_keys::write(ctx, hour_name, &hour_key, &hour_write)?;

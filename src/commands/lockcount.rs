@@ -5,12 +5,14 @@ use super::{counter_keys, fixed_args, Outcome};
 use crate::core::args::{distinct_keys, parse_lockcount};
 use crate::core::counters::{lockcount as decide, CounterWrite, LockCount};
 use crate::error::Error;
-use crate::redis_api::{bytes, Ctx, Key, Kind, Native, RString};
+use crate::redis_api::{bytes, CallContext, Ctx, Key, Kind, Native, RString};
 
 pub fn lockcount(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
     let [_, lock_name, count_name, window, max, locktime] = *fixed_args::<6>(args)?;
     let parsed = parse_lockcount(&[bytes(window), bytes(max), bytes(locktime)])?;
     distinct_keys(bytes(lock_name), bytes(count_name), ("lockkey", "countkey"))?;
+    let context = CallContext::read(ctx)?;
+    context.refuse_if_oom()?;
 
     let lock_key = Key::open(ctx, lock_name, true)?;
     let count_key = Key::open(ctx, count_name, true)?;
@@ -19,7 +21,7 @@ pub fn lockcount(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
     let counter = counter_keys::read(&count_key, "countkey")?;
     let lock_exists = lock_key.kind()? != Kind::Empty;
 
-    let server_time = ctx.milliseconds()?;
+    let server_time = context.server_time;
     let reply = match decide(lock_exists, counter, &parsed, server_time) {
         LockCount::Locked { count } => {
             let ttl = lock_key

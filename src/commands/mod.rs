@@ -17,7 +17,7 @@ use redis_module::raw;
 
 use crate::core::args::Clock;
 use crate::error::Error;
-use crate::redis_api::{bytes, reply_error, reply_integers, Ctx, RString};
+use crate::redis_api::{bytes, reply_error, reply_integers, CallContext, Ctx, RString};
 use crate::stats::{self, CommandStats};
 
 /// A successful call: the integers of the reply and whether the request was
@@ -59,12 +59,13 @@ impl Outcome {
 type Handler = fn(Ctx, &[RString]) -> Result<Outcome, Error>;
 
 /// A `NAME key now ...` call: the key, the arguments after it as bytes,
-/// and the clock it is evaluated with (the server's, read once, and the
-/// clock guard in force).
+/// the clock it is evaluated with (the server's, read once, and the clock
+/// guard in force), and the context it runs in.
 pub struct KeyedCall<'a> {
     pub key: RString,
     pub args: Vec<&'a [u8]>,
     pub clock: Clock,
+    context: CallContext,
 }
 
 impl<'a> KeyedCall<'a> {
@@ -72,15 +73,25 @@ impl<'a> KeyedCall<'a> {
         let [_, key, rest @ ..] = args else {
             return Err(Error::Arg("wrong number of arguments".into()));
         };
+        let context = CallContext::read(ctx)?;
         Ok(KeyedCall {
             key: *key,
             args: rest.iter().map(|&s| bytes(s)).collect(),
+            context,
             clock: Clock {
-                server_time: ctx.milliseconds()?,
+                server_time: context.server_time,
                 max_future_ms: crate::config::MAX_FUTURE_MS
                     .load(std::sync::atomic::Ordering::Relaxed),
             },
         })
+    }
+}
+
+impl KeyedCall<'_> {
+    /// SPEC "Memory": see [`CallContext::refuse_if_oom`]. Called by the
+    /// writing commands after their argument checks (refunds excepted).
+    pub fn refuse_if_oom(&self) -> Result<(), Error> {
+        self.context.refuse_if_oom()
     }
 }
 

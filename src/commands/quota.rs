@@ -42,6 +42,9 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
         .iter()
         .map(|&(period, _)| calendar::bucket(&zone, period, t))
         .collect::<Result<Vec<Bucket>, Error>>()?;
+    if write && !refund {
+        call.refuse_if_oom()?;
+    }
 
     let key = Key::open_as(ctx, *key_name, write, Kind::Hash)?;
     let mut strings = OwnedStrings::new(ctx);

@@ -34,6 +34,9 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
         refund,
     } = parse_throttle(&call.args, write, clock)?;
     let (server_time, t) = (clock.server_time, clock.resolve(now));
+    if write && !refund {
+        call.refuse_if_oom()?;
+    }
 
     let key = Key::open_as(ctx, *key_name, write, Kind::Hash)?;
     let mut strings = OwnedStrings::new(ctx);

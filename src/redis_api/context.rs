@@ -1,0 +1,83 @@
+//! What the server says about the call being run: its context flags (inside
+//! `MULTI`/`EXEC` or a script, above `maxmemory`) and the time Redis checks
+//! key expiry against during it — the time `now = *` means.
+
+use std::ffi::c_int;
+
+use redis_module::raw;
+
+use super::Ctx;
+use crate::error::Error;
+
+/// The context of one call, read once when it starts.
+#[derive(Debug, Clone, Copy)]
+pub struct CallContext {
+    flags: c_int,
+    /// The time Redis checks key expiry against during this call, in ms.
+    pub server_time: i64,
+}
+
+const FROZEN_CLOCK: c_int = (raw::REDISMODULE_CTX_FLAGS_MULTI | raw::REDISMODULE_CTX_FLAGS_LUA) as c_int;
+
+impl CallContext {
+    /// Reads the flags and the clock.
+    ///
+    /// Redis checks expiry against a time it caches when a top-level command
+    /// starts and keeps frozen through `MULTI`/`EXEC`, `EVAL` and `FCALL`:
+    /// `RedisModule_Milliseconds` reads the live clock instead, so two calls
+    /// in one transaction would see time move that the keyspace does not.
+    /// Redis 7.2+ and Valkey give the cached time as
+    /// `RedisModule_CachedMicroseconds`; Redis 7.0 has no such call, and
+    /// shows it only as INFO's `server_time_usec` — a whole INFO section, so
+    /// read only where the live clock and the cached one can differ by more
+    /// than the call's own run time (inside a transaction or a script).
+    pub fn read(ctx: Ctx) -> Result<CallContext, Error> {
+        let flags = match unsafe { raw::RedisModule_GetContextFlags } {
+            Some(get) => unsafe { get(ctx.0) },
+            None => 0,
+        };
+        let server_time = if let Some(cached) = unsafe { raw::RedisModule_CachedMicroseconds } {
+            unsafe { cached() }.div_euclid(1000)
+        } else if flags & FROZEN_CLOCK != 0 {
+            match info_server_time_usec(ctx) {
+                Some(us) => us.div_euclid(1000),
+                None => ctx.milliseconds()?,
+            }
+        } else {
+            ctx.milliseconds()?
+        };
+        Ok(CallContext { flags, server_time })
+    }
+
+    /// SPEC "Memory": while the server is above `maxmemory`, a call that can
+    /// grow the keyspace is refused with Redis's own OOM error. The writing
+    /// commands are registered without `deny-oom` (so that refunds,
+    /// RL.RELEASE and RL.RENEW, which only shrink state, still run) and call
+    /// this after their argument checks, before reading any key.
+    pub fn refuse_if_oom(&self) -> Result<(), Error> {
+        if self.flags & raw::REDISMODULE_CTX_FLAGS_OOM as c_int != 0 {
+            return Err(Error::OutOfMemory);
+        }
+        Ok(())
+    }
+}
+
+/// `server_time_usec` from INFO's server section (Redis 7.0's only view of
+/// the cached clock); `None` when the server will not tell.
+fn info_server_time_usec(ctx: Ctx) -> Option<i64> {
+    let (get, field, free) = unsafe {
+        (
+            raw::RedisModule_GetServerInfo?,
+            raw::RedisModule_ServerInfoGetFieldSigned?,
+            raw::RedisModule_FreeServerInfo?,
+        )
+    };
+    let info = unsafe { get(ctx.0, c"server".as_ptr()) };
+    if info.is_null() {
+        return None;
+    }
+    let mut err: c_int = 0;
+    let us = unsafe { field(info, c"server_time_usec".as_ptr(), &mut err) };
+    unsafe { free(ctx.0, info) };
+    (err == 0).then_some(us)
+}
