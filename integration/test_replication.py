@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from replay_workload import H, KEYS_LEFT, is_foreign_looking, rejected_calls, rl, run_workload, server_ms
+from replay_workload import H, KEYS_LEFT, grid_at, is_foreign_looking, rejected_calls, rl, run_workload, server_ms
 from servers import PRIMARY_ARGS, ReplStream, Server, keyspace, repl_offset, start_replica, wait_in_sync
 
 
@@ -106,7 +106,11 @@ def test_stream_carries_native_effects_with_absolute_times():
         try:
             t = server_ms(pc)
             assert rl(pc, "RL.CHECK", "eff:z", t - H - 5, 10, H)[0] == 0
-            assert rl(pc, "RL.CHECK", "eff:z", t, 10, H, "COST", 2)[0] == 0
+            # A quarter hour on, the expiry must move: trim and PEXPIREAT.
+            t2 = t + H // 4
+            assert rl(pc, "RL.CHECK", "eff:z", t2, 10, H, "COST", 2)[0] == 0
+            # Again at t2: the expiry is late enough, so one ZADD, no MULTI.
+            assert rl(pc, "RL.CHECK", "eff:z", t2, 10, H)[0] == 0
             assert rl(pc, "RL.CHECK", "eff:z", t, 1, 1000)[0] == 1  # rejected: nothing
             assert rl(pc, "RL.CHECK", "eff:s", "*", 3, H)[0] == 0
             assert rl(pc, "RL.DAYHOUR", "eff:d", "eff:h", 10, 10, 86_400_000, H) == [1, 1]
@@ -126,6 +130,8 @@ def test_stream_carries_native_effects_with_absolute_times():
         assert first_exp >= t + H
         old_member = got[1][3]
         assert not is_foreign_looking(old_member), old_member
+        zadd2, zadd3 = got[5], got[9]
+        assert {zadd2[3], zadd2[5], zadd3[3]} == {m for m, _ in members}
         s_member = pc.zrange("eff:s", 0, -1, withscores=True)
         expected = [
             [b"MULTI"],
@@ -133,10 +139,11 @@ def test_stream_carries_native_effects_with_absolute_times():
             [b"PEXPIREAT", b"eff:z", str(first_exp).encode()],
             [b"EXEC"],
             [b"MULTI"],
-            [b"ZADD", b"eff:z", str(t).encode(), members[0][0], str(t).encode(), members[1][0]],
-            [b"ZREMRANGEBYSCORE", b"eff:z", b"-inf", str(t - H).encode()],
+            [b"ZADD", b"eff:z", str(t2).encode(), zadd2[3], str(t2).encode(), zadd2[5]],
+            [b"ZREMRANGEBYSCORE", b"eff:z", b"-inf", str(t2 - H).encode()],
             [b"PEXPIREAT", b"eff:z", str(exp["eff:z"]).encode()],
             [b"EXEC"],
+            [b"ZADD", b"eff:z", str(t2).encode(), zadd3[3]],
             [b"MULTI"],
             [b"ZADD", b"eff:s", str(int(s_member[0][1])).encode(), s_member[0][0]],
             [b"PEXPIREAT", b"eff:s", str(exp["eff:s"]).encode()],
@@ -157,8 +164,11 @@ def test_stream_carries_native_effects_with_absolute_times():
         assert t + 60000 <= int(count_set[4]) <= server_ms(pc) + 60000
         got = [cmd[:4] + [b"<count expiry>"] if cmd[:2] == [b"SET", b"eff:c"] else cmd for cmd in got]
         assert got == expected
-        assert len(members) == 2 and {s for _, s in members} == {float(t)}
-        assert exp["eff:z"] >= t + H and exp["eff:d"] > exp["eff:h"] > 0
+        assert len(members) == 3 and {s for _, s in members} == {float(t2)}
+        # Expiries on the key's grid (SPEC "Expiries on a grid"): the first
+        # call's from the server clock, the second's from its newest unit.
+        assert any(first_exp == grid_at("eff:z", H, c + H) for c in range(t, server_ms(pc) + 1))
+        assert exp["eff:z"] == grid_at("eff:z", H, t2 + H) and exp["eff:d"] > exp["eff:h"] > 0
 
 
 def test_late_replica_does_not_extend_expiry():

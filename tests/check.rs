@@ -111,8 +111,11 @@ fn future_members_count_and_push_reset() {
         ints(&mut con, &format!("RL.CHECK f {t} 2 1000")),
         [0, 1, 2, 0, -1, 6000]
     );
-    // Expiry follows the newest (future) member.
-    assert_eq!(pexpiretime(&mut con, "f"), t + 5000 + 1000);
+    // Expiry follows the newest (future) member, on the key's grid.
+    assert_eq!(
+        pexpiretime(&mut con, "f"),
+        grid_at("f", 1000, t + 5000 + 1000)
+    );
 }
 
 #[test]
@@ -152,7 +155,10 @@ fn foreign_members_count_by_score_only() {
         ints(&mut con, &format!("RL.CHECK frac2 {t} 2 1000")),
         [0, 1, 2, 0, -1, 1101]
     );
-    assert_eq!(pexpiretime(&mut con, "frac2"), t + 101 + 1000);
+    assert_eq!(
+        pexpiretime(&mut con, "frac2"),
+        grid_at("frac2", 1000, t + 101 + 1000)
+    );
 }
 
 #[test]
@@ -263,11 +269,15 @@ fn expiry_is_newest_or_server_time_plus_longest_window() {
         &mut con,
         &format!("RL.CHECK e1 {t} 10 1000 20 5000 30 2000"),
     );
-    assert_eq!(pexpiretime(&mut con, "e1"), t + 5000);
+    // (Every expiry is the grid point at or after the time SPEC gives.)
+    assert_eq!(pexpiretime(&mut con, "e1"), grid_at("e1", 5000, t + 5000));
     // A future member newer than now: its score + max window.
     zadd(&mut con, "e2", &(t + 7000).to_string(), "future");
     ints(&mut con, &format!("RL.CHECK e2 {t} 10 1000 20 5000"));
-    assert_eq!(pexpiretime(&mut con, "e2"), t + 7000 + 5000);
+    assert_eq!(
+        pexpiretime(&mut con, "e2"),
+        grid_at("e2", 5000, t + 7000 + 5000)
+    );
     // A caller whose clock runs behind: server time + max window.
     let before = server_ms(&mut con);
     ints(
@@ -277,8 +287,8 @@ fn expiry_is_newest_or_server_time_plus_longest_window() {
     let after = server_ms(&mut con);
     let at = pexpiretime(&mut con, "e3");
     assert!(
-        at >= before + 600_000 && at <= after + 600_000,
-        "{at} not in [{}, {}]",
+        (before..=after).any(|c| at == grid_at("e3", 600_000, c + 600_000)),
+        "{at} not the grid point after [{}, {}]",
         before + 600_000,
         after + 600_000
     );
@@ -287,15 +297,17 @@ fn expiry_is_newest_or_server_time_plus_longest_window() {
     ints(&mut con, "RL.CHECK e4 * 10 1000 5 600000");
     let after = server_ms(&mut con);
     let at = pexpiretime(&mut con, "e4");
-    assert!(at >= before + 600_000 && at <= after + 600_000, "{at}");
     let members = zrange(&mut con, "e4");
     assert_eq!(members.len(), 1);
-    assert_eq!(members[0].1, (at - 600_000).to_string());
+    let scored: i64 = members[0].1.parse().unwrap();
+    assert!((before..=after).contains(&scored), "{scored}");
+    assert_eq!(at, grid_at("e4", 600_000, scored + 600_000));
     // A rejection leaves the expiry alone.
     let e1 = pexpiretime(&mut con, "e1");
     ints(&mut con, &format!("RL.CHECK e1 {} 1 1000", t + 1));
     assert_eq!(pexpiretime(&mut con, "e1"), e1);
-    // An explicit now at the top of its range is accepted.
+    // An explicit now at the top of its range is accepted (W = 1: a grid
+    // of every ms).
     assert_eq!(
         ints(&mut con, "RL.CHECK e5 9007199254740991 1 1"),
         [0, 1, 1, 0, -1, 1]
@@ -345,7 +357,10 @@ fn admission_trims_members_older_than_the_longest_window() {
     assert_eq!(left[0].0, "kept");
     assert_eq!(left[1].0, "kept2");
     assert_eq!(left[3].0, "future");
-    assert_eq!(pexpiretime(&mut con, "tr"), t + 500 + 3000);
+    assert_eq!(
+        pexpiretime(&mut con, "tr"),
+        grid_at("tr", 3000, t + 500 + 3000)
+    );
     // RL.PEEK trims nothing either.
     zadd(&mut con, "tr", &(t - 10_000).to_string(), "old2");
     ints(&mut con, &format!("RL.PEEK tr {t} 100 1000"));
@@ -560,4 +575,47 @@ fn the_clock_guard_is_a_module_configuration() {
         0
     );
     assert!(err(&mut con, "CONFIG SET ratelimit.max-future-ms -1").contains("ERR"));
+}
+
+#[test]
+fn the_trim_waits_for_the_expiry_to_move_on_the_grid() {
+    // One rule of 1 s: grid step 125 ms. SPEC "Expiries on a grid": a call
+    // whose X = newest + 1000 is at or before the key's expiry keeps it and
+    // trims nothing; the first call past it trims and moves a whole step.
+    let s = Server::start();
+    let mut con = s.con();
+    let t = base(&mut con);
+    assert_eq!(ints(&mut con, &format!("RL.CHECK g {t} 100 1000"))[0], 0);
+    let e = pexpiretime(&mut con, "g");
+    assert_eq!(e, grid_at("g", 1000, t + 1000));
+    assert!(e >= t + 1000 && e < t + 1125);
+    // A member older than the window, written by someone else.
+    zadd(&mut con, "g", &(t - 5000).to_string(), "stale");
+    // Up to the call whose X is E exactly: expiry kept, "stale" kept.
+    for now in [t + 1, e - 1000] {
+        assert_eq!(ints(&mut con, &format!("RL.CHECK g {now} 100 1000"))[0], 0);
+        assert_eq!(pexpiretime(&mut con, "g"), e, "now {now}");
+        assert_eq!(zrange(&mut con, "g")[0].1, (t - 5000).to_string());
+    }
+    // One ms later: trimmed, and the expiry moves to the next grid point.
+    let now = e - 999;
+    assert_eq!(ints(&mut con, &format!("RL.CHECK g {now} 100 1000"))[0], 0);
+    assert_eq!(pexpiretime(&mut con, "g"), e + 125);
+    let scores: Vec<String> = zrange(&mut con, "g").into_iter().map(|m| m.1).collect();
+    assert_eq!(scores.len(), 4, "{scores:?}");
+    assert!(!scores.contains(&(t - 5000).to_string()));
+    // RL.THROTTLE's grid comes from the bucket depth: 10 of 1 per 100 ms
+    // is a 1 s bucket (step 125 ms) although its window is 100 ms.
+    assert_eq!(ints(&mut con, &format!("RL.THROTTLE b {t} 10 1 100"))[0], 0);
+    let e = pexpiretime(&mut con, "b");
+    assert_eq!(e, grid_at("b", 1000, t + 100));
+    // A second unit needs X = t + 200: kept when E is already there, else
+    // the next grid point.
+    assert_eq!(ints(&mut con, &format!("RL.THROTTLE b {t} 10 1 100"))[0], 0);
+    let want = if e >= t + 200 {
+        e
+    } else {
+        grid_at("b", 1000, t + 200)
+    };
+    assert_eq!(pexpiretime(&mut con, "b"), want);
 }

@@ -1165,6 +1165,7 @@ type Fields = BTreeMap<Vec<u8>, Vec<u8>>;
 /// A throttle call as it is about to run: its arguments and its key's hash.
 struct ThrottlePlan {
     call: ThrottleCall,
+    key: Vec<u8>,
     fields: Fields,
     /// `PEXPIRETIME` of the key: -1 without expiry, -2 without key.
     expiry: i64,
@@ -1218,10 +1219,14 @@ fn throttle_expect(cmd: &str, plan: &ThrottlePlan, clock: i64) -> ([i64; 6], Fie
             }
             let latest = new.iter().copied().max().expect("a rule");
             let x = ceil_ms(latest) + (clock - t).max(0);
-            let expiry = if plan.expiry >= 0 {
-                plan.expiry.max(x)
+            // Kept when already at or after X, else X on the key's grid of
+            // step W / 8, W the deepest bucket in ms.
+            let deepest = call.rules.iter().map(Bucket::tau).max().expect("a rule");
+            let w = i64::try_from((deepest + NS - 1) / NS).expect("depth within i64");
+            let expiry = if plan.expiry >= 0 && plan.expiry >= x {
+                plan.expiry
             } else {
-                x
+                grid_at(&plan.key, w, x)
             };
             (reply, fields, expiry)
         }
@@ -1382,6 +1387,7 @@ fn expect_throttle(
     };
     let plan = ThrottlePlan {
         call,
+        key: key.clone(),
         fields,
         expiry,
         clock,

@@ -7,9 +7,12 @@
 //! rank (O(log N) on a skiplist). The k-th member a retry-after needs is
 //! found the same way (`ZRANGE` by rank past the cap). Writes (admitted
 //! RL.CHECK only):
-//! `cost` new members scored `now`, members older than the longest window
-//! removed, absolute expiry. Replicated as `ZADD`, `ZREMRANGEBYSCORE` (when
-//! something was removed) and `PEXPIREAT`.
+//! `cost` new members scored `now`; when the key's expiry must move (on its
+//! grid, SPEC "Expiries on a grid" — about once an eighth of the longest
+//! window on a busy key), members older than the longest window removed and
+//! the new absolute expiry. Replicated as `ZADD`, then `ZREMRANGEBYSCORE`
+//! (when something was removed) and `PEXPIREAT` when the expiry moved: most
+//! calls on a busy key replicate one `ZADD`.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Once;
@@ -73,6 +76,7 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
             newest,
             server_time,
             key.expire_at()?,
+            bytes(*key_name),
         );
         let trim = plan.trim_through.filter(|&through| {
             view.bounds

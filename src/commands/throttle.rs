@@ -5,7 +5,9 @@
 //! holding the rule's theoretical arrival time (TAT) in ns. Reads one field
 //! per rule (`RedisModule_HashGet`); fields of windows the call does not name
 //! are neither read nor changed. Writes (admitted RL.THROTTLE): every named
-//! field, then the absolute expiry; replicated as `HSET` and `PEXPIREAT`.
+//! field, then the absolute expiry when it moves (on the key's grid, SPEC
+//! "Expiries on a grid": most calls on a busy key keep it); replicated as
+//! `HSET`, and `PEXPIREAT` when the expiry moved.
 //! A refund writes the refunded fields (`HSET`), removes those back at a
 //! full bucket (`HDEL`, or `DEL` when the hash is left empty) and keeps the
 //! expiry.
@@ -107,12 +109,18 @@ fn apply(
     t: i64,
 ) -> Result<(), Error> {
     debug_assert_eq!(rules.len(), new_tats.len());
-    let expiry = key.expire_at()?;
-    let expire_at = gcra::expire_at(new_tats, expiry, server_time, t);
+    let expire_at = gcra::expire_at(
+        bytes(key_name),
+        rules,
+        new_tats,
+        key.expire_at()?,
+        server_time,
+        t,
+    );
     let mut writes = HashWrites::new(ctx, key_name, key);
     let mut buf = [0u8; TAT_BUF_LEN];
     for (&field, &tat) in fields.iter().zip(new_tats) {
         writes.set(field, format_tat(tat, &mut buf))?;
     }
-    writes.finish((Some(expire_at) != expiry).then_some(expire_at))
+    writes.finish(expire_at)
 }

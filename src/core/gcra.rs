@@ -23,6 +23,7 @@
 //! precondition gets a wrong number, never a panic.
 
 use super::binding::{binding_index, RuleOutcome};
+use super::grid::Grid;
 use super::int::MAX_SAFE;
 use super::window::Decision;
 use crate::error::{show, Error};
@@ -284,22 +285,40 @@ pub fn decide(rules: &[Gcra], cost: i64, t_ms: i64, tats: &[Option<u128>]) -> Th
     Throttle { decision, new_tats }
 }
 
-/// The absolute expiry (Unix ms) an admitted RL.THROTTLE sets:
-/// `max(E, ceil(max_i new_i / 10^6) + max(0, server_time - t))`, with `E`
-/// the key's current expiry (`None`: new key, or no expiry). Later than
-/// `server_time_ms` whenever `new_tats` comes from an admitted [`decide`]
-/// (each new TAT is above `t_ns`). Saturates at `i64::MAX`.
+/// The time `X` (Unix ms) until which an admitted RL.THROTTLE's key must
+/// live: `ceil(max_i new_i / 10^6) + max(0, server_time - t)` — when every
+/// bucket is full again, later by the caller's lag when its clock runs
+/// behind the server's. Later than `server_time_ms` whenever `new_tats`
+/// comes from an admitted [`decide`] (each new TAT is above `t_ns`).
+/// Saturates at `i64::MAX`.
+pub fn needed_until(new_tats: &[u128], server_time_ms: i64, t_ms: i64) -> i64 {
+    let newest = new_tats.iter().copied().max().unwrap_or(0);
+    let full = as_i128(newest.div_ceil(NS_PER_MS));
+    let lag = (i128::from(server_time_ms) - i128::from(t_ms)).max(0);
+    saturate(full.saturating_add(lag))
+}
+
+/// The grid window `W` of an RL.THROTTLE key (SPEC "Expiries on a grid"):
+/// the longest bucket depth `ceil(max_i tau_i / 10^6)` ms, the time the
+/// deepest bucket takes to refill.
+pub fn grid_window(rules: &[Gcra]) -> i64 {
+    let deepest = rules.iter().map(|r| r.tolerance_ns).max().unwrap_or(0);
+    saturate(as_i128(deepest.div_ceil(NS_PER_MS)))
+}
+
+/// The expiry an admitted RL.THROTTLE sets on `key`: `None` keeps the key's
+/// own `existing_expiry_ms` (at or after [`needed_until`]), else the first
+/// point of the key's grid at or after it.
 pub fn expire_at(
+    key: &[u8],
+    rules: &[Gcra],
     new_tats: &[u128],
     existing_expiry_ms: Option<i64>,
     server_time_ms: i64,
     t_ms: i64,
-) -> i64 {
-    let newest = new_tats.iter().copied().max().unwrap_or(0);
-    let full = as_i128(newest.div_ceil(NS_PER_MS));
-    let lag = (i128::from(server_time_ms) - i128::from(t_ms)).max(0);
-    let at = saturate(full.saturating_add(lag));
-    existing_expiry_ms.map_or(at, |e| e.max(at))
+) -> Option<i64> {
+    let x = needed_until(new_tats, server_time_ms, t_ms);
+    Grid::new(key, grid_window(rules)).expiry(existing_expiry_ms, x)
 }
 
 /// The TATs (ns) after a refund of `cost` units at `t_ms`:
@@ -703,11 +722,11 @@ mod tests {
         assert_eq!(b.throttle(1, top), [0, 1, 1, 0, -1, top]);
         assert_eq!(b.tats, vec![Some(MAX_TAT_NS)]);
         assert_eq!(b.throttle(1, top), [1, 1, 1, 0, top, top]);
-        assert_eq!(expire_at(&[MAX_TAT_NS], None, top, top), 2 * top);
+        assert_eq!(needed_until(&[MAX_TAT_NS], top, top), 2 * top);
         // The largest stored TAT read at now 0.
         assert_eq!(b.peek(1, 0), [1, 1, 1, 0, 2 * top, 2 * top]);
         // Caller far behind a server: saturates rather than wraps.
-        assert_eq!(expire_at(&[MAX_TAT_NS], None, i64::MAX, 0), i64::MAX);
+        assert_eq!(needed_until(&[MAX_TAT_NS], i64::MAX, 0), i64::MAX);
         // Full bucket with a 1 ms interval and burst 2^53-1 at the top of time.
         let mut b = Bucket::new(&[(top, 1, 1)]);
         assert_eq!(b.throttle(top, top), [0, 1, top, 0, -1, top]);
@@ -751,15 +770,57 @@ mod tests {
         let t = 1_000_000;
         let new = decide(&[r], 1, t, &[None]).new_tats.unwrap();
         // A caller 10 s behind the server: the state is kept 10 s longer.
-        assert_eq!(expire_at(&new, None, t + 10_000, t), t + 10_500);
-        assert_eq!(expire_at(&new, None, t, t), t + 500);
+        assert_eq!(needed_until(&new, t + 10_000, t), t + 10_500);
+        assert_eq!(needed_until(&new, t, t), t + 500);
         // A caller ahead of the server: no lag added.
-        assert_eq!(expire_at(&new, None, t - 10_000, t), t + 500);
-        // An existing later expiry is kept; an earlier one is extended.
-        assert_eq!(expire_at(&new, Some(t + 99_999), t, t), t + 99_999);
-        assert_eq!(expire_at(&new, Some(t + 1), t, t), t + 500);
+        assert_eq!(needed_until(&new, t - 10_000, t), t + 500);
         // The largest new TAT decides; rounded up.
-        assert_eq!(expire_at(&[5 * MS, 7 * MS + 1], None, 0, 0), 8);
+        assert_eq!(needed_until(&[5 * MS, 7 * MS + 1], 0, 0), 8);
+    }
+
+    #[test]
+    fn expiry_on_the_grid() {
+        // Burst 2 of 2 a second: tau = 1 s, W = 1000 ms, g = 125 ms.
+        let r = rule(2, 2, 1000);
+        assert_eq!(grid_window(&[r]), 1000);
+        let key = b"bucket";
+        let grid = Grid::new(key, 1000);
+        assert_eq!(grid.step, 125);
+        let o = grid.offset;
+        let t = 1_000_000 + o; // X = t + 500 lies on a grid point
+        let new = decide(&[r], 1, t, &[None]).new_tats.unwrap();
+        assert_eq!((t + 500 - o) % 125, 0);
+        // A new key: X itself when X is a grid point.
+        assert_eq!(expire_at(key, &[r], &new, None, t, t), Some(t + 500));
+        // One ms later X is past the point: the next point, 124 ms on.
+        let new1 = decide(&[r], 1, t + 1, &[None]).new_tats.unwrap();
+        assert_eq!(
+            expire_at(key, &[r], &new1, None, t + 1, t + 1),
+            Some(t + 625)
+        );
+        // An expiry at or after X stays (None); one ms short of X moves.
+        assert_eq!(expire_at(key, &[r], &new, Some(t + 500), t, t), None);
+        assert_eq!(expire_at(key, &[r], &new, Some(t + 99_999), t, t), None);
+        assert_eq!(
+            expire_at(key, &[r], &new, Some(t + 499), t, t),
+            Some(t + 500)
+        );
+        // W from the deepest bucket, not the longest window: burst 10 of 1
+        // per 100 ms is a 1 s bucket; burst 1 of 60 per minute a 1 s one.
+        let deep = rule(10, 1, 100);
+        let wide = rule(1, 60, 60_000);
+        assert_eq!(grid_window(&[deep]), 1000);
+        assert_eq!(grid_window(&[wide, deep]), 1000);
+        assert_eq!(grid_window(&[rule(3, 3, 1)]), 1);
+        // A fractional depth rounds up: 1 of 3 per 1 ms, tau = 333 334 ns.
+        assert_eq!(grid_window(&[rule(1, 3, 1)]), 1);
+        assert_eq!(grid_window(&[rule(7, 3, 10)]), 24); // tau = 7 * 3 333 333 ns
+                                                        // Saturates at the top of time instead of wrapping.
+        let top = MAX_SAFE;
+        assert_eq!(
+            expire_at(key, &[rule(1, 1, top)], &[MAX_TAT_NS], None, i64::MAX, 0),
+            Some(i64::MAX)
+        );
     }
 
     #[test]
@@ -1030,9 +1091,12 @@ mod tests {
                     } else {
                         admissions += 1;
                         let new = got.new_tats.as_deref().unwrap();
-                        let exp = expire_at(new, None, t, t);
-                        assert!(exp > t);
-                        assert!(new.iter().all(|&n| exp >= n.div_ceil(MS) as i64));
+                        let need = needed_until(new, t, t);
+                        let step = (grid_window(&bucket.rules) / 8).max(1);
+                        let exp = expire_at(b"k", &bucket.rules, new, None, t, t);
+                        assert!(exp.is_some_and(|e| e >= need && e < need + step));
+                        assert!(need > t);
+                        assert!(new.iter().all(|&n| need >= n.div_ceil(MS) as i64));
                     }
                     if apply {
                         bucket.throttle(cost, t);

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 
 use super::args::Rule;
 use super::binding::{binding, RuleOutcome};
+use super::grid::Grid;
 use super::int::ceil_ms;
 
 /// Read access to the sorted set a decision is made on. Implemented over a
@@ -175,14 +176,16 @@ const NO_RULE: RuleOutcome = RuleOutcome {
 
 /// The writes of an admitted call. `server_time` is the server clock read
 /// once for this call (equal to `t` when `now` is `*`); `existing_expiry`
-/// the key's absolute expiry before the call (`None`: new key, or none).
+/// the key's absolute expiry before the call (`None`: new key, or none);
+/// `key` the key's name (its grid offset, SPEC "Expiries on a grid").
 ///
 /// With `X = max(newest after the call, server_time) + max_window`: when the
-/// key already expires later than `X`, a longer rule set (or an operator)
-/// holds it, so nothing is trimmed and the expiry stays; otherwise members
-/// at or before `t - max_window` go and the key expires at `X`. So a canary
-/// or a rollback with shorter rules never trims history a longer rule set
-/// still counts.
+/// key already expires at or after `X` — a longer rule set, an operator, or
+/// an earlier call in the same grid step holds it — nothing is trimmed and
+/// the expiry stays; otherwise members at or before `t - max_window` go and
+/// the key expires at the grid point at or after `X` (`W = max_window`). So
+/// a canary or a rollback with shorter rules never trims history a longer
+/// rule set still counts, and on a busy key most calls write one `ZADD`.
 pub fn admission(
     rules: &[Rule],
     cost: i64,
@@ -190,16 +193,17 @@ pub fn admission(
     newest: Option<f64>,
     server_time: i64,
     existing_expiry: Option<i64>,
+    key: &[u8],
 ) -> Admission {
     let max_window = rules.iter().map(|r| r.window).max().unwrap_or(1);
     let newest_after = newest.map_or(t, |n| ceil_ms(n).max(t));
-    let expire_at = newest_after.max(server_time) + max_window;
-    let held = existing_expiry.is_some_and(|e| e > expire_at);
+    let needed = newest_after.max(server_time).saturating_add(max_window);
+    let expire_at = Grid::new(key, max_window).expiry(existing_expiry, needed);
     Admission {
         score: t,
         units: cost,
-        trim_through: (!held).then_some(t - max_window),
-        expire_at: (!held).then_some(expire_at),
+        trim_through: expire_at.is_some().then_some(t - max_window),
+        expire_at,
     }
 }
 
@@ -274,7 +278,7 @@ mod tests {
         let newest = log.newest();
         let d = decide(r, cost, t, newest, log).unwrap();
         if !d.limited {
-            let a = admission(r, cost, t, newest, t, None);
+            let a = admission(r, cost, t, newest, t, None, b"k");
             log.apply(&a);
         }
         d.reply()
@@ -462,37 +466,118 @@ mod tests {
     #[test]
     fn admission_writes() {
         let r = rules(&[(10, 1000), (100, 60000)]);
-        // Empty set, server clock: expires a longest window after now.
+        // W = 60 000: g = 7 500, and this key's offset.
+        let grid = Grid::new(b"k", 60_000);
+        assert_eq!(grid.step, 7_500);
+        let at = |x| grid.at_or_after(x);
+        // Empty set, server clock: X = now + the longest window, on the grid.
         assert_eq!(
-            admission(&r, 2, 10000, None, 10000, None),
+            admission(&r, 2, 10000, None, 10000, None, b"k"),
             Admission {
                 score: 10000,
                 units: 2,
                 trim_through: Some(-50000),
-                expire_at: Some(70000)
+                expire_at: Some(at(70000))
             }
         );
+        assert!(at(70000) >= 70000 && at(70000) < 77500);
         // A caller whose clock runs behind still gets a full window from the server's clock.
-        assert_eq!(
-            admission(&r, 1, 10000, None, 20000, None).expire_at,
-            Some(80000)
-        );
+        let a = admission(&r, 1, 10000, None, 20000, None, b"k");
+        assert_eq!(a.expire_at, Some(at(80000)));
         // A future member keeps the key alive until it leaves the longest window.
-        assert_eq!(
-            admission(&r, 1, 10000, Some(30000.0), 10000, None).expire_at,
-            Some(90000)
-        );
+        let a = admission(&r, 1, 10000, Some(30000.0), 10000, None, b"k");
+        assert_eq!(a.expire_at, Some(at(90000)));
         // Fractional newest rounds up.
-        assert_eq!(
-            admission(&r, 1, 10000, Some(30000.5), 10000, None).expire_at,
-            Some(90001)
-        );
+        let a = admission(&r, 1, 10000, Some(30000.5), 10000, None, b"k");
+        assert_eq!(a.expire_at, Some(at(90001)));
+    }
+
+    #[test]
+    fn the_expiry_moves_on_the_grid_and_the_trim_goes_with_it() {
+        // One rule of 1 s: g = 125 ms. At t0 = 10 001 + o the first call
+        // needs X = 11 001 + o, one ms past a grid point of this key.
+        let r = rules(&[(1000, 1000)]);
+        let key = b"{user:42}:rate";
+        let grid = Grid::new(key, 1000);
+        let (g, o) = (grid.step, grid.offset);
+        assert_eq!(g, 125);
+        let t0 = 10_001 + o;
+        // First call on a new key: the next grid point, and a trim.
+        let a = admission(&r, 1, t0, None, t0, None, key);
+        let e = 11_125 + o;
+        assert_eq!((a.expire_at, a.trim_through), (Some(e), Some(t0 - 1000)));
+        // Every call whose X is at or before E keeps it and trims nothing:
+        // the rest of the step, X = E exactly included.
+        for dt in [0, 1, 124] {
+            let newest = Some((t0 + dt) as f64);
+            let a = admission(&r, 1, t0 + dt, newest, t0 + dt, Some(e), key);
+            assert_eq!((a.expire_at, a.trim_through), (None, None), "dt {dt}");
+        }
+        // One ms past the step: the expiry moves a whole step, and the
+        // deferred trim runs.
+        let t = t0 + 125;
+        let a = admission(&r, 1, t, Some(t as f64), t, Some(e), key);
+        assert_eq!((a.expire_at, a.trim_through), (Some(e + g), Some(t - 1000)));
+        // X on a grid point is set as it is.
+        let t = e - 1000;
+        let a = admission(&r, 1, t, Some(t as f64), t, Some(e - 1), key);
+        assert_eq!((a.expire_at, a.trim_through), (Some(e), Some(t - 1000)));
+        // W < 8: a grid of every ms, so the expiry is X itself (offset 0).
+        let short = rules(&[(5, 7)]);
+        let a = admission(&short, 1, 100, None, 100, None, key);
+        assert_eq!(a.expire_at, Some(107));
+        let a = admission(&short, 1, 100, None, 100, Some(106), key);
+        assert_eq!(a.expire_at, Some(107));
+    }
+
+    #[test]
+    fn a_steady_stream_keeps_at_most_a_step_and_a_gap_of_old_members() {
+        // SPEC: a steady rate keeps at most g plus one gap between calls of
+        // members older than the longest window. Calls every `gap` ms for
+        // 20 windows, the key's expiry tracked as Redis keeps it.
+        for (window, gap) in [(1000, 7), (1000, 125), (60_000, 1_000), (8, 1), (64, 3)] {
+            let r = rules(&[(i64::MAX / 4, window)]);
+            let g = (window / 8).max(1);
+            let mut log = VecLog::new(vec![]);
+            let mut expiry: Option<i64> = None;
+            let (mut moves, mut calls) = (0, 0);
+            let mut t = 1_000_000;
+            while t < 1_000_000 + 20 * window {
+                let newest = log.newest();
+                let a = admission(&r, 1, t, newest, t, expiry, b"stream");
+                if let Some(e) = a.expire_at {
+                    moves += 1;
+                    expiry = Some(e);
+                }
+                log.apply(&a);
+                // Nothing the call relies on has expired, and the key lives
+                // at most g past the newest member's window.
+                let e = expiry.unwrap();
+                assert!(
+                    e >= t + window && e < t + window + g + gap,
+                    "{window} {gap} t {t} e {e}"
+                );
+                let old = log.0.iter().filter(|&&s| s <= (t - window) as f64).count() as i64;
+                assert!(
+                    old <= (g + gap) / gap + 1,
+                    "{window}/{gap}: {old} old members at {t}"
+                );
+                calls += 1;
+                t += gap;
+            }
+            // The expiry moves about once a step: calls / (g / gap) + 1.
+            let steps = 20 * window / g;
+            assert!(
+                moves <= steps + 2,
+                "{window}/{gap}: {moves} moves over {steps} steps ({calls} calls)"
+            );
+        }
     }
 
     #[test]
     fn a_longer_rule_set_holds_the_key() {
         // The rollout: the hour's rule set left the key expiring at
-        // t0 + 1 h; a deploy calls it with `1 60000` only.
+        // t0 + 1 h (on its grid); a deploy calls it with `1 60000` only.
         let hour = rules(&[(1, 60000), (5, 3_600_000)]);
         let minute = rules(&[(1, 60000)]);
         let t0 = 1_000_000_000;
@@ -502,7 +587,7 @@ mod tests {
             let newest = log.newest();
             let d = decide(r, 1, t, newest, log).unwrap();
             if !d.limited {
-                let a = admission(r, 1, t, newest, t, *expiry);
+                let a = admission(r, 1, t, newest, t, *expiry, b"k");
                 log.apply(&a);
                 *expiry = a.expire_at.or(*expiry);
             }
@@ -511,18 +596,21 @@ mod tests {
         for k in 0..4 {
             assert_eq!(call(&mut log, &hour, t0 + k * 61_000, &mut expiry), 0);
         }
-        assert_eq!(expiry, Some(t0 + 3 * 61_000 + 3_600_000));
+        let held = Grid::new(b"k", 3_600_000).at_or_after(t0 + 3 * 61_000 + 3_600_000);
+        assert_eq!(expiry, Some(held));
         // The minute-only deploy: admitted, trims nothing, keeps the expiry.
         assert_eq!(call(&mut log, &minute, t0 + 4 * 61_000, &mut expiry), 0);
         assert_eq!(log.0.len(), 5);
-        assert_eq!(expiry, Some(t0 + 3 * 61_000 + 3_600_000));
+        assert_eq!(expiry, Some(held));
         // The rollback: the hour still counts all five.
         assert_eq!(call(&mut log, &hour, t0 + 5 * 61_000, &mut expiry), 1);
-        // Equal expiry (not later): the call trims and sets its own.
-        let a = admission(&minute, 1, 100_000, None, 100_000, Some(160_000));
-        assert_eq!((a.trim_through, a.expire_at), (Some(40_000), Some(160_000)));
-        let a = admission(&minute, 1, 100_000, None, 100_000, Some(160_001));
+        // Equal expiry: kept (SPEC: E >= X), nothing trimmed; one ms short:
+        // the call trims and sets its own grid point.
+        let a = admission(&minute, 1, 100_000, None, 100_000, Some(160_000), b"k");
         assert_eq!((a.trim_through, a.expire_at), (None, None));
+        let a = admission(&minute, 1, 100_000, None, 100_000, Some(159_999), b"k");
+        let own = Grid::new(b"k", 60_000).at_or_after(160_000);
+        assert_eq!((a.trim_through, a.expire_at), (Some(40_000), Some(own)));
     }
 
     #[test]

@@ -424,3 +424,19 @@ pub fn burst(server: &Server, clients: usize, line: &str) -> Vec<Vec<i64>> {
             .collect()
     })
 }
+
+/// The expiry RL.CHECK / RL.THROTTLE set on `key` when the key must live
+/// until `x` and its expiry moves (SPEC "Expiries on a grid"): the first
+/// point at or after `x` of the grid with step `g = max(1, floor(w / 8))`
+/// and offset `crc16(key) mod g` (CRC16/XMODEM, as Redis Cluster hashes).
+/// Written here from the SPEC, independently of the module's code.
+pub fn grid_at(key: impl AsRef<[u8]>, w: i64, x: i64) -> i64 {
+    let g = (w / 8).max(1);
+    let o = i64::from(crc::Crc::<u16>::new(&crc::CRC_16_XMODEM).checksum(key.as_ref())) % g;
+    let late = (x - o).rem_euclid(g);
+    if late == 0 {
+        x
+    } else {
+        x.saturating_add(g - late)
+    }
+}
