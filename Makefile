@@ -54,16 +54,20 @@ py-it:
 	if [ -n "$$failed" ]; then echo "integration tests failed on:$$failed"; exit 1; fi
 
 # Module vs Lua vs native commands, one interleaved run; writes bench-out/.
+# Then one hot key, RL.THROTTLE vs redis-cell's CL.THROTTLE (built from
+# crates.io into target/redis-cell/ on first use).
 bench: build
 	@scripts/deps.sh python
 	$(PY) bench/bench.py
+	$(PY) bench/hot_key.py
 
 # The same in under a minute (CI runs it to check the bench still works).
 bench-quick: build
 	@scripts/deps.sh python
 	$(PY) bench/bench.py --quick
 
-# Instructions per request under callgrind (needs valgrind).
+# Instructions per whole request under callgrind (needs valgrind), in three
+# settings (no replica, a replica, AOF everysec), redis-cell beside RL.THROTTLE.
 bench-profile: build
 	@scripts/deps.sh python
 	$(PY) bench/profile_callgrind.py

@@ -3,8 +3,12 @@
 
 Starts redis-server with the module under `valgrind --tool=callgrind`
 (through the project's harness: free loopback port, stopped on exit),
-collecting only inside `processCommand` (command lookup, ACL, the command
-itself, propagation; not socket I/O or RESP parsing). Each phase (one
+counting the whole request (see COLLECT: parsing, lookup, ACL, the command,
+propagation, writing the replies, the replication stream and the AOF; not
+the socket reads or the idle event loop), in three settings (SETTINGS): no
+replica, one replica attached, `appendonly yes` with `everysec`. redis-cell
+0.2.2's CL.THROTTLE (built by scripts/build_redis_cell.sh into target/) runs
+beside RL.THROTTLE with the server's clock in the no-replica setting. Each phase (one
 contestant, a fixed number of requests on keys of a fixed shape) is dumped to
 its own callgrind file; the summary gives instructions per request, and
 `callgrind_annotate --inclusive=yes` of the module phases shows where the
@@ -24,7 +28,7 @@ Instruction counts are deterministic, so unlike the timing bench they do not
 move with other load on the machine; they are not time (cache misses and
 branch mispredictions cost nothing here).
 
-Usage: profile_callgrind.py [--out DIR] [--calls N]
+Usage: profile_callgrind.py [--out DIR] [--calls N] [--setting none|replica|aof|all]
 """
 
 from __future__ import annotations
@@ -238,9 +242,9 @@ def check_breakdown(cols: list[tuple[str, Path, int]]) -> tuple[str, dict]:
     L = ["RL.CHECK, 2 rules, 1 trimmed + 1 added a call: where the instructions go "
          "(Ir per request, from the call graph)", ""]
     L.append(f"{'':{w}}" + "".join(f"{x:>18}" for x in labels))
-    L.append(f"{'processCommand (the Ir/request of the phase)':{w}}"
+    L.append(f"{'the whole request (the Ir/request of the phase)':{w}}"
              + "".join(f"{data[x]['total']:>18,.0f}" for x in labels))
-    L.append(f"{'  outside the handler (lookup, ACL, call(), dispatch)':{w}}"
+    L.append(f"{'  outside the handler (parsing, lookup, ACL, reply writing)':{w}}"
              + "".join(f"{data[x]['total'] - data[x]['handler']:>18,.0f}" for x in labels))
     L.append(f"{'  the handler (' + ', '.join(short(f) for f in first['handler_entries']) + '), inclusive':{w}}"
              + "".join(f"{data[x]['handler']:>18,.0f}" for x in labels))
@@ -273,42 +277,112 @@ def check_breakdown(cols: list[tuple[str, Path, int]]) -> tuple[str, dict]:
     return "\n".join(L) + "\n", data
 
 
+SETTINGS = {
+    "none": "no replica, no AOF",
+    "replica": "one replica attached (with the module)",
+    "aof": "appendonly yes, appendfsync everysec",
+}
+
+# What callgrind counts: the whole request — reading it out of the query
+# buffer (parsing, the command, propagation to replicas and the AOF buffer:
+# processInputBuffer), writing the replies and the replication stream
+# (handleClientsWithPendingWrites, sendReplyToClient) and the AOF
+# (flushAppendOnlyFile). None of these runs inside another, so toggling on
+# each one's entry and exit never nests. A pipeline of native commands pays
+# the parsing and the reply once per command it sends.
+COLLECT = ("processInputBuffer", "handleClientsWithPendingWrites", "sendReplyToClient", "flushAppendOnlyFile")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="bench-out/profile", help="output directory (default bench-out/profile/)")
     ap.add_argument("--calls", type=int, default=4000, help="requests per phase (default 4000)")
+    ap.add_argument("--setting", choices=[*SETTINGS, "all"], default="all",
+                    help="none, replica, aof, or all three in turn (default)")
     args = ap.parse_args(argv)
-    out = Path(args.out).resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("callgrind.out.*"):
-        old.unlink()
     if not shutil.which("valgrind"):
         print("valgrind not found (apt-get install valgrind)", file=sys.stderr)
         return 2
+    # redis-cell's CL.THROTTLE, a contestant with no replica (0.2.2 replicates nothing)
+    cell = subprocess.run([str(B.ROOT / "scripts" / "build_redis_cell.sh")], capture_output=True, text=True)
+    cell_so = cell.stdout.strip() if cell.returncode == 0 else None
+    if cell_so is None:
+        print(f"redis-cell not built, CL.THROTTLE left out: {cell.stderr.strip()[-400:]}", file=sys.stderr)
+    settings = list(SETTINGS) if args.setting == "all" else [args.setting]
+    out = Path(args.out).resolve()
+    summary = {}
+    for setting in settings:
+        print(f"\n== setting: {SETTINGS[setting]}", flush=True)
+        summary[setting] = profile(setting, out / setting, args.calls, cell_so if setting == "none" else None)
+    if len(summary) > 1:
+        print("\n" + side_by_side(summary))
+        (out / "settings.txt").write_text(side_by_side(summary))
+    return 0
 
+
+def side_by_side(summary: dict) -> str:
+    """Ir per whole request, per phase, one column per setting."""
+    settings = list(summary)
+    phases = [p for p, r in summary[settings[0]].items() if isinstance(r, dict) and "Ir_per_request" in r]
+    for s in settings[1:]:
+        phases += [p for p, r in summary[s].items()
+                   if isinstance(r, dict) and "Ir_per_request" in r and p not in phases]
+    w = max(len(p) for p in phases) + 2
+    L = ["Instructions per whole request (callgrind), by setting:",
+         f"{'phase':{w}}" + "".join(f"{s:>12}" for s in settings)]
+    for p in phases:
+        row = [summary[s].get(p, {}).get("Ir_per_request") for s in settings]
+        L.append(f"{p:{w}}" + "".join(f"{v:>12,.0f}" if v else f"{'-':>12}" for v in row))
+    L.append("")
+    for label in summary[settings[0]].get("ratios", {}):
+        vals = [summary[s].get("ratios", {}).get(label) for s in settings]
+        L.append(f"{label}: " + ", ".join(f"{s} {v:.3f}" for s, v in zip(settings, vals) if v is not None))
+    return "\n".join(L) + "\n"
+
+
+def profile(setting: str, out: Path, n: int, cell_so: str | None) -> dict:
+    """One run of every phase under callgrind in `setting`; returns the results."""
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("callgrind.out.*"):
+        old.unlink()
     tmp = Path(tempfile.mkdtemp(prefix="rl-prof-"))
     wrapper = tmp / "redis-under-callgrind"
     real = shutil.which("redis-server") or "/usr/bin/redis-server"
+    libstd = subprocess.run(["rustc", "--print", "sysroot"], capture_output=True, text=True).stdout.strip() + "/lib"
+    toggles = " ".join(f"--toggle-collect={f}" for f in COLLECT)
     wrapper.write_text(
         "#!/bin/sh\n"
-        f"exec valgrind --tool=callgrind --collect-atstart=no --toggle-collect=processCommand "
+        f"export LD_LIBRARY_PATH='{libstd}'\n"  # redis-cell 0.2.2 is a dylib linked to libstd
+        f"exec valgrind --tool=callgrind --collect-atstart=no {toggles} "
         f"--callgrind-out-file={out}/callgrind.out.%p '{real}' \"$@\"\n")
     wrapper.chmod(0o755)
-
-    n = args.calls
+    server_args = []
+    if setting == "aof":
+        server_args = ["--appendonly", "yes", "--appendfsync", "everysec"]
+    if cell_so:
+        server_args += ["--loadmodule", cell_so]
     keys = 200
     entries = 40
     period = B.MAX_WINDOW // entries
     step = period // keys
     results = {}
-    server = B.Server(module=True, binary=str(wrapper))
+    server = B.Server(module=True, binary=str(wrapper), args=server_args)
     # valgrind needs more than the harness's 10 s on a slow start: retry once
     try:
         server.start()
     except RuntimeError:
-        server = B.Server(module=True, binary=str(wrapper))
+        server = B.Server(module=True, binary=str(wrapper), args=server_args)
         server.start()
+    replica = None
     try:
+        if setting == "replica":
+            replica = B.Server(module=True, args=["--replicaof", "127.0.0.1", str(server.port)]).start()
+            rc = replica.client()
+            deadline = time.time() + 120
+            while rc.info("replication").get("master_link_status") != "up":
+                if time.time() > deadline:
+                    raise RuntimeError("the replica did not sync")
+                time.sleep(0.2)
         pid = str(server.proc.pid)
         import redis
         ctl = redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=600)
@@ -461,11 +535,27 @@ def main(argv=None) -> int:
                     cmds.append(B.enc("RL.CHECK", f"thck:{k}", now, *B.TH_CHECK_RULE))
             return cmds
 
+        # RL.THROTTLE on the server's clock (`*`) and redis-cell's CL.THROTTLE
+        # (always the server's clock): the same rule — a bucket of 1000,
+        # 1000 an hour (redis-cell's max_burst 999 is a bucket of 1000) —
+        # on 200 keys each, every call admitted.
+        def clock_cmds(kind, count):
+            burst, count_, window = B.TH_RULE
+            if kind == "cell":
+                return [B.enc("CL.THROTTLE", f"cl:{i % keys}", burst - 1, count_, window // 1000, 1)
+                        for i in range(count)]
+            return [B.enc("RL.THROTTLE", f"ths:{i % keys}", "*", *B.TH_RULE) for i in range(count)]
+
         for kind in ("module", "lua", "check"):
             send(throttle_cmds(kind, 0, warm))
         phase("throttle-module", throttle_cmds("module", warm, n))
         phase("throttle-lua", throttle_cmds("lua", warm, n))
         phase("throttle-check-1rule", throttle_cmds("check", warm, n))
+        send(clock_cmds("module", warm))
+        phase("throttle-module-star", clock_cmds("module", n))
+        if cell_so:
+            send(clock_cmds("cell", warm))
+            phase("throttle-cell", clock_cmds("cell", n))
         for size, (last, p) in scale.items():
             cmds = []
             rules = B.flat_rules([(2 * size + 10, RULES[0][1]), (2 * size + 10, RULES[1][1])])
@@ -510,6 +600,8 @@ def main(argv=None) -> int:
         conn.close()
         ctl.close()
     finally:
+        if replica is not None:
+            replica.stop()
         server.stop()
 
     for name in ("check-module", "check-skiplist-module", "scale-100-admitted", "dayhour-module", "lockcount-module", "throttle-module",
@@ -520,21 +612,23 @@ def main(argv=None) -> int:
                                  capture_output=True, text=True, timeout=300).stdout
             (out / f"annotate-{name}.txt").write_text(ann)
     ratios = {}
-    for label, num, den in (("RL.CHECK / Lua seed 000 A, listpack keys (40 entries; target 0.30)", "check-module",
+    for label, num, den in (("RL.CHECK / Lua seed 000 A, listpack keys (40 entries; target 0.35)", "check-module",
                              "check-lua-uuid"),
-                            ("RL.CHECK / native commands, listpack keys (target 0.6)", "check-module",
+                            ("RL.CHECK / native commands, listpack keys (target 0.65; 0.75 with a replica)", "check-module",
                              "check-native"),
-                            ("RL.CHECK / Lua seed 000 A, skiplist keys (150 entries; target 0.30)",
+                            ("RL.CHECK / Lua seed 000 A, skiplist keys (150 entries; target 0.25)",
                              "check-skiplist-module", "check-skiplist-lua-uuid"),
-                            ("RL.CHECK / native commands, skiplist keys (target 0.6)", "check-skiplist-module",
+                            ("RL.CHECK / native commands, skiplist keys (target 0.65; 0.75 with a replica)", "check-skiplist-module",
                              "check-skiplist-native"),
                             ("RL.CHECK skiplist / listpack (module)", "check-skiplist-module", "check-module"),
                             ("RL.THROTTLE / its Lua (target 0.25)", "throttle-module", "throttle-lua"),
                             ("RL.THROTTLE / RL.CHECK 1 rule, same schedule (target 0.5)", "throttle-module",
                              "throttle-check-1rule"),
                             ("RL.THROTTLE / RL.CHECK 2 rules (the check workload)", "throttle-module", "check-module"),
-                            ("RL.QUOTA / RL.DAYHOUR (target 1.5)", "quota-module", "dayhour-module"),
-                            ("RL.QUOTA / Lua seed 001", "quota-module", "dayhour-lua")):
+                            ("RL.QUOTA / RL.DAYHOUR (target 1.3)", "quota-module", "dayhour-module"),
+                            ("RL.QUOTA / Lua seed 001", "quota-module", "dayhour-lua"),
+                            ("RL.THROTTLE * / redis-cell CL.THROTTLE 0.2.2 (target 0.90)", "throttle-module-star",
+                             "throttle-cell")):
         if num in results and den in results:
             ratios[label] = results[num]["Ir_per_request"] / results[den]["Ir_per_request"]
             print(f"{label}: {ratios[label]:.3f} (instructions per request)")
@@ -552,7 +646,7 @@ def main(argv=None) -> int:
     (out / "profile.json").write_text(json.dumps(results, indent=1))
     print(f"wrote {out}/profile.json, callgrind.out.* and annotate-*.txt")
     shutil.rmtree(tmp, ignore_errors=True)
-    return 0
+    return results
 
 
 if __name__ == "__main__":

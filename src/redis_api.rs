@@ -9,6 +9,9 @@ use std::ptr;
 
 use redis_module::raw;
 
+use smallvec::SmallVec;
+
+use crate::core::int::decimal;
 use crate::error::Error;
 
 mod context;
@@ -50,14 +53,14 @@ pub fn bytes<'a>(s: RString) -> &'a [u8] {
 /// Strings created by the module, freed when dropped.
 pub struct OwnedStrings {
     ctx: Ctx,
-    items: Vec<RString>,
+    items: StrVec,
 }
 
 impl OwnedStrings {
     pub fn new(ctx: Ctx) -> Self {
         OwnedStrings {
             ctx,
-            items: Vec::new(),
+            items: StrVec::new(),
         }
     }
 
@@ -120,19 +123,32 @@ impl Ctx {
                     key,
                     score,
                     members: [member],
-                } => (
-                    replicate(r, c"ZADD".as_ptr(), c"sls".as_ptr(), key, score, *member),
-                    key,
-                    &[(raw::REDISMODULE_NOTIFY_ZSET, c"zadd")],
-                ),
+                } => {
+                    let mut buf = [0u8; 20];
+                    let score = decimal(score, &mut buf);
+                    (
+                        replicate(
+                            r,
+                            c"ZADD".as_ptr(),
+                            c"sbs".as_ptr(),
+                            key,
+                            score.as_ptr(),
+                            score.len(),
+                            *member,
+                        ),
+                        key,
+                        &[(raw::REDISMODULE_NOTIFY_ZSET, c"zadd")],
+                    )
+                }
                 Native::Zadd {
                     key,
                     score,
                     members,
                 } => {
+                    // One string for the score, shared by every pair.
                     let mut strings = OwnedStrings::new(*self);
                     let score = strings.int(score)?;
-                    let mut argv = Vec::with_capacity(1 + 2 * members.len());
+                    let mut argv = StrVec::with_capacity(1 + 2 * members.len());
                     argv.push(key);
                     for &m in members {
                         argv.push(score);
@@ -143,51 +159,73 @@ impl Ctx {
                             r,
                             c"ZADD".as_ptr(),
                             c"v".as_ptr(),
-                            argv.as_ptr(),
+                            argv.as_mut_ptr(),
                             argv.len(),
                         ),
                         key,
                         &[(raw::REDISMODULE_NOTIFY_ZSET, c"zadd")],
                     )
                 }
-                Native::Pexpireat { key, at } => (
-                    replicate(r, c"PEXPIREAT".as_ptr(), c"sl".as_ptr(), key, at),
-                    key,
-                    &[(raw::REDISMODULE_NOTIFY_GENERIC, c"expire")],
-                ),
-                Native::SetPxat { key, value, at } => (
-                    replicate(
-                        r,
-                        c"SET".as_ptr(),
-                        c"slcl".as_ptr(),
+                Native::Pexpireat { key, at } => {
+                    let mut buf = [0u8; 20];
+                    let at = decimal(at, &mut buf);
+                    (
+                        replicate(
+                            r,
+                            c"PEXPIREAT".as_ptr(),
+                            c"sb".as_ptr(),
+                            key,
+                            at.as_ptr(),
+                            at.len(),
+                        ),
                         key,
-                        value,
-                        c"PXAT".as_ptr(),
-                        at,
-                    ),
-                    key,
-                    &[
-                        (raw::REDISMODULE_NOTIFY_STRING, c"set"),
-                        (raw::REDISMODULE_NOTIFY_GENERIC, c"expire"),
-                    ],
-                ),
+                        &[(raw::REDISMODULE_NOTIFY_GENERIC, c"expire")],
+                    )
+                }
+                Native::SetPxat { key, value, at } => {
+                    let (mut vbuf, mut abuf) = ([0u8; 20], [0u8; 20]);
+                    let (value, at) = (decimal(value, &mut vbuf), decimal(at, &mut abuf));
+                    (
+                        replicate(
+                            r,
+                            c"SET".as_ptr(),
+                            c"sbcb".as_ptr(),
+                            key,
+                            value.as_ptr(),
+                            value.len(),
+                            c"PXAT".as_ptr(),
+                            at.as_ptr(),
+                            at.len(),
+                        ),
+                        key,
+                        &[
+                            (raw::REDISMODULE_NOTIFY_STRING, c"set"),
+                            (raw::REDISMODULE_NOTIFY_GENERIC, c"expire"),
+                        ],
+                    )
+                }
                 Native::Incr { key } => (
                     replicate(r, c"INCR".as_ptr(), c"s".as_ptr(), key),
                     key,
                     &[(raw::REDISMODULE_NOTIFY_STRING, c"incrby")],
                 ),
-                Native::ZremRangeByScore { key, max } => (
-                    replicate(
-                        r,
-                        c"ZREMRANGEBYSCORE".as_ptr(),
-                        c"scl".as_ptr(),
+                Native::ZremRangeByScore { key, max } => {
+                    let mut buf = [0u8; 20];
+                    let max = decimal(max, &mut buf);
+                    (
+                        replicate(
+                            r,
+                            c"ZREMRANGEBYSCORE".as_ptr(),
+                            c"scb".as_ptr(),
+                            key,
+                            c"-inf".as_ptr(),
+                            max.as_ptr(),
+                            max.len(),
+                        ),
                         key,
-                        c"-inf".as_ptr(),
-                        max,
-                    ),
-                    key,
-                    &[(raw::REDISMODULE_NOTIFY_ZSET, c"zremrangebyscore")],
-                ),
+                        &[(raw::REDISMODULE_NOTIFY_ZSET, c"zremrangebyscore")],
+                    )
+                }
                 Native::Zrem { key, members } => (
                     replicate_argv(r, c"ZREM", key, members)?,
                     key,
@@ -313,6 +351,12 @@ pub enum Native<'a> {
     Hdel { key: RString, fields: &'a [RString] },
 }
 
+/// A short list of strings — an argument vector for `RedisModule_Replicate`'s
+/// `v` format, a call's new members, the strings it owns: on the stack for
+/// the usual few (a call's fields or members), on the heap only past 17, so
+/// the hot path allocates nothing of its own.
+pub type StrVec = SmallVec<[RString; 17]>;
+
 /// Replicates `cmd key args...`.
 unsafe fn replicate_argv(
     ctx: *mut raw::RedisModuleCtx,
@@ -321,14 +365,16 @@ unsafe fn replicate_argv(
     args: &[RString],
 ) -> Result<c_int, Error> {
     let replicate = api!(RedisModule_Replicate);
-    let mut argv = Vec::with_capacity(1 + args.len());
+    let mut argv = StrVec::with_capacity(1 + args.len());
     argv.push(key);
-    argv.extend_from_slice(args);
+    for &a in args {
+        argv.push(a);
+    }
     Ok(replicate(
         ctx,
         cmd.as_ptr(),
         c"v".as_ptr(),
-        argv.as_ptr(),
+        argv.as_mut_ptr(),
         argv.len(),
     ))
 }

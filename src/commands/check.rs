@@ -23,7 +23,7 @@ use crate::core::int::is_safe_score;
 use crate::core::members;
 use crate::core::window::{admission, decide, refund_units, Admission, LogView};
 use crate::error::{show, Error};
-use crate::redis_api::{bytes, Ctx, Key, Kind, Native, OwnedStrings, RString};
+use crate::redis_api::{bytes, Ctx, Key, Kind, Native, OwnedStrings, RString, StrVec};
 
 pub fn check(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
     evaluate(ctx, args, true)
@@ -226,7 +226,7 @@ fn apply(
     trim: Option<i64>,
 ) -> Result<(), Error> {
     let mut strings = OwnedStrings::new(ctx);
-    let mut added: Vec<RString> = Vec::with_capacity(plan.units as usize);
+    let mut added = StrVec::with_capacity(usize::try_from(plan.units).unwrap_or(0));
     for _ in 0..plan.units {
         let mut clashes = 0;
         loop {
@@ -237,7 +237,7 @@ fn apply(
             }
             clashes += 1;
             if clashes == MAX_NAME_CLASHES {
-                for &member in &added {
+                for &member in added.as_slice() {
                     key.zrem(member)?;
                 }
                 return Err(Error::Internal("could not find a free member name".into()));
@@ -251,7 +251,7 @@ fn apply(
     ctx.propagate(Native::Zadd {
         key: name,
         score: plan.score,
-        members: &added,
+        members: added.as_slice(),
     })?;
     if let Some(through) = trim {
         // Through the key API and replicated as one native command.

@@ -2,7 +2,7 @@
 //! RL.QUOTA (both keep their state in one hash per key).
 
 use crate::error::Error;
-use crate::redis_api::{Ctx, Key, Native, OwnedStrings, RString};
+use crate::redis_api::{Ctx, Key, Native, OwnedStrings, RString, StrVec};
 
 /// The writes of one call on one hash: applied to the key at once, then
 /// replicated together by [`HashWrites::finish`] as `HSET` (fields set),
@@ -14,8 +14,8 @@ pub struct HashWrites<'a> {
     key: &'a Key,
     strings: OwnedStrings,
     /// `field value` pairs, flat, as `HSET` takes them.
-    set: Vec<RString>,
-    deleted: Vec<RString>,
+    set: StrVec,
+    deleted: StrVec,
 }
 
 impl<'a> HashWrites<'a> {
@@ -25,15 +25,16 @@ impl<'a> HashWrites<'a> {
             name,
             key,
             strings: OwnedStrings::new(ctx),
-            set: Vec::new(),
-            deleted: Vec::new(),
+            set: StrVec::new(),
+            deleted: StrVec::new(),
         }
     }
 
     pub fn set(&mut self, field: RString, value: &[u8]) -> Result<(), Error> {
         let value = self.strings.bytes(value)?;
         self.key.hash_set(field, Some(value))?;
-        self.set.extend([field, value]);
+        self.set.push(field);
+        self.set.push(value);
         Ok(())
     }
 
@@ -62,13 +63,13 @@ impl<'a> HashWrites<'a> {
         if !self.set.is_empty() {
             ctx.propagate(Native::Hset {
                 key: name,
-                pairs: &self.set,
+                pairs: self.set.as_slice(),
             })?;
         }
         if !self.deleted.is_empty() {
             ctx.propagate(Native::Hdel {
                 key: name,
-                fields: &self.deleted,
+                fields: self.deleted.as_slice(),
             })?;
         }
         if let Some(at) = expire_at {

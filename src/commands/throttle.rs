@@ -16,7 +16,7 @@ use super::{hash_state::HashWrites, KeyedCall, Outcome};
 use crate::core::args::{parse_throttle, ThrottleArgs};
 use crate::core::gcra::{self, format_tat, parse_tat, Gcra, TAT_BUF_LEN};
 use crate::error::Error;
-use crate::redis_api::{bytes, Ctx, Key, Kind, OwnedStrings, RString};
+use crate::redis_api::{bytes, Ctx, Key, Kind, OwnedStrings, RString, StrVec};
 
 pub fn throttle(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
     evaluate(ctx, args, true)
@@ -41,12 +41,15 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
     }
 
     let key = Key::open_as(ctx, *key_name, write, Kind::Hash)?;
+    // The rules' field names, written on the stack (no heap string).
     let mut strings = OwnedStrings::new(ctx);
-    let fields = rules
-        .iter()
-        .map(|r| strings.bytes(gcra::field_name(r.window).as_bytes()))
-        .collect::<Result<Vec<RString>, Error>>()?;
-    let tats = read_tats(&key, *key_name, &fields)?;
+    let mut fields = StrVec::with_capacity(rules.len());
+    for r in &rules {
+        let mut buf = [0u8; 20];
+        fields.push(strings.bytes(gcra::field_name(r.window, &mut buf))?);
+    }
+    let fields = fields.as_slice();
+    let tats = read_tats(&key, *key_name, fields)?;
 
     if refund {
         let after = gcra::refund(&rules, cost, t, &tats);
@@ -71,7 +74,7 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
             *key_name,
             &key,
             &rules,
-            &fields,
+            fields,
             new_tats,
             server_time,
             t,

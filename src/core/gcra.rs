@@ -119,9 +119,10 @@ pub fn duplicate_window(first: usize, again: usize, window: i64) -> Error {
     ))
 }
 
-/// The hash field of a rule: its window in ms, in decimal (`"60000"`).
-pub fn field_name(window: i64) -> String {
-    window.to_string()
+/// The hash field of a rule: its window in ms, in decimal (`"60000"`),
+/// written into `buf` (no allocation).
+pub fn field_name(window: i64, buf: &mut [u8; 20]) -> &[u8] {
+    super::int::decimal(window, buf)
 }
 
 /// Parses a stored TAT (ns): decimal digits only, no sign, no leading zeros
@@ -871,8 +872,8 @@ mod tests {
             assert_eq!(parse_tat(bad.as_bytes()), None, "{bad:?}");
         }
         assert_eq!(parse_tat(b"\xff"), None);
-        assert_eq!(field_name(60000), "60000");
-        assert_eq!(field_name(MAX_SAFE), "9007199254740991");
+        assert_eq!(field_name(60000, &mut [0; 20]), b"60000");
+        assert_eq!(field_name(MAX_SAFE, &mut [0; 20]), b"9007199254740991");
         assert_eq!(
             stored_error(b"k", b"60000", b"abc").reply_text(),
             "ERR hash at 'k' field '60000' holds 'abc', not a theoretical arrival time in ns (a decimal integer from 0 to 18014398509481982000000)"

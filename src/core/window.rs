@@ -8,6 +8,8 @@
 
 use std::collections::HashMap;
 
+use smallvec::SmallVec;
+
 use super::args::Rule;
 use super::binding::{binding, RuleOutcome};
 use super::grid::Grid;
@@ -92,7 +94,8 @@ pub fn decide<L: LogView>(
     // call with thousands of rules stays linear).
     const SCAN_MAX: usize = 8;
     let mut counted: HashMap<i64, i64> = HashMap::new();
-    let mut used: Vec<i64> = Vec::with_capacity(rules.len());
+    // On the stack for up to 64 rules, the cap a call can have.
+    let mut used: SmallVec<[i64; 64]> = SmallVec::with_capacity(rules.len());
     for (i, rule) in rules.iter().enumerate() {
         let earlier = if len == 0 {
             Some(0)
