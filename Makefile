@@ -26,6 +26,7 @@ run: build
 
 test: build
 	@scripts/deps.sh python
+	@scripts/deps.sh node
 	$(MAKE) --no-print-directory unit rust-it py-it
 
 # The pure decision core, no server.
