@@ -227,6 +227,18 @@ fn errors_write_nothing() {
         ),
         (
             format!("RL.QUOTA q {t} UTC FORTNIGHT 1"),
+            "ERR invalid period 'FORTNIGHT': expected MINUTE, HOUR, DAY, WEEK, MONTH or YEAR",
+        ),
+        (
+            format!("RL.QUOTA q {t} Asia/Shanghai DAYS 10"),
+            "ERR invalid period 'DAYS': expected MINUTE, HOUR, DAY, WEEK, MONTH or YEAR",
+        ),
+        (
+            format!("RL.QUOTA q {t} UTC DAY 10 HOURS 3"),
+            "ERR invalid period 'HOURS': expected MINUTE",
+        ),
+        (
+            format!("RL.QUOTA q {t} UTC COST 1"),
             "ERR at least one 'period limit' pair",
         ),
         (

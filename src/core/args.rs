@@ -385,6 +385,16 @@ pub fn parse_quota(args: &[&[u8]], refund: bool, clock: &Clock) -> Result<QuotaA
         periods.push((period, limit));
         rest = tail;
     }
+    // A word where a period could stand that is no option either is a
+    // misspelt period (`DAYS`, `HOURS`): name it and the accepted periods.
+    if let [word, ..] = rest {
+        if !word.eq_ignore_ascii_case(b"COST") && !word.eq_ignore_ascii_case(b"REFUND") {
+            return Err(Error::Arg(format!(
+                "invalid period '{}': expected MINUTE, HOUR, DAY, WEEK, MONTH or YEAR",
+                show(word)
+            )));
+        }
+    }
     if periods.is_empty() {
         return Err(Error::Arg(
             "at least one 'period limit' pair is required (period: MINUTE, HOUR, DAY, WEEK, MONTH or YEAR)".into(),
