@@ -115,7 +115,10 @@ pub fn decide<L: LogView>(
 
     let is_violated = |i: usize| used[i] + cost > rules[i].count;
     if !(0..rules.len()).any(is_violated) {
-        let newest_after = ceil_ms(newest.map_or(t as f64, |n| n.max(t as f64)));
+        // Not `map_or(.., |n| n.max(t))`: compiled branchless, it compared
+        // the unused payload of a `None` (valgrind: a jump on an
+        // uninitialised value). Same value for `None`: max(t, t) = t.
+        let newest_after = ceil_ms(newest.unwrap_or(t as f64).max(t as f64));
         let outcomes = rules.iter().zip(&used).map(|(rule, &n)| RuleOutcome {
             violated: false,
             remaining: rule.count - n - cost,
