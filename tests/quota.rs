@@ -235,7 +235,7 @@ fn errors_write_nothing() {
         ),
         (
             format!("RL.QUOTA q {t} UTC DAY 10 HOURS 3"),
-            "ERR invalid period 'HOURS': expected MINUTE",
+            "ERR syntax error: unknown option 'HOURS'",
         ),
         (
             format!("RL.QUOTA q {t} UTC COST 1"),

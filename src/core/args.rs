@@ -385,9 +385,10 @@ pub fn parse_quota(args: &[&[u8]], refund: bool, clock: &Clock) -> Result<QuotaA
         periods.push((period, limit));
         rest = tail;
     }
-    // A word where a period could stand that is no option either is a
-    // misspelt period (`DAYS`, `HOURS`): name it and the accepted periods.
-    if let [word, ..] = rest {
+    // No pair, and a word where the first period must stand that is no
+    // option either: a misspelt period (`DAYS`); name it and the accepted
+    // periods. (After a pair, SPEC makes such a word an unknown option.)
+    if let ([word, ..], true) = (rest, periods.is_empty()) {
         if !word.eq_ignore_ascii_case(b"COST") && !word.eq_ignore_ascii_case(b"REFUND") {
             return Err(Error::Arg(format!(
                 "invalid period '{}': expected MINUTE, HOUR, DAY, WEEK, MONTH or YEAR",
