@@ -18,14 +18,20 @@ deps:
 build: deps
 	cargo build --release
 
-# Foreground redis-server with the module loaded; PORT=6380 make run to move it.
+# Foreground redis-server with the module loaded; PORT=6380 make run to move
+# it. Not persistent: a restart forgets every limit, unless RUN_ARGS adds
+# persistence (RUN_ARGS='--appendonly yes --dir /var/lib/ratelimit').
+RUN_ARGS ?=
 run: build
-	@if redis-cli -p $(PORT) ping >/dev/null 2>&1; then \
-	  echo "make run: something already answers on port $(PORT) (Debian's redis-server service?); use PORT=6380 make run"; exit 1; fi
-	redis-server --port $(PORT) --save '' --appendonly no --loadmodule $(MODULE)
+	@port=$(PORT); if (exec 3<>/dev/tcp/127.0.0.1/$$port) 2>/dev/null; then \
+	  next=$$((port + 1)); while (exec 3<>/dev/tcp/127.0.0.1/$$next) 2>/dev/null; do next=$$((next + 1)); done; \
+	  echo "make run: something already listens on port $$port (Debian's redis-server service?); use PORT=$$next make run (port $$next is free)"; exit 1; fi
+	@echo "make run: no persistence (--save '' --appendonly no): a restart forgets every limit; RUN_ARGS='--appendonly yes' keeps them"
+	redis-server --port $(PORT) --save '' --appendonly no --loadmodule $(MODULE) $(RUN_ARGS)
 
 test: build
 	@scripts/deps.sh python
+	@scripts/deps.sh node
 	$(MAKE) --no-print-directory unit rust-it py-it
 
 # The pure decision core, no server.
@@ -67,10 +73,13 @@ bench-quick: build
 	$(PY) bench/bench.py --quick
 
 # Instructions per whole request under callgrind (needs valgrind), in three
-# settings (no replica, a replica, AOF everysec), redis-cell beside RL.THROTTLE.
-bench-profile: build
+# settings (no replica, a replica, AOF everysec), redis-cell beside
+# RL.THROTTLE; on the profiling build: the release code with the line tables
+# callgrind names functions by (Cargo.toml [profile.profiling]).
+bench-profile: deps
+	cargo build --profile profiling
 	@scripts/deps.sh python
-	$(PY) bench/profile_callgrind.py
+	RL_MODULE=$(CURDIR)/target/profiling/libredis_ratelimit.so $(PY) bench/profile_callgrind.py
 
 lint:
 	cargo fmt --all -- --check

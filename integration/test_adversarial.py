@@ -233,7 +233,8 @@ def test_f3_refused_and_failed_counter_calls_keep_the_stored_value(r):
 # replicate. So the module refuses to
 # load on such a server, naming the command.
 
-@pytest.mark.parametrize("renamed", ["PEXPIREAT", "ZADD", "DEL", "SET", "ZREMRANGEBYSCORE", "ZCOUNT", "ZRANGE"])
+@pytest.mark.parametrize("renamed", ["PEXPIREAT", "ZADD", "DEL", "SET", "ZREMRANGEBYSCORE", "ZCOUNT", "ZRANGE",
+                                     "HRANDFIELD"])
 def test_f4_module_refuses_to_load_without_a_replicated_command(renamed):
     s = Server(args=["--rename-command", renamed, ""])
     try:

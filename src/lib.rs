@@ -31,6 +31,17 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     }
 }
 
+/// `MODULE UNLOAD`: frees what the module allocated outside the keyspace —
+/// RL.QUOTA's zone and bucket caches (and jiff's cache of parsed zones
+/// behind them) and the detached context `redis_module!` made at load.
+/// They live in Redis's allocator, so each unload and load would otherwise
+/// leave them behind (`used_memory` grows).
+fn deinit(_ctx: &Context) -> Status {
+    core::calendar::free_caches();
+    redis_api::free_module_context();
+    Status::Ok
+}
+
 // Unit tests run outside Redis, where the Redis allocator does not exist.
 #[cfg(not(test))]
 type Allocator = redis_module::alloc::RedisAlloc;
@@ -47,6 +58,7 @@ redis_module! {
     allocator: (Allocator, ALLOCATOR),
     data_types: [],
     init: init,
+    deinit: deinit,
     info: add_info,
     commands: [],
     configurations: [

@@ -313,6 +313,27 @@ impl Ctx {
             .ok_or_else(|| Error::Internal("ZRANGE gave no score".into()))
     }
 
+    /// `HRANDFIELD key n` (`n > 0`): up to `n` distinct fields of a hash,
+    /// drawn at random; O(n) on a large hash.
+    pub fn hash_random_fields(&self, key: RString, n: i64) -> Result<Vec<Vec<u8>>, Error> {
+        let call = api!(RedisModule_Call);
+        let r = unsafe { call(self.0, c"HRANDFIELD".as_ptr(), c"sl".as_ptr(), key, n) };
+        let reply = self.reply(c"HRANDFIELD", r)?;
+        let kind = api!(RedisModule_CallReplyType);
+        let length = api!(RedisModule_CallReplyLength);
+        if unsafe { kind(reply.0) } != raw::REDISMODULE_REPLY_ARRAY as c_int {
+            return Err(Error::Internal("HRANDFIELD gave no array".into()));
+        }
+        let count = unsafe { length(reply.0) };
+        let mut fields = Vec::with_capacity(count);
+        for i in 0..count {
+            if let Some(field) = reply.array_string(i)? {
+                fields.push(field.to_vec());
+            }
+        }
+        Ok(fields)
+    }
+
     fn reply(&self, cmd: &CStr, r: *mut raw::RedisModuleCallReply) -> Result<CallReply, Error> {
         if r.is_null() {
             return Err(Error::Internal(format!("{} failed", cmd.to_string_lossy())));
@@ -382,7 +403,7 @@ unsafe fn replicate_argv(
 /// The native commands the module replicates its writes with or counts with.
 /// Checked at load: a renamed or disabled one would make a call fail, for
 /// replication after its local writes.
-pub const NATIVE_COMMANDS: [&CStr; 10] = [
+pub const NATIVE_COMMANDS: [&CStr; 11] = [
     c"zadd",
     c"zrem",
     c"hset",
@@ -393,7 +414,34 @@ pub const NATIVE_COMMANDS: [&CStr; 10] = [
     c"del",
     c"zcount",
     c"zrange",
+    c"hrandfield",
 ];
+
+/// Frees the detached thread-safe context that `redis_module!` makes at
+/// load for its logging (`redis_module::MODULE_CONTEXT`) and clears it, so
+/// a later load makes a new one. Only at unload: nothing logs through it
+/// afterwards. The crate keeps the pointer in a private field of a
+/// one-field struct; it is read through that layout, checked by size here.
+pub fn free_module_context() {
+    use std::sync::atomic::{AtomicPtr, Ordering};
+    const _: () = assert!(
+        std::mem::size_of::<redis_module::DetachedContext>()
+            == std::mem::size_of::<AtomicPtr<raw::RedisModuleCtx>>()
+    );
+    // SAFETY: DetachedContext's only field is an AtomicPtr (redis-module
+    // 2.0, src/context/mod.rs), so the static is that AtomicPtr; atomics
+    // may be written through a shared reference.
+    let slot = unsafe {
+        &*(&redis_module::MODULE_CONTEXT as *const redis_module::DetachedContext)
+            .cast::<AtomicPtr<raw::RedisModuleCtx>>()
+    };
+    let ctx = slot.swap(std::ptr::null_mut(), Ordering::Relaxed);
+    if !ctx.is_null() {
+        if let Some(free) = unsafe { raw::RedisModule_FreeThreadSafeContext } {
+            unsafe { free(ctx) };
+        }
+    }
+}
 
 /// Whether `name` is a command this server knows (`COMMAND INFO name`).
 pub fn command_exists(ctx: *mut raw::RedisModuleCtx, name: &CStr) -> Result<bool, Error> {

@@ -145,6 +145,18 @@ pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
             ));
         }
     }
+    // A core command (Valkey has proposed an `RL.THROTTLE`) or another
+    // module's may already hold one of our names: refuse the load before
+    // registering anything, naming it, rather than fail halfway through.
+    for c in COMMANDS {
+        let name = CString::new(c.name).map_err(|e| e.to_string())?;
+        if command_exists(ctx, &name).map_err(|e| e.reply_text())? {
+            return Err(format!(
+                "the server already has a command named '{}' (a core command or another module's); the module registers none of its commands and does not load",
+                c.name
+            ));
+        }
+    }
     // Keys are signalled as modified only after real writes (see Ctx::signal_modified).
     if let Some(set_options) = unsafe { raw::RedisModule_SetModuleOptions } {
         unsafe {

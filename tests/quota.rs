@@ -227,6 +227,18 @@ fn errors_write_nothing() {
         ),
         (
             format!("RL.QUOTA q {t} UTC FORTNIGHT 1"),
+            "ERR invalid period 'FORTNIGHT': expected MINUTE, HOUR, DAY, WEEK, MONTH or YEAR",
+        ),
+        (
+            format!("RL.QUOTA q {t} Asia/Shanghai DAYS 10"),
+            "ERR invalid period 'DAYS': expected MINUTE, HOUR, DAY, WEEK, MONTH or YEAR",
+        ),
+        (
+            format!("RL.QUOTA q {t} UTC DAY 10 HOURS 3"),
+            "ERR syntax error: unknown option 'HOURS'",
+        ),
+        (
+            format!("RL.QUOTA q {t} UTC COST 1"),
             "ERR at least one 'period limit' pair",
         ),
         (
@@ -277,25 +289,51 @@ fn fifty_connections_at_once_admit_exactly_the_limit() {
 }
 
 #[test]
-fn a_hash_of_more_than_64_fields_is_not_scanned_for_stale_buckets() {
+fn a_hash_of_more_than_64_fields_is_cleaned_from_a_sample() {
     let s = Server::start();
     let mut con = s.con();
     let t: i64 = 1_796_054_400_000;
+    let day: i64 = 86_400_000;
     run(&mut con, "HSET small day:2026-11-01T00:00+00:00 3");
     ints(&mut con, &format!("RL.QUOTA small {t} UTC DAY 5"));
     assert!(!hgetall(&mut con, "small").contains_key("day:2026-11-01T00:00+00:00"));
-    // Foreign fields past the bound: the call stays O(periods).
+    // Explicit `now` values going backwards: each call's bucket is a day
+    // earlier, and the newer buckets are not stale for it (SPEC: a caller
+    // never deletes a newer bucket). 70 calls leave 70 fields.
+    for i in 0..70 {
+        ints(
+            &mut con,
+            &format!("RL.QUOTA back {} UTC DAY 5", t - i * day),
+        );
+    }
+    assert_eq!(hgetall(&mut con, "back").len(), 70);
+    // Two days after the newest, all 70 are stale. The first call examines
+    // 64 fields drawn at random and removes them; the hash is then small
+    // enough to scan whole, and the second call removes the rest.
+    let later = t + 2 * day;
+    ints(&mut con, &format!("RL.QUOTA back {later} UTC DAY 5"));
+    assert_eq!(hgetall(&mut con, "back").len(), 70 - 64 + 1);
+    ints(&mut con, &format!("RL.QUOTA back {later} UTC DAY 5"));
+    let fields = hgetall(&mut con, "back");
+    assert_eq!(fields.len(), 1, "{fields:?}");
+    assert_eq!(fields["day:2026-12-02T00:00+00:00"], "2");
+    // Foreign fields keep a hash large: a stale bucket among them still goes
+    // (each call examines 64 of the 72 fields).
     let mut cmd = redis::cmd("HSET");
     cmd.arg("big").arg("day:2026-11-01T00:00+00:00").arg(3);
     for i in 0..70 {
         cmd.arg(format!("junk{i}")).arg(1);
     }
     let _: i64 = cmd.query(&mut con).unwrap();
-    assert_eq!(
-        ints(&mut con, &format!("RL.QUOTA big {t} UTC DAY 5"))[..4],
-        [0, 1, 5, 4]
-    );
+    for _ in 0..20 {
+        ints(&mut con, &format!("RL.QUOTA big {t} UTC DAY 100"));
+    }
     let fields = hgetall(&mut con, "big");
-    assert_eq!(fields.len(), 72);
-    assert_eq!(fields["day:2026-11-30T00:00+00:00"], "1");
+    assert!(
+        !fields.contains_key("day:2026-11-01T00:00+00:00"),
+        "{}",
+        fields.len()
+    );
+    assert_eq!(fields.len(), 71);
+    assert_eq!(fields["day:2026-11-30T00:00+00:00"], "20");
 }

@@ -88,7 +88,7 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
     if write && !decision.limited {
         let expiry = key.expire_at()?;
         let expire_at = calendar::expire_at(&buckets, expiry, server_time, t);
-        let stale = stale_fields(&key, &periods, &buckets, &fields)?;
+        let stale = stale_fields(ctx, *key_name, &key, &periods, &buckets, &fields)?;
         let mut writes = HashWrites::new(ctx, *key_name, &key);
         let mut digits = [0u8; 20];
         for (&(field, _), &count) in fields.iter().zip(&counts) {
@@ -106,13 +106,20 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
     Ok(Outcome::new(&decision.reply(), !decision.limited))
 }
 
-/// Largest hash RL.QUOTA scans for stale buckets (see [`stale_fields`]).
+/// Fields RL.QUOTA examines for stale buckets per admitted call (see
+/// [`stale_fields`]).
 const STALE_SCAN_MAX_FIELDS: u64 = 64;
 
 /// Fields of the named periods older than their previous bucket. Skips the
 /// scan when the hash holds only the current buckets' fields (the usual
-/// case within one bucket).
+/// case within one bucket). A hash of at most [`STALE_SCAN_MAX_FIELDS`]
+/// fields is scanned whole; a larger one — foreign fields, or buckets newer
+/// than this call's that callers with a later `now` wrote — is examined on
+/// that many fields drawn at random (`HRANDFIELD`), so a call stays bounded
+/// and stale buckets still go, some on every call, until the hash is small.
 fn stale_fields(
+    ctx: Ctx,
+    key_name: RString,
     key: &Key,
     periods: &[(calendar::Period, i64)],
     buckets: &[Bucket],
@@ -120,20 +127,23 @@ fn stale_fields(
 ) -> Result<Vec<Vec<u8>>, Error> {
     let present = fields.iter().filter(|(_, c)| c.is_some()).count() as u64;
     let size = key.size()?;
-    // Nothing but the current buckets: nothing to remove. A hash grown past
-    // STALE_SCAN_MAX_FIELDS (only foreign fields can do that: the module
-    // keeps at most two buckets a period) is not scanned, so a call stays
-    // bounded by its arguments.
-    if size <= present || size > STALE_SCAN_MAX_FIELDS {
+    if size <= present {
         return Ok(Vec::new());
     }
-    let mut stale = Vec::new();
-    key.hash_fields(|field| {
-        let old = periods
+    let is_stale = |field: &[u8]| {
+        periods
             .iter()
             .zip(buckets)
-            .any(|(&(period, _), b)| calendar::is_stale(field, period, b.start_ms));
-        if old {
+            .any(|(&(period, _), b)| calendar::is_stale(field, period, b.start_ms))
+    };
+    let mut stale = Vec::new();
+    if size > STALE_SCAN_MAX_FIELDS {
+        let sample = ctx.hash_random_fields(key_name, STALE_SCAN_MAX_FIELDS as i64)?;
+        stale.extend(sample.into_iter().filter(|f| is_stale(f)));
+        return Ok(stale);
+    }
+    key.hash_fields(|field| {
+        if is_stale(field) {
             stale.push(field.to_vec());
         }
     })?;

@@ -385,6 +385,17 @@ pub fn parse_quota(args: &[&[u8]], refund: bool, clock: &Clock) -> Result<QuotaA
         periods.push((period, limit));
         rest = tail;
     }
+    // No pair, and a word where the first period must stand that is no
+    // option either: a misspelt period (`DAYS`); name it and the accepted
+    // periods. (After a pair, SPEC makes such a word an unknown option.)
+    if let ([word, ..], true) = (rest, periods.is_empty()) {
+        if !word.eq_ignore_ascii_case(b"COST") && !word.eq_ignore_ascii_case(b"REFUND") {
+            return Err(Error::Arg(format!(
+                "invalid period '{}': expected MINUTE, HOUR, DAY, WEEK, MONTH or YEAR",
+                show(word)
+            )));
+        }
+    }
     if periods.is_empty() {
         return Err(Error::Arg(
             "at least one 'period limit' pair is required (period: MINUTE, HOUR, DAY, WEEK, MONTH or YEAR)".into(),

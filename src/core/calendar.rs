@@ -236,6 +236,18 @@ fn lookup_zone(bytes: &[u8]) -> Option<Zone> {
     })
 }
 
+/// Empties the zone and bucket caches and jiff's cache of parsed zones,
+/// giving their memory back (at `MODULE UNLOAD`; later calls refill them).
+pub fn free_caches() {
+    if let Ok(mut zones) = ZONES.lock() {
+        *zones = Vec::new();
+    }
+    if let Ok(mut buckets) = BUCKETS.lock() {
+        *buckets = Vec::new();
+    }
+    TimeZoneDatabase::bundled().reset();
+}
+
 /// The version of the bundled IANA time-zone database (e.g. `2026f`), for
 /// `INFO ratelimit`'s `tzdb_version`.
 pub fn tzdb_version() -> &'static str {

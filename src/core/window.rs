@@ -119,7 +119,10 @@ pub fn decide<L: LogView>(
 
     let is_violated = |i: usize| used[i] + cost > rules[i].count;
     if !(0..rules.len()).any(is_violated) {
-        let newest_after = ceil_ms(newest.map_or(t as f64, |n| n.max(t as f64)));
+        // Not `map_or(.., |n| n.max(t))`: compiled branchless, it compared
+        // the unused payload of a `None` (valgrind: a jump on an
+        // uninitialised value). Same value for `None`: max(t, t) = t.
+        let newest_after = ceil_ms(newest.unwrap_or(t as f64).max(t as f64));
         let outcomes = rules.iter().zip(&used).map(|(rule, &n)| RuleOutcome {
             violated: false,
             remaining: rule.count - n - cost,
@@ -199,7 +202,8 @@ pub fn admission(
     key: &[u8],
 ) -> Admission {
     let max_window = rules.iter().map(|r| r.window).max().unwrap_or(1);
-    let newest_after = newest.map_or(t, |n| ceil_ms(n).max(t));
+    // (Not `map_or`: see `decide` — a branchless max read a None's payload.)
+    let newest_after = ceil_ms(newest.unwrap_or(t as f64)).max(t);
     let needed = newest_after.max(server_time).saturating_add(max_window);
     let expire_at = Grid::new(key, max_window).expiry(existing_expiry, needed);
     Admission {

@@ -1,4 +1,4 @@
-"""Adversarial round 2: in-place counters, RL.CHECK's counting paths, keyspace events.
+"""In-place counters replicate exactly, RL.CHECK's counting paths on adversarial score layouts, keyspace events like the native commands'.
 
 Attacks on three recent changes:
 
