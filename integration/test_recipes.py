@@ -53,9 +53,10 @@ def test_refund_on_downstream_failure(r):
     assert [call_ocr(r, "u1", True) for _ in range(9)] == [200] * 8 + [429]
     # The same for a token bucket and a calendar quota.
     assert rl(r, "RL.THROTTLE", "tb:{u1}", "*", 5, 1, 1000)[3] == 4
-    assert rl(r, "RL.THROTTLE", "tb:{u1}", "*", 5, 1, 1000, "REFUND")[3] == 4
+    # A refund answers the state now: the whole burst can pass again.
+    assert rl(r, "RL.THROTTLE", "tb:{u1}", "*", 5, 1, 1000, "REFUND")[3] == 5
     assert rl(r, "RL.QUOTA", "q:{u1}", "*", "UTC", "DAY", 3)[3] == 2
-    assert rl(r, "RL.QUOTA", "q:{u1}", "*", "UTC", "DAY", 3, "REFUND")[3] == 2
+    assert rl(r, "RL.QUOTA", "q:{u1}", "*", "UTC", "DAY", 3, "REFUND")[3] == 3
     assert not r.exists("tb:{u1}") and not r.exists("q:{u1}")  # back to empty
 
 

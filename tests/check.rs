@@ -486,7 +486,7 @@ fn a_shorter_rule_set_does_not_trim_what_a_longer_one_counts() {
 }
 
 #[test]
-fn refunds_remove_the_newest_units_and_reply_with_the_peek() {
+fn refunds_remove_the_newest_units_and_reply_with_the_state_now() {
     let s = Server::start();
     let mut con = s.con();
     let t = base(&mut con);
@@ -498,9 +498,10 @@ fn refunds_remove_the_newest_units_and_reply_with_the_peek() {
     assert_eq!(zrange(&mut con, "r").len(), 4, "trimmed 'outside'");
     // Refund 2: the highest scores go, ties to the greatest name (byte
     // order): 'zzz-foreign' and one of the module's (which sort lower).
+    // The reply is the state now: 8 can pass at once, and the window is
+    // empty a window after its newest member.
     let r = ints(&mut con, &format!("RL.CHECK r {t} 10 60000 COST 2 REFUND"));
-    assert_eq!(r, ints(&mut con, &format!("RL.PEEK r {t} 10 60000 COST 2")));
-    assert_eq!(r[..4], [0, 1, 10, 6]);
+    assert_eq!(r, [0, 1, 10, 8, -1, 60000]);
     let left: Vec<String> = zrange(&mut con, "r")
         .into_iter()
         .map(|(m, _)| show(&m))
@@ -516,8 +517,8 @@ fn refunds_remove_the_newest_units_and_reply_with_the_peek() {
     ints(&mut con, &format!("RL.CHECK r {t} 10 60000 COST 10 REFUND"));
     assert!(!exists(&mut con, "r"));
     assert_eq!(
-        ints(&mut con, &format!("RL.CHECK r {t} 10 60000 REFUND"))[..4],
-        [0, 1, 10, 9]
+        ints(&mut con, &format!("RL.CHECK r {t} 10 60000 REFUND")),
+        [0, 1, 10, 10, -1, 0]
     );
     assert!(!exists(&mut con, "r"));
     let stats = rl_stats(&mut con);

@@ -678,7 +678,7 @@ fn args_valid(cmd: &str, args: &[Vec<u8>]) -> bool {
 const MAX_CHECK_COST: i64 = 10_000;
 
 /// An RL.CHECK / RL.PEEK call's arguments as the SPEC reads them.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct CheckCall {
     /// `None` for `*`.
     now: Option<i64>,
@@ -854,10 +854,15 @@ fn window_decide(call: &CheckCall, t: i64, scores: &[f64]) -> [i64; 6] {
     for (i, &(count, w)) in call.rules.iter().enumerate() {
         let u = used(w);
         if admitted {
-            // The state the admission leaves: `cost` more members at `t`.
+            // The state the admission leaves: `cost` more members at `t`
+            // (none for `COST 0`, the state now: a window with no member
+            // resets at once).
             let remaining = count - u - cost;
-            let top = newest.map_or(t as f64, |n| n.max(t as f64));
-            let reset = leaves_after(top, w, t);
+            let reset = if cost == 0 {
+                newest.map_or(0, |n| leaves_after(n, w, t).max(0))
+            } else {
+                leaves_after(newest.map_or(t as f64, |n| n.max(t as f64)), w, t)
+            };
             let better =
                 binding.is_none_or(|(_, r, _, s)| remaining < r || (remaining == r && reset > s));
             if better {
@@ -938,7 +943,16 @@ fn check_window_model(
             .iter()
             .map(|m| m.1)
             .collect();
-        let reply = window_decide(call, t, &scores);
+        // A refund answers the state now: the peek with `COST 0`.
+        let reply = if call.refund {
+            let now = CheckCall {
+                cost: 0,
+                ..call.clone()
+            };
+            window_decide(&now, t, &scores)
+        } else {
+            window_decide(call, t, &scores)
+        };
         let state_ok = want
             .as_ref()
             .is_none_or(|(m, e)| *m == after.members && *e == after.expiry);
@@ -1009,7 +1023,7 @@ impl Bucket {
 }
 
 /// A throttle call's arguments as the SPEC reads them.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct ThrottleCall {
     /// `None` for `*`.
     now: Option<i64>,
@@ -1208,7 +1222,12 @@ fn throttle_expect(cmd: &str, plan: &ThrottlePlan, clock: i64) -> ([i64; 6], Fie
             }
         }
         let expiry = if fields.is_empty() { -2 } else { plan.expiry };
-        return (gcra(call, t, &after).0, fields, expiry);
+        // Its reply is the state now: the peek with `COST 0`.
+        let now = ThrottleCall {
+            cost: 0,
+            ..call.clone()
+        };
+        return (gcra(&now, t, &after).0, fields, expiry);
     }
     let (reply, new) = gcra(call, t, &plan.tats);
     match new {

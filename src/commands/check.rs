@@ -58,8 +58,9 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
             ctx.signal_modified(*key_name)?;
             view = RedisLog::read(ctx, *key_name, &key)?;
         }
+        // The reply is the state now: RL.PEEK with COST 0 after the refund.
         let newest = view.newest();
-        let d = decide(&parsed.rules, parsed.cost, t, newest, &mut view)?;
+        let d = decide(&parsed.rules, 0, t, newest, &mut view)?;
         return Ok(Outcome::refund(&d.reply()));
     }
 

@@ -80,7 +80,8 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
             }
         }
         writes.finish(None)?;
-        let d = calendar::decide(&periods, &buckets, &after, cost, t);
+        // The reply is the state now: RL.QUOTAPEEK with COST 0 after it.
+        let d = calendar::decide(&periods, &buckets, &after, 0, t);
         return Ok(Outcome::refund(&d.reply()));
     }
 

@@ -58,7 +58,8 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
             }
         }
         writes.finish(None)?;
-        let d = gcra::decide(&rules, cost, t, &after).decision;
+        // The reply is the state now: RL.THROTTLEPEEK with COST 0 after it.
+        let d = gcra::decide(&rules, 0, t, &after).decision;
         return Ok(Outcome::refund(&d.reply()));
     }
 

@@ -400,10 +400,11 @@ mod tests {
         fn peek(&self, cost: i64, t: i64) -> [i64; 6] {
             decide(&self.rules, cost, t, &self.tats).decision.reply()
         }
-        /// RL.THROTTLE ... REFUND: its reply is the peek after the refund.
+        /// RL.THROTTLE ... REFUND: its reply is the state now, the peek
+        /// with COST 0 after the refund.
         fn refund(&mut self, cost: i64, t: i64) -> [i64; 6] {
             self.tats = refund(&self.rules, cost, t, &self.tats);
-            self.peek(cost, t)
+            self.peek(0, t)
         }
     }
 
@@ -617,18 +618,18 @@ mod tests {
     fn refunds() {
         let mut b = Bucket::new(&[(5, 5, 1000)]);
         assert_eq!(b.throttle(3, 0), [0, 1, 5, 2, -1, 600]);
-        // Partial: one unit back.
-        assert_eq!(b.refund(1, 0), [0, 1, 5, 2, -1, 600]);
+        // Partial: one unit back; the reply is the state now (3 can pass).
+        assert_eq!(b.refund(1, 0), [0, 1, 5, 3, -1, 400]);
         assert_eq!(b.tats, vec![Some(400 * MS)]);
         // Partial, 100 ms later: TAT 200 ms > now 100 ms stays.
-        assert_eq!(b.refund(1, 100), [0, 1, 5, 3, -1, 300]);
+        assert_eq!(b.refund(1, 100), [0, 1, 5, 4, -1, 100]);
         assert_eq!(b.tats, vec![Some(200 * MS)]);
         // More than the key holds: never beyond a full bucket, field removed.
-        // (The reply is the peek with the same cost, 5.)
-        assert_eq!(b.refund(5, 100), [0, 1, 5, 0, -1, 1000]);
+        // (The reply is the state now: a full bucket.)
+        assert_eq!(b.refund(5, 100), [0, 1, 5, 5, -1, 0]);
         assert_eq!(b.tats, vec![None]);
         // A missing field stays missing.
-        assert_eq!(b.refund(1, 100), [0, 1, 5, 4, -1, 200]);
+        assert_eq!(b.refund(1, 100), [0, 1, 5, 5, -1, 0]);
         assert_eq!(b.tats, vec![None]);
         // Reaching exactly now removes the field.
         assert_eq!(refund(&b.rules, 1, 0, &[Some(200 * MS)]), vec![None]);
@@ -640,7 +641,7 @@ mod tests {
         b.throttle(1, 0);
         b.throttle(1, 0);
         assert_eq!(b.tats, vec![Some(200 * MS), Some(60000 * MS)]);
-        assert_eq!(b.refund(1, 150), [0, 2, 2, 0, -1, 59850]);
+        assert_eq!(b.refund(1, 150), [0, 2, 2, 1, -1, 29850]);
         assert_eq!(b.tats, vec![None, Some(30000 * MS)]);
         // Saturates at zero, never wraps.
         assert_eq!(

@@ -115,12 +115,18 @@ pub fn decide<L: LogView>(
 
     let is_violated = |i: usize| used[i] + cost > rules[i].count;
     if !(0..rules.len()).any(is_violated) {
-        let newest_after = ceil_ms(newest.map_or(t as f64, |n| n.max(t as f64)));
+        // `cost` 0 (the state now) adds nothing: a window is empty once the
+        // newest member has left it, at once when there is none.
+        let newest_after = match newest {
+            _ if cost > 0 => Some(ceil_ms(newest.map_or(t as f64, |n| n.max(t as f64)))),
+            Some(n) => Some(ceil_ms(n)),
+            None => None,
+        };
         let outcomes = rules.iter().zip(&used).map(|(rule, &n)| RuleOutcome {
             violated: false,
             remaining: rule.count - n - cost,
             retry_after: -1,
-            reset_after: newest_after + rule.window - t,
+            reset_after: newest_after.map_or(0, |n| (n + rule.window - t).max(0)),
         });
         let (b, outcome) = binding(outcomes).unwrap_or((0, NO_RULE));
         return Ok(Decision {
