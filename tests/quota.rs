@@ -249,15 +249,25 @@ fn errors_write_nothing() {
         assert!(got.starts_with(want), "{line}: {got}");
     }
     // A cost above a limit is a rejection (the limit may be raised), and a
-    // limit of 0 refuses everything.
+    // limit of 0 refuses everything; waiting cannot help: retry_after -1.
     assert_eq!(
-        ints(&mut con, &format!("RL.QUOTA q {t} UTC DAY 1 COST 2"))[..2],
-        [1, 1]
+        ints(&mut con, &format!("RL.QUOTA q {t} UTC DAY 1 COST 2"))[..5],
+        [1, 1, 1, 1, -1]
     );
     assert_eq!(
-        ints(&mut con, &format!("RL.QUOTA q {t} UTC HOUR 5 DAY 0"))[..2],
-        [1, 2]
+        ints(&mut con, &format!("RL.QUOTA q {t} UTC HOUR 5 DAY 0"))[..5],
+        [1, 2, 0, 0, -1]
     );
+    // It binds before a period that refuses until its bucket ends.
+    run(&mut con, &format!("RL.QUOTA q2 {t} UTC DAY 3 COST 3"));
+    assert_eq!(
+        ints(
+            &mut con,
+            &format!("RL.QUOTA q2 {t} UTC DAY 3 HOUR 2 COST 3")
+        )[..5],
+        [1, 2, 2, 2, -1]
+    );
+    run(&mut con, "DEL q2");
     assert_same_keyspace(&before, &snapshot(&mut con), "errors and rejections");
 }
 

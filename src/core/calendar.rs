@@ -595,21 +595,26 @@ pub fn decide(
             RuleOutcome {
                 violated: used(i) + cost128 > i128::from(limit(i)),
                 remaining: to_i64(i128::from(limit(i)) - used(i) - after),
-                retry_after: until_end(i),
+                // A cost above the limit never passes: no wait helps.
+                retry_after: if cost128 > i128::from(limit(i)) {
+                    -1
+                } else {
+                    until_end(i)
+                },
                 reset_after: until_end(i),
             }
         })
         .collect();
     let b = binding_index(&outcomes);
-    let (remaining, reset_after) = outcomes
+    let (remaining, retry_after, reset_after) = outcomes
         .get(b)
-        .map_or((0, 0), |o| (o.remaining, o.reset_after));
+        .map_or((0, -1, 0), |o| (o.remaining, o.retry_after, o.reset_after));
     Decision {
         limited: !admitted,
         rule: b + 1,
         limit: limit(b),
         remaining,
-        retry_after: if admitted { -1 } else { reset_after },
+        retry_after: if admitted { -1 } else { retry_after },
         reset_after,
     }
 }
@@ -1149,20 +1154,44 @@ mod tests {
                 want: [0, 1, 10, 7, -1, 5000],
             },
             Case {
-                name: "limit 0 refuses everything",
+                name: "limit 0 refuses everything, and no wait helps (-1)",
                 periods: vec![(Hour, 0)],
                 ends: vec![t + 60],
                 counts: vec![0],
                 cost: 1,
-                want: [1, 1, 0, 0, 60, 60],
+                want: [1, 1, 0, 0, -1, 60],
             },
             Case {
-                name: "cost above the limit is a rejection, remaining shows what is left",
+                name: "cost above the limit is a rejection no wait ends (-1), remaining shows what is left",
                 periods: vec![(Hour, 5)],
                 ends: vec![t + 60],
                 counts: vec![2],
                 cost: 6,
-                want: [1, 1, 5, 3, 60, 60],
+                want: [1, 1, 5, 3, -1, 60],
+            },
+            Case {
+                name: "a cost above one limit binds before a later-ending refusal",
+                periods: vec![(Day, 3), (Hour, 2)],
+                ends: vec![t + 5000, t + 60],
+                counts: vec![3, 0],
+                cost: 3,
+                want: [1, 2, 2, 2, -1, 60],
+            },
+            Case {
+                name: "the issue's case: COST 11 against a day of 10",
+                periods: vec![(Day, 10)],
+                ends: vec![t + 78_577_824],
+                counts: vec![0],
+                cost: 11,
+                want: [1, 1, 10, 10, -1, 78_577_824],
+            },
+            Case {
+                name: "a cost equal to the limit still waits for the bucket's end",
+                periods: vec![(Day, 10)],
+                ends: vec![t + 5000],
+                counts: vec![1],
+                cost: 10,
+                want: [1, 1, 10, 9, 5000, 5000],
             },
             Case {
                 name: "admitted: smallest remaining binds",
