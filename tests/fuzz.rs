@@ -360,6 +360,10 @@ fn throttle_args(rng: &mut StdRng, cmd: &str, t0: i64) -> Vec<Vec<u8>> {
         let cost = match rng.gen_range(0..20) {
             0 => smallest,
             1 => smallest.saturating_add(1),
+            // The state now (peeks), refused by RL.THROTTLE.
+            2 => 0,
+            // Beyond the burst: a refund's or a debit's.
+            3 => smallest.saturating_mul(3),
             _ => rng.gen_range(1..=smallest.min(12)),
         };
         options.push(vec![
@@ -402,7 +406,9 @@ fn valid_args(rng: &mut StdRng, cmd: &str, t0: i64) -> Vec<Vec<u8>> {
             // refuses it), `REFUND`, now and then twice; in any order and case.
             let mut options: Vec<Vec<Vec<u8>>> = Vec::new();
             if rng.gen_bool(0.4) {
-                options.push(vec![random_case(rng, "COST"), small(rng, 1, smallest)]);
+                // Now and then 0 (the state now: RL.PEEK only).
+                let lowest = i64::from(!rng.gen_bool(0.1));
+                options.push(vec![random_case(rng, "COST"), small(rng, lowest, smallest)]);
             }
             let refund = if cmd == "RL.CHECK" { 0.1 } else { 0.03 };
             if rng.gen_bool(refund) {
@@ -577,19 +583,25 @@ fn check_reply(cmd: &str, args: &[Vec<u8>], v: &[i64], what: &str) {
             let burst = call.rules[index - 1].burst;
             assert_eq!(limit, burst, "{what}: limit is not the rule's burst: {v:?}");
             assert!((0..=burst).contains(&remaining), "{what}: {v:?}");
-            // Admitted (also what a refund's peek would admit): the call
-            // took `cost` units, `retry_after` is -1. Rejected: fewer than
-            // `cost` units can pass, a wait of at least 1 ms.
+            // A refund answers the state now: cost 0.
+            let cost = if call.refund { 0 } else { call.cost };
+            // Admitted: the call took `cost` units, `retry_after` is -1.
+            // Rejected: fewer than `cost` units can pass (none while over
+            // the limit), a wait of at least 1 ms.
             if limited == 0 {
                 assert_eq!(retry, -1, "{what}: {v:?}");
-                assert!(remaining <= burst - call.cost, "{what}: {v:?}");
+                assert!(remaining <= burst - cost, "{what}: {v:?}");
             } else {
                 assert!(retry >= 1, "{what}: {v:?}");
-                assert!(remaining < call.cost, "{what}: {v:?}");
+                assert!(remaining < cost.max(1), "{what}: {v:?}");
             }
             // The reply's state holds at least the call's own units (or the
             // binding rule's bucket is over its tolerance): never full.
-            assert!(reset >= 1, "{what}: {v:?}");
+            // The state now may be a full bucket.
+            assert!(
+                reset >= i64::from(cost > 0 || limited == 1),
+                "{what}: {v:?}"
+            );
         }
         "RL.CHECK" | "RL.PEEK" => {
             assert_eq!(v.len(), 6, "{what}: {v:?}");
@@ -603,7 +615,12 @@ fn check_reply(cmd: &str, args: &[Vec<u8>], v: &[i64], what: &str) {
             } else {
                 assert!(retry >= 1, "{what}: {v:?}");
             }
-            assert!(reset >= 1, "{what}: {v:?}");
+            // The state now (COST 0, a refund) may be an empty window.
+            let now_only = spec_check(cmd, args).is_ok_and(|c| c.refund || c.cost == 0);
+            assert!(
+                reset >= i64::from(!now_only || limited == 1),
+                "{what}: {v:?}"
+            );
         }
         "RL.DAYHOUR" => {
             assert_eq!(v.len(), 2, "{what}: {v:?}");
@@ -753,10 +770,17 @@ fn spec_check(cmd: &str, args: &[Vec<u8>]) -> Result<CheckCall, Option<String>> 
         }
     }
     let smallest = rules.iter().map(|r| r.0).min().expect("a rule");
+    // RL.PEEK takes COST 0 (the state now); a refund any cost to 10000.
+    let lowest = i64::from(cmd == "RL.CHECK");
+    let highest = if refund {
+        MAX_CHECK_COST
+    } else {
+        smallest.min(MAX_CHECK_COST)
+    };
     let cost = match cost {
         None => 1,
         Some(c) => spec_int(c)
-            .filter(|v| (1..=smallest.min(MAX_CHECK_COST)).contains(v))
+            .filter(|v| (lowest..=highest).contains(v))
             .ok_or(None)?,
     };
     Ok(CheckCall {
@@ -823,13 +847,11 @@ fn read_zset(
 }
 
 /// The arguments of the RL.PEEK a refund's reply must equal: the refund's
-/// own, without `REFUND`.
+/// own up to the options, then `COST 0` (the state now).
 fn peek_of_refund(call: &CheckCall, args: &[Vec<u8>]) -> Vec<Vec<u8>> {
-    args.iter()
-        .enumerate()
-        .filter(|(i, a)| *i < call.options_at || !a.eq_ignore_ascii_case(b"REFUND"))
-        .map(|(_, a)| a.clone())
-        .collect()
+    let mut peek = args[..call.options_at].to_vec();
+    peek.extend([b"COST".to_vec(), b"0".to_vec()]);
+    peek
 }
 
 /// Ms from `t` until a member scored `s` leaves a window of `w` ms, rounded
@@ -1079,9 +1101,12 @@ fn spec_throttle(cmd: &str, args: &[Vec<u8>]) -> Option<ThrottleCall> {
         }
     }
     let smallest = rules.iter().map(|r| r.burst).min()?;
+    // RL.THROTTLEPEEK takes COST 0 (the state now); a refund any cost.
+    let lowest = i64::from(cmd == "RL.THROTTLE");
+    let highest = if refund { MAX_SAFE } else { smallest };
     let cost = match cost {
         None => 1,
-        Some(c) => spec_int(c).filter(|v| (1..=smallest).contains(v))?,
+        Some(c) => spec_int(c).filter(|v| (lowest..=highest).contains(v))?,
     };
     Some(ThrottleCall {
         now,

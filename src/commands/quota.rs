@@ -35,6 +35,7 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
         periods,
         cost,
         refund,
+        ..
     } = parse_quota(&call.args, write, clock)?;
     let (server_time, t) = (clock.server_time, clock.resolve(now));
     // Argument errors (a `now` past year 9999 in this zone) before any read.

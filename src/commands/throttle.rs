@@ -32,6 +32,7 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
         rules,
         cost,
         refund,
+        ..
     } = parse_throttle(&call.args, write, clock)?;
     let (server_time, t) = (clock.server_time, clock.resolve(now));
     if write && !refund {

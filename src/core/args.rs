@@ -37,9 +37,12 @@ pub struct Rule {
 pub struct CheckArgs {
     pub now: Now,
     pub rules: Vec<Rule>,
+    /// 0 only in RL.PEEK (the state now).
     pub cost: i64,
     /// `REFUND` (RL.CHECK only).
     pub refund: bool,
+    /// `DEBIT` (RL.CHECK only).
+    pub debit: bool,
 }
 
 /// `RL.DAYHOUR daykey hourkey daylimit hourlimit dayttl hourttl` without keys.
@@ -158,8 +161,9 @@ fn split_rules<'a, 'b>(
     Ok((now, rules, options))
 }
 
-/// Parses the arguments of RL.CHECK (`refund` allowed) or RL.PEEK after the key.
-pub fn parse_check(args: &[&[u8]], refund: bool, clock: &Clock) -> Result<CheckArgs, Error> {
+/// Parses the arguments of RL.CHECK (`write`: `REFUND` and `DEBIT` allowed)
+/// or RL.PEEK (`COST 0` allowed) after the key.
+pub fn parse_check(args: &[&[u8]], write: bool, clock: &Clock) -> Result<CheckArgs, Error> {
     let (now, rule_args, option_args) = split_rules(args, clock)?;
 
     let mut rules = Vec::with_capacity(rule_args.len() / 2);
@@ -188,16 +192,40 @@ pub fn parse_check(args: &[&[u8]], refund: bool, clock: &Clock) -> Result<CheckA
     if rules.len() > MAX_RULES {
         return Err(too_many_rules(rules.len()));
     }
-    let options = parse_options(option_args, refund)?;
+    let accepts = Accepts {
+        refund: write,
+        debit: write && DEBIT_ON,
+        reserve: false,
+    };
+    let options = parse_options(option_args, accepts, clock.resolve(now))?;
     let smallest = rules.iter().map(|r| r.count).min().unwrap_or(1);
-    let cost = options.cost(smallest.min(MAX_COST))?;
+    // A refund or a debit is not capped by the rules, only by the members
+    // one call may add or remove.
+    let cost = if options.refund || options.debit {
+        options.cost(1, MAX_COST)?
+    } else {
+        options.cost(lowest_cost(write), smallest.min(MAX_COST))?
+    };
     Ok(CheckArgs {
         now,
         rules,
         cost,
         refund: options.refund,
+        debit: options.debit,
     })
 }
+
+/// `DEBIT` is parsed (off until its writes are in).
+const DEBIT_ON: bool = false;
+
+/// The smallest `COST`: 0 in the peeks (the state now), 1 in the writing
+/// commands.
+fn lowest_cost(write: bool) -> i64 {
+    i64::from(write)
+}
+
+/// `RESERVE` is parsed (off until its writes are in).
+const RESERVE_ON: bool = false;
 
 fn too_many_rules(n: usize) -> Error {
     Error::Arg(format!(
@@ -205,71 +233,166 @@ fn too_many_rules(n: usize) -> Error {
     ))
 }
 
-/// The options after the rules: `COST cost` and, where the command takes it,
-/// `REFUND`; names case-insensitive, each at most once. `COST`'s value is
-/// checked against the rules afterwards ([`Options::cost`]), as the SPEC
-/// orders argument errors.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Options<'a> {
-    cost_arg: Option<&'a [u8]>,
+/// The options a command takes besides `COST`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Accepts {
+    /// `REFUND` (the writing commands).
     pub refund: bool,
+    /// `DEBIT` (the writing commands).
+    pub debit: bool,
+    /// `RESERVE max_wait` (RL.THROTTLE and RL.THROTTLEPEEK).
+    pub reserve: bool,
 }
 
-impl Options<'_> {
-    /// The cost: 1 by default, else `COST`'s value within `[1, max]`.
-    pub fn cost(&self, max: i64) -> Result<i64, Error> {
-        match self.cost_arg {
-            None => Ok(1),
-            Some(arg) => ranged(arg, "cost", 1, max),
+impl Accepts {
+    /// The option names, for "unknown option" messages: `COST, REFUND or DEBIT`.
+    fn names(&self) -> String {
+        let mut names = vec!["COST"];
+        for (on, name) in [
+            (self.refund, "REFUND"),
+            (self.debit, "DEBIT"),
+            (self.reserve, "RESERVE"),
+        ] {
+            if on {
+                names.push(name);
+            }
+        }
+        match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => names.join(""),
         }
     }
 }
 
-/// Parses the options of RL.CHECK, RL.THROTTLE, RL.QUOTA and their peeks;
-/// `refund` says whether `REFUND` is one of them.
-pub fn parse_options<'a>(args: &[&'a [u8]], refund: bool) -> Result<Options<'a>, Error> {
-    let expected = if refund { "COST or REFUND" } else { "COST" };
+/// The options after the rules: `COST cost` and, where the command takes
+/// them, `REFUND`, `DEBIT`, `RESERVE max_wait`; names case-insensitive, each
+/// at most once, and at most one of `REFUND`, `DEBIT`, `RESERVE` (SPEC: an
+/// argument error naming the second). `COST`'s value is checked against the
+/// rules afterwards ([`Options::cost`]), as the SPEC orders argument errors.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options<'a> {
+    cost_arg: Option<&'a [u8]>,
+    pub refund: bool,
+    pub debit: bool,
+    /// `RESERVE`'s `max_wait` in ms.
+    pub reserve: Option<i64>,
+}
+
+impl Options<'_> {
+    /// The cost: 1 by default, else `COST`'s value within `[lo, max]` (`lo`
+    /// 0 in the peeks, where `COST 0` asks for the state now).
+    pub fn cost(&self, lo: i64, max: i64) -> Result<i64, Error> {
+        match self.cost_arg {
+            None => Ok(1),
+            Some(arg) => ranged(arg, "cost", lo, max),
+        }
+    }
+
+    /// The option among `REFUND`, `DEBIT`, `RESERVE` already given.
+    fn mode(&self) -> Option<&'static str> {
+        if self.refund {
+            Some("REFUND")
+        } else if self.debit {
+            Some("DEBIT")
+        } else if self.reserve.is_some() {
+            Some("RESERVE")
+        } else {
+            None
+        }
+    }
+}
+
+/// Parses the options of RL.CHECK, RL.THROTTLE, RL.QUOTA and their peeks.
+/// `t` is the call's time in ms: `RESERVE`'s `max_wait` must keep `t +
+/// max_wait` within `2^53-1`.
+pub fn parse_options<'a>(
+    args: &[&'a [u8]],
+    accepts: Accepts,
+    t: i64,
+) -> Result<Options<'a>, Error> {
     let mut options = Options::default();
     let mut args = args.iter();
     while let Some(&name) = args.next() {
-        if name.eq_ignore_ascii_case(b"COST") {
-            if options.cost_arg.is_some() {
-                return Err(Error::Arg("syntax error: option COST given twice".into()));
+        let upper = name.to_ascii_uppercase();
+        let given_twice = match upper.as_slice() {
+            b"COST" => options.cost_arg.is_some(),
+            b"REFUND" if accepts.refund => options.refund,
+            b"DEBIT" if accepts.debit => options.debit,
+            b"RESERVE" if accepts.reserve => options.reserve.is_some(),
+            _ => {
+                return Err(Error::Arg(format!(
+                    "syntax error: unknown option '{}' (expected {})",
+                    show(name),
+                    accepts.names()
+                )))
             }
-            let Some(&value) = args.next() else {
-                return Err(Error::Arg("syntax error: option COST needs a value".into()));
-            };
-            options.cost_arg = Some(value);
-        } else if refund && name.eq_ignore_ascii_case(b"REFUND") {
-            if options.refund {
-                return Err(Error::Arg("syntax error: option REFUND given twice".into()));
-            }
-            options.refund = true;
-        } else {
+        };
+        let upper = String::from_utf8_lossy(&upper).into_owned();
+        if given_twice {
             return Err(Error::Arg(format!(
-                "syntax error: unknown option '{}' (expected {expected})",
-                show(name)
+                "syntax error: option {upper} given twice"
             )));
+        }
+        if upper != "COST" {
+            if let Some(first) = options.mode() {
+                return Err(Error::Arg(format!(
+                    "syntax error: option {upper} cannot be combined with {first}"
+                )));
+            }
+        }
+        match upper.as_str() {
+            "COST" => {
+                let Some(&value) = args.next() else {
+                    return Err(Error::Arg("syntax error: option COST needs a value".into()));
+                };
+                options.cost_arg = Some(value);
+            }
+            "REFUND" => options.refund = true,
+            "DEBIT" => options.debit = true,
+            _ => {
+                let Some(&value) = args.next() else {
+                    return Err(Error::Arg(
+                        "syntax error: option RESERVE needs a value".into(),
+                    ));
+                };
+                // `t + max_wait <= 2^53-1`: no reservation stores a time
+                // beyond the storable range.
+                let most = MAX_SAFE.saturating_sub(t.max(0));
+                let wait = parse_in_range(value, 0, most).ok_or_else(|| {
+                    Error::Arg(format!(
+                        "invalid RESERVE max_wait '{}': {} (now + max_wait at most {MAX_SAFE})",
+                        show(value),
+                        expected(0, most)
+                    ))
+                })?;
+                options.reserve = Some(wait);
+            }
         }
     }
     Ok(options)
 }
 
 /// `RL.THROTTLE` / `RL.THROTTLEPEEK key now burst count window [...]
-/// [COST cost] [REFUND]` without the key.
+/// [COST cost] [REFUND | DEBIT | RESERVE max_wait]` without the key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ThrottleArgs {
     pub now: Now,
     pub rules: Vec<Gcra>,
+    /// 0 only in RL.THROTTLEPEEK (the state now).
     pub cost: i64,
     pub refund: bool,
+    pub debit: bool,
+    /// `RESERVE`'s `max_wait` in ms.
+    pub reserve: Option<i64>,
 }
 
-/// Parses the arguments of RL.THROTTLE (`refund` allowed) or RL.THROTTLEPEEK
-/// after the key. Left to right: `now`; each rule's burst, count, window,
-/// then its emission interval and tolerance, then that its window is new;
-/// the cap; the options; `COST` against the smallest burst.
-pub fn parse_throttle(args: &[&[u8]], refund: bool, clock: &Clock) -> Result<ThrottleArgs, Error> {
+/// Parses the arguments of RL.THROTTLE (`write`: `REFUND` and `DEBIT`
+/// allowed) or RL.THROTTLEPEEK (`COST 0` allowed) after the key; both take
+/// `RESERVE`. Left to right: `now`; each rule's burst, count, window, then
+/// its emission interval and tolerance, then that its window is new; the
+/// cap; the options; `COST` against the smallest burst (any cost up to
+/// 2^53-1 with `REFUND` or `DEBIT`).
+pub fn parse_throttle(args: &[&[u8]], write: bool, clock: &Clock) -> Result<ThrottleArgs, Error> {
     let (now, rule_args, option_args) = split_rules(args, clock)?;
 
     let mut rules: Vec<Gcra> = Vec::with_capacity((rule_args.len() / 3).min(MAX_RULES + 1));
@@ -315,13 +438,25 @@ pub fn parse_throttle(args: &[&[u8]], refund: bool, clock: &Clock) -> Result<Thr
             "at least one rule 'burst count window' is required".into(),
         ));
     }
-    let options = parse_options(option_args, refund)?;
+    let accepts = Accepts {
+        refund: write,
+        debit: write && DEBIT_ON,
+        reserve: RESERVE_ON,
+    };
+    let options = parse_options(option_args, accepts, clock.resolve(now))?;
     let smallest = rules.iter().map(|r| r.burst).min().unwrap_or(1);
+    let cost = if options.refund || options.debit {
+        options.cost(1, MAX_SAFE)?
+    } else {
+        options.cost(lowest_cost(write), smallest)?
+    };
     Ok(ThrottleArgs {
         now,
         rules,
-        cost: options.cost(smallest)?,
+        cost,
         refund: options.refund,
+        debit: options.debit,
+        reserve: options.reserve,
     })
 }
 
@@ -333,8 +468,10 @@ pub struct QuotaArgs {
     pub zone: Zone,
     /// Each period once, with its limit, in argument order.
     pub periods: Vec<(Period, i64)>,
+    /// 0 only in RL.QUOTAPEEK (the state now).
     pub cost: i64,
     pub refund: bool,
+    pub debit: bool,
 }
 
 /// Parses the arguments of RL.QUOTA (`refund` allowed) or RL.QUOTAPEEK
@@ -342,7 +479,7 @@ pub struct QuotaArgs {
 /// zone, the `period limit` pairs (they end at the first argument that is
 /// not a period name), the options, then `COST`'s value (1 to 2^53-1: a cost
 /// above a limit is that period's refusal, not an argument error).
-pub fn parse_quota(args: &[&[u8]], refund: bool, clock: &Clock) -> Result<QuotaArgs, Error> {
+pub fn parse_quota(args: &[&[u8]], write: bool, clock: &Clock) -> Result<QuotaArgs, Error> {
     let [now_arg, zone_arg, rest @ ..] = args else {
         return Err(Error::Arg("missing now or zone".into()));
     };
@@ -390,13 +527,19 @@ pub fn parse_quota(args: &[&[u8]], refund: bool, clock: &Clock) -> Result<QuotaA
             "at least one 'period limit' pair is required (period: MINUTE, HOUR, DAY, WEEK, MONTH or YEAR)".into(),
         ));
     }
-    let options = parse_options(rest, refund)?;
+    let accepts = Accepts {
+        refund: write,
+        debit: write && DEBIT_ON,
+        reserve: false,
+    };
+    let options = parse_options(rest, accepts, clock.resolve(now))?;
     Ok(QuotaArgs {
         now,
         zone,
         periods,
-        cost: options.cost(MAX_SAFE)?,
+        cost: options.cost(lowest_cost(write), MAX_SAFE)?,
         refund: options.refund,
+        debit: options.debit,
     })
 }
 
@@ -534,7 +677,8 @@ mod tests {
             ),
             ("* 1 1 1000 1 2 1000 0 1 1", "invalid rule 2: window 1000"),
             ("* 2 1 9007199254740991", "invalid rule 1: burst 2"),
-            ("* 1 1 1000 COST 2 REFUND", "invalid cost '2'"),
+            ("* 1 1 1000 COST 2", "invalid cost '2'"),
+            ("* 1 1 1000 COST 0", "invalid cost '0'"),
             ("* 1 1 1000 COST 2 BAD", "unknown option 'BAD'"),
             ("* 1 1 1000 REFUND REFUND", "REFUND given twice"),
         ];
@@ -542,7 +686,66 @@ mod tests {
             let got = arg_err(throttle(line, true));
             assert!(got.contains(want), "{line}: got {got:?}, want {want:?}");
         }
-        assert!(arg_err(throttle("* 1 1 1 REFUND", false)).contains("expected COST)"));
+        assert!(arg_err(throttle("* 1 1 1 REFUND", false)).contains("unknown option 'REFUND'"));
+        // A refund takes any cost to 2^53-1 (what a debit may have charged).
+        assert_eq!(
+            throttle("* 1 1 1000 COST 9007199254740991 REFUND", true)
+                .unwrap()
+                .cost,
+            MAX_SAFE
+        );
+        assert!(
+            arg_err(throttle("* 1 1 1000 COST 9007199254740992 REFUND", true))
+                .contains("invalid cost")
+        );
+    }
+
+    #[test]
+    fn peeks_take_cost_0_and_the_writing_commands_do_not() {
+        let words = |line: &'static str| -> Vec<&'static [u8]> {
+            line.split(' ').map(str::as_bytes).collect()
+        };
+        let c = Clock::UNGUARDED;
+        assert_eq!(
+            parse_check(&words("* 10 1000 COST 0"), false, &c)
+                .unwrap()
+                .cost,
+            0
+        );
+        assert!(
+            arg_err(parse_check(&words("* 10 1000 COST 0"), true, &c)).contains("invalid cost '0'")
+        );
+        assert_eq!(
+            parse_throttle(&words("* 1 1 1000 COST 0"), false, &c)
+                .unwrap()
+                .cost,
+            0
+        );
+        assert!(
+            arg_err(parse_throttle(&words("* 1 1 1000 COST 0"), true, &c))
+                .contains("invalid cost '0'")
+        );
+        assert_eq!(
+            parse_quota(&words("* UTC DAY 0 COST 0"), false, &c)
+                .unwrap()
+                .cost,
+            0
+        );
+        assert!(arg_err(parse_quota(&words("* UTC DAY 5 COST 0"), true, &c))
+            .contains("invalid cost '0'"));
+        assert!(arg_err(parse_check(&words("* 10 1000 COST -1"), false, &c))
+            .contains("invalid cost '-1'"));
+        // A refund's cost is not capped by the rules (up to 10000 members).
+        assert_eq!(
+            parse_check(&words("* 10 1000 COST 10000 REFUND"), true, &c)
+                .unwrap()
+                .cost,
+            10_000
+        );
+        assert!(
+            arg_err(parse_check(&words("* 10 1000 COST 10001 REFUND"), true, &c))
+                .contains("invalid cost '10001'")
+        );
     }
 
     #[test]

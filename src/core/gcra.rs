@@ -651,6 +651,30 @@ mod tests {
     }
 
     #[test]
+    fn cost_0_answers_the_state_now() {
+        // Burst 2, T = 500 ms, tau = 1000 ms.
+        let r = [rule(2, 2, 1000)];
+        let t = 5000;
+        let now = |tat: Option<u128>| decide(&r, 0, t, &[tat]);
+        // Empty (no field): a full bucket.
+        assert_eq!(now(None).decision.reply(), [0, 1, 2, 2, -1, 0]);
+        // An old TAT is a full bucket too.
+        assert_eq!(now(Some(10 * MS)).decision.reply(), [0, 1, 2, 2, -1, 0]);
+        // Emptied: nothing can pass, nothing is over.
+        assert_eq!(
+            now(Some(6000 * MS)).decision.reply(),
+            [0, 1, 2, 0, -1, 1000]
+        );
+        // In debt (TAT 2.5 s ahead): limited until it is back at tau.
+        assert_eq!(
+            now(Some(7500 * MS)).decision.reply(),
+            [1, 1, 2, 0, 1500, 2500]
+        );
+        // A peek with cost 0 writes nothing even when "admitted".
+        assert_eq!(now(Some(6000 * MS)).new_tats, Some(vec![6000 * MS]));
+    }
+
+    #[test]
     fn rule_validation() {
         let bad = |burst, count, window, n| {
             arg_err(gcra(

@@ -453,6 +453,33 @@ mod tests {
     }
 
     #[test]
+    fn cost_0_answers_the_state_now() {
+        let r = rules(&[(2, 1000)]);
+        let now = |scores: Vec<f64>| {
+            let mut log = VecLog::new(scores);
+            let newest = log.newest();
+            decide(&r, 0, 10_000, newest, &mut log).unwrap().reply()
+        };
+        // Empty: all can pass, nothing to reset.
+        assert_eq!(now(vec![]), [0, 1, 2, 2, -1, 0]);
+        // Members outside the window only: the same.
+        assert_eq!(now(vec![8000.0]), [0, 1, 2, 2, -1, 0]);
+        // Full: nothing can pass, but nothing is over the limit.
+        assert_eq!(now(vec![9500.0, 9600.0]), [0, 1, 2, 0, -1, 600]);
+        // Over the limit (a debit, or a lowered limit): limited until the
+        // oldest member in the window leaves it.
+        assert_eq!(now(vec![9500.0, 9600.0, 9700.0]), [1, 1, 2, 0, 500, 700]);
+        // A member in the future holds the reset.
+        assert_eq!(now(vec![12_000.0]), [0, 1, 2, 1, -1, 3000]);
+        // Several rules: the fullest binds; a window without members resets at once.
+        let two = rules(&[(5, 100), (3, 60_000)]);
+        let mut log = VecLog::new(vec![5000.0]);
+        let newest = log.newest();
+        let d = decide(&two, 0, 10_000, newest, &mut log).unwrap();
+        assert_eq!(d.reply(), [0, 2, 3, 2, -1, 55_000]);
+    }
+
+    #[test]
     fn times_stay_exact_at_the_top_of_the_range() {
         // Integer arithmetic: t + window beyond 2^53 must not round.
         let top = crate::core::int::MAX_SAFE;
