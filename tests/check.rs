@@ -562,3 +562,51 @@ fn the_clock_guard_is_a_module_configuration() {
     );
     assert!(err(&mut con, "CONFIG SET ratelimit.max-future-ms -1").contains("ERR"));
 }
+
+#[test]
+fn the_past_guard_is_a_module_configuration() {
+    let s = Server::start();
+    let mut con = s.con();
+    let t = server_ms(&mut con);
+    let seconds = t / 1000;
+    let got: Vec<String> = words("CONFIG GET ratelimit.max-past-ms")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(got, ["ratelimit.max-past-ms", "0"], "off by default");
+    // Off: seconds are read as January 1970 and counted there.
+    assert_eq!(
+        ints(&mut con, &format!("RL.CHECK off {seconds} 5 1000"))[0],
+        0
+    );
+    run(&mut con, "CONFIG SET ratelimit.max-past-ms 86400000");
+    for line in [
+        format!("RL.CHECK g {seconds} 5 1000"),
+        format!("RL.PEEK g {seconds} 5 1000"),
+        format!("RL.THROTTLE g {seconds} 5 1 1000"),
+        format!("RL.THROTTLEPEEK g {seconds} 5 1 1000"),
+        format!("RL.QUOTA g {} UTC DAY 5", t - 2 * 86_400_000),
+        format!("RL.QUOTAPEEK g {seconds} UTC DAY 5"),
+    ] {
+        let e = err(&mut con, &line);
+        assert!(
+            e.starts_with("ERR invalid now '")
+                && e.contains("behind the server clock")
+                && e.contains("ratelimit.max-past-ms (86400000)"),
+            "{line}: {e}"
+        );
+    }
+    assert!(!exists(&mut con, "g"));
+    // An hour behind is fine, and so is `*`.
+    assert_eq!(
+        ints(&mut con, &format!("RL.CHECK g {} 5 1000", t - 3_600_000))[0],
+        0
+    );
+    assert_eq!(ints(&mut con, "RL.CHECK g * 5 1000")[0], 0);
+    let e = err(&mut con, "CONFIG SET ratelimit.max-past-ms -1");
+    assert!(e.contains("ERR") || e.contains("argument"), "{e}");
+    run(&mut con, "CONFIG SET ratelimit.max-past-ms 0");
+    assert_eq!(
+        ints(&mut con, &format!("RL.CHECK g2 {seconds} 5 1000"))[0],
+        0
+    );
+}

@@ -82,6 +82,7 @@ impl<'a> KeyedCall<'a> {
                 server_time: context.server_time,
                 max_future_ms: crate::config::MAX_FUTURE_MS
                     .load(std::sync::atomic::Ordering::Relaxed),
+                max_past_ms: crate::config::MAX_PAST_MS.load(std::sync::atomic::Ordering::Relaxed),
             },
         })
     }

@@ -85,11 +85,13 @@ fn limit(arg: &[u8], what: &str) -> Result<i64, Error> {
 }
 
 /// What `now` is checked against: the server clock read once for the call,
-/// and the clock guard `ratelimit.max-future-ms` (0 = off).
+/// and the clock guards `ratelimit.max-future-ms` and
+/// `ratelimit.max-past-ms` (0 = off).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Clock {
     pub server_time: i64,
     pub max_future_ms: i64,
+    pub max_past_ms: i64,
 }
 
 impl Clock {
@@ -98,6 +100,7 @@ impl Clock {
     pub const UNGUARDED: Clock = Clock {
         server_time: 0,
         max_future_ms: 0,
+        max_past_ms: 0,
     };
 
     /// The call's time in ms: the server's for `*`.
@@ -110,8 +113,9 @@ impl Clock {
 }
 
 /// Parses `now`: `*` or an integer in `[0, 2^53-1]`, and with the clock
-/// guard on, at most `max_future_ms` ahead of the server clock (a caller
-/// sending microseconds would otherwise stamp units ~55,000 years ahead).
+/// guards on, at most `max_future_ms` ahead of the server clock (a caller
+/// sending microseconds would otherwise stamp units ~55,000 years ahead)
+/// and at most `max_past_ms` behind it (seconds read as January 1970).
 pub fn parse_now(arg: &[u8], clock: &Clock) -> Result<Now, Error> {
     if arg == b"*" {
         return Ok(Now::Server);
@@ -128,6 +132,14 @@ pub fn parse_now(arg: &[u8], clock: &Clock) -> Result<Now, Error> {
             show(arg),
             t - clock.server_time,
             clock.max_future_ms
+        )));
+    }
+    if clock.max_past_ms > 0 && clock.server_time - t > clock.max_past_ms {
+        return Err(Error::Arg(format!(
+            "invalid now '{}': {} ms behind the server clock, more than ratelimit.max-past-ms ({}); is it in ms?",
+            show(arg),
+            clock.server_time - t,
+            clock.max_past_ms
         )));
     }
     Ok(Now::At(t))
@@ -753,6 +765,7 @@ mod tests {
         let guarded = Clock {
             server_time: 1_000_000,
             max_future_ms: 60_000,
+            max_past_ms: 0,
         };
         let now = |arg: &str| parse_now(arg.as_bytes(), &guarded);
         assert_eq!(now("1060000"), Ok(Now::At(1_060_000)));
@@ -771,6 +784,41 @@ mod tests {
         assert!(arg_err(parse_check(&words, false, &guarded)).starts_with("invalid now"));
         let e = arg_err(parse_throttle(&words, false, &guarded));
         assert!(e.starts_with("invalid now"), "{e}");
+    }
+
+    #[test]
+    fn the_past_guard_refuses_a_now_too_far_behind() {
+        let t = 1_796_148_730_000;
+        let guarded = Clock {
+            server_time: t,
+            max_future_ms: 0,
+            max_past_ms: 86_400_000,
+        };
+        let now = |arg: &str| parse_now(arg.as_bytes(), &guarded);
+        assert_eq!(
+            now(&(t - 86_400_000).to_string()),
+            Ok(Now::At(t - 86_400_000))
+        );
+        assert_eq!(now("*"), Ok(Now::Server));
+        // Far ahead is the other guard's business (off here).
+        assert_eq!(now("9007199254740991"), Ok(Now::At(MAX_SAFE)));
+        let e = arg_err(now(&(t - 86_400_001).to_string()));
+        assert!(
+            e.contains(
+                "86400001 ms behind the server clock, more than ratelimit.max-past-ms (86400000)"
+            ),
+            "{e}"
+        );
+        // The case: seconds instead of ms.
+        let e = arg_err(now("1796148730"));
+        assert!(e.starts_with("invalid now '1796148730'"), "{e}");
+        // Off (0): accepted.
+        assert!(parse_now(b"1796148730", &Clock::UNGUARDED).is_ok());
+        // Before the rules.
+        let words: Vec<&[u8]> = vec![b"1796148730", b"0", b"1000"];
+        assert!(arg_err(parse_check(&words, true, &guarded)).starts_with("invalid now"));
+        let words: Vec<&[u8]> = vec![b"1796148730", b"UTC", b"DAY", b"x"];
+        assert!(arg_err(parse_quota(&words, true, &guarded)).starts_with("invalid now"));
     }
 
     #[test]
