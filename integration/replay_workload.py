@@ -15,7 +15,7 @@ import redis
 
 H = 3_600_000  # one hour in ms
 D = 86_400_000  # one day in ms
-KEYS_LEFT = 21  # keys run_workload leaves behind
+KEYS_LEFT = 24  # keys run_workload leaves behind
 UUID = "550e8400-e29b-41d4-a716-446655440000"
 
 
@@ -150,6 +150,15 @@ def run_workload(c: redis.Redis, p: str) -> int:
     assert rl(c, "RL.QUOTA", q3, t, "+05:45", "WEEK", 10, "REFUND")[:4] == [0, 1, 10, 10]
     assert not c.exists(q3)
 
+    # Debits (SPEC "Debits"): recorded whether or not they fit, replicated
+    # as admissions (ZADD / HSET and PEXPIREAT); the reply is the state now.
+    assert rl(c, "RL.CHECK", f"{p}:debit", t, 5, H, "COST", 12, "DEBIT") == [1, 1, 5, 0, H, H]
+    assert c.zcard(f"{p}:debit") == 12
+    assert rl(c, "RL.THROTTLE", f"{p}:tbd", t, 2, 1, 600000, "COST", 5, "DEBIT") == \
+        [1, 1, 2, 0, 1_800_000, 3_000_000]
+    assert int(c.hget(f"{p}:tbd", "600000")) == (t + 3_000_000) * 10**6
+    assert rl(c, "RL.QUOTA", f"{p}:qd", "*", "UTC", "DAY", 3, "COST", 7, "DEBIT")[:4] == [1, 1, 3, 0]
+
     # Errors (nothing written) next to keys of other types.
     c.set(f"{p}:str", "x")
     c.hset(f"{p}:hash", mapping={"f": "v", "1000": "abc"})
@@ -224,6 +233,11 @@ def assert_limited_state(c: redis.Redis, p: str) -> None:
     assert r[:2] == [1, 0] and 0 < r[2] <= 900000, r
     r = rl(c, "RL.THROTTLE", f"{p}:tb", "*", 5, 1, 600000, 20, 20, H)
     assert r[:4] == [1, 1, 5, 0] and 0 < r[4] <= 600000, r
+    # Debts are not forgotten.
+    r = rl(c, "RL.CHECK", f"{p}:debit", "*", 5, H)
+    assert r[:4] == [1, 1, 5, 0] and 0 < r[4] <= H, r
+    r = rl(c, "RL.THROTTLE", f"{p}:tbd", "*", 2, 1, 600000)
+    assert r[:4] == [1, 1, 2, 0] and 1_800_000 < r[4] <= 2_400_000, r
     # (Unless the test straddles midnight in Shanghai.)
     r = rl(c, "RL.QUOTA", f"{p}:q", "*", "Asia/Shanghai", "DAY", 3, "MONTH", 100)
     assert r[:4] == [1, 1, 3, 0] or r[0] == 0, r

@@ -206,7 +206,7 @@ pub fn parse_check(args: &[&[u8]], write: bool, clock: &Clock) -> Result<CheckAr
     }
     let accepts = Accepts {
         refund: write,
-        debit: write && DEBIT_ON,
+        debit: write,
         reserve: false,
     };
     let options = parse_options(option_args, accepts, clock.resolve(now))?;
@@ -226,9 +226,6 @@ pub fn parse_check(args: &[&[u8]], write: bool, clock: &Clock) -> Result<CheckAr
         debit: options.debit,
     })
 }
-
-/// `DEBIT` is parsed (off until its writes are in).
-const DEBIT_ON: bool = false;
 
 /// The smallest `COST`: 0 in the peeks (the state now), 1 in the writing
 /// commands.
@@ -452,7 +449,7 @@ pub fn parse_throttle(args: &[&[u8]], write: bool, clock: &Clock) -> Result<Thro
     }
     let accepts = Accepts {
         refund: write,
-        debit: write && DEBIT_ON,
+        debit: write,
         reserve: RESERVE_ON,
     };
     let options = parse_options(option_args, accepts, clock.resolve(now))?;
@@ -541,7 +538,7 @@ pub fn parse_quota(args: &[&[u8]], write: bool, clock: &Clock) -> Result<QuotaAr
     }
     let accepts = Accepts {
         refund: write,
-        debit: write && DEBIT_ON,
+        debit: write,
         reserve: false,
     };
     let options = parse_options(rest, accepts, clock.resolve(now))?;
@@ -710,6 +707,66 @@ mod tests {
             arg_err(throttle("* 1 1 1000 COST 9007199254740992 REFUND", true))
                 .contains("invalid cost")
         );
+    }
+
+    #[test]
+    fn debit_ranges_and_exclusions() {
+        let words = |line: &'static str| -> Vec<&'static [u8]> {
+            line.split(' ').map(str::as_bytes).collect()
+        };
+        let c = Clock::UNGUARDED;
+        // Not capped by the rules: to 10000 members for RL.CHECK, to 2^53-1
+        // for RL.THROTTLE and RL.QUOTA.
+        let a = parse_check(&words("* 2 1000 COST 10000 debit"), true, &c).unwrap();
+        assert_eq!((a.cost, a.debit, a.refund), (10_000, true, false));
+        assert!(
+            arg_err(parse_check(&words("* 2 1000 COST 10001 DEBIT"), true, &c))
+                .starts_with("invalid cost '10001': expected an integer from 1 to 10000")
+        );
+        assert!(
+            arg_err(parse_check(&words("* 2 1000 DEBIT COST 0"), true, &c))
+                .contains("invalid cost '0'")
+        );
+        let a = parse_throttle(&words("* 1 1 1000 DEBIT COST 9007199254740991"), true, &c).unwrap();
+        assert_eq!((a.cost, a.debit), (MAX_SAFE, true));
+        let a = parse_quota(&words("* UTC DAY 0 COST 9007199254740991 DEBIT"), true, &c).unwrap();
+        assert_eq!((a.cost, a.debit), (MAX_SAFE, true));
+        // DEBIT and REFUND exclude each other: the error names the second.
+        for (line, want) in [
+            (
+                "* 2 1000 DEBIT REFUND",
+                "syntax error: option REFUND cannot be combined with DEBIT",
+            ),
+            (
+                "* 2 1000 refund COST 1 Debit",
+                "syntax error: option DEBIT cannot be combined with REFUND",
+            ),
+            (
+                "* 2 1000 DEBIT DEBIT",
+                "syntax error: option DEBIT given twice",
+            ),
+            (
+                "* 2 1000 DEBIT COST 0 REFUND",
+                "syntax error: option REFUND cannot be combined with DEBIT",
+            ),
+        ] {
+            assert_eq!(arg_err(parse_check(&words(line), true, &c)), want, "{line}");
+        }
+        assert_eq!(
+            arg_err(parse_quota(&words("* UTC DAY 5 REFUND DEBIT"), true, &c)),
+            "syntax error: option DEBIT cannot be combined with REFUND"
+        );
+        // The peeks take neither.
+        assert_eq!(
+            arg_err(parse_check(&words("* 2 1000 DEBIT"), false, &c)),
+            "syntax error: unknown option 'DEBIT' (expected COST)"
+        );
+        assert_eq!(
+            arg_err(parse_check(&words("* 2 1000 LIMIT"), true, &c)),
+            "syntax error: unknown option 'LIMIT' (expected COST, REFUND or DEBIT)"
+        );
+        assert!(arg_err(parse_quota(&words("* UTC DAY 5 DEBIT"), false, &c))
+            .contains("unknown option 'DEBIT'"));
     }
 
     #[test]

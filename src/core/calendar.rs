@@ -570,6 +570,13 @@ pub fn refund(value: i64, cost: i64) -> Option<i64> {
     (left > 0).then_some(left)
 }
 
+/// A debit of `cost` units (SPEC "Debits") into a bucket holding `value`
+/// (0 when missing; negative counts as 0): `min(2^53-1, max(0, value) +
+/// cost)`, recorded whether or not it fits the limit.
+pub fn debit(value: i64, cost: i64) -> i64 {
+    value.max(0).saturating_add(cost.max(0)).min(MAX_SAFE)
+}
+
 /// The RL.QUOTA / RL.QUOTAPEEK decision for a request of `cost` units at
 /// `t_ms`. `periods[i]` is period i with its limit, `buckets[i]` its current
 /// bucket and `counts[i]` that bucket's count (0 when missing; negative
@@ -1090,6 +1097,40 @@ mod tests {
         ] {
             assert_eq!(refund(value, cost), want, "{value} - {cost}");
         }
+    }
+
+    #[test]
+    fn a_debit_3x_the_limit_refuses_until_the_bucket_ends() {
+        use Period::*;
+        let t = 1_000_000;
+        let periods = [(Day, 10)];
+        let buckets = [bucket_ending(t + 5000)];
+        for (value, cost, want) in [
+            (0, 30, 30),
+            (4, 30, 34),
+            (-7, 3, 3),
+            (MAX_SAFE - 1, MAX_SAFE, MAX_SAFE),
+        ] {
+            assert_eq!(debit(value, cost), want, "{value} + {cost}");
+        }
+        let after = [debit(0, 30)];
+        // The state now: over the limit until the bucket ends.
+        assert_eq!(
+            decide(&periods, &buckets, &after, 0, t).reply(),
+            [1, 1, 10, 0, 5000, 5000]
+        );
+        assert_eq!(
+            decide(&periods, &buckets, &after, 1, t + 4999).reply(),
+            [1, 1, 10, 0, 1, 1]
+        );
+        // The next bucket starts empty: admitted at its first instant.
+        let next = [bucket_ending(t + 5000 + 86_400_000)];
+        assert_eq!(
+            decide(&periods, &next, &[0], 1, t + 5000).reply()[..4],
+            [0, 1, 10, 9]
+        );
+        // A refund of the same cost undoes it.
+        assert_eq!(refund(debit(4, 30), 30), Some(4));
     }
 
     fn bucket_ending(end_ms: i64) -> Bucket {

@@ -322,6 +322,28 @@ pub fn refund(rules: &[Gcra], cost: i64, t_ms: i64, tats: &[Option<u128>]) -> Ve
         .collect()
 }
 
+/// The TATs (ns) after a debit of `cost` units at `t_ms` (SPEC "Debits"):
+/// `min(2 * (2^53-1) * 10^6, max(TAT_i, t_ns) + T_i * cost)` — the units
+/// are recorded whether or not they fit, so a bucket may end up beyond its
+/// tolerance (in debt), clamped to what [`parse_tat`] reads back. `cost` may
+/// be any integer from 1 to 2^53-1 (`T_i * cost < 2^127`). Written as an
+/// admission is: every named field, expiry by [`expire_at`].
+pub fn debit(rules: &[Gcra], cost: i64, t_ms: i64, tats: &[Option<u128>]) -> Vec<u128> {
+    let t_ns = i128::from(t_ms) * NS;
+    let cost = i128::from(cost.max(0));
+    rules
+        .iter()
+        .enumerate()
+        .map(|(i, rule)| {
+            let tat = tats.get(i).copied().flatten().map_or(t_ns, as_i128);
+            let new = tat
+                .max(t_ns)
+                .saturating_add(as_i128(rule.interval_ns).saturating_mul(cost));
+            as_u128_ns(new).min(MAX_TAT_NS)
+        })
+        .collect()
+}
+
 /// `ceil(ns / 10^6)` in ms (also right for negative `ns`: truncation rounds
 /// those up), saturated to `i64`.
 fn ceil_ms(ns: i128) -> i64 {
@@ -672,6 +694,47 @@ mod tests {
         );
         // A peek with cost 0 writes nothing even when "admitted".
         assert_eq!(now(Some(6000 * MS)).new_tats, Some(vec![6000 * MS]));
+    }
+
+    #[test]
+    fn a_debit_3x_the_burst_and_the_exact_time_the_key_admits_again() {
+        // Burst 2, T = 500 ms, tau = 1000 ms: a debit of 6 at 5000 ms
+        // leaves TAT = 8000 ms, 2000 ms beyond the tolerance.
+        let mut b = Bucket::new(&[(2, 2, 1000)]);
+        b.tats = debit(&b.rules, 6, 5000, &b.tats)
+            .into_iter()
+            .map(Some)
+            .collect();
+        assert_eq!(b.tats, vec![Some(8000 * MS)]);
+        // The state now: over the limit for 2000 ms.
+        assert_eq!(b.peek(0, 5000), [1, 1, 2, 0, 2000, 3000]);
+        // A request of 1 waits until TAT + T - tau = 7500 ms.
+        assert_eq!(b.peek(1, 5000), [1, 1, 2, 0, 2500, 3000]);
+        assert_eq!(b.throttle(1, 7499)[0], 1);
+        assert_eq!(b.throttle(1, 7500), [0, 1, 2, 0, -1, 1000]);
+        // A debit on a bucket already in debt adds on top; never refused.
+        let mut b = Bucket::new(&[(2, 2, 1000), (10, 1, 60_000)]);
+        b.throttle(1, 0);
+        let new = debit(&b.rules, 6, 0, &b.tats);
+        assert_eq!(new, vec![3500 * MS, 420_000 * MS]);
+        // The faster rule is in debt (3500 ms > tau 1000 ms), the slower
+        // one is not (420 s < tau 600 s): the faster binds, 3000 ms.
+        b.tats = new.into_iter().map(Some).collect();
+        assert_eq!(b.peek(1, 0), [1, 1, 2, 0, 3000, 3500]);
+        assert_eq!(b.peek(0, 0), [1, 1, 2, 0, 2500, 3500]);
+        // Clamped to the storable range.
+        let top = debit(&[rule(1, 1, MAX_SAFE)], MAX_SAFE, MAX_SAFE, &[None]);
+        assert_eq!(top, vec![MAX_TAT_NS]);
+        // A refund of the same cost undoes a debit.
+        let mut b = Bucket::new(&[(2, 2, 1000)]);
+        b.throttle(1, 5000);
+        let before = b.tats.clone();
+        b.tats = debit(&b.rules, 40, 5000, &b.tats)
+            .into_iter()
+            .map(Some)
+            .collect();
+        b.tats = refund(&b.rules, 40, 5000, &b.tats);
+        assert_eq!(b.tats, before);
     }
 
     #[test]

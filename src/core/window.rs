@@ -480,6 +480,47 @@ mod tests {
     }
 
     #[test]
+    fn a_debit_3x_the_count_and_the_exact_time_the_key_admits_again() {
+        // A debit is an admission that is never refused: `cost` members at
+        // `t`, trimmed and expired as any admission.
+        let r = rules(&[(2, 1000)]);
+        let mut log = VecLog::new(vec![4500.0]);
+        let newest = log.newest();
+        let a = admission(&r, 6, 5000, newest, 5000, None);
+        assert_eq!((a.units, a.expire_at), (6, Some(6000)));
+        log.apply(&a);
+        assert_eq!(log.0.len(), 7);
+        let state = |log: &mut VecLog, cost: i64, t: i64| {
+            let newest = log.newest();
+            decide(&r, cost, t, newest, log).unwrap().reply()
+        };
+        // The state now: 7 members in the window, over the limit until
+        // the debit's members leave it at 6000 (k = 7 - 2 = 5: the 5th
+        // oldest is one of them).
+        assert_eq!(state(&mut log, 0, 5000), [1, 1, 2, 0, 1000, 1000]);
+        assert_eq!(state(&mut log, 1, 5999), [1, 1, 2, 0, 1, 1]);
+        assert_eq!(state(&mut log, 1, 6000), [0, 1, 2, 1, -1, 1000]);
+        // 3x a count of 3 in a longer window, older members first: the
+        // oldest that must leave is the debit's.
+        let r = rules(&[(3, 10_000)]);
+        let mut log = VecLog::new(vec![1000.0, 2000.0]);
+        let newest = log.newest();
+        log.apply(&admission(&r, 9, 3000, newest, 3000, None));
+        let newest = log.newest();
+        let d = decide(&r, 1, 3000, newest, &mut log).unwrap();
+        // used 11, k = 11 + 1 - 3 = 9: the 9th oldest is a debit member.
+        assert_eq!(d.reply(), [1, 1, 3, 0, 10_000, 10_000]);
+        // Cost 0 (the state now): k = 8, still a debit member.
+        let d = decide(&r, 0, 3000, newest, &mut log).unwrap();
+        assert_eq!(d.reply(), [1, 1, 3, 0, 10_000, 10_000]);
+        // At 11 000 the two old members have left: 9 remain, still over.
+        let d = decide(&r, 0, 12_999, newest, &mut log).unwrap();
+        assert_eq!(d.reply(), [1, 1, 3, 0, 1, 1]);
+        let d = decide(&r, 1, 13_000, newest, &mut log).unwrap();
+        assert_eq!(d.reply()[..4], [0, 1, 3, 2]);
+    }
+
+    #[test]
     fn times_stay_exact_at_the_top_of_the_range() {
         // Integer arithmetic: t + window beyond 2^53 must not round.
         let top = crate::core::int::MAX_SAFE;
