@@ -15,7 +15,7 @@ import redis
 
 H = 3_600_000  # one hour in ms
 D = 86_400_000  # one day in ms
-KEYS_LEFT = 24  # keys run_workload leaves behind
+KEYS_LEFT = 25  # keys run_workload leaves behind
 UUID = "550e8400-e29b-41d4-a716-446655440000"
 
 
@@ -158,6 +158,13 @@ def run_workload(c: redis.Redis, p: str) -> int:
         [1, 1, 2, 0, 1_800_000, 3_000_000]
     assert int(c.hget(f"{p}:tbd", "600000")) == (t + 3_000_000) * 10**6
     assert rl(c, "RL.QUOTA", f"{p}:qd", "*", "UTC", "DAY", 3, "COST", 7, "DEBIT")[:4] == [1, 1, 3, 0]
+
+    # Reservations (SPEC "Reservations"): a chain at one instant, replicated
+    # as admissions (HSET, PEXPIREAT); the last cancelled by a refund (HSET).
+    res = [rl(c, "RL.THROTTLE", f"{p}:res", t, 1, 1, 600000, "RESERVE", H) for _ in range(3)]
+    assert [r[4] for r in res] == [0, 600000, 1200000], res
+    assert rl(c, "RL.THROTTLE", f"{p}:res", t, 1, 1, 600000, "REFUND")[:5] == [1, 1, 1, 0, 600000]
+    assert int(c.hget(f"{p}:res", "600000")) == (t + 1_200_000) * 10**6
 
     # Errors (nothing written) next to keys of other types.
     c.set(f"{p}:str", "x")

@@ -151,7 +151,7 @@ fn rl_throttle_debit() {
     assert_eq!(hgetall(&mut con, "u"), before);
     assert_eq!(
         err(&mut con, &format!("RL.THROTTLEPEEK u {T} 5 10 1000 DEBIT")),
-        "ERR syntax error: unknown option 'DEBIT' (expected COST)"
+        "ERR syntax error: unknown option 'DEBIT' (expected COST or RESERVE)"
     );
     assert_eq!(rl_stats(&mut con)["ratelimit_throttle_debits"], 3);
 }

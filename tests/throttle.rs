@@ -155,7 +155,7 @@ fn errors_write_nothing() {
         ),
         (
             format!("RL.THROTTLEPEEK good {T} 2 2 1000 REFUND"),
-            "ERR syntax error: unknown option 'REFUND' (expected COST)",
+            "ERR syntax error: unknown option 'REFUND' (expected COST or RESERVE)",
         ),
         (format!("RL.THROTTLE str {T} 2 2 1000"), "WRONGTYPE"),
         (

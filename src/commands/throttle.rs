@@ -34,7 +34,7 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
         cost,
         refund,
         debit,
-        ..
+        reserve,
     } = parse_throttle(&call.args, write, clock)?;
     let (server_time, t) = (clock.server_time, clock.resolve(now));
     if write && !refund {
@@ -85,7 +85,9 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
         return Ok(Outcome::debit(&d.reply()));
     }
 
-    let decision = gcra::decide(&rules, cost, t, &tats);
+    // With RESERVE the call is admitted when its units are due within
+    // `max_wait` and answers the delay (SPEC "Reservations").
+    let decision = gcra::decide_reserving(&rules, cost, t, &tats, reserve);
     if let (true, Some(new_tats)) = (write, &decision.new_tats) {
         apply(
             ctx,

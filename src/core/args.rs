@@ -233,9 +233,6 @@ fn lowest_cost(write: bool) -> i64 {
     i64::from(write)
 }
 
-/// `RESERVE` is parsed (off until its writes are in).
-const RESERVE_ON: bool = false;
-
 fn too_many_rules(n: usize) -> Error {
     Error::Arg(format!(
         "too many rules: {n} given, at most {MAX_RULES} per call"
@@ -450,7 +447,7 @@ pub fn parse_throttle(args: &[&[u8]], write: bool, clock: &Clock) -> Result<Thro
     let accepts = Accepts {
         refund: write,
         debit: write,
-        reserve: RESERVE_ON,
+        reserve: true,
     };
     let options = parse_options(option_args, accepts, clock.resolve(now))?;
     let smallest = rules.iter().map(|r| r.burst).min().unwrap_or(1);
@@ -767,6 +764,63 @@ mod tests {
         );
         assert!(arg_err(parse_quota(&words("* UTC DAY 5 DEBIT"), false, &c))
             .contains("unknown option 'DEBIT'"));
+    }
+
+    #[test]
+    fn reserve_arguments() {
+        let words = |line: &'static str| -> Vec<&'static [u8]> {
+            line.split(' ').map(str::as_bytes).collect()
+        };
+        let c = Clock {
+            server_time: 1_000,
+            max_future_ms: 0,
+            max_past_ms: 0,
+        };
+        let a = parse_throttle(&words("* 1 1 100 RESERVE 5000"), true, &c).unwrap();
+        assert_eq!((a.reserve, a.cost), (Some(5000), 1));
+        let a = parse_throttle(&words("* 1 1 100 reserve 0 COST 0"), false, &c).unwrap();
+        assert_eq!((a.reserve, a.cost), (Some(0), 0), "the peek takes it too");
+        // t + max_wait <= 2^53-1, with t the server's time for `*`.
+        let most = format!("* 1 1 100 RESERVE {}", MAX_SAFE - 1_000);
+        let most: Vec<&[u8]> = most.split(' ').map(str::as_bytes).collect();
+        assert!(parse_throttle(&most, true, &c).is_ok());
+        for (line, want) in [
+            (
+                "* 1 1 100 RESERVE 9007199254739992",
+                "invalid RESERVE max_wait '9007199254739992': expected an integer from 0 to 9007199254739991",
+            ),
+            (
+                "9007199254740991 1 1 100 RESERVE 1",
+                "invalid RESERVE max_wait '1': expected an integer from 0 to 0",
+            ),
+            ("* 1 1 100 RESERVE -1", "invalid RESERVE max_wait '-1'"),
+            ("* 1 1 100 RESERVE x", "invalid RESERVE max_wait 'x'"),
+            ("* 1 1 100 RESERVE", "syntax error: option RESERVE needs a value"),
+            ("* 1 1 100 RESERVE 1 RESERVE 1", "syntax error: option RESERVE given twice"),
+            ("* 1 1 100 RESERVE 1 REFUND", "syntax error: option REFUND cannot be combined with RESERVE"),
+            ("* 1 1 100 DEBIT RESERVE 1", "syntax error: option RESERVE cannot be combined with DEBIT"),
+            ("* 1 1 100 RESERVE 1 COST 2", "invalid cost '2'"),
+            // Options in order: a bad RESERVE before a bad COST.
+            ("* 1 1 100 RESERVE x COST 2", "invalid RESERVE max_wait 'x'"),
+        ] {
+            let got = arg_err(parse_throttle(&words(line), true, &c));
+            assert!(got.starts_with(want), "{line}: {got}");
+        }
+        assert_eq!(
+            arg_err(parse_throttle(&words("* 1 1 100 REFUND"), false, &c)),
+            "syntax error: unknown option 'REFUND' (expected COST or RESERVE)"
+        );
+        assert_eq!(
+            arg_err(parse_throttle(&words("* 1 1 100 X"), true, &c)),
+            "syntax error: unknown option 'X' (expected COST, REFUND, DEBIT or RESERVE)"
+        );
+        // RL.CHECK and RL.QUOTA take no RESERVE.
+        assert!(arg_err(parse_check(&words("* 1 100 RESERVE 1"), true, &c))
+            .contains("unknown option 'RESERVE'"));
+        assert!(
+            arg_err(parse_quota(&words("* UTC DAY 1 RESERVE 1"), true, &c))
+                .contains("unknown option 'RESERVE'")
+        );
     }
 
     #[test]
