@@ -648,6 +648,55 @@ mod tests {
     }
 
     #[test]
+    fn with_debits_retry_after_is_still_when_the_request_would_pass() {
+        // The walk above with debits among the calls: a debit (up to 3x the
+        // smallest count) is recorded whatever the rules say, answers the
+        // state now, and every later rejection's retry_after is exact.
+        let r = rules(&[(3, 1000), (5, 5000)]);
+        let mut log = VecLog::new(vec![]);
+        let mut t = 100_000;
+        let (mut debits, mut limited_after_debit, mut rejections) = (0, 0, 0);
+        for step in 0..400 {
+            if step % 7 == 3 {
+                let cost = 1 + (step % 9);
+                let newest = log.newest();
+                log.apply(&admission(&r, cost, t, newest, t, None));
+                let newest = log.newest();
+                let now = decide(&r, 0, t, newest, &mut log).unwrap();
+                // Over a limit iff some window holds more than its count.
+                let over = r.iter().any(|rule| {
+                    log.0
+                        .iter()
+                        .filter(|&&s| s > (t - rule.window) as f64)
+                        .count() as i64
+                        > rule.count
+                });
+                assert_eq!(now.limited, over, "step {step}");
+                if now.limited {
+                    limited_after_debit += 1;
+                    let mut probe = VecLog(log.0.clone());
+                    let at = t + now.retry_after;
+                    assert!(decide(&r, 0, at - 1, newest, &mut probe).unwrap().limited);
+                    assert!(!decide(&r, 0, at, newest, &mut probe).unwrap().limited);
+                }
+                debits += 1;
+            } else {
+                let reply = check(&mut log, &r, 1, t);
+                if reply[0] == 1 {
+                    rejections += 1;
+                    let mut probe = VecLog(log.0.clone());
+                    let n = probe.newest();
+                    let at = t + reply[4];
+                    assert!(decide(&r, 1, at - 1, n, &mut probe).unwrap().limited);
+                    assert!(!decide(&r, 1, at, n, &mut probe).unwrap().limited);
+                }
+            }
+            t += 91;
+        }
+        assert!(debits > 50 && limited_after_debit > 20 && rejections > 50);
+    }
+
+    #[test]
     fn admitted_units_never_exceed_any_rule_in_any_window() {
         let r = rules(&[(4, 1000), (10, 10000)]);
         let mut log = VecLog::new(vec![]);
