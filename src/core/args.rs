@@ -31,8 +31,8 @@ pub struct Rule {
     pub window: i64,
 }
 
-/// `RL.CHECK` / `RL.PEEK key now count window [count window ...] [COST cost]`
-/// without the key.
+/// `RL.CHECK` / `RL.PEEK key now count window [count window ...] [COST cost]
+/// [REFUND | DEBIT]` without the key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckArgs {
     pub now: Now,
@@ -467,7 +467,7 @@ pub fn parse_throttle(args: &[&[u8]], write: bool, clock: &Clock) -> Result<Thro
 }
 
 /// `RL.QUOTA` / `RL.QUOTAPEEK key now zone period limit [...] [COST cost]
-/// [REFUND]` without the key.
+/// [REFUND | DEBIT]` without the key.
 #[derive(Debug, Clone)]
 pub struct QuotaArgs {
     pub now: Now,
@@ -480,11 +480,12 @@ pub struct QuotaArgs {
     pub debit: bool,
 }
 
-/// Parses the arguments of RL.QUOTA (`refund` allowed) or RL.QUOTAPEEK
-/// after the key. Left to right: `now` (at most the end of year 9999), the
-/// zone, the `period limit` pairs (they end at the first argument that is
-/// not a period name), the options, then `COST`'s value (1 to 2^53-1: a cost
-/// above a limit is that period's refusal, not an argument error).
+/// Parses the arguments of RL.QUOTA (`write`: `REFUND` and `DEBIT` allowed)
+/// or RL.QUOTAPEEK (`COST 0` allowed) after the key. Left to right: `now`
+/// (at most the end of year 9999), the zone, the `period limit` pairs (they
+/// end at the first argument that is not a period name), the options, then
+/// `COST`'s value (to 2^53-1: a cost above a limit is that period's refusal,
+/// not an argument error).
 pub fn parse_quota(args: &[&[u8]], write: bool, clock: &Clock) -> Result<QuotaArgs, Error> {
     let [now_arg, zone_arg, rest @ ..] = args else {
         return Err(Error::Arg("missing now or zone".into()));
