@@ -16,7 +16,7 @@ import redis
 
 H = 3_600_000  # one hour in ms
 D = 86_400_000  # one day in ms
-KEYS_LEFT = 21  # keys run_workload leaves behind
+KEYS_LEFT = 25  # keys run_workload leaves behind
 UUID = "550e8400-e29b-41d4-a716-446655440000"
 
 
@@ -136,7 +136,8 @@ def run_workload(c: redis.Redis, p: str) -> int:
     # bucket removes the key (DEL); a field of another window stays.
     tb2 = f"{p}:tb2"
     assert rl(c, "RL.THROTTLE", tb2, t, 4, 4, 1000, 100, 100, H, "COST", 3)[:4] == [0, 1, 4, 1]
-    assert rl(c, "RL.THROTTLE", tb2, t, 4, 4, 1000, 100, 100, H, "REFUND")[:4] == [0, 1, 4, 1]
+    # A refund answers the state now: 2 can pass at once.
+    assert rl(c, "RL.THROTTLE", tb2, t, 4, 4, 1000, 100, 100, H, "REFUND")[:4] == [0, 1, 4, 2]
     assert int(c.hget(tb2, "1000")) == (t + 500) * 10**6
     tb3 = f"{p}:tb3"
     assert rl(c, "RL.THROTTLE", tb3, t, 4, 4, 1000)[0] == 0
@@ -159,12 +160,28 @@ def run_workload(c: redis.Redis, p: str) -> int:
     q2 = f"{p}:q2"
     c.hset(q2, mapping={"hour:2000-01-01T00:00+00:00": 5, "note": "kept"})
     assert rl(c, "RL.QUOTA", q2, t, "UTC", "HOUR", 10, "COST", 4)[:4] == [0, 1, 10, 6]
-    assert rl(c, "RL.QUOTA", q2, t, "UTC", "HOUR", 10, "REFUND")[:4] == [0, 1, 10, 6]
+    assert rl(c, "RL.QUOTA", q2, t, "UTC", "HOUR", 10, "REFUND")[:4] == [0, 1, 10, 7]
     assert c.hlen(q2) == 2 and c.hget(q2, "note") == b"kept"
     q3 = f"{p}:q3"
     assert rl(c, "RL.QUOTA", q3, t, "+05:45", "WEEK", 10)[0] == 0
-    assert rl(c, "RL.QUOTA", q3, t, "+05:45", "WEEK", 10, "REFUND")[:4] == [0, 1, 10, 9]
+    assert rl(c, "RL.QUOTA", q3, t, "+05:45", "WEEK", 10, "REFUND")[:4] == [0, 1, 10, 10]
     assert not c.exists(q3)
+
+    # Debits (SPEC "Debits"): recorded whether or not they fit, replicated
+    # as admissions (ZADD / HSET and PEXPIREAT); the reply is the state now.
+    assert rl(c, "RL.CHECK", f"{p}:debit", t, 5, H, "COST", 12, "DEBIT") == [1, 1, 5, 0, H, H]
+    assert c.zcard(f"{p}:debit") == 12
+    assert rl(c, "RL.THROTTLE", f"{p}:tbd", t, 2, 1, 600000, "COST", 5, "DEBIT") == \
+        [1, 1, 2, 0, 1_800_000, 3_000_000]
+    assert int(c.hget(f"{p}:tbd", "600000")) == (t + 3_000_000) * 10**6
+    assert rl(c, "RL.QUOTA", f"{p}:qd", "*", "UTC", "DAY", 3, "COST", 7, "DEBIT")[:4] == [1, 1, 3, 0]
+
+    # Reservations (SPEC "Reservations"): a chain at one instant, replicated
+    # as admissions (HSET, PEXPIREAT); the last cancelled by a refund (HSET).
+    res = [rl(c, "RL.THROTTLE", f"{p}:res", t, 1, 1, 600000, "RESERVE", H) for _ in range(3)]
+    assert [r[4] for r in res] == [0, 600000, 1200000], res
+    assert rl(c, "RL.THROTTLE", f"{p}:res", t, 1, 1, 600000, "REFUND")[:5] == [1, 1, 1, 0, 600000]
+    assert int(c.hget(f"{p}:res", "600000")) == (t + 1_200_000) * 10**6
 
     # Errors (nothing written) next to keys of other types.
     c.set(f"{p}:str", "x")
@@ -240,6 +257,11 @@ def assert_limited_state(c: redis.Redis, p: str) -> None:
     assert r[:2] == [1, 0] and 0 < r[2] <= 900000, r
     r = rl(c, "RL.THROTTLE", f"{p}:tb", "*", 5, 1, 600000, 20, 20, H)
     assert r[:4] == [1, 1, 5, 0] and 0 < r[4] <= 600000, r
+    # Debts are not forgotten.
+    r = rl(c, "RL.CHECK", f"{p}:debit", "*", 5, H)
+    assert r[:4] == [1, 1, 5, 0] and 0 < r[4] <= H, r
+    r = rl(c, "RL.THROTTLE", f"{p}:tbd", "*", 2, 1, 600000)
+    assert r[:4] == [1, 1, 2, 0] and 1_800_000 < r[4] <= 2_400_000, r
     # (Unless the test straddles midnight in Shanghai.)
     r = rl(c, "RL.QUOTA", f"{p}:q", "*", "Asia/Shanghai", "DAY", 3, "MONTH", 100)
     assert r[:4] == [1, 1, 3, 0] or r[0] == 0, r

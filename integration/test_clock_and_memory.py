@@ -163,6 +163,11 @@ WRITES = [
     ("RL.QUOTA", "q", "*", "UTC", "DAY", 2),
     ("RL.DAYHOUR", "d", "h", 5, 5, 60000, 60000),
     ("RL.LOCKCOUNT", "l", "n", 60000, 5, 60000),
+    # Debits and reservations write like admissions: refused too.
+    ("RL.CHECK", "c", "*", 2, 60000, "COST", 5, "DEBIT"),
+    ("RL.THROTTLE", "t", "*", 2, 2, 60000, "COST", 5, "DEBIT"),
+    ("RL.QUOTA", "q", "*", "UTC", "DAY", 2, "COST", 5, "DEBIT"),
+    ("RL.THROTTLE", "t", "*", 2, 2, 60000, "RESERVE", 60000),
 ]
 
 
@@ -174,10 +179,13 @@ def test_admissions_refused_above_maxmemory_with_redis_error(full):
         # redis-py strips the error's "OOM " prefix into the exception type.
         assert "OOM " + str(e.value) == OOM
     after = full.info("ratelimit")
-    assert after["ratelimit_check_errors"] == before["ratelimit_check_errors"] + 1
-    assert after["ratelimit_check_calls"] == before["ratelimit_check_calls"] + 1
+    assert after["ratelimit_check_errors"] == before["ratelimit_check_errors"] + 2
+    assert after["ratelimit_check_calls"] == before["ratelimit_check_calls"] + 2
+    assert after["ratelimit_check_debits"] == before["ratelimit_check_debits"]
     # Nothing was written: the limiters hold their one unit each.
     assert full.zcard("c") == 1
+    assert full.execute_command("RL.THROTTLEPEEK", "t", "*", 2, 2, 60000, "COST", 0)[3] == 1
+    assert full.execute_command("RL.QUOTAPEEK", "q", "*", "UTC", "DAY", 2, "COST", 0)[3] == 1
     assert not full.exists("d", "h", "l", "n")
 
 

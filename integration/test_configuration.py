@@ -1,5 +1,6 @@
-"""The module configuration `ratelimit.max-future-ms` (SPEC "A clock
-guard"): a load-time argument, CONFIG GET / SET, and the guard itself."""
+"""The module configuration `ratelimit.max-future-ms` and its mirror
+`ratelimit.max-past-ms` (SPEC "A clock guard"): load-time arguments, CONFIG
+GET / SET, and the guards themselves."""
 
 from __future__ import annotations
 
@@ -23,10 +24,30 @@ def test_load_time_argument_and_config_set():
         assert rl(c, "RL.THROTTLE", "k2", t * 1000, 5, 1, 1000)[0] == 0
 
 
+def test_max_past_ms_as_a_load_time_argument():
+    with Server(module=False, args=["--loadmodule", MODULE, "max-past-ms", "60000",
+                                    "max-future-ms", "5000"]) as s:
+        c = s.client()
+        assert c.config_get("ratelimit.max-past-ms") == {"ratelimit.max-past-ms": "60000"}
+        t = server_ms(c)
+        # A now in seconds reads as January 1970: refused, nothing written.
+        with pytest.raises(redis.ResponseError, match="invalid now .* behind the server clock"):
+            rl(c, "RL.CHECK", "k", t // 1000, 5, 1000)
+        with pytest.raises(redis.ResponseError, match="ratelimit.max-past-ms"):
+            rl(c, "RL.QUOTA", "k", t - 120_000, "UTC", "DAY", 5)
+        assert not c.exists("k")
+        assert rl(c, "RL.CHECK", "k", t - 30_000, 5, 1000)[0] == 0
+        c.config_set("ratelimit.max-past-ms", 0)
+        assert rl(c, "RL.THROTTLE", "k2", t // 1000, 5, 1, 1000)[0] == 0
+
+
 @pytest.mark.parametrize("args, reason", [
     (["max-future-ms", "-5"], "max-future-ms: '-5' is not an integer from 0 to 9007199254740991"),
     (["max-future-ms", "05"], "max-future-ms: '05' is not an integer"),
-    (["max-future-ms"], "unknown load argument 'max-future-ms'"),
+    (["max-future-ms"], "max-future-ms needs a value"),
+    (["max-past-ms", "-1"], "max-past-ms: '-1' is not an integer from 0 to 9007199254740991"),
+    (["max-past-ms", "1", "max-past-ms", "1"], "max-past-ms given twice"),
+    (["max-past-ms"], "max-past-ms needs a value"),
     (["foo", "1"], "unknown load argument 'foo'"),
     (["max-future-ms", "1", "max-future-ms", "2"], "max-future-ms given twice"),
 ])

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import redis
 
 from replay_workload import rl
@@ -53,9 +56,10 @@ def test_refund_on_downstream_failure(r):
     assert [call_ocr(r, "u1", True) for _ in range(9)] == [200] * 8 + [429]
     # The same for a token bucket and a calendar quota.
     assert rl(r, "RL.THROTTLE", "tb:{u1}", "*", 5, 1, 1000)[3] == 4
-    assert rl(r, "RL.THROTTLE", "tb:{u1}", "*", 5, 1, 1000, "REFUND")[3] == 4
+    # A refund answers the state now: the whole burst can pass again.
+    assert rl(r, "RL.THROTTLE", "tb:{u1}", "*", 5, 1, 1000, "REFUND")[3] == 5
     assert rl(r, "RL.QUOTA", "q:{u1}", "*", "UTC", "DAY", 3)[3] == 2
-    assert rl(r, "RL.QUOTA", "q:{u1}", "*", "UTC", "DAY", 3, "REFUND")[3] == 2
+    assert rl(r, "RL.QUOTA", "q:{u1}", "*", "UTC", "DAY", 3, "REFUND")[3] == 3
     assert not r.exists("tb:{u1}") and not r.exists("q:{u1}")  # back to empty
 
 
@@ -98,3 +102,101 @@ def test_day_budget_with_a_rate_rule_as_the_readme_writes_it(r):
     # The example it replaced: a day rule with burst 100 refills 1.157/s, so
     # the 10/s rule never binds (the issue measured 169).
     assert admitted_in_first_minute(r, "api:{key:8}", (100, 100000, 86400000, 10, 10, 1000)) == 169
+
+
+# --- Recipe: LLM endpoint: admit on requests, then debit the tokens ----------
+
+def chat(r: redis.Redis, user: str, prompt: str, llm) -> tuple[int, str | None]:
+    """10 requests a minute, 50,000 tokens a day (UTC); `llm(prompt)`
+    returns the answer and the tokens it used."""
+    reqs, toks = f"llm:{{{user}}}:reqs", f"llm:{{{user}}}:tokens"
+    day = ("UTC", "DAY", 50_000)
+    if r.execute_command("RL.QUOTAPEEK", toks, "*", *day, "COST", 0)[3] == 0:
+        return 429, None                    # 1. today's tokens are spent (or overspent)
+    if r.execute_command("RL.CHECK", reqs, "*", 10, 60_000)[0] == 1:
+        return 429, None                    # 2. admit on requests
+    text, used = llm(prompt)                # 3. serve: only now is the cost known
+    if used:                                # 4. charge it: a debit is never refused
+        r.execute_command("RL.QUOTA", toks, "*", *day, "COST", used, "DEBIT")
+    return 200, text
+
+
+def test_llm_endpoint_debits_the_tokens_the_answer_used(r):
+    big = lambda prompt: (prompt.upper(), 20_000)  # noqa: E731
+    assert [chat(r, "u7", "hi", big)[0] for _ in range(4)] == [200, 200, 200, 429]
+    # The third answer overspent the day (60,000 of 50,000): recorded all
+    # the same, and the state now says so.
+    assert r.hget("llm:{u7}:tokens", next(iter(r.hkeys("llm:{u7}:tokens")))) == b"60000"
+    now = rl(r, "RL.QUOTAPEEK", "llm:{u7}:tokens", "*", "UTC", "DAY", 50_000, "COST", 0)
+    assert now[:4] == [1, 1, 50_000, 0]
+    assert r.zcard("llm:{u7}:reqs") == 3    # the refused request was not counted
+    # Small answers: the request rule binds on the 11th call in a minute.
+    small = lambda prompt: (prompt, 10)  # noqa: E731
+    replies = [chat(r, "u8", "hi", small) for _ in range(11)]
+    assert [c for c, _ in replies] == [200] * 10 + [429]
+    assert replies[0][1] == "hi"
+    assert rl(r, "RL.QUOTAPEEK", "llm:{u8}:tokens", "*", "UTC", "DAY", 50_000, "COST", 0)[3] == 49_900
+
+
+# --- Recipe: outbound API client that waits ----------------------------------
+
+def call_vendor(r: redis.Redis, send, cancel: threading.Event, max_wait_ms: int = 5_000):
+    """The vendor allows 10 calls a second, no burst: reserve a slot, sleep
+    the delay the server gave, then call; a caller that gives up while
+    waiting frees its slot."""
+    key, rule = "vendor:{acme}", (1, 10, 1000)
+    limited, _, _, _, delay_ms, _ = r.execute_command(
+        "RL.THROTTLE", key, "*", *rule, "RESERVE", max_wait_ms)
+    if limited:
+        return "busy"                       # the wait would exceed max_wait_ms
+    if cancel.wait(delay_ms / 1000):        # sleep the delay, unless the caller gives up
+        r.execute_command("RL.THROTTLE", key, "*", *rule, "REFUND")  # free the slot
+        return "cancelled"
+    return send()
+
+
+def test_outbound_client_waits_its_turn_and_frees_a_cancelled_slot(server):
+    sent: list[float] = []
+    lock = threading.Lock()
+
+    def send():
+        with lock:
+            sent.append(time.monotonic())
+        return "ok"
+
+    results: list[str] = []
+
+    def worker():
+        c = server.client()
+        results.append(call_vendor(c, send, threading.Event()))
+        c.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == ["ok"] * 6
+    # The calls went out one emission interval (100 ms) apart, not at once.
+    gaps = [b - a for a, b in zip(sorted(sent), sorted(sent)[1:])]
+    assert all(g >= 0.08 for g in gaps), gaps
+    # A caller that gives up frees its slot: the next one waits no longer
+    # than if the cancelled caller had never reserved.
+    r = server.client()
+    cancel = threading.Event()
+    cancel.set()
+    t = rl(r, "TIME")
+    ms = int(t[0]) * 1000 + int(t[1]) // 1000
+    rl(r, "DEL", "vendor:{acme}")
+    first = rl(r, "RL.THROTTLE", "vendor:{acme}", ms, 1, 10, 1000, "RESERVE", 5000)
+    assert first[4] == 0
+    assert call_vendor(r, send, cancel) == "cancelled"
+    nxt = rl(r, "RL.THROTTLEPEEK", "vendor:{acme}", ms, 1, 10, 1000, "RESERVE", 5000)
+    assert nxt[:5] == [0, 1, 1, 0, 100]
+    # Longer than the caller may wait (others hold the next 10 s): refused
+    # at once, nothing reserved.
+    rl(r, "RL.THROTTLE", "vendor:{acme}", "*", 1, 10, 1000, "COST", 100, "DEBIT")
+    before = r.hgetall("vendor:{acme}")
+    assert call_vendor(r, send, threading.Event(), max_wait_ms=0) == "busy"
+    assert r.hgetall("vendor:{acme}") == before
+    r.close()

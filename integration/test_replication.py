@@ -171,6 +171,49 @@ def test_stream_carries_native_effects_with_absolute_times():
         assert exp["eff:z"] == grid_at("eff:z", H, t2 + H) and exp["eff:d"] > exp["eff:h"] > 0
 
 
+def test_debits_and_reservations_replicate_as_admissions():
+    """SPEC "Debits", "Reservations": a debit and an admitted reservation
+    replicate as the command's admissions do (native commands with absolute
+    times); a refused reservation replicates nothing; a replica without the
+    module ends up with the same state."""
+    with servers() as pool:
+        primary = started(pool, Server(args=PRIMARY_ARGS))
+        bare = start_replica(primary, module=False)
+        pool.append(bare)
+        pc = primary.client()
+        stream = ReplStream(primary)
+        try:
+            t = server_ms(pc)
+            # RL.CHECK: 3x the count, never refused; the reply is the state now.
+            assert rl(pc, "RL.CHECK", "deb:z", t, 2, H, "COST", 6, "DEBIT") == [1, 1, 2, 0, H, H]
+            # RL.THROTTLE: TAT = t + 6 * 600 s.
+            assert rl(pc, "RL.THROTTLE", "deb:tb", t, 2, 1, 600000, "COST", 6, "DEBIT")[:5] == \
+                [1, 1, 2, 0, 2_400_000]
+            assert rl(pc, "RL.QUOTA", "deb:q", t, "UTC", "DAY", 3, "COST", 9, "DEBIT")[:4] == [1, 1, 3, 0]
+            # A chain of two reservations, then one that would wait too long.
+            assert rl(pc, "RL.THROTTLE", "res:tb", t, 1, 1, 600000, "RESERVE", H)[4] == 0
+            assert rl(pc, "RL.THROTTLE", "res:tb", t, 1, 1, 600000, "RESERVE", H)[4] == 600000
+            assert rl(pc, "RL.THROTTLE", "res:tb", t, 1, 1, 600000, "RESERVE", 1000)[:2] == [1, 1]
+            pc.set("marker", "1")
+            got = effects(stream.until([b"SET", b"marker", b"1"]))
+        finally:
+            stream.close()
+        names = [cmd[0].upper() for cmd in got]
+        assert not any(n.startswith(b"RL.") for n in names), names
+        zadd = next(cmd for cmd in got if cmd[:2] == [b"ZADD", b"deb:z"])
+        assert zadd[2::2] == [str(t).encode()] * 6
+        assert [b"HSET", b"deb:tb", b"600000", str((t + 3_600_000) * 10**6).encode()] in got
+        hsets = [cmd for cmd in got if cmd[:2] == [b"HSET", b"res:tb"]]
+        assert [cmd[3] for cmd in hsets] == [str((t + k * 600_000) * 10**6).encode() for k in (1, 2)]
+        quota = next(cmd for cmd in got if cmd[:2] == [b"HSET", b"deb:q"])
+        assert quota[3] == b"9"
+        for key in (b"deb:z", b"deb:tb", b"deb:q", b"res:tb"):
+            assert any(cmd[:2] == [b"PEXPIREAT", key] for cmd in got), key
+        assert pc.execute_command("WAIT", 1, 5000) == 1
+        wait_in_sync(primary, bare)
+        assert keyspace(bare.client()) == keyspace(pc)
+
+
 def test_late_replica_does_not_extend_expiry():
     """A replica that applies the writes a second late holds the same
     absolute expiry times and scores as the primary (effects, not commands

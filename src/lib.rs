@@ -64,6 +64,7 @@ redis_module! {
     configurations: [
         i64: [
             ["max-future-ms", &config::MAX_FUTURE_MS, 0, 0, core::int::MAX_SAFE, ConfigurationFlags::DEFAULT, None],
+            ["max-past-ms", &config::MAX_PAST_MS, 0, 0, core::int::MAX_SAFE, ConfigurationFlags::DEFAULT, None],
         ],
         string: [],
         bool: [],

@@ -48,7 +48,7 @@ const COMMANDS: &[Command] = &[
         arity: -5,
         keys: &[RW_UPDATE],
         acl: "write sortedset slow",
-        summary: "Sliding-window log check against one or more rules; admits (and records) or rejects atomically.",
+        summary: "Sliding-window log check against one or more rules; admits (and records) or rejects atomically, refunds (REFUND), or records usage known after the fact (DEBIT, never refused).",
         complexity: "O(R log N + C + M): R distinct windows (at most 64), N members, C the cost (at most 10000), M members trimmed or refunded; worst case a trim of a whole large set.",
     },
     Command {
@@ -59,7 +59,7 @@ const COMMANDS: &[Command] = &[
         arity: -5,
         keys: &[KeySpecFlags::READ_ONLY.union(KeySpecFlags::ACCESS)],
         acl: "read sortedset slow",
-        summary: "What RL.CHECK would answer now, without writing anything.",
+        summary: "What RL.CHECK would answer now, without writing anything; COST 0 answers the state now.",
         complexity: "O(R log N): R distinct windows (at most 64), N members.",
     },
     Command {
@@ -93,7 +93,7 @@ const COMMANDS: &[Command] = &[
         arity: -6,
         keys: &[RW_UPDATE],
         acl: "write hash fast",
-        summary: "Token bucket (GCRA) against one or more (burst, count, window) rules; admits and records, rejects, or refunds atomically. O(1) memory per rule.",
+        summary: "Token bucket (GCRA) against one or more (burst, count, window) rules; admits and records, rejects, refunds (REFUND), debits (DEBIT) or reserves a later slot (RESERVE max_wait) atomically. O(1) memory per rule.",
         complexity: "O(R) for R rules (at most 64): one hash field read and written per rule.",
     },
     Command {
@@ -103,7 +103,7 @@ const COMMANDS: &[Command] = &[
         arity: -6,
         keys: &[KeySpecFlags::READ_ONLY.union(KeySpecFlags::ACCESS)],
         acl: "read hash fast",
-        summary: "What RL.THROTTLE would answer now, without writing anything.",
+        summary: "What RL.THROTTLE would answer now (with RESERVE: the reservation), without writing anything; COST 0 answers the state now.",
         complexity: "O(R) for R rules (at most 64).",
     },
     Command {
@@ -113,7 +113,7 @@ const COMMANDS: &[Command] = &[
         arity: -6,
         keys: &[RW_UPDATE],
         acl: "write hash fast",
-        summary: "Calendar quotas (minute to year) in a time zone; admits and counts in every period, rejects, or refunds atomically.",
+        summary: "Calendar quotas (minute to year) in a time zone; admits and counts in every period, rejects, refunds (REFUND) or debits (DEBIT) atomically.",
         complexity: "O(P + F): P periods (at most 6), F fields of the hash scanned for stale buckets (only when it holds more than the current buckets and at most 64 fields).",
     },
     Command {
@@ -123,7 +123,7 @@ const COMMANDS: &[Command] = &[
         arity: -6,
         keys: &[KeySpecFlags::READ_ONLY.union(KeySpecFlags::ACCESS)],
         acl: "read hash fast",
-        summary: "What RL.QUOTA would answer now, without writing anything.",
+        summary: "What RL.QUOTA would answer now, without writing anything; COST 0 answers the state now.",
         complexity: "O(P): P periods (at most 6).",
     },
 ];

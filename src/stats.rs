@@ -6,13 +6,15 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 pub struct CommandStats {
     /// The prefix of the INFO fields: `check`, `peek`, `dayhour`, ...
     pub name: &'static str,
-    /// The command takes `REFUND`: INFO shows `<name>_refunds`.
+    /// The command takes `REFUND` and `DEBIT`: INFO shows `<name>_refunds`
+    /// and `<name>_debits`.
     pub refunds_shown: bool,
     pub calls: AtomicU64,
     pub admitted: AtomicU64,
     pub rejected: AtomicU64,
     pub errors: AtomicU64,
     pub refunds: AtomicU64,
+    pub debits: AtomicU64,
 }
 
 /// How a call that reached the module ended.
@@ -21,6 +23,8 @@ pub enum Kind {
     Admitted,
     Rejected,
     Refund,
+    /// A `DEBIT`: never refused, so neither admitted nor rejected.
+    Debit,
     Error,
 }
 
@@ -34,6 +38,7 @@ impl CommandStats {
             rejected: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             refunds: AtomicU64::new(0),
+            debits: AtomicU64::new(0),
         }
     }
 
@@ -44,6 +49,7 @@ impl CommandStats {
             Kind::Admitted => &self.admitted,
             Kind::Rejected => &self.rejected,
             Kind::Refund => &self.refunds,
+            Kind::Debit => &self.debits,
             Kind::Error => &self.errors,
         };
         counter.fetch_add(1, Relaxed);
@@ -59,6 +65,7 @@ impl CommandStats {
         ];
         if self.refunds_shown {
             fields.push(("refunds", self.refunds.load(Relaxed)));
+            fields.push(("debits", self.debits.load(Relaxed)));
         }
         fields
     }
@@ -96,14 +103,17 @@ mod tests {
         s.record(Kind::Rejected);
         s.record(Kind::Error);
         s.record(Kind::Refund);
+        s.record(Kind::Debit);
+        s.record(Kind::Debit);
         assert_eq!(
             s.fields(),
             [
-                ("calls", 5),
+                ("calls", 7),
                 ("admitted", 1),
                 ("rejected", 2),
                 ("errors", 1),
-                ("refunds", 1)
+                ("refunds", 1),
+                ("debits", 2)
             ]
         );
         assert_eq!(CommandStats::new("p", false).fields().len(), 4);

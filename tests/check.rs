@@ -501,7 +501,7 @@ fn a_shorter_rule_set_does_not_trim_what_a_longer_one_counts() {
 }
 
 #[test]
-fn refunds_remove_the_newest_units_and_reply_with_the_peek() {
+fn refunds_remove_the_newest_units_and_reply_with_the_state_now() {
     let s = Server::start();
     let mut con = s.con();
     let t = base(&mut con);
@@ -513,9 +513,10 @@ fn refunds_remove_the_newest_units_and_reply_with_the_peek() {
     assert_eq!(zrange(&mut con, "r").len(), 4, "trimmed 'outside'");
     // Refund 2: the highest scores go, ties to the greatest name (byte
     // order): 'zzz-foreign' and one of the module's (which sort lower).
+    // The reply is the state now: 8 can pass at once, and the window is
+    // empty a window after its newest member.
     let r = ints(&mut con, &format!("RL.CHECK r {t} 10 60000 COST 2 REFUND"));
-    assert_eq!(r, ints(&mut con, &format!("RL.PEEK r {t} 10 60000 COST 2")));
-    assert_eq!(r[..4], [0, 1, 10, 6]);
+    assert_eq!(r, [0, 1, 10, 8, -1, 60000]);
     let left: Vec<String> = zrange(&mut con, "r")
         .into_iter()
         .map(|(m, _)| show(&m))
@@ -531,8 +532,8 @@ fn refunds_remove_the_newest_units_and_reply_with_the_peek() {
     ints(&mut con, &format!("RL.CHECK r {t} 10 60000 COST 10 REFUND"));
     assert!(!exists(&mut con, "r"));
     assert_eq!(
-        ints(&mut con, &format!("RL.CHECK r {t} 10 60000 REFUND"))[..4],
-        [0, 1, 10, 9]
+        ints(&mut con, &format!("RL.CHECK r {t} 10 60000 REFUND")),
+        [0, 1, 10, 10, -1, 0]
     );
     assert!(!exists(&mut con, "r"));
     let stats = rl_stats(&mut con);
@@ -618,4 +619,52 @@ fn the_trim_waits_for_the_expiry_to_move_on_the_grid() {
         grid_at("b", 1000, t + 200)
     };
     assert_eq!(pexpiretime(&mut con, "b"), want);
+}
+
+#[test]
+fn the_past_guard_is_a_module_configuration() {
+    let s = Server::start();
+    let mut con = s.con();
+    let t = server_ms(&mut con);
+    let seconds = t / 1000;
+    let got: Vec<String> = words("CONFIG GET ratelimit.max-past-ms")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(got, ["ratelimit.max-past-ms", "0"], "off by default");
+    // Off: seconds are read as January 1970 and counted there.
+    assert_eq!(
+        ints(&mut con, &format!("RL.CHECK off {seconds} 5 1000"))[0],
+        0
+    );
+    run(&mut con, "CONFIG SET ratelimit.max-past-ms 86400000");
+    for line in [
+        format!("RL.CHECK g {seconds} 5 1000"),
+        format!("RL.PEEK g {seconds} 5 1000"),
+        format!("RL.THROTTLE g {seconds} 5 1 1000"),
+        format!("RL.THROTTLEPEEK g {seconds} 5 1 1000"),
+        format!("RL.QUOTA g {} UTC DAY 5", t - 2 * 86_400_000),
+        format!("RL.QUOTAPEEK g {seconds} UTC DAY 5"),
+    ] {
+        let e = err(&mut con, &line);
+        assert!(
+            e.starts_with("ERR invalid now '")
+                && e.contains("behind the server clock")
+                && e.contains("ratelimit.max-past-ms (86400000)"),
+            "{line}: {e}"
+        );
+    }
+    assert!(!exists(&mut con, "g"));
+    // An hour behind is fine, and so is `*`.
+    assert_eq!(
+        ints(&mut con, &format!("RL.CHECK g {} 5 1000", t - 3_600_000))[0],
+        0
+    );
+    assert_eq!(ints(&mut con, "RL.CHECK g * 5 1000")[0], 0);
+    let e = err(&mut con, "CONFIG SET ratelimit.max-past-ms -1");
+    assert!(e.contains("ERR") || e.contains("argument"), "{e}");
+    run(&mut con, "CONFIG SET ratelimit.max-past-ms 0");
+    assert_eq!(
+        ints(&mut con, &format!("RL.CHECK g2 {seconds} 5 1000"))[0],
+        0
+    );
 }

@@ -124,7 +124,6 @@ fn check_and_peek_argument_errors() {
                 ("** 10 1000", &["now", "**"]),
                 ("* 10 1000 LIMIT 1", &["LIMIT"]),
                 ("* 10 1000 NX", &["NX"]),
-                ("* 10 1000 COST 0", &["cost", "'0'"]),
                 ("* 10 1000 COST -1", &["cost", "-1"]),
                 ("* 20000 1000 COST 10001", &["cost", "10001"]),
                 ("* 10 1000 5 60000 COST 6", &["cost", "'6'"]),
@@ -137,6 +136,14 @@ fn check_and_peek_argument_errors() {
             ];
             for (rest, needles) in cases {
                 arg_error(&mut con, &format!("{cmd} {key} {rest}"), needles);
+            }
+            // COST 0 is the state now: a peek's, an argument error of RL.CHECK.
+            if cmd == "RL.CHECK" {
+                arg_error(
+                    &mut con,
+                    &format!("{cmd} {key} * 10 1000 COST 0"),
+                    &["cost", "'0'"],
+                );
             }
         }
     }
@@ -288,7 +295,8 @@ fn errors_come_in_contract_order() {
         &["daykey", "hourkey"],
     );
     arg_error(&mut con, "RL.CHECK l * 0 1000", &["count"]);
-    arg_error(&mut con, "RL.PEEK h * 10 1000 COST 0", &["cost"]);
+    arg_error(&mut con, "RL.CHECK h * 10 1000 COST 0", &["cost"]);
+    arg_error(&mut con, "RL.PEEK h * 10 1000 COST -1", &["cost"]);
     arg_error(&mut con, "RL.LOCKCOUNT lk l 1000 x 1000", &["max"]);
     arg_error(&mut con, "RL.LOCKCOUNT h h 1000 5 1000", &["lockkey"]);
     // Argument errors before stored-value errors.

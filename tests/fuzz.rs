@@ -160,6 +160,10 @@ fn token(rng: &mut StdRng, cmd: &str, t0: i64) -> Vec<u8> {
         "refund",
         "ReFuNd",
         "REFUNDS",
+        "DEBIT",
+        "debit",
+        "RESERVE",
+        "Reserve",
         "1000",
         "2000",
         "3000",
@@ -360,6 +364,10 @@ fn throttle_args(rng: &mut StdRng, cmd: &str, t0: i64) -> Vec<Vec<u8>> {
         let cost = match rng.gen_range(0..20) {
             0 => smallest,
             1 => smallest.saturating_add(1),
+            // The state now (peeks), refused by RL.THROTTLE.
+            2 => 0,
+            // Beyond the burst: a refund's or a debit's.
+            3 => smallest.saturating_mul(3),
             _ => rng.gen_range(1..=smallest.min(12)),
         };
         options.push(vec![
@@ -370,6 +378,30 @@ fn throttle_args(rng: &mut StdRng, cmd: &str, t0: i64) -> Vec<Vec<u8>> {
     let refund = if cmd == "RL.THROTTLE" { 0.2 } else { 0.03 };
     if rng.gen_bool(refund) {
         options.push(vec![random_case(rng, "REFUND")]);
+    }
+    // DEBIT (RL.THROTTLE; the peek refuses it) and RESERVE (both); now and
+    // then with REFUND, which either excludes.
+    let debit = if cmd == "RL.THROTTLE" { 0.12 } else { 0.03 };
+    if rng.gen_bool(debit) && (options.len() < 2 || rng.gen_bool(0.1)) {
+        options.push(vec![random_case(rng, "DEBIT")]);
+    }
+    if rng.gen_bool(0.2) && (options.len() < 2 || rng.gen_bool(0.1)) {
+        let now = std::str::from_utf8(&args[1])
+            .ok()
+            .and_then(|a| a.parse::<i64>().ok());
+        let wait = match (rng.gen_range(0..20), now) {
+            (0, _) => 0,
+            (1, _) => -1,
+            // The last ms a reservation may reach, and one past it.
+            (2, Some(t)) => MAX_SAFE - t,
+            (3, Some(t)) => MAX_SAFE - t + 1,
+            (4..=9, _) => rng.gen_range(0..=600),
+            _ => rng.gen_range(0..=20_000),
+        };
+        options.push(vec![
+            random_case(rng, "RESERVE"),
+            wait.to_string().into_bytes(),
+        ]);
     }
     if rng.gen_bool(0.5) {
         options.reverse();
@@ -402,13 +434,28 @@ fn valid_args(rng: &mut StdRng, cmd: &str, t0: i64) -> Vec<Vec<u8>> {
             // refuses it), `REFUND`, now and then twice; in any order and case.
             let mut options: Vec<Vec<Vec<u8>>> = Vec::new();
             if rng.gen_bool(0.4) {
-                options.push(vec![random_case(rng, "COST"), small(rng, 1, smallest)]);
+                // Now and then 0 (the state now: RL.PEEK only).
+                let lowest = i64::from(!rng.gen_bool(0.1));
+                options.push(vec![random_case(rng, "COST"), small(rng, lowest, smallest)]);
             }
             let refund = if cmd == "RL.CHECK" { 0.1 } else { 0.03 };
             if rng.gen_bool(refund) {
                 options.push(vec![random_case(rng, "REFUND")]);
                 if rng.gen_bool(0.05) {
                     options.push(vec![random_case(rng, "REFUND")]);
+                }
+            }
+            // DEBIT (RL.CHECK; RL.PEEK refuses it), now and then with
+            // REFUND or twice; its cost up to 3x the smallest count.
+            let debit = if cmd == "RL.CHECK" { 0.1 } else { 0.03 };
+            if rng.gen_bool(debit) && (options.len() < 2 || rng.gen_bool(0.1)) {
+                options.push(vec![random_case(rng, "DEBIT")]);
+                if rng.gen_bool(0.05) {
+                    options.push(vec![random_case(rng, "DEBIT")]);
+                }
+                if rng.gen_bool(0.5) {
+                    options.retain(|o| !o[0].eq_ignore_ascii_case(b"COST"));
+                    options.push(vec![random_case(rng, "COST"), small(rng, 1, 3 * smallest)]);
                 }
             }
             if options.len() > 1 {
@@ -577,19 +624,35 @@ fn check_reply(cmd: &str, args: &[Vec<u8>], v: &[i64], what: &str) {
             let burst = call.rules[index - 1].burst;
             assert_eq!(limit, burst, "{what}: limit is not the rule's burst: {v:?}");
             assert!((0..=burst).contains(&remaining), "{what}: {v:?}");
-            // Admitted (also what a refund's peek would admit): the call
-            // took `cost` units, `retry_after` is -1. Rejected: fewer than
-            // `cost` units can pass, a wait of at least 1 ms.
+            // A refund or a debit answers the state now: cost 0.
+            let cost = if call.refund || call.debit {
+                0
+            } else {
+                call.cost
+            };
+            // Admitted: the call took `cost` units, `retry_after` is -1
+            // (a reservation: the delay, 0 or more). Rejected: fewer than
+            // `cost` units can pass (none while over the limit), a wait of
+            // at least 1 ms.
             if limited == 0 {
-                assert_eq!(retry, -1, "{what}: {v:?}");
-                assert!(remaining <= burst - call.cost, "{what}: {v:?}");
+                let want_retry = if call.reserve.is_some() {
+                    retry.max(0)
+                } else {
+                    -1
+                };
+                assert_eq!(retry, want_retry, "{what}: {v:?}");
+                assert!(remaining <= burst - cost, "{what}: {v:?}");
             } else {
                 assert!(retry >= 1, "{what}: {v:?}");
-                assert!(remaining < call.cost, "{what}: {v:?}");
+                assert!(remaining < cost.max(1), "{what}: {v:?}");
             }
             // The reply's state holds at least the call's own units (or the
             // binding rule's bucket is over its tolerance): never full.
-            assert!(reset >= 1, "{what}: {v:?}");
+            // The state now may be a full bucket.
+            assert!(
+                reset >= i64::from(cost > 0 || limited == 1),
+                "{what}: {v:?}"
+            );
         }
         "RL.CHECK" | "RL.PEEK" => {
             assert_eq!(v.len(), 6, "{what}: {v:?}");
@@ -603,7 +666,12 @@ fn check_reply(cmd: &str, args: &[Vec<u8>], v: &[i64], what: &str) {
             } else {
                 assert!(retry >= 1, "{what}: {v:?}");
             }
-            assert!(reset >= 1, "{what}: {v:?}");
+            // The state now (COST 0, a refund) may be an empty window.
+            let now_only = spec_check(cmd, args).is_ok_and(|c| c.refund || c.cost == 0);
+            assert!(
+                reset >= i64::from(!now_only || limited == 1),
+                "{what}: {v:?}"
+            );
         }
         "RL.DAYHOUR" => {
             assert_eq!(v.len(), 2, "{what}: {v:?}");
@@ -678,7 +746,7 @@ fn args_valid(cmd: &str, args: &[Vec<u8>]) -> bool {
 const MAX_CHECK_COST: i64 = 10_000;
 
 /// An RL.CHECK / RL.PEEK call's arguments as the SPEC reads them.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct CheckCall {
     /// `None` for `*`.
     now: Option<i64>,
@@ -686,6 +754,7 @@ struct CheckCall {
     rules: Vec<(i64, i64)>,
     cost: i64,
     refund: bool,
+    debit: bool,
     /// Where the options start among the arguments after the name.
     options_at: usize,
 }
@@ -731,19 +800,34 @@ fn spec_check(cmd: &str, args: &[Vec<u8>]) -> Result<CheckCall, Option<String>> 
     if rules.len() > MAX_RULES {
         return Err(None);
     }
-    let (mut cost, mut refund) = (None, false);
+    let (mut cost, mut refund, mut debit) = (None, false, false);
     let mut options = option_args.iter();
     while let Some(name) = options.next() {
-        if name.eq_ignore_ascii_case(b"COST") && cost.is_none() {
+        let is = |word: &[u8]| name.eq_ignore_ascii_case(word);
+        if is(b"COST") && cost.is_none() {
             cost = Some(options.next().ok_or(None)?);
-        } else if name.eq_ignore_ascii_case(b"REFUND") && cmd == "RL.CHECK" {
-            if refund {
-                return Err(Some(
-                    "ERR syntax error: option REFUND given twice".to_string(),
-                ));
+        } else if (is(b"REFUND") || is(b"DEBIT")) && cmd == "RL.CHECK" {
+            // Each once, and not both: the error names the second.
+            let (this, other) = if is(b"REFUND") {
+                (("REFUND", refund), ("DEBIT", debit))
+            } else {
+                (("DEBIT", debit), ("REFUND", refund))
+            };
+            if this.1 {
+                return Err(Some(format!(
+                    "ERR syntax error: option {} given twice",
+                    this.0
+                )));
             }
-            refund = true;
-        } else if name.eq_ignore_ascii_case(b"REFUND") {
+            if other.1 {
+                return Err(Some(format!(
+                    "ERR syntax error: option {} cannot be combined with {}",
+                    this.0, other.0
+                )));
+            }
+            refund |= is(b"REFUND");
+            debit |= is(b"DEBIT");
+        } else if is(b"REFUND") || is(b"DEBIT") {
             return Err(Some(format!(
                 "ERR syntax error: unknown option '{}' (expected COST)",
                 show(name)
@@ -753,10 +837,18 @@ fn spec_check(cmd: &str, args: &[Vec<u8>]) -> Result<CheckCall, Option<String>> 
         }
     }
     let smallest = rules.iter().map(|r| r.0).min().expect("a rule");
+    // RL.PEEK takes COST 0 (the state now); a refund or a debit any cost
+    // to 10000.
+    let lowest = i64::from(cmd == "RL.CHECK");
+    let highest = if refund || debit {
+        MAX_CHECK_COST
+    } else {
+        smallest.min(MAX_CHECK_COST)
+    };
     let cost = match cost {
         None => 1,
         Some(c) => spec_int(c)
-            .filter(|v| (1..=smallest.min(MAX_CHECK_COST)).contains(v))
+            .filter(|v| (lowest..=highest).contains(v))
             .ok_or(None)?,
     };
     Ok(CheckCall {
@@ -764,6 +856,7 @@ fn spec_check(cmd: &str, args: &[Vec<u8>]) -> Result<CheckCall, Option<String>> 
         rules,
         cost,
         refund,
+        debit,
         options_at: 2 + split,
     })
 }
@@ -823,13 +916,11 @@ fn read_zset(
 }
 
 /// The arguments of the RL.PEEK a refund's reply must equal: the refund's
-/// own, without `REFUND`.
+/// own up to the options, then `COST 0` (the state now).
 fn peek_of_refund(call: &CheckCall, args: &[Vec<u8>]) -> Vec<Vec<u8>> {
-    args.iter()
-        .enumerate()
-        .filter(|(i, a)| *i < call.options_at || !a.eq_ignore_ascii_case(b"REFUND"))
-        .map(|(_, a)| a.clone())
-        .collect()
+    let mut peek = args[..call.options_at].to_vec();
+    peek.extend([b"COST".to_vec(), b"0".to_vec()]);
+    peek
 }
 
 /// Ms from `t` until a member scored `s` leaves a window of `w` ms, rounded
@@ -854,10 +945,15 @@ fn window_decide(call: &CheckCall, t: i64, scores: &[f64]) -> [i64; 6] {
     for (i, &(count, w)) in call.rules.iter().enumerate() {
         let u = used(w);
         if admitted {
-            // The state the admission leaves: `cost` more members at `t`.
+            // The state the admission leaves: `cost` more members at `t`
+            // (none for `COST 0`, the state now: a window with no member
+            // resets at once).
             let remaining = count - u - cost;
-            let top = newest.map_or(t as f64, |n| n.max(t as f64));
-            let reset = leaves_after(top, w, t);
+            let reset = if cost == 0 {
+                newest.map_or(0, |n| leaves_after(n, w, t).max(0))
+            } else {
+                leaves_after(newest.map_or(t as f64, |n| n.max(t as f64)), w, t)
+            };
             let better =
                 binding.is_none_or(|(_, r, _, s)| remaining < r || (remaining == r && reset > s));
             if better {
@@ -927,18 +1023,34 @@ fn check_window_model(
             let kept = plan.members[..plan.members.len() - n].to_vec();
             let expiry = if kept.is_empty() { -2 } else { plan.expiry };
             (Some((kept, expiry)), n)
-        } else if cmd == "RL.CHECK" && v[0] == 0 {
+        } else if call.debit || (cmd == "RL.CHECK" && v[0] == 0) {
+            // New members' names: the set is not modelled.
             (None, 0)
         } else {
             (Some((plan.members.clone(), plan.expiry)), 0)
         };
-        let scores: Vec<f64> = want
+        let mut scores: Vec<f64> = want
             .as_ref()
             .map_or(&plan.members, |w| &w.0)
             .iter()
             .map(|m| m.1)
             .collect();
-        let reply = window_decide(call, t, &scores);
+        if call.debit {
+            // `cost` members scored `t`, whatever the rules say (the trim
+            // removes only members no rule counts).
+            scores.extend(std::iter::repeat_n(t as f64, call.cost as usize));
+            scores.sort_by(f64::total_cmp);
+        }
+        // A refund or a debit answers the state now: the peek with `COST 0`.
+        let reply = if call.refund || call.debit {
+            let now = CheckCall {
+                cost: 0,
+                ..call.clone()
+            };
+            window_decide(&now, t, &scores)
+        } else {
+            window_decide(call, t, &scores)
+        };
         let state_ok = want
             .as_ref()
             .is_none_or(|(m, e)| *m == after.members && *e == after.expiry);
@@ -1009,13 +1121,16 @@ impl Bucket {
 }
 
 /// A throttle call's arguments as the SPEC reads them.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct ThrottleCall {
     /// `None` for `*`.
     now: Option<i64>,
     rules: Vec<Bucket>,
     cost: i64,
     refund: bool,
+    debit: bool,
+    /// `RESERVE`'s `max_wait` in ms.
+    reserve: Option<i64>,
 }
 
 /// The arguments after the name (arity already fine) of RL.THROTTLE or
@@ -1053,28 +1168,51 @@ fn spec_throttle(cmd: &str, args: &[Vec<u8>]) -> Option<ThrottleCall> {
         }
         rules.push(rule);
     }
-    let (mut cost, mut refund) = (None, false);
+    let (mut cost, mut refund, mut debit, mut reserve) = (None, false, false, None);
     let mut options = option_args.iter();
     while let Some(name) = options.next() {
-        if name.eq_ignore_ascii_case(b"COST") && cost.is_none() {
+        let is = |word: &[u8]| name.eq_ignore_ascii_case(word);
+        // At most one of REFUND, DEBIT, RESERVE (the peek: only RESERVE).
+        let free = !refund && !debit && reserve.is_none();
+        if is(b"COST") && cost.is_none() {
             cost = Some(options.next()?);
-        } else if name.eq_ignore_ascii_case(b"REFUND") && cmd == "RL.THROTTLE" && !refund {
+        } else if is(b"REFUND") && cmd == "RL.THROTTLE" && free {
             refund = true;
+        } else if is(b"DEBIT") && cmd == "RL.THROTTLE" && free {
+            debit = true;
+        } else if is(b"RESERVE") && free {
+            // `t + max_wait <= 2^53-1`; for `*` the wall clock stands for
+            // the server's (the generator keeps away from the edge).
+            let t = now.unwrap_or_else(wall_ms);
+            reserve = Some(spec_int(options.next()?).filter(|w| (0..=MAX_SAFE - t).contains(w))?);
         } else {
             return None;
         }
     }
     let smallest = rules.iter().map(|r| r.burst).min()?;
+    // RL.THROTTLEPEEK takes COST 0 (the state now); a refund or a debit
+    // any cost.
+    let lowest = i64::from(cmd == "RL.THROTTLE");
+    let highest = if refund || debit { MAX_SAFE } else { smallest };
     let cost = match cost {
         None => 1,
-        Some(c) => spec_int(c).filter(|v| (1..=smallest).contains(v))?,
+        Some(c) => spec_int(c).filter(|v| (lowest..=highest).contains(v))?,
     };
     Some(ThrottleCall {
         now,
         rules,
         cost,
         refund,
+        debit,
+        reserve,
     })
+}
+
+/// This machine's clock in ms.
+fn wall_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// A stored TAT as the contract reads it: digits, no sign, no leading zero,
@@ -1101,6 +1239,8 @@ fn ceil_ms(ns: i128) -> i64 {
 fn gcra(call: &ThrottleCall, t: i64, tats: &[Option<i128>]) -> ([i64; 6], Option<Vec<i128>>) {
     let t_ns = i128::from(t) * NS;
     let cost = i128::from(call.cost);
+    // With RESERVE: admitted when every unit is due by `t + max_wait`.
+    let horizon = t_ns + i128::from(call.reserve.unwrap_or(0)) * NS;
     // Per rule: T, tau, base, new.
     let per: Vec<[i128; 4]> = call
         .rules
@@ -1111,7 +1251,7 @@ fn gcra(call: &ThrottleCall, t: i64, tats: &[Option<i128>]) -> ([i64; 6], Option
             [r.interval(), r.tau(), base, base + r.interval() * cost]
         })
         .collect();
-    let admitted = per.iter().all(|&[_, tau, _, new]| new - tau <= t_ns);
+    let admitted = per.iter().all(|&[_, tau, _, new]| new - tau <= horizon);
     // (index, remaining, retry_after, reset_after) of the binding rule.
     let mut binding: Option<(usize, i64, i64, i64)> = None;
     for (i, (&[interval, tau, base, new], rule)) in per.iter().zip(&call.rules).enumerate() {
@@ -1127,14 +1267,37 @@ fn gcra(call: &ThrottleCall, t: i64, tats: &[Option<i128>]) -> ([i64; 6], Option
             if better {
                 binding = Some((i, remaining, -1, reset));
             }
-        } else if new - tau > t_ns {
-            let retry = ceil_ms(new - tau - t_ns);
+        } else if new - tau > horizon {
+            let retry = ceil_ms(new - tau - horizon);
             if binding.is_none_or(|(_, _, r, _)| retry > r) {
                 binding = Some((i, remaining, retry, reset));
             }
         }
     }
-    let (b, remaining, retry, reset) = binding.expect("a binding rule");
+    let (mut b, mut remaining, mut retry, mut reset) = binding.expect("a binding rule");
+    if admitted && call.reserve.is_some() {
+        // The delay: until the latest rule's units are due (ties to the
+        // lower index), which binds when above 0.
+        let (latest, due) = per
+            .iter()
+            .enumerate()
+            .map(|(i, &[_, tau, _, new])| (i, new - tau))
+            .fold(None, |best: Option<(usize, i128)>, (i, d)| match best {
+                Some((_, bd)) if bd >= d => best,
+                _ => Some((i, d)),
+            })
+            .expect("a rule");
+        retry = ceil_ms(due - t_ns).max(0);
+        if retry > 0 {
+            let [interval, tau, _, new] = per[latest];
+            b = latest;
+            let left = (tau - (new - t_ns))
+                .div_euclid(interval)
+                .clamp(0, i128::from(call.rules[b].burst));
+            remaining = i64::try_from(left).expect("remaining within i64");
+            reset = ceil_ms(new - t_ns);
+        }
+    }
     let reply = [
         i64::from(!admitted),
         b as i64 + 1,
@@ -1209,9 +1372,37 @@ fn throttle_expect(cmd: &str, plan: &ThrottlePlan, clock: i64) -> ([i64; 6], Fie
             }
         }
         let expiry = if fields.is_empty() { -2 } else { plan.expiry };
-        return (gcra(call, t, &after).0, fields, expiry);
+        // Its reply is the state now: the peek with `COST 0`.
+        let now = ThrottleCall {
+            cost: 0,
+            ..call.clone()
+        };
+        return (gcra(&now, t, &after).0, fields, expiry);
     }
-    let (reply, new) = gcra(call, t, &plan.tats);
+    // A debit: every TAT moves by `cost` intervals from at least now,
+    // whatever the rules say, up to the storable range; the reply is the
+    // state now (the peek with `COST 0`).
+    let (reply, new) = if call.debit {
+        let t_ns = i128::from(t) * NS;
+        let new: Vec<i128> = call
+            .rules
+            .iter()
+            .zip(&plan.tats)
+            .map(|(r, tat)| {
+                let base = tat.unwrap_or(t_ns).max(t_ns);
+                (base + r.interval() * i128::from(call.cost)).min(2 * MAX_TAU)
+            })
+            .collect();
+        let now = ThrottleCall {
+            cost: 0,
+            debit: false,
+            ..call.clone()
+        };
+        let after: Vec<Option<i128>> = new.iter().copied().map(Some).collect();
+        (gcra(&now, t, &after).0, Some(new))
+    } else {
+        gcra(call, t, &plan.tats)
+    };
     match new {
         Some(new) if cmd == "RL.THROTTLE" => {
             for (r, tat) in call.rules.iter().zip(&new) {
@@ -1420,6 +1611,7 @@ struct Tally {
     rejected: u64,
     errors: u64,
     refunds: u64,
+    debits: u64,
 }
 
 /// Runs `calls` random calls, a share `structured` of them mutated from valid
@@ -1515,7 +1707,8 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
             .flatten();
         let zset_after = match (&call, &result) {
             (Some(call), Ok(_)) => {
-                let peek = (call.refund && call.now.is_some()).then(|| peek_of_refund(call, &args));
+                let peek = ((call.refund || call.debit) && call.now.is_some())
+                    .then(|| peek_of_refund(call, &args));
                 let z = read_zset(&mut con, &args[0], peek.as_deref())
                     .unwrap_or_else(|e| panic!("{what}: reading the set back: {e}"));
                 if let Some(p) = &z.peek {
@@ -1567,17 +1760,24 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
                     "RL.DAYHOUR" => v[0] > parse(&args[2]) || v[1] > parse(&args[3]),
                     _ => v[0] == 1,
                 };
-                // A refund counts as a call and a refund only.
-                let refund = match cmd {
-                    "RL.THROTTLE" => spec_throttle(cmd, &args).is_some_and(|c| c.refund),
-                    "RL.CHECK" => call.as_ref().is_some_and(|c| c.refund),
-                    _ => false,
+                // A refund counts as a call and a refund only; a debit as a
+                // call and a debit.
+                let (refund, debit) = match cmd {
+                    "RL.THROTTLE" => {
+                        spec_throttle(cmd, &args).map_or((false, false), |c| (c.refund, c.debit))
+                    }
+                    "RL.CHECK" => call
+                        .as_ref()
+                        .map_or((false, false), |c| (c.refund, c.debit)),
+                    _ => (false, false),
                 };
-                if matches!(cmd, "RL.THROTTLE" | "RL.CHECK") && !refund && !limited {
+                if matches!(cmd, "RL.THROTTLE" | "RL.CHECK") && !refund && !debit && !limited {
                     last_admitted.insert(cmd, args.clone());
                 }
                 if refund {
                     tally.refunds += 1;
+                } else if debit {
+                    tally.debits += 1;
                 } else if limited {
                     tally.rejected += 1;
                 } else {
@@ -1606,8 +1806,9 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
                     assert_eq!(v[2], parse(&args[4]), "{what}: lock ttl");
                     assert_unchanged_except(&before, &after, now_ms, &[lock, count], &what);
                 } else if is_throttle(cmd) {
-                    // Only an admission or a refund writes, and only its key.
-                    if cmd == "RL.THROTTLE" && (refund || !limited) {
+                    // Only an admission, a refund or a debit writes, and
+                    // only its key.
+                    if cmd == "RL.THROTTLE" && (refund || debit || !limited) {
                         let key = args[0].as_slice();
                         assert_unchanged_except(&before, &after, now_ms, &[key], &what);
                     } else {
@@ -1617,8 +1818,9 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
                         check_throttle_model(cmd, plan, &v, hash, &what);
                     }
                 } else if is_window(cmd) {
-                    // Only an admission or a refund writes, and only its key.
-                    if cmd == "RL.CHECK" && (refund || !limited) {
+                    // Only an admission, a refund or a debit writes, and
+                    // only its key.
+                    if cmd == "RL.CHECK" && (refund || debit || !limited) {
                         let key = args[0].as_slice();
                         assert_unchanged_except(&before, &after, now_ms, &[key], &what);
                     } else {
@@ -1765,6 +1967,11 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
             } else {
                 0
             },
+            debits: if refunds {
+                field(format!("ratelimit_{prefix}_debits"))
+            } else {
+                0
+            },
         };
         eprintln!("{cmd}: {want:?}");
         if cmd == "RL.CHECK" {
@@ -1784,6 +1991,7 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
             );
             if cmd == "RL.THROTTLE" {
                 assert!(want.refunds > 0, "seed {seed}: no refund: {want:?}");
+                assert!(want.debits > 0, "seed {seed}: no debit: {want:?}");
             }
         }
         if all_outcomes && cmd == "RL.CHECK" {

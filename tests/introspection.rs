@@ -41,8 +41,14 @@ fn info_counters_move_by_the_right_amounts() {
     let mut con = s.con();
     let mut want: HashMap<&str, [u64; 4]> = PREFIXES.iter().map(|p| (*p, [0; 4])).collect();
     assert_eq!(counters(&mut con), want, "fresh server");
-    // Four per command, and `_refunds` for the commands that take REFUND.
-    assert_eq!(rl_stats(&mut con).len(), 35, "exactly the 35 counters");
+    // Four per command, and `_refunds` and `_debits` for the commands that
+    // take REFUND and DEBIT (SPEC "Observability").
+    assert_eq!(rl_stats(&mut con).len(), 38, "exactly the 38 counters");
+    for name in ["check", "throttle", "quota"] {
+        for kind in ["refunds", "debits"] {
+            assert_eq!(rl_stats(&mut con)[&format!("ratelimit_{name}_{kind}")], 0);
+        }
+    }
     let info: String = redis::cmd("INFO").arg("ratelimit").query(&mut con).unwrap();
     let tzdb = info_field(&info, "ratelimit_tzdb_version").expect("tzdb_version");
     assert!(tzdb.len() == 5 && tzdb.starts_with("20"), "{tzdb}");
@@ -99,19 +105,27 @@ fn info_counters_move_by_the_right_amounts() {
     want.insert("lockcount", [5, 2, 2, 1]);
     assert_eq!(counters(&mut con), want, "after RL.LOCKCOUNT");
 
-    // RL.THROTTLE: 1 admitted, 1 rejected, 1 refund (not admitted), 1 error;
-    // its peek counts what it would do.
+    // RL.THROTTLE: 1 admitted, 1 rejected, 1 refund and 1 debit (neither
+    // admitted nor rejected: a debit that leaves the bucket over its limit
+    // answers limited 1 all the same), 1 error; its peek counts what it
+    // would do.
     assert_eq!(ints(&mut con, "RL.THROTTLE th 5 1 1 100000")[0], 0);
     assert_eq!(ints(&mut con, "RL.THROTTLE th 5 1 1 100000")[0], 1);
     assert_eq!(ints(&mut con, "RL.THROTTLE th 5 1 1 100000 REFUND")[0], 0);
+    assert_eq!(
+        ints(&mut con, "RL.THROTTLE th 5 1 1 100000 COST 3 DEBIT")[0],
+        1
+    );
     err(&mut con, "RL.THROTTLE th 5 1 1 100000 COST 2");
-    want.insert("throttle", [4, 1, 1, 1]);
-    assert_eq!(ints(&mut con, "RL.THROTTLEPEEK th 5 1 1 100000")[0], 0);
+    want.insert("throttle", [5, 1, 1, 1]);
+    assert_eq!(ints(&mut con, "RL.THROTTLEPEEK th 5 1 1 100000")[0], 1);
     err(&mut con, "RL.THROTTLEPEEK th 5 1 1 100000 REFUND");
-    want.insert("throttlepeek", [2, 1, 0, 1]);
+    want.insert("throttlepeek", [2, 0, 1, 1]);
     assert_eq!(counters(&mut con), want, "after RL.THROTTLE");
     assert_eq!(rl_stats(&mut con)["ratelimit_throttle_refunds"], 1);
+    assert_eq!(rl_stats(&mut con)["ratelimit_throttle_debits"], 1);
     assert_eq!(rl_stats(&mut con)["ratelimit_check_refunds"], 0);
+    assert_eq!(rl_stats(&mut con)["ratelimit_check_debits"], 0);
 
     // CONFIG RESETSTAT clears Redis's own command stats but not these.
     let before: String = redis::cmd("INFO")

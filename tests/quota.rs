@@ -147,10 +147,11 @@ fn refunds_peeks_and_fields_of_other_periods() {
     let peek = ints(&mut con, &format!("RL.QUOTAPEEK r {t} UTC DAY 5 COST 2"));
     assert_same_keyspace(&before, &snapshot(&mut con), "QUOTAPEEK");
     assert_eq!(peek[..4], [0, 1, 5, 0]);
-    // A refund lowers the current bucket and replies with the peek after it.
+    // A refund lowers the current bucket and replies with the state now:
+    // 3 can pass at once.
     assert_eq!(
         ints(&mut con, &format!("RL.QUOTA r {t} UTC DAY 5 REFUND"))[..4],
-        [0, 1, 5, 2]
+        [0, 1, 5, 3]
     );
     assert_eq!(hgetall(&mut con, "r")["day:2026-11-30T00:00+00:00"], "2");
     assert_eq!(
@@ -260,15 +261,25 @@ fn errors_write_nothing() {
         assert!(got.starts_with(want), "{line}: {got}");
     }
     // A cost above a limit is a rejection (the limit may be raised), and a
-    // limit of 0 refuses everything.
+    // limit of 0 refuses everything; waiting cannot help: retry_after -1.
     assert_eq!(
-        ints(&mut con, &format!("RL.QUOTA q {t} UTC DAY 1 COST 2"))[..2],
-        [1, 1]
+        ints(&mut con, &format!("RL.QUOTA q {t} UTC DAY 1 COST 2"))[..5],
+        [1, 1, 1, 1, -1]
     );
     assert_eq!(
-        ints(&mut con, &format!("RL.QUOTA q {t} UTC HOUR 5 DAY 0"))[..2],
-        [1, 2]
+        ints(&mut con, &format!("RL.QUOTA q {t} UTC HOUR 5 DAY 0"))[..5],
+        [1, 2, 0, 0, -1]
     );
+    // It binds before a period that refuses until its bucket ends.
+    run(&mut con, &format!("RL.QUOTA q2 {t} UTC DAY 3 COST 3"));
+    assert_eq!(
+        ints(
+            &mut con,
+            &format!("RL.QUOTA q2 {t} UTC DAY 3 HOUR 2 COST 3")
+        )[..5],
+        [1, 2, 2, 2, -1]
+    );
+    run(&mut con, "DEL q2");
     assert_same_keyspace(&before, &snapshot(&mut con), "errors and rejections");
 }
 

@@ -101,11 +101,11 @@ fn refunds_give_units_back_never_beyond_a_full_bucket() {
         run(&mut con, &format!("RL.THROTTLE r {T} 3 1 1000"));
     }
     let expiry = pexpiretime(&mut con, "r");
-    // The reply is the peek after the refund: one more unit would pass
-    // and leave 0, full again in 3 s.
+    // The reply is the state now: one unit can pass at once, and the
+    // bucket is full again in 2 s.
     assert_eq!(
         ints(&mut con, &format!("RL.THROTTLE r {T} 3 1 1000 REFUND")),
-        [0, 1, 3, 0, -1, 3000]
+        [0, 1, 3, 1, -1, 2000]
     );
     assert_eq!(
         hgetall(&mut con, "r"),
@@ -121,7 +121,7 @@ fn refunds_give_units_back_never_beyond_a_full_bucket() {
             &mut con,
             &format!("RL.THROTTLE r {T} 3 1 1000 COST 3 REFUND")
         ),
-        [0, 1, 3, 0, -1, 3000]
+        [0, 1, 3, 3, -1, 0]
     );
     assert!(!exists(&mut con, "r"), "a full bucket is no state");
     // Refunding into nothing writes nothing.
@@ -159,7 +159,7 @@ fn errors_write_nothing() {
         ),
         (
             format!("RL.THROTTLEPEEK good {T} 2 2 1000 REFUND"),
-            "ERR syntax error: unknown option 'REFUND' (expected COST)",
+            "ERR syntax error: unknown option 'REFUND' (expected COST or RESERVE)",
         ),
         (format!("RL.THROTTLE str {T} 2 2 1000"), "WRONGTYPE"),
         (

@@ -1,5 +1,6 @@
-//! `RL.CHECK key now count window [count window ...] [COST cost]` and
-//! `RL.PEEK` (same arguments, writes nothing).
+//! `RL.CHECK key now count window [count window ...] [COST cost] [REFUND |
+//! DEBIT]` and `RL.PEEK` (no `REFUND` or `DEBIT`, `COST 0` allowed; writes
+//! nothing). A debit writes as an admission does, without a decision.
 //!
 //! Reads, per distinct window: the set's lowest and highest scores answer
 //! when the window's edge lies outside them; else at most [`STEP_CAP`]
@@ -61,14 +62,21 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
             ctx.signal_modified(*key_name)?;
             view = RedisLog::read(ctx, *key_name, &key)?;
         }
+        // The reply is the state now: RL.PEEK with COST 0 after the refund.
         let newest = view.newest();
-        let d = decide(&parsed.rules, parsed.cost, t, newest, &mut view)?;
+        let d = decide(&parsed.rules, 0, t, newest, &mut view)?;
         return Ok(Outcome::refund(&d.reply()));
     }
 
     let newest = view.newest();
-    let decision = decide(&parsed.rules, parsed.cost, t, newest, &mut view)?;
-    if write && !decision.limited {
+    // A debit is recorded whatever the rules say (SPEC "Debits"): no
+    // decision before it.
+    let decision = if parsed.debit {
+        None
+    } else {
+        Some(decide(&parsed.rules, parsed.cost, t, newest, &mut view)?)
+    };
+    if write && decision.is_none_or(|d| !d.limited) {
         let plan = admission(
             &parsed.rules,
             parsed.cost,
@@ -84,7 +92,16 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
         });
         apply(ctx, *key_name, &key, &plan, trim)?;
     }
-    Ok(Outcome::new(&decision.reply(), !decision.limited))
+    match decision {
+        Some(d) => Ok(Outcome::new(&d.reply(), !d.limited)),
+        None => {
+            // The reply is the state now: RL.PEEK with COST 0 after the debit.
+            let mut view = RedisLog::read(ctx, *key_name, &key)?;
+            let newest = view.newest();
+            let d = decide(&parsed.rules, 0, t, newest, &mut view)?;
+            Ok(Outcome::debit(&d.reply()))
+        }
+    }
 }
 
 /// Members a call steps through, from the nearer end of the set, before it

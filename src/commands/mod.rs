@@ -44,6 +44,11 @@ impl Outcome {
         Self::of(values, stats::Kind::Refund)
     }
 
+    /// A debit: counted as a call and a debit, not as admitted or rejected.
+    pub fn debit(values: &[i64]) -> Outcome {
+        Self::of(values, stats::Kind::Debit)
+    }
+
     fn of(values: &[i64], kind: stats::Kind) -> Outcome {
         let mut reply = [0; 6];
         let len = values.len().min(reply.len());
@@ -82,6 +87,7 @@ impl<'a> KeyedCall<'a> {
                 server_time: context.server_time,
                 max_future_ms: crate::config::MAX_FUTURE_MS
                     .load(std::sync::atomic::Ordering::Relaxed),
+                max_past_ms: crate::config::MAX_PAST_MS.load(std::sync::atomic::Ordering::Relaxed),
             },
         })
     }

@@ -1,5 +1,6 @@
-//! `RL.QUOTA key now zone period limit [...] [COST cost] [REFUND]` and
-//! `RL.QUOTAPEEK` (same arguments but `REFUND`, writes nothing).
+//! `RL.QUOTA key now zone period limit [...] [COST cost] [REFUND | DEBIT]`
+//! and `RL.QUOTAPEEK` (no `REFUND` or `DEBIT`, `COST 0` allowed; writes
+//! nothing). A debit writes as an admission does, whatever the limits say.
 //!
 //! State: one hash per key, one field per calendar bucket,
 //! `<period>:<local start with offset>` (`day:2026-12-01T00:00+08:00`),
@@ -35,6 +36,7 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
         periods,
         cost,
         refund,
+        debit,
     } = parse_quota(&call.args, write, clock)?;
     let (server_time, t) = (clock.server_time, clock.resolve(now));
     // Argument errors (a `now` past year 9999 in this zone) before any read.
@@ -80,30 +82,82 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
             }
         }
         writes.finish(None)?;
-        let d = calendar::decide(&periods, &buckets, &after, cost, t);
+        // The reply is the state now: RL.QUOTAPEEK with COST 0 after it.
+        let d = calendar::decide(&periods, &buckets, &after, 0, t);
         return Ok(Outcome::refund(&d.reply()));
+    }
+
+    if debit {
+        // Recorded whether or not it fits (SPEC "Debits"), written as an
+        // admission; the reply is the state now.
+        let after: Vec<i64> = counts.iter().map(|&c| calendar::debit(c, cost)).collect();
+        let current = Current {
+            periods: &periods,
+            buckets: &buckets,
+            fields: &fields,
+        };
+        record(ctx, *key_name, &key, &current, &after, server_time, t)?;
+        let d = calendar::decide(&periods, &buckets, &after, 0, t);
+        return Ok(Outcome::debit(&d.reply()));
     }
 
     let decision = calendar::decide(&periods, &buckets, &counts, cost, t);
     if write && !decision.limited {
-        let expiry = key.expire_at()?;
-        let expire_at = calendar::expire_at(&buckets, expiry, server_time, t);
-        let stale = stale_fields(ctx, *key_name, &key, &periods, &buckets, &fields)?;
-        let mut writes = HashWrites::new(ctx, *key_name, &key);
-        let mut digits = [0u8; 20];
-        for (&(field, _), &count) in fields.iter().zip(&counts) {
-            // Counts and cost are at most 2^53-1 and count + cost <= limit.
-            writes.set(field, decimal(count + cost, &mut digits))?;
-        }
-        for name in &stale {
-            let field = strings.bytes(name)?;
-            writes.delete(field)?;
-        }
-        // Within a bucket with `now = *` the expiry is the same every call:
-        // neither set nor replicated again.
-        writes.finish((Some(expire_at) != expiry).then_some(expire_at))?;
+        // Counts and cost are at most 2^53-1 and count + cost <= limit.
+        let after: Vec<i64> = counts.iter().map(|&c| c + cost).collect();
+        let current = Current {
+            periods: &periods,
+            buckets: &buckets,
+            fields: &fields,
+        };
+        record(ctx, *key_name, &key, &current, &after, server_time, t)?;
     }
     Ok(Outcome::new(&decision.reply(), !decision.limited))
+}
+
+/// The call's periods, their current buckets, and each bucket's field with
+/// its count as stored.
+struct Current<'a> {
+    periods: &'a [(calendar::Period, i64)],
+    buckets: &'a [Bucket],
+    fields: &'a [(RString, Option<i64>)],
+}
+
+/// The writes of an admission or a debit: each current bucket's field set
+/// to its new count, stale buckets of the named periods removed, the
+/// expiry moved when it changes.
+fn record(
+    ctx: Ctx,
+    key_name: RString,
+    key: &Key,
+    current: &Current,
+    counts: &[i64],
+    server_time: i64,
+    t: i64,
+) -> Result<(), Error> {
+    let expiry = key.expire_at()?;
+    let expire_at = calendar::expire_at(current.buckets, expiry, server_time, t);
+    let stale = stale_fields(
+        ctx,
+        key_name,
+        key,
+        current.periods,
+        current.buckets,
+        current.fields,
+    )?;
+    let mut strings = OwnedStrings::new(ctx);
+    let mut writes = HashWrites::new(ctx, key_name, key);
+    let mut digits = [0u8; 20];
+    for (&(field, _), &count) in current.fields.iter().zip(counts) {
+        writes.set(field, decimal(count, &mut digits))?;
+    }
+    for name in &stale {
+        let field = strings.bytes(name)?;
+        writes.delete(field)?;
+    }
+    // Within a bucket with `now = *` the expiry is the same every call:
+    // neither set nor replicated again.
+    writes.finish((Some(expire_at) != expiry).then_some(expire_at))
 }
 
 /// Fields RL.QUOTA examines for stale buckets per admitted call (see

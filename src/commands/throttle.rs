@@ -1,5 +1,6 @@
-//! `RL.THROTTLE key now burst count window [...] [COST cost] [REFUND]` and
-//! `RL.THROTTLEPEEK` (same arguments but `REFUND`, writes nothing).
+//! `RL.THROTTLE key now burst count window [...] [COST cost] [REFUND | DEBIT
+//! | RESERVE max_wait]` and `RL.THROTTLEPEEK` (no `REFUND` or `DEBIT`, `COST
+//! 0` allowed; writes nothing).
 //!
 //! State: one hash per key, one field per rule named by its window in ms,
 //! holding the rule's theoretical arrival time (TAT) in ns. Reads one field
@@ -10,7 +11,7 @@
 //! `HSET`, and `PEXPIREAT` when the expiry moved.
 //! A refund writes the refunded fields (`HSET`), removes those back at a
 //! full bucket (`HDEL`, or `DEL` when the hash is left empty) and keeps the
-//! expiry.
+//! expiry. A debit writes as an admission does, whatever the rules say.
 
 use super::{hash_state::HashWrites, KeyedCall, Outcome};
 use crate::core::args::{parse_throttle, ThrottleArgs};
@@ -34,6 +35,8 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
         rules,
         cost,
         refund,
+        debit,
+        reserve,
     } = parse_throttle(&call.args, write, clock)?;
     let (server_time, t) = (clock.server_time, clock.resolve(now));
     if write && !refund {
@@ -63,11 +66,33 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
             }
         }
         writes.finish(None)?;
-        let d = gcra::decide(&rules, cost, t, &after).decision;
+        // The reply is the state now: RL.THROTTLEPEEK with COST 0 after it.
+        let d = gcra::decide(&rules, 0, t, &after).decision;
         return Ok(Outcome::refund(&d.reply()));
     }
 
-    let decision = gcra::decide(&rules, cost, t, &tats);
+    if debit {
+        // Recorded whether or not it fits (SPEC "Debits"), written as an
+        // admission; the reply is the state now.
+        let new_tats = gcra::debit(&rules, cost, t, &tats);
+        apply(
+            ctx,
+            *key_name,
+            &key,
+            &rules,
+            fields,
+            &new_tats,
+            server_time,
+            t,
+        )?;
+        let after: Vec<Option<u128>> = new_tats.into_iter().map(Some).collect();
+        let d = gcra::decide(&rules, 0, t, &after).decision;
+        return Ok(Outcome::debit(&d.reply()));
+    }
+
+    // With RESERVE the call is admitted when its units are due within
+    // `max_wait` and answers the delay (SPEC "Reservations").
+    let decision = gcra::decide_reserving(&rules, cost, t, &tats, reserve);
     if let (true, Some(new_tats)) = (write, &decision.new_tats) {
         apply(
             ctx,

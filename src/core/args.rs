@@ -31,15 +31,18 @@ pub struct Rule {
     pub window: i64,
 }
 
-/// `RL.CHECK` / `RL.PEEK key now count window [count window ...] [COST cost]`
-/// without the key.
+/// `RL.CHECK` / `RL.PEEK key now count window [count window ...] [COST cost]
+/// [REFUND | DEBIT]` without the key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckArgs {
     pub now: Now,
     pub rules: Vec<Rule>,
+    /// 0 only in RL.PEEK (the state now).
     pub cost: i64,
     /// `REFUND` (RL.CHECK only).
     pub refund: bool,
+    /// `DEBIT` (RL.CHECK only).
+    pub debit: bool,
 }
 
 /// `RL.DAYHOUR daykey hourkey daylimit hourlimit dayttl hourttl` without keys.
@@ -82,11 +85,13 @@ fn limit(arg: &[u8], what: &str) -> Result<i64, Error> {
 }
 
 /// What `now` is checked against: the server clock read once for the call,
-/// and the clock guard `ratelimit.max-future-ms` (0 = off).
+/// and the clock guards `ratelimit.max-future-ms` and
+/// `ratelimit.max-past-ms` (0 = off).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Clock {
     pub server_time: i64,
     pub max_future_ms: i64,
+    pub max_past_ms: i64,
 }
 
 impl Clock {
@@ -95,6 +100,7 @@ impl Clock {
     pub const UNGUARDED: Clock = Clock {
         server_time: 0,
         max_future_ms: 0,
+        max_past_ms: 0,
     };
 
     /// The call's time in ms: the server's for `*`.
@@ -107,8 +113,9 @@ impl Clock {
 }
 
 /// Parses `now`: `*` or an integer in `[0, 2^53-1]`, and with the clock
-/// guard on, at most `max_future_ms` ahead of the server clock (a caller
-/// sending microseconds would otherwise stamp units ~55,000 years ahead).
+/// guards on, at most `max_future_ms` ahead of the server clock (a caller
+/// sending microseconds would otherwise stamp units ~55,000 years ahead)
+/// and at most `max_past_ms` behind it (seconds read as January 1970).
 pub fn parse_now(arg: &[u8], clock: &Clock) -> Result<Now, Error> {
     if arg == b"*" {
         return Ok(Now::Server);
@@ -125,6 +132,14 @@ pub fn parse_now(arg: &[u8], clock: &Clock) -> Result<Now, Error> {
             show(arg),
             t - clock.server_time,
             clock.max_future_ms
+        )));
+    }
+    if clock.max_past_ms > 0 && clock.server_time - t > clock.max_past_ms {
+        return Err(Error::Arg(format!(
+            "invalid now '{}': {} ms behind the server clock, more than ratelimit.max-past-ms ({}); is it in ms?",
+            show(arg),
+            clock.server_time - t,
+            clock.max_past_ms
         )));
     }
     Ok(Now::At(t))
@@ -158,8 +173,9 @@ fn split_rules<'a, 'b>(
     Ok((now, rules, options))
 }
 
-/// Parses the arguments of RL.CHECK (`refund` allowed) or RL.PEEK after the key.
-pub fn parse_check(args: &[&[u8]], refund: bool, clock: &Clock) -> Result<CheckArgs, Error> {
+/// Parses the arguments of RL.CHECK (`write`: `REFUND` and `DEBIT` allowed)
+/// or RL.PEEK (`COST 0` allowed) after the key.
+pub fn parse_check(args: &[&[u8]], write: bool, clock: &Clock) -> Result<CheckArgs, Error> {
     let (now, rule_args, option_args) = split_rules(args, clock)?;
 
     let mut rules = Vec::with_capacity(rule_args.len() / 2);
@@ -188,15 +204,33 @@ pub fn parse_check(args: &[&[u8]], refund: bool, clock: &Clock) -> Result<CheckA
     if rules.len() > MAX_RULES {
         return Err(too_many_rules(rules.len()));
     }
-    let options = parse_options(option_args, refund)?;
+    let accepts = Accepts {
+        refund: write,
+        debit: write,
+        reserve: false,
+    };
+    let options = parse_options(option_args, accepts, clock.resolve(now))?;
     let smallest = rules.iter().map(|r| r.count).min().unwrap_or(1);
-    let cost = options.cost(smallest.min(MAX_COST))?;
+    // A refund or a debit is not capped by the rules, only by the members
+    // one call may add or remove.
+    let cost = if options.refund || options.debit {
+        options.cost(1, MAX_COST)?
+    } else {
+        options.cost(lowest_cost(write), smallest.min(MAX_COST))?
+    };
     Ok(CheckArgs {
         now,
         rules,
         cost,
         refund: options.refund,
+        debit: options.debit,
     })
+}
+
+/// The smallest `COST`: 0 in the peeks (the state now), 1 in the writing
+/// commands.
+fn lowest_cost(write: bool) -> i64 {
+    i64::from(write)
 }
 
 fn too_many_rules(n: usize) -> Error {
@@ -205,71 +239,166 @@ fn too_many_rules(n: usize) -> Error {
     ))
 }
 
-/// The options after the rules: `COST cost` and, where the command takes it,
-/// `REFUND`; names case-insensitive, each at most once. `COST`'s value is
-/// checked against the rules afterwards ([`Options::cost`]), as the SPEC
-/// orders argument errors.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Options<'a> {
-    cost_arg: Option<&'a [u8]>,
+/// The options a command takes besides `COST`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Accepts {
+    /// `REFUND` (the writing commands).
     pub refund: bool,
+    /// `DEBIT` (the writing commands).
+    pub debit: bool,
+    /// `RESERVE max_wait` (RL.THROTTLE and RL.THROTTLEPEEK).
+    pub reserve: bool,
 }
 
-impl Options<'_> {
-    /// The cost: 1 by default, else `COST`'s value within `[1, max]`.
-    pub fn cost(&self, max: i64) -> Result<i64, Error> {
-        match self.cost_arg {
-            None => Ok(1),
-            Some(arg) => ranged(arg, "cost", 1, max),
+impl Accepts {
+    /// The option names, for "unknown option" messages: `COST, REFUND or DEBIT`.
+    fn names(&self) -> String {
+        let mut names = vec!["COST"];
+        for (on, name) in [
+            (self.refund, "REFUND"),
+            (self.debit, "DEBIT"),
+            (self.reserve, "RESERVE"),
+        ] {
+            if on {
+                names.push(name);
+            }
+        }
+        match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => names.join(""),
         }
     }
 }
 
-/// Parses the options of RL.CHECK, RL.THROTTLE, RL.QUOTA and their peeks;
-/// `refund` says whether `REFUND` is one of them.
-pub fn parse_options<'a>(args: &[&'a [u8]], refund: bool) -> Result<Options<'a>, Error> {
-    let expected = if refund { "COST or REFUND" } else { "COST" };
+/// The options after the rules: `COST cost` and, where the command takes
+/// them, `REFUND`, `DEBIT`, `RESERVE max_wait`; names case-insensitive, each
+/// at most once, and at most one of `REFUND`, `DEBIT`, `RESERVE` (SPEC: an
+/// argument error naming the second). `COST`'s value is checked against the
+/// rules afterwards ([`Options::cost`]), as the SPEC orders argument errors.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options<'a> {
+    cost_arg: Option<&'a [u8]>,
+    pub refund: bool,
+    pub debit: bool,
+    /// `RESERVE`'s `max_wait` in ms.
+    pub reserve: Option<i64>,
+}
+
+impl Options<'_> {
+    /// The cost: 1 by default, else `COST`'s value within `[lo, max]` (`lo`
+    /// 0 in the peeks, where `COST 0` asks for the state now).
+    pub fn cost(&self, lo: i64, max: i64) -> Result<i64, Error> {
+        match self.cost_arg {
+            None => Ok(1),
+            Some(arg) => ranged(arg, "cost", lo, max),
+        }
+    }
+
+    /// The option among `REFUND`, `DEBIT`, `RESERVE` already given.
+    fn mode(&self) -> Option<&'static str> {
+        if self.refund {
+            Some("REFUND")
+        } else if self.debit {
+            Some("DEBIT")
+        } else if self.reserve.is_some() {
+            Some("RESERVE")
+        } else {
+            None
+        }
+    }
+}
+
+/// Parses the options of RL.CHECK, RL.THROTTLE, RL.QUOTA and their peeks.
+/// `t` is the call's time in ms: `RESERVE`'s `max_wait` must keep `t +
+/// max_wait` within `2^53-1`.
+pub fn parse_options<'a>(
+    args: &[&'a [u8]],
+    accepts: Accepts,
+    t: i64,
+) -> Result<Options<'a>, Error> {
     let mut options = Options::default();
     let mut args = args.iter();
     while let Some(&name) = args.next() {
-        if name.eq_ignore_ascii_case(b"COST") {
-            if options.cost_arg.is_some() {
-                return Err(Error::Arg("syntax error: option COST given twice".into()));
+        let upper = name.to_ascii_uppercase();
+        let given_twice = match upper.as_slice() {
+            b"COST" => options.cost_arg.is_some(),
+            b"REFUND" if accepts.refund => options.refund,
+            b"DEBIT" if accepts.debit => options.debit,
+            b"RESERVE" if accepts.reserve => options.reserve.is_some(),
+            _ => {
+                return Err(Error::Arg(format!(
+                    "syntax error: unknown option '{}' (expected {})",
+                    show(name),
+                    accepts.names()
+                )))
             }
-            let Some(&value) = args.next() else {
-                return Err(Error::Arg("syntax error: option COST needs a value".into()));
-            };
-            options.cost_arg = Some(value);
-        } else if refund && name.eq_ignore_ascii_case(b"REFUND") {
-            if options.refund {
-                return Err(Error::Arg("syntax error: option REFUND given twice".into()));
-            }
-            options.refund = true;
-        } else {
+        };
+        let upper = String::from_utf8_lossy(&upper).into_owned();
+        if given_twice {
             return Err(Error::Arg(format!(
-                "syntax error: unknown option '{}' (expected {expected})",
-                show(name)
+                "syntax error: option {upper} given twice"
             )));
+        }
+        if upper != "COST" {
+            if let Some(first) = options.mode() {
+                return Err(Error::Arg(format!(
+                    "syntax error: option {upper} cannot be combined with {first}"
+                )));
+            }
+        }
+        match upper.as_str() {
+            "COST" => {
+                let Some(&value) = args.next() else {
+                    return Err(Error::Arg("syntax error: option COST needs a value".into()));
+                };
+                options.cost_arg = Some(value);
+            }
+            "REFUND" => options.refund = true,
+            "DEBIT" => options.debit = true,
+            _ => {
+                let Some(&value) = args.next() else {
+                    return Err(Error::Arg(
+                        "syntax error: option RESERVE needs a value".into(),
+                    ));
+                };
+                // `t + max_wait <= 2^53-1`: no reservation stores a time
+                // beyond the storable range.
+                let most = MAX_SAFE.saturating_sub(t.max(0));
+                let wait = parse_in_range(value, 0, most).ok_or_else(|| {
+                    Error::Arg(format!(
+                        "invalid RESERVE max_wait '{}': {} (now + max_wait at most {MAX_SAFE})",
+                        show(value),
+                        expected(0, most)
+                    ))
+                })?;
+                options.reserve = Some(wait);
+            }
         }
     }
     Ok(options)
 }
 
 /// `RL.THROTTLE` / `RL.THROTTLEPEEK key now burst count window [...]
-/// [COST cost] [REFUND]` without the key.
+/// [COST cost] [REFUND | DEBIT | RESERVE max_wait]` without the key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ThrottleArgs {
     pub now: Now,
     pub rules: Vec<Gcra>,
+    /// 0 only in RL.THROTTLEPEEK (the state now).
     pub cost: i64,
     pub refund: bool,
+    pub debit: bool,
+    /// `RESERVE`'s `max_wait` in ms.
+    pub reserve: Option<i64>,
 }
 
-/// Parses the arguments of RL.THROTTLE (`refund` allowed) or RL.THROTTLEPEEK
-/// after the key. Left to right: `now`; each rule's burst, count, window,
-/// then its emission interval and tolerance, then that its window is new;
-/// the cap; the options; `COST` against the smallest burst.
-pub fn parse_throttle(args: &[&[u8]], refund: bool, clock: &Clock) -> Result<ThrottleArgs, Error> {
+/// Parses the arguments of RL.THROTTLE (`write`: `REFUND` and `DEBIT`
+/// allowed) or RL.THROTTLEPEEK (`COST 0` allowed) after the key; both take
+/// `RESERVE`. Left to right: `now`; each rule's burst, count, window, then
+/// its emission interval and tolerance, then that its window is new; the
+/// cap; the options; `COST` against the smallest burst (any cost up to
+/// 2^53-1 with `REFUND` or `DEBIT`).
+pub fn parse_throttle(args: &[&[u8]], write: bool, clock: &Clock) -> Result<ThrottleArgs, Error> {
     let (now, rule_args, option_args) = split_rules(args, clock)?;
 
     let mut rules: Vec<Gcra> = Vec::with_capacity((rule_args.len() / 3).min(MAX_RULES + 1));
@@ -315,34 +444,49 @@ pub fn parse_throttle(args: &[&[u8]], refund: bool, clock: &Clock) -> Result<Thr
             "at least one rule 'burst count window' is required".into(),
         ));
     }
-    let options = parse_options(option_args, refund)?;
+    let accepts = Accepts {
+        refund: write,
+        debit: write,
+        reserve: true,
+    };
+    let options = parse_options(option_args, accepts, clock.resolve(now))?;
     let smallest = rules.iter().map(|r| r.burst).min().unwrap_or(1);
+    let cost = if options.refund || options.debit {
+        options.cost(1, MAX_SAFE)?
+    } else {
+        options.cost(lowest_cost(write), smallest)?
+    };
     Ok(ThrottleArgs {
         now,
         rules,
-        cost: options.cost(smallest)?,
+        cost,
         refund: options.refund,
+        debit: options.debit,
+        reserve: options.reserve,
     })
 }
 
 /// `RL.QUOTA` / `RL.QUOTAPEEK key now zone period limit [...] [COST cost]
-/// [REFUND]` without the key.
+/// [REFUND | DEBIT]` without the key.
 #[derive(Debug, Clone)]
 pub struct QuotaArgs {
     pub now: Now,
     pub zone: Zone,
     /// Each period once, with its limit, in argument order.
     pub periods: Vec<(Period, i64)>,
+    /// 0 only in RL.QUOTAPEEK (the state now).
     pub cost: i64,
     pub refund: bool,
+    pub debit: bool,
 }
 
-/// Parses the arguments of RL.QUOTA (`refund` allowed) or RL.QUOTAPEEK
-/// after the key. Left to right: `now` (at most the end of year 9999), the
-/// zone, the `period limit` pairs (they end at the first argument that is
-/// not a period name), the options, then `COST`'s value (1 to 2^53-1: a cost
-/// above a limit is that period's refusal, not an argument error).
-pub fn parse_quota(args: &[&[u8]], refund: bool, clock: &Clock) -> Result<QuotaArgs, Error> {
+/// Parses the arguments of RL.QUOTA (`write`: `REFUND` and `DEBIT` allowed)
+/// or RL.QUOTAPEEK (`COST 0` allowed) after the key. Left to right: `now`
+/// (at most the end of year 9999), the zone, the `period limit` pairs (they
+/// end at the first argument that is not a period name), the options, then
+/// `COST`'s value (to 2^53-1: a cost above a limit is that period's refusal,
+/// not an argument error).
+pub fn parse_quota(args: &[&[u8]], write: bool, clock: &Clock) -> Result<QuotaArgs, Error> {
     let [now_arg, zone_arg, rest @ ..] = args else {
         return Err(Error::Arg("missing now or zone".into()));
     };
@@ -401,13 +545,19 @@ pub fn parse_quota(args: &[&[u8]], refund: bool, clock: &Clock) -> Result<QuotaA
             "at least one 'period limit' pair is required (period: MINUTE, HOUR, DAY, WEEK, MONTH or YEAR)".into(),
         ));
     }
-    let options = parse_options(rest, refund)?;
+    let accepts = Accepts {
+        refund: write,
+        debit: write,
+        reserve: false,
+    };
+    let options = parse_options(rest, accepts, clock.resolve(now))?;
     Ok(QuotaArgs {
         now,
         zone,
         periods,
-        cost: options.cost(MAX_SAFE)?,
+        cost: options.cost(lowest_cost(write), MAX_SAFE)?,
         refund: options.refund,
+        debit: options.debit,
     })
 }
 
@@ -545,7 +695,8 @@ mod tests {
             ),
             ("* 1 1 1000 1 2 1000 0 1 1", "invalid rule 2: window 1000"),
             ("* 2 1 9007199254740991", "invalid rule 1: burst 2"),
-            ("* 1 1 1000 COST 2 REFUND", "invalid cost '2'"),
+            ("* 1 1 1000 COST 2", "invalid cost '2'"),
+            ("* 1 1 1000 COST 0", "invalid cost '0'"),
             ("* 1 1 1000 COST 2 BAD", "unknown option 'BAD'"),
             ("* 1 1 1000 REFUND REFUND", "REFUND given twice"),
         ];
@@ -553,7 +704,183 @@ mod tests {
             let got = arg_err(throttle(line, true));
             assert!(got.contains(want), "{line}: got {got:?}, want {want:?}");
         }
-        assert!(arg_err(throttle("* 1 1 1 REFUND", false)).contains("expected COST)"));
+        assert!(arg_err(throttle("* 1 1 1 REFUND", false)).contains("unknown option 'REFUND'"));
+        // A refund takes any cost to 2^53-1 (what a debit may have charged).
+        assert_eq!(
+            throttle("* 1 1 1000 COST 9007199254740991 REFUND", true)
+                .unwrap()
+                .cost,
+            MAX_SAFE
+        );
+        assert!(
+            arg_err(throttle("* 1 1 1000 COST 9007199254740992 REFUND", true))
+                .contains("invalid cost")
+        );
+    }
+
+    #[test]
+    fn debit_ranges_and_exclusions() {
+        let words = |line: &'static str| -> Vec<&'static [u8]> {
+            line.split(' ').map(str::as_bytes).collect()
+        };
+        let c = Clock::UNGUARDED;
+        // Not capped by the rules: to 10000 members for RL.CHECK, to 2^53-1
+        // for RL.THROTTLE and RL.QUOTA.
+        let a = parse_check(&words("* 2 1000 COST 10000 debit"), true, &c).unwrap();
+        assert_eq!((a.cost, a.debit, a.refund), (10_000, true, false));
+        assert!(
+            arg_err(parse_check(&words("* 2 1000 COST 10001 DEBIT"), true, &c))
+                .starts_with("invalid cost '10001': expected an integer from 1 to 10000")
+        );
+        assert!(
+            arg_err(parse_check(&words("* 2 1000 DEBIT COST 0"), true, &c))
+                .contains("invalid cost '0'")
+        );
+        let a = parse_throttle(&words("* 1 1 1000 DEBIT COST 9007199254740991"), true, &c).unwrap();
+        assert_eq!((a.cost, a.debit), (MAX_SAFE, true));
+        let a = parse_quota(&words("* UTC DAY 0 COST 9007199254740991 DEBIT"), true, &c).unwrap();
+        assert_eq!((a.cost, a.debit), (MAX_SAFE, true));
+        // DEBIT and REFUND exclude each other: the error names the second.
+        for (line, want) in [
+            (
+                "* 2 1000 DEBIT REFUND",
+                "syntax error: option REFUND cannot be combined with DEBIT",
+            ),
+            (
+                "* 2 1000 refund COST 1 Debit",
+                "syntax error: option DEBIT cannot be combined with REFUND",
+            ),
+            (
+                "* 2 1000 DEBIT DEBIT",
+                "syntax error: option DEBIT given twice",
+            ),
+            (
+                "* 2 1000 DEBIT COST 0 REFUND",
+                "syntax error: option REFUND cannot be combined with DEBIT",
+            ),
+        ] {
+            assert_eq!(arg_err(parse_check(&words(line), true, &c)), want, "{line}");
+        }
+        assert_eq!(
+            arg_err(parse_quota(&words("* UTC DAY 5 REFUND DEBIT"), true, &c)),
+            "syntax error: option DEBIT cannot be combined with REFUND"
+        );
+        // The peeks take neither.
+        assert_eq!(
+            arg_err(parse_check(&words("* 2 1000 DEBIT"), false, &c)),
+            "syntax error: unknown option 'DEBIT' (expected COST)"
+        );
+        assert_eq!(
+            arg_err(parse_check(&words("* 2 1000 LIMIT"), true, &c)),
+            "syntax error: unknown option 'LIMIT' (expected COST, REFUND or DEBIT)"
+        );
+        assert!(arg_err(parse_quota(&words("* UTC DAY 5 DEBIT"), false, &c))
+            .contains("unknown option 'DEBIT'"));
+    }
+
+    #[test]
+    fn reserve_arguments() {
+        let words = |line: &'static str| -> Vec<&'static [u8]> {
+            line.split(' ').map(str::as_bytes).collect()
+        };
+        let c = Clock {
+            server_time: 1_000,
+            max_future_ms: 0,
+            max_past_ms: 0,
+        };
+        let a = parse_throttle(&words("* 1 1 100 RESERVE 5000"), true, &c).unwrap();
+        assert_eq!((a.reserve, a.cost), (Some(5000), 1));
+        let a = parse_throttle(&words("* 1 1 100 reserve 0 COST 0"), false, &c).unwrap();
+        assert_eq!((a.reserve, a.cost), (Some(0), 0), "the peek takes it too");
+        // t + max_wait <= 2^53-1, with t the server's time for `*`.
+        let most = format!("* 1 1 100 RESERVE {}", MAX_SAFE - 1_000);
+        let most: Vec<&[u8]> = most.split(' ').map(str::as_bytes).collect();
+        assert!(parse_throttle(&most, true, &c).is_ok());
+        for (line, want) in [
+            (
+                "* 1 1 100 RESERVE 9007199254739992",
+                "invalid RESERVE max_wait '9007199254739992': expected an integer from 0 to 9007199254739991",
+            ),
+            (
+                "9007199254740991 1 1 100 RESERVE 1",
+                "invalid RESERVE max_wait '1': expected an integer from 0 to 0",
+            ),
+            ("* 1 1 100 RESERVE -1", "invalid RESERVE max_wait '-1'"),
+            ("* 1 1 100 RESERVE x", "invalid RESERVE max_wait 'x'"),
+            ("* 1 1 100 RESERVE", "syntax error: option RESERVE needs a value"),
+            ("* 1 1 100 RESERVE 1 RESERVE 1", "syntax error: option RESERVE given twice"),
+            ("* 1 1 100 RESERVE 1 REFUND", "syntax error: option REFUND cannot be combined with RESERVE"),
+            ("* 1 1 100 DEBIT RESERVE 1", "syntax error: option RESERVE cannot be combined with DEBIT"),
+            ("* 1 1 100 RESERVE 1 COST 2", "invalid cost '2'"),
+            // Options in order: a bad RESERVE before a bad COST.
+            ("* 1 1 100 RESERVE x COST 2", "invalid RESERVE max_wait 'x'"),
+        ] {
+            let got = arg_err(parse_throttle(&words(line), true, &c));
+            assert!(got.starts_with(want), "{line}: {got}");
+        }
+        assert_eq!(
+            arg_err(parse_throttle(&words("* 1 1 100 REFUND"), false, &c)),
+            "syntax error: unknown option 'REFUND' (expected COST or RESERVE)"
+        );
+        assert_eq!(
+            arg_err(parse_throttle(&words("* 1 1 100 X"), true, &c)),
+            "syntax error: unknown option 'X' (expected COST, REFUND, DEBIT or RESERVE)"
+        );
+        // RL.CHECK and RL.QUOTA take no RESERVE.
+        assert!(arg_err(parse_check(&words("* 1 100 RESERVE 1"), true, &c))
+            .contains("unknown option 'RESERVE'"));
+        assert!(
+            arg_err(parse_quota(&words("* UTC DAY 1 RESERVE 1"), true, &c))
+                .contains("unknown option 'RESERVE'")
+        );
+    }
+
+    #[test]
+    fn peeks_take_cost_0_and_the_writing_commands_do_not() {
+        let words = |line: &'static str| -> Vec<&'static [u8]> {
+            line.split(' ').map(str::as_bytes).collect()
+        };
+        let c = Clock::UNGUARDED;
+        assert_eq!(
+            parse_check(&words("* 10 1000 COST 0"), false, &c)
+                .unwrap()
+                .cost,
+            0
+        );
+        assert!(
+            arg_err(parse_check(&words("* 10 1000 COST 0"), true, &c)).contains("invalid cost '0'")
+        );
+        assert_eq!(
+            parse_throttle(&words("* 1 1 1000 COST 0"), false, &c)
+                .unwrap()
+                .cost,
+            0
+        );
+        assert!(
+            arg_err(parse_throttle(&words("* 1 1 1000 COST 0"), true, &c))
+                .contains("invalid cost '0'")
+        );
+        assert_eq!(
+            parse_quota(&words("* UTC DAY 0 COST 0"), false, &c)
+                .unwrap()
+                .cost,
+            0
+        );
+        assert!(arg_err(parse_quota(&words("* UTC DAY 5 COST 0"), true, &c))
+            .contains("invalid cost '0'"));
+        assert!(arg_err(parse_check(&words("* 10 1000 COST -1"), false, &c))
+            .contains("invalid cost '-1'"));
+        // A refund's cost is not capped by the rules (up to 10000 members).
+        assert_eq!(
+            parse_check(&words("* 10 1000 COST 10000 REFUND"), true, &c)
+                .unwrap()
+                .cost,
+            10_000
+        );
+        assert!(
+            arg_err(parse_check(&words("* 10 1000 COST 10001 REFUND"), true, &c))
+                .contains("invalid cost '10001'")
+        );
     }
 
     #[test]
@@ -561,6 +888,7 @@ mod tests {
         let guarded = Clock {
             server_time: 1_000_000,
             max_future_ms: 60_000,
+            max_past_ms: 0,
         };
         let now = |arg: &str| parse_now(arg.as_bytes(), &guarded);
         assert_eq!(now("1060000"), Ok(Now::At(1_060_000)));
@@ -579,6 +907,41 @@ mod tests {
         assert!(arg_err(parse_check(&words, false, &guarded)).starts_with("invalid now"));
         let e = arg_err(parse_throttle(&words, false, &guarded));
         assert!(e.starts_with("invalid now"), "{e}");
+    }
+
+    #[test]
+    fn the_past_guard_refuses_a_now_too_far_behind() {
+        let t = 1_796_148_730_000;
+        let guarded = Clock {
+            server_time: t,
+            max_future_ms: 0,
+            max_past_ms: 86_400_000,
+        };
+        let now = |arg: &str| parse_now(arg.as_bytes(), &guarded);
+        assert_eq!(
+            now(&(t - 86_400_000).to_string()),
+            Ok(Now::At(t - 86_400_000))
+        );
+        assert_eq!(now("*"), Ok(Now::Server));
+        // Far ahead is the other guard's business (off here).
+        assert_eq!(now("9007199254740991"), Ok(Now::At(MAX_SAFE)));
+        let e = arg_err(now(&(t - 86_400_001).to_string()));
+        assert!(
+            e.contains(
+                "86400001 ms behind the server clock, more than ratelimit.max-past-ms (86400000)"
+            ),
+            "{e}"
+        );
+        // The case: seconds instead of ms.
+        let e = arg_err(now("1796148730"));
+        assert!(e.starts_with("invalid now '1796148730'"), "{e}");
+        // Off (0): accepted.
+        assert!(parse_now(b"1796148730", &Clock::UNGUARDED).is_ok());
+        // Before the rules.
+        let words: Vec<&[u8]> = vec![b"1796148730", b"0", b"1000"];
+        assert!(arg_err(parse_check(&words, true, &guarded)).starts_with("invalid now"));
+        let words: Vec<&[u8]> = vec![b"1796148730", b"UTC", b"DAY", b"x"];
+        assert!(arg_err(parse_quota(&words, true, &guarded)).starts_with("invalid now"));
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! peeks): which of several rules a reply describes.
 //!
 //! Rejected: the violated rule with the largest `retry_after`, ties to the
-//! lower index. Admitted: the rule with the smallest `remaining`, ties to the
+//! lower index — where a refusal whose `retry_after` is -1 (waiting cannot
+//! help: RL.QUOTA's cost above a limit) binds before any other. Admitted: the rule with the smallest `remaining`, ties to the
 //! larger `reset_after` (the rule a client must wait for longest), then to the
 //! lower index — so a client that trusts `remaining`/`reset_after` as
 //! `RateLimit` headers is never told a shorter reset than the one that binds
@@ -31,9 +32,14 @@ pub fn binding_index(outcomes: &[RuleOutcome]) -> usize {
 pub fn binding(outcomes: impl IntoIterator<Item = RuleOutcome>) -> Option<(usize, RuleOutcome)> {
     let mut refused: Option<(usize, RuleOutcome)> = None;
     let mut admitted: Option<(usize, RuleOutcome)> = None;
+    // A refusal that waiting cannot end (-1) outranks every wait.
+    let wait = |o: &RuleOutcome| match o.retry_after {
+        -1 => i64::MAX,
+        r => r,
+    };
     for (i, o) in outcomes.into_iter().enumerate() {
         if o.violated {
-            if refused.is_none_or(|(_, b)| o.retry_after > b.retry_after) {
+            if refused.is_none_or(|(_, b)| wait(&o) > wait(&b)) {
                 refused = Some((i, o));
             }
         } else if admitted.is_none_or(|(_, b)| {
@@ -98,6 +104,16 @@ mod tests {
                 "rejected: ties go to the lower index",
                 vec![refused(50), refused(50)],
                 0,
+            ),
+            (
+                "rejected: a refusal waiting cannot end (-1) binds first",
+                vec![refused(50), refused(-1), refused(9_000)],
+                1,
+            ),
+            (
+                "rejected: two such refusals tie to the lower index",
+                vec![refused(5), refused(-1), refused(-1)],
+                1,
             ),
         ];
         for (name, outcomes, want) in cases {

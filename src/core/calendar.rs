@@ -582,6 +582,13 @@ pub fn refund(value: i64, cost: i64) -> Option<i64> {
     (left > 0).then_some(left)
 }
 
+/// A debit of `cost` units (SPEC "Debits") into a bucket holding `value`
+/// (0 when missing; negative counts as 0): `min(2^53-1, max(0, value) +
+/// cost)`, recorded whether or not it fits the limit.
+pub fn debit(value: i64, cost: i64) -> i64 {
+    value.max(0).saturating_add(cost.max(0)).min(MAX_SAFE)
+}
+
 /// The RL.QUOTA / RL.QUOTAPEEK decision for a request of `cost` units at
 /// `t_ms`. `periods[i]` is period i with its limit, `buckets[i]` its current
 /// bucket and `counts[i]` that bucket's count (0 when missing; negative
@@ -607,21 +614,26 @@ pub fn decide(
             RuleOutcome {
                 violated: used(i) + cost128 > i128::from(limit(i)),
                 remaining: to_i64(i128::from(limit(i)) - used(i) - after),
-                retry_after: until_end(i),
+                // A cost above the limit never passes: no wait helps.
+                retry_after: if cost128 > i128::from(limit(i)) {
+                    -1
+                } else {
+                    until_end(i)
+                },
                 reset_after: until_end(i),
             }
         })
         .collect();
     let b = binding_index(&outcomes);
-    let (remaining, reset_after) = outcomes
+    let (remaining, retry_after, reset_after) = outcomes
         .get(b)
-        .map_or((0, 0), |o| (o.remaining, o.reset_after));
+        .map_or((0, -1, 0), |o| (o.remaining, o.retry_after, o.reset_after));
     Decision {
         limited: !admitted,
         rule: b + 1,
         limit: limit(b),
         remaining,
-        retry_after: if admitted { -1 } else { reset_after },
+        retry_after: if admitted { -1 } else { retry_after },
         reset_after,
     }
 }
@@ -1099,6 +1111,40 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_debit_3x_the_limit_refuses_until_the_bucket_ends() {
+        use Period::*;
+        let t = 1_000_000;
+        let periods = [(Day, 10)];
+        let buckets = [bucket_ending(t + 5000)];
+        for (value, cost, want) in [
+            (0, 30, 30),
+            (4, 30, 34),
+            (-7, 3, 3),
+            (MAX_SAFE - 1, MAX_SAFE, MAX_SAFE),
+        ] {
+            assert_eq!(debit(value, cost), want, "{value} + {cost}");
+        }
+        let after = [debit(0, 30)];
+        // The state now: over the limit until the bucket ends.
+        assert_eq!(
+            decide(&periods, &buckets, &after, 0, t).reply(),
+            [1, 1, 10, 0, 5000, 5000]
+        );
+        assert_eq!(
+            decide(&periods, &buckets, &after, 1, t + 4999).reply(),
+            [1, 1, 10, 0, 1, 1]
+        );
+        // The next bucket starts empty: admitted at its first instant.
+        let next = [bucket_ending(t + 5000 + 86_400_000)];
+        assert_eq!(
+            decide(&periods, &next, &[0], 1, t + 5000).reply()[..4],
+            [0, 1, 10, 9]
+        );
+        // A refund of the same cost undoes it.
+        assert_eq!(refund(debit(4, 30), 30), Some(4));
+    }
+
     fn bucket_ending(end_ms: i64) -> Bucket {
         Bucket {
             start_ms: 0,
@@ -1161,20 +1207,44 @@ mod tests {
                 want: [0, 1, 10, 7, -1, 5000],
             },
             Case {
-                name: "limit 0 refuses everything",
+                name: "limit 0 refuses everything, and no wait helps (-1)",
                 periods: vec![(Hour, 0)],
                 ends: vec![t + 60],
                 counts: vec![0],
                 cost: 1,
-                want: [1, 1, 0, 0, 60, 60],
+                want: [1, 1, 0, 0, -1, 60],
             },
             Case {
-                name: "cost above the limit is a rejection, remaining shows what is left",
+                name: "cost above the limit is a rejection no wait ends (-1), remaining shows what is left",
                 periods: vec![(Hour, 5)],
                 ends: vec![t + 60],
                 counts: vec![2],
                 cost: 6,
-                want: [1, 1, 5, 3, 60, 60],
+                want: [1, 1, 5, 3, -1, 60],
+            },
+            Case {
+                name: "a cost above one limit binds before a later-ending refusal",
+                periods: vec![(Day, 3), (Hour, 2)],
+                ends: vec![t + 5000, t + 60],
+                counts: vec![3, 0],
+                cost: 3,
+                want: [1, 2, 2, 2, -1, 60],
+            },
+            Case {
+                name: "the issue's case: COST 11 against a day of 10",
+                periods: vec![(Day, 10)],
+                ends: vec![t + 78_577_824],
+                counts: vec![0],
+                cost: 11,
+                want: [1, 1, 10, 10, -1, 78_577_824],
+            },
+            Case {
+                name: "a cost equal to the limit still waits for the bucket's end",
+                periods: vec![(Day, 10)],
+                ends: vec![t + 5000],
+                counts: vec![1],
+                cost: 10,
+                want: [1, 1, 10, 9, 5000, 5000],
             },
             Case {
                 name: "admitted: smallest remaining binds",
@@ -1231,6 +1301,38 @@ mod tests {
                 counts: vec![MAX_SAFE, 0],
                 cost: MAX_SAFE,
                 want: [1, 1, MAX_SAFE, 0, 9, 9],
+            },
+            Case {
+                name: "cost 0 on an empty bucket: all can pass",
+                periods: vec![(Day, 10)],
+                ends: vec![t + 5000],
+                counts: vec![0],
+                cost: 0,
+                want: [0, 1, 10, 10, -1, 5000],
+            },
+            Case {
+                name: "cost 0 on a full bucket: nothing passes, nothing is over",
+                periods: vec![(Day, 10)],
+                ends: vec![t + 5000],
+                counts: vec![10],
+                cost: 0,
+                want: [0, 1, 10, 0, -1, 5000],
+            },
+            Case {
+                name: "cost 0 on a bucket in debt: limited until it ends",
+                periods: vec![(Day, 10)],
+                ends: vec![t + 5000],
+                counts: vec![30],
+                cost: 0,
+                want: [1, 1, 10, 0, 5000, 5000],
+            },
+            Case {
+                name: "cost 0 against a limit of 0: not limited, nothing passes",
+                periods: vec![(Day, 0)],
+                ends: vec![t + 5000],
+                counts: vec![0],
+                cost: 0,
+                want: [0, 1, 0, 0, -1, 5000],
             },
             Case {
                 name: "the whole limit in one call",

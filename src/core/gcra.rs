@@ -209,12 +209,34 @@ impl Step {
 /// key, a full bucket). Pure: RL.THROTTLEPEEK calls it and writes nothing.
 ///
 /// Preconditions (checked by the command layer): at least one rule, rules
-/// from [`gcra`] with distinct windows, `1 <= cost <=` the smallest burst,
-/// `0 <= t_ms <= 2^53-1`, TATs from [`parse_tat`], `tats.len() ==
-/// rules.len()` (a missing entry counts as `None`). With no rules the call is
-/// admitted with the reply `[0, 1, 0, 0, -1, 0]`.
+/// from [`gcra`] with distinct windows, `0 <= cost <=` the smallest burst
+/// (0: the state now), `0 <= t_ms <= 2^53-1`, TATs from [`parse_tat`],
+/// `tats.len() == rules.len()` (a missing entry counts as `None`). With no
+/// rules the call is admitted with the reply `[0, 1, 0, 0, -1, 0]`.
 pub fn decide(rules: &[Gcra], cost: i64, t_ms: i64, tats: &[Option<u128>]) -> Throttle {
+    decide_reserving(rules, cost, t_ms, tats, None)
+}
+
+/// [`decide`] for a call with `RESERVE max_wait` (`reserve`: `max_wait` in
+/// ms, with `t_ms + max_wait <= 2^53-1`; `None`: no `RESERVE`). The request
+/// is admitted iff every rule allows it at `t_ns + max_wait_ns`, i.e.
+/// `new_i - tau_i <= t_ns + max_wait_ns`, and then writes as any admission.
+/// Admitted, `retry_after` is the delay before the caller may act,
+/// `max(0, ceil((max_i (new_i - tau_i) - t_ns) / 10^6))` ms, and a delay
+/// above 0 binds the rule with the largest `new_i - tau_i` in exact ns (ties
+/// to the lower index). Rejected, `retry_after` is the ms until this call
+/// with this `max_wait` would be admitted. So with `RESERVE 0` the decision
+/// is an ordinary call's, only an admitted reply says 0 instead of -1.
+pub fn decide_reserving(
+    rules: &[Gcra],
+    cost: i64,
+    t_ms: i64,
+    tats: &[Option<u128>],
+    reserve: Option<i64>,
+) -> Throttle {
     let t_ns = i128::from(t_ms) * NS;
+    // The latest instant a unit may be due: `t` plus the wait accepted.
+    let horizon = t_ns.saturating_add(i128::from(reserve.unwrap_or(0).max(0)) * NS);
     let cost = i128::from(cost.max(0));
     let steps: Vec<Step> = rules
         .iter()
@@ -231,7 +253,7 @@ pub fn decide(rules: &[Gcra], cost: i64, t_ms: i64, tats: &[Option<u128>]) -> Th
             }
         })
         .collect();
-    let admitted = steps.iter().all(|s| s.allows(t_ns));
+    let admitted = steps.iter().all(|s| s.allows(horizon));
 
     let outcomes: Vec<RuleOutcome> = steps
         .iter()
@@ -249,12 +271,12 @@ pub fn decide(rules: &[Gcra], cost: i64, t_ms: i64, tats: &[Option<u128>]) -> Th
                     .unwrap_or(0)
                     .min(i128::from(rule.burst))
             };
-            let violated = !s.allows(t_ns);
+            let violated = !s.allows(horizon);
             RuleOutcome {
                 violated,
                 remaining: saturate(remaining),
                 retry_after: if violated {
-                    ceil_ms(s.new.saturating_sub(s.tolerance).saturating_sub(t_ns))
+                    ceil_ms(s.new.saturating_sub(s.tolerance).saturating_sub(horizon))
                 } else {
                     -1
                 },
@@ -263,14 +285,29 @@ pub fn decide(rules: &[Gcra], cost: i64, t_ms: i64, tats: &[Option<u128>]) -> Th
         })
         .collect();
 
-    let b = binding_index(&outcomes);
+    // An admitted reservation: when its units are due, `new_i - tau_i`,
+    // latest first (ties to the lower index).
+    let due = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (i, s.new.saturating_sub(s.tolerance)))
+        .reduce(|best, next| if next.1 > best.1 { next } else { best });
+    let delay = due.map_or(0, |(_, at)| ceil_ms(at.saturating_sub(t_ns)).max(0));
+    let b = match due {
+        Some((i, _)) if admitted && reserve.is_some() && delay > 0 => i,
+        _ => binding_index(&outcomes),
+    };
+    let retry_after = match reserve {
+        Some(_) if admitted => delay,
+        _ => -1,
+    };
     let decision = match (rules.get(b), outcomes.get(b)) {
         (Some(rule), Some(o)) => Decision {
             limited: !admitted,
             rule: b + 1,
             limit: rule.burst,
             remaining: o.remaining,
-            retry_after: if admitted { -1 } else { o.retry_after },
+            retry_after: if admitted { retry_after } else { o.retry_after },
             reset_after: o.reset_after,
         },
         _ => Decision {
@@ -338,6 +375,28 @@ pub fn refund(rules: &[Gcra], cost: i64, t_ms: i64, tats: &[Option<u128>]) -> Ve
             let tat = as_i128(tats.get(i).copied().flatten()?);
             let back = tat.saturating_sub(as_i128(rule.interval_ns).saturating_mul(cost));
             (back > t_ns).then(|| as_u128_ns(back))
+        })
+        .collect()
+}
+
+/// The TATs (ns) after a debit of `cost` units at `t_ms` (SPEC "Debits"):
+/// `min(2 * (2^53-1) * 10^6, max(TAT_i, t_ns) + T_i * cost)` — the units
+/// are recorded whether or not they fit, so a bucket may end up beyond its
+/// tolerance (in debt), clamped to what [`parse_tat`] reads back. `cost` may
+/// be any integer from 1 to 2^53-1 (`T_i * cost < 2^127`). Written as an
+/// admission is: every named field, expiry by [`expire_at`].
+pub fn debit(rules: &[Gcra], cost: i64, t_ms: i64, tats: &[Option<u128>]) -> Vec<u128> {
+    let t_ns = i128::from(t_ms) * NS;
+    let cost = i128::from(cost.max(0));
+    rules
+        .iter()
+        .enumerate()
+        .map(|(i, rule)| {
+            let tat = tats.get(i).copied().flatten().map_or(t_ns, as_i128);
+            let new = tat
+                .max(t_ns)
+                .saturating_add(as_i128(rule.interval_ns).saturating_mul(cost));
+            as_u128_ns(new).min(MAX_TAT_NS)
         })
         .collect()
 }
@@ -420,10 +479,11 @@ mod tests {
         fn peek(&self, cost: i64, t: i64) -> [i64; 6] {
             decide(&self.rules, cost, t, &self.tats).decision.reply()
         }
-        /// RL.THROTTLE ... REFUND: its reply is the peek after the refund.
+        /// RL.THROTTLE ... REFUND: its reply is the state now, the peek
+        /// with COST 0 after the refund.
         fn refund(&mut self, cost: i64, t: i64) -> [i64; 6] {
             self.tats = refund(&self.rules, cost, t, &self.tats);
-            self.peek(cost, t)
+            self.peek(0, t)
         }
     }
 
@@ -637,18 +697,18 @@ mod tests {
     fn refunds() {
         let mut b = Bucket::new(&[(5, 5, 1000)]);
         assert_eq!(b.throttle(3, 0), [0, 1, 5, 2, -1, 600]);
-        // Partial: one unit back.
-        assert_eq!(b.refund(1, 0), [0, 1, 5, 2, -1, 600]);
+        // Partial: one unit back; the reply is the state now (3 can pass).
+        assert_eq!(b.refund(1, 0), [0, 1, 5, 3, -1, 400]);
         assert_eq!(b.tats, vec![Some(400 * MS)]);
         // Partial, 100 ms later: TAT 200 ms > now 100 ms stays.
-        assert_eq!(b.refund(1, 100), [0, 1, 5, 3, -1, 300]);
+        assert_eq!(b.refund(1, 100), [0, 1, 5, 4, -1, 100]);
         assert_eq!(b.tats, vec![Some(200 * MS)]);
         // More than the key holds: never beyond a full bucket, field removed.
-        // (The reply is the peek with the same cost, 5.)
-        assert_eq!(b.refund(5, 100), [0, 1, 5, 0, -1, 1000]);
+        // (The reply is the state now: a full bucket.)
+        assert_eq!(b.refund(5, 100), [0, 1, 5, 5, -1, 0]);
         assert_eq!(b.tats, vec![None]);
         // A missing field stays missing.
-        assert_eq!(b.refund(1, 100), [0, 1, 5, 4, -1, 200]);
+        assert_eq!(b.refund(1, 100), [0, 1, 5, 5, -1, 0]);
         assert_eq!(b.tats, vec![None]);
         // Reaching exactly now removes the field.
         assert_eq!(refund(&b.rules, 1, 0, &[Some(200 * MS)]), vec![None]);
@@ -660,13 +720,176 @@ mod tests {
         b.throttle(1, 0);
         b.throttle(1, 0);
         assert_eq!(b.tats, vec![Some(200 * MS), Some(60000 * MS)]);
-        assert_eq!(b.refund(1, 150), [0, 2, 2, 0, -1, 59850]);
+        assert_eq!(b.refund(1, 150), [0, 2, 2, 1, -1, 29850]);
         assert_eq!(b.tats, vec![None, Some(30000 * MS)]);
         // Saturates at zero, never wraps.
         assert_eq!(
             refund(&[rule(1, 1, MAX_SAFE)], 1, 0, &[Some(5)]),
             vec![None]
         );
+    }
+
+    #[test]
+    fn cost_0_answers_the_state_now() {
+        // Burst 2, T = 500 ms, tau = 1000 ms.
+        let r = [rule(2, 2, 1000)];
+        let t = 5000;
+        let now = |tat: Option<u128>| decide(&r, 0, t, &[tat]);
+        // Empty (no field): a full bucket.
+        assert_eq!(now(None).decision.reply(), [0, 1, 2, 2, -1, 0]);
+        // An old TAT is a full bucket too.
+        assert_eq!(now(Some(10 * MS)).decision.reply(), [0, 1, 2, 2, -1, 0]);
+        // Emptied: nothing can pass, nothing is over.
+        assert_eq!(
+            now(Some(6000 * MS)).decision.reply(),
+            [0, 1, 2, 0, -1, 1000]
+        );
+        // In debt (TAT 2.5 s ahead): limited until it is back at tau.
+        assert_eq!(
+            now(Some(7500 * MS)).decision.reply(),
+            [1, 1, 2, 0, 1500, 2500]
+        );
+        // A peek with cost 0 writes nothing even when "admitted".
+        assert_eq!(now(Some(6000 * MS)).new_tats, Some(vec![6000 * MS]));
+    }
+
+    #[test]
+    fn a_debit_3x_the_burst_and_the_exact_time_the_key_admits_again() {
+        // Burst 2, T = 500 ms, tau = 1000 ms: a debit of 6 at 5000 ms
+        // leaves TAT = 8000 ms, 2000 ms beyond the tolerance.
+        let mut b = Bucket::new(&[(2, 2, 1000)]);
+        b.tats = debit(&b.rules, 6, 5000, &b.tats)
+            .into_iter()
+            .map(Some)
+            .collect();
+        assert_eq!(b.tats, vec![Some(8000 * MS)]);
+        // The state now: over the limit for 2000 ms.
+        assert_eq!(b.peek(0, 5000), [1, 1, 2, 0, 2000, 3000]);
+        // A request of 1 waits until TAT + T - tau = 7500 ms.
+        assert_eq!(b.peek(1, 5000), [1, 1, 2, 0, 2500, 3000]);
+        assert_eq!(b.throttle(1, 7499)[0], 1);
+        assert_eq!(b.throttle(1, 7500), [0, 1, 2, 0, -1, 1000]);
+        // A debit on a bucket already in debt adds on top; never refused.
+        let mut b = Bucket::new(&[(2, 2, 1000), (10, 1, 60_000)]);
+        b.throttle(1, 0);
+        let new = debit(&b.rules, 6, 0, &b.tats);
+        assert_eq!(new, vec![3500 * MS, 420_000 * MS]);
+        // The faster rule is in debt (3500 ms > tau 1000 ms), the slower
+        // one is not (420 s < tau 600 s): the faster binds, 3000 ms.
+        b.tats = new.into_iter().map(Some).collect();
+        assert_eq!(b.peek(1, 0), [1, 1, 2, 0, 3000, 3500]);
+        assert_eq!(b.peek(0, 0), [1, 1, 2, 0, 2500, 3500]);
+        // Clamped to the storable range.
+        let top = debit(&[rule(1, 1, MAX_SAFE)], MAX_SAFE, MAX_SAFE, &[None]);
+        assert_eq!(top, vec![MAX_TAT_NS]);
+        // A refund of the same cost undoes a debit.
+        let mut b = Bucket::new(&[(2, 2, 1000)]);
+        b.throttle(1, 5000);
+        let before = b.tats.clone();
+        b.tats = debit(&b.rules, 40, 5000, &b.tats)
+            .into_iter()
+            .map(Some)
+            .collect();
+        b.tats = refund(&b.rules, 40, 5000, &b.tats);
+        assert_eq!(b.tats, before);
+    }
+
+    impl Bucket {
+        /// RL.THROTTLE ... RESERVE max_wait: decide, write when admitted.
+        fn reserve(&mut self, cost: i64, t: i64, max_wait: i64) -> [i64; 6] {
+            let r = decide_reserving(&self.rules, cost, t, &self.tats, Some(max_wait));
+            if let Some(new) = r.new_tats {
+                self.tats = new.into_iter().map(Some).collect();
+            }
+            r.decision.reply()
+        }
+    }
+
+    #[test]
+    fn a_chain_of_reservations_at_one_instant() {
+        // Burst 1, one per 100 ms: T = tau = 100 ms, a whole number of ms.
+        let mut b = Bucket::new(&[(1, 1, 100)]);
+        let t = 1000;
+        let chain: Vec<[i64; 6]> = (0..5).map(|_| b.reserve(1, t, 10_000)).collect();
+        assert_eq!(
+            chain,
+            [
+                [0, 1, 1, 0, 0, 100],
+                [0, 1, 1, 0, 100, 200],
+                [0, 1, 1, 0, 200, 300],
+                [0, 1, 1, 0, 300, 400],
+                [0, 1, 1, 0, 400, 500],
+            ]
+        );
+        assert_eq!(b.tats, vec![Some(1500 * MS)]);
+        // The last gives up: a refund of its cost cancels it, and the next
+        // reservation takes its place.
+        b.refund(1, t);
+        assert_eq!(b.tats, vec![Some(1400 * MS)]);
+        assert_eq!(b.reserve(1, t, 10_000), [0, 1, 1, 0, 400, 500]);
+        // A wait longer than accepted: rejected, nothing written, and the
+        // retry is when this call with this max_wait would pass.
+        let before = b.tats.clone();
+        assert_eq!(b.reserve(1, t, 450), [1, 1, 1, 0, 50, 500]);
+        assert_eq!(b.tats, before);
+        assert_eq!(b.reserve(1, t + 49, 450)[0], 1);
+        assert_eq!(b.reserve(1, t + 50, 450), [0, 1, 1, 0, 450, 550]);
+        // Exactly max_wait is admitted.
+        let mut b = Bucket::new(&[(1, 1, 100)]);
+        b.reserve(1, t, 0);
+        assert_eq!(b.reserve(1, t, 100), [0, 1, 1, 0, 100, 200]);
+    }
+
+    #[test]
+    fn reserve_0_is_an_ordinary_call_that_answers_0() {
+        let mut plain = Bucket::new(&[(2, 2, 1000)]);
+        let mut reserved = Bucket::new(&[(2, 2, 1000)]);
+        for t in [5000, 5000, 5000, 5400, 5500, 5500, 9000] {
+            let a = plain.throttle(1, t);
+            let b = reserved.reserve(1, t, 0);
+            assert_eq!(a[..4], b[..4], "at {t}");
+            assert_eq!(a[5], b[5], "at {t}");
+            assert_eq!(b[4], if a[0] == 0 { 0 } else { a[4] }, "at {t}");
+            assert_eq!(plain.tats, reserved.tats);
+        }
+    }
+
+    #[test]
+    fn a_reservation_binds_the_rule_with_the_largest_delay() {
+        // Rule 1: burst 3, T 100 ms; rule 2: burst 1, T 250 ms.
+        let mut b = Bucket::new(&[(3, 30, 3000), (1, 4, 1000)]);
+        assert_eq!(b.reserve(1, 0, 1000), [0, 2, 1, 0, 0, 250]);
+        // Rule 2 is due at 250 ms, rule 1 at once: rule 2 binds.
+        assert_eq!(b.reserve(1, 0, 1000), [0, 2, 1, 0, 250, 500]);
+        // Delays compared in exact ns before rounding. Rule 1: T = tau =
+        // 100 ms; rule 2: T = 50 ms, tau = 100 ms. Both due at t + 100 ms:
+        // the lower index binds.
+        let rules = [rule(1, 10, 1000), rule(2, 40, 2000)];
+        let t = 1000;
+        let tats = [Some(1100 * MS), Some(1150 * MS)];
+        let r = decide_reserving(&rules, 1, t, &tats, Some(5000));
+        assert_eq!(r.decision.reply(), [0, 1, 1, 0, 100, 200]);
+        // One ns later for rule 2: it binds, and the delay rounds up.
+        let tats = [Some(1100 * MS), Some(1150 * MS + 1)];
+        let r = decide_reserving(&rules, 1, t, &tats, Some(5000));
+        assert_eq!(r.decision.reply(), [0, 2, 2, 0, 101, 201]);
+        // A rejected reservation: the violated rule with the largest wait.
+        let r = decide_reserving(&rules, 1, t, &[Some(9000 * MS), None], Some(10));
+        assert_eq!(r.decision.reply()[..2], [1, 1]);
+        assert!(r.new_tats.is_none());
+    }
+
+    #[test]
+    fn a_reservation_never_stores_beyond_the_storable_range() {
+        // t + max_wait <= 2^53-1 (the parser's rule): new - tau <= that.
+        let r = rule(1, 1, MAX_SAFE);
+        let t = MAX_SAFE / 2;
+        let got = decide_reserving(&[r], 1, t, &[Some(MAX_TAT_NS - 1)], Some(MAX_SAFE - t));
+        if let Some(new) = got.new_tats {
+            assert!(new.iter().all(|&n| n <= MAX_TAT_NS));
+        }
+        let got = decide_reserving(&[r], 1, t, &[None], Some(MAX_SAFE - t));
+        assert_eq!(got.decision.retry_after, 0);
     }
 
     #[test]
@@ -918,16 +1141,27 @@ mod tests {
         ((ns + 999_999).div_euclid(1_000_000)) as i64
     }
 
-    /// The model's RL.THROTTLE (applied when `apply`) / RL.THROTTLEPEEK.
-    fn model_throttle(buckets: &mut [LeakyBucket], cost: i64, t: i64, apply: bool) -> [i64; 6] {
+    /// The model's RL.THROTTLE (applied when `apply`) / RL.THROTTLEPEEK,
+    /// with `RESERVE wait` when `wait` is given: a request conforms when
+    /// its bucket overflows by at most the wait, `x + c*T - tau <= wait`.
+    fn model_throttle(
+        buckets: &mut [LeakyBucket],
+        cost: i64,
+        t: i64,
+        apply: bool,
+        wait: Option<i64>,
+    ) -> [i64; 6] {
         let t_ns = i128::from(t) * 1_000_000;
+        let wait_ns = i128::from(wait.unwrap_or(0)) * 1_000_000;
         let c = i128::from(cost);
         let xs: Vec<i128> = buckets.iter().map(|b| b.content(t_ns)).collect();
-        let conform: Vec<bool> = buckets
+        // How long each bucket overflows after taking the request, in ns.
+        let over: Vec<i128> = buckets
             .iter()
             .zip(&xs)
-            .map(|(b, &x)| x + c * b.interval <= b.tolerance)
+            .map(|(b, &x)| x + c * b.interval - b.tolerance)
             .collect();
+        let conform: Vec<bool> = over.iter().map(|&o| o <= wait_ns).collect();
         let admitted = conform.iter().all(|&ok| ok);
         // (remaining, retry_after, reset_after) per rule.
         let rows: Vec<(i64, i64, i64)> = buckets
@@ -938,12 +1172,16 @@ mod tests {
                 let remaining = (b.tolerance - after)
                     .div_euclid(b.interval)
                     .clamp(0, i128::from(b.burst)) as i64;
-                let retry = div_ceil_ms(x + c * b.interval - b.tolerance);
+                let retry = div_ceil_ms(x + c * b.interval - b.tolerance - wait_ns);
                 (remaining, retry, div_ceil_ms(after))
             })
             .collect();
         let n = buckets.len();
-        let b = if admitted {
+        let latest = (0..n).max_by_key(|&i| (over[i], Reverse(i))).unwrap();
+        let delay = div_ceil_ms(over[latest]).max(0);
+        let b = if admitted && wait.is_some() && delay > 0 {
+            latest
+        } else if admitted {
             (0..n)
                 .min_by_key(|&i| (rows[i].0, Reverse(rows[i].2), i))
                 .unwrap()
@@ -963,9 +1201,23 @@ mod tests {
             b as i64 + 1,
             buckets[b].burst,
             rows[b].0,
-            if admitted { -1 } else { rows[b].1 },
+            match (admitted, wait) {
+                (true, Some(_)) => delay,
+                (true, None) => -1,
+                (false, _) => rows[b].1,
+            },
             rows[b].2,
         ]
+    }
+
+    /// The model's debit: the bucket takes `c*T` whether or not it
+    /// overflows, up to the storable TAT.
+    fn model_debit(buckets: &mut [LeakyBucket], cost: i64, t: i64) {
+        let t_ns = i128::from(t) * 1_000_000;
+        for b in buckets.iter_mut() {
+            let x = b.content(t_ns) + i128::from(cost) * b.interval;
+            b.state = Some((x.min(MAX_TAT_NS as i128 - t_ns), t_ns));
+        }
     }
 
     /// The model's refund: the bucket gives back `c*T`; empty means no state.
@@ -1013,6 +1265,7 @@ mod tests {
         let mut rng = StdRng::seed_from_u64(0x5EED_6C8A);
         let mut buf = [0u8; TAT_BUF_LEN];
         let (mut admissions, mut rejections, mut refunds) = (0u32, 0u32, 0u32);
+        let (mut debits, mut reservations, mut delayed) = (0u32, 0u32, 0u32);
         for timeline in 0..2000 {
             let top = timeline % 10 == 9;
             let with_refunds = timeline % 2 == 0;
@@ -1076,11 +1329,47 @@ mod tests {
                     bucket.refund(cost, t);
                     model_refund(&mut model, cost, t);
                     refunds += 1;
+                } else if with_refunds && action == 3 {
+                    // A debit, up to 3x the smallest burst; its reply is
+                    // the state now.
+                    let cost = rng.gen_range(1..=min_burst.saturating_mul(3));
+                    bucket.tats = debit(&bucket.rules, cost, t, &bucket.tats)
+                        .into_iter()
+                        .map(Some)
+                        .collect();
+                    model_debit(&mut model, cost, t);
+                    let got = bucket.peek(0, t);
+                    let want = model_throttle(&mut model, 0, t, false, None);
+                    assert_eq!(got, want, "timeline {timeline}: debit {cost} at {t}");
+                    debits += 1;
+                } else if with_refunds && action < 7 {
+                    // A reservation, written unless `action` is 4 (a peek).
+                    // `t + wait <= 2^53-1`, as the parser requires.
+                    let wait = if top {
+                        rng.gen_range(0..=MAX_SAFE - t)
+                    } else {
+                        rng.gen_range(0..=(MAX_SAFE - t).min(3000))
+                    };
+                    let before = bucket.tats.clone();
+                    let got = decide_reserving(&bucket.rules, cost, t, &bucket.tats, Some(wait));
+                    let want = model_throttle(&mut model, cost, t, action > 4, Some(wait));
+                    assert_eq!(
+                        got.decision.reply(),
+                        want,
+                        "timeline {timeline}: rules {triples:?} tats {before:?} cost {cost} t {t} reserve {wait}"
+                    );
+                    if action > 4 {
+                        if let Some(new) = got.new_tats {
+                            bucket.tats = new.into_iter().map(Some).collect();
+                        }
+                    }
+                    reservations += u32::from(!got.decision.limited);
+                    delayed += u32::from(!got.decision.limited && got.decision.retry_after > 0);
                 } else {
                     let apply = action >= 5;
                     let before = bucket.tats.clone();
                     let got = decide(&bucket.rules, cost, t, &bucket.tats);
-                    let want = model_throttle(&mut model, cost, t, apply);
+                    let want = model_throttle(&mut model, cost, t, apply, None);
                     assert_eq!(
                         got.decision.reply(),
                         want,
@@ -1133,5 +1422,8 @@ mod tests {
         assert!(admissions > 20_000, "{admissions}");
         assert!(rejections > 10_000, "{rejections}");
         assert!(refunds > 3_000, "{refunds}");
+        assert!(debits > 1_000, "{debits}");
+        assert!(reservations > 2_000, "{reservations}");
+        assert!(delayed > 500, "{delayed}");
     }
 }

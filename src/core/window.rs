@@ -119,15 +119,21 @@ pub fn decide<L: LogView>(
 
     let is_violated = |i: usize| used[i] + cost > rules[i].count;
     if !(0..rules.len()).any(is_violated) {
-        // Not `map_or(.., |n| n.max(t))`: compiled branchless, it compared
-        // the unused payload of a `None` (valgrind: a jump on an
-        // uninitialised value). Same value for `None`: max(t, t) = t.
-        let newest_after = ceil_ms(newest.unwrap_or(t as f64).max(t as f64));
+        // `cost` 0 (the state now) adds nothing: a window is empty once the
+        // newest member has left it, at once when there is none. (Not
+        // `map_or(.., |n| n.max(t))`: compiled branchless, it compared the
+        // unused payload of a `None` — valgrind: a jump on an uninitialised
+        // value.)
+        let newest_after = match newest {
+            _ if cost > 0 => Some(ceil_ms(newest.unwrap_or(t as f64).max(t as f64))),
+            Some(n) => Some(ceil_ms(n)),
+            None => None,
+        };
         let outcomes = rules.iter().zip(&used).map(|(rule, &n)| RuleOutcome {
             violated: false,
             remaining: rule.count - n - cost,
             retry_after: -1,
-            reset_after: newest_after + rule.window - t,
+            reset_after: newest_after.map_or(0, |n| (n + rule.window - t).max(0)),
         });
         let (b, outcome) = binding(outcomes).unwrap_or((0, NO_RULE));
         return Ok(Decision {
@@ -203,7 +209,7 @@ pub fn admission(
 ) -> Admission {
     let max_window = rules.iter().map(|r| r.window).max().unwrap_or(1);
     // (Not `map_or`: see `decide` — a branchless max read a None's payload.)
-    let newest_after = ceil_ms(newest.unwrap_or(t as f64)).max(t);
+    let newest_after = ceil_ms(newest.unwrap_or(t as f64).max(t as f64));
     let needed = newest_after.max(server_time).saturating_add(max_window);
     let expire_at = Grid::new(key, max_window).expiry(existing_expiry, needed);
     Admission {
@@ -458,6 +464,77 @@ mod tests {
     }
 
     #[test]
+    fn cost_0_answers_the_state_now() {
+        let r = rules(&[(2, 1000)]);
+        let now = |scores: Vec<f64>| {
+            let mut log = VecLog::new(scores);
+            let newest = log.newest();
+            decide(&r, 0, 10_000, newest, &mut log).unwrap().reply()
+        };
+        // Empty: all can pass, nothing to reset.
+        assert_eq!(now(vec![]), [0, 1, 2, 2, -1, 0]);
+        // Members outside the window only: the same.
+        assert_eq!(now(vec![8000.0]), [0, 1, 2, 2, -1, 0]);
+        // Full: nothing can pass, but nothing is over the limit.
+        assert_eq!(now(vec![9500.0, 9600.0]), [0, 1, 2, 0, -1, 600]);
+        // Over the limit (a debit, or a lowered limit): limited until the
+        // oldest member in the window leaves it.
+        assert_eq!(now(vec![9500.0, 9600.0, 9700.0]), [1, 1, 2, 0, 500, 700]);
+        // A member in the future holds the reset.
+        assert_eq!(now(vec![12_000.0]), [0, 1, 2, 1, -1, 3000]);
+        // Several rules: the fullest binds; a window without members resets at once.
+        let two = rules(&[(5, 100), (3, 60_000)]);
+        let mut log = VecLog::new(vec![5000.0]);
+        let newest = log.newest();
+        let d = decide(&two, 0, 10_000, newest, &mut log).unwrap();
+        assert_eq!(d.reply(), [0, 2, 3, 2, -1, 55_000]);
+    }
+
+    #[test]
+    fn a_debit_3x_the_count_and_the_exact_time_the_key_admits_again() {
+        // A debit is an admission that is never refused: `cost` members at
+        // `t`, trimmed and expired as any admission.
+        let r = rules(&[(2, 1000)]);
+        let mut log = VecLog::new(vec![4500.0]);
+        let newest = log.newest();
+        let a = admission(&r, 6, 5000, newest, 5000, None, b"k");
+        assert_eq!(
+            (a.units, a.expire_at),
+            (6, Some(Grid::new(b"k", 1000).at_or_after(6000)))
+        );
+        log.apply(&a);
+        assert_eq!(log.0.len(), 7);
+        let state = |log: &mut VecLog, cost: i64, t: i64| {
+            let newest = log.newest();
+            decide(&r, cost, t, newest, log).unwrap().reply()
+        };
+        // The state now: 7 members in the window, over the limit until
+        // the debit's members leave it at 6000 (k = 7 - 2 = 5: the 5th
+        // oldest is one of them).
+        assert_eq!(state(&mut log, 0, 5000), [1, 1, 2, 0, 1000, 1000]);
+        assert_eq!(state(&mut log, 1, 5999), [1, 1, 2, 0, 1, 1]);
+        assert_eq!(state(&mut log, 1, 6000), [0, 1, 2, 1, -1, 1000]);
+        // 3x a count of 3 in a longer window, older members first: the
+        // oldest that must leave is the debit's.
+        let r = rules(&[(3, 10_000)]);
+        let mut log = VecLog::new(vec![1000.0, 2000.0]);
+        let newest = log.newest();
+        log.apply(&admission(&r, 9, 3000, newest, 3000, None, b"k"));
+        let newest = log.newest();
+        let d = decide(&r, 1, 3000, newest, &mut log).unwrap();
+        // used 11, k = 11 + 1 - 3 = 9: the 9th oldest is a debit member.
+        assert_eq!(d.reply(), [1, 1, 3, 0, 10_000, 10_000]);
+        // Cost 0 (the state now): k = 8, still a debit member.
+        let d = decide(&r, 0, 3000, newest, &mut log).unwrap();
+        assert_eq!(d.reply(), [1, 1, 3, 0, 10_000, 10_000]);
+        // At 11 000 the two old members have left: 9 remain, still over.
+        let d = decide(&r, 0, 12_999, newest, &mut log).unwrap();
+        assert_eq!(d.reply(), [1, 1, 3, 0, 1, 1]);
+        let d = decide(&r, 1, 13_000, newest, &mut log).unwrap();
+        assert_eq!(d.reply()[..4], [0, 1, 3, 2]);
+    }
+
+    #[test]
     fn times_stay_exact_at_the_top_of_the_range() {
         // Integer arithmetic: t + window beyond 2^53 must not round.
         let top = crate::core::int::MAX_SAFE;
@@ -666,6 +743,55 @@ mod tests {
             rejections > 10,
             "the walk should hit the limits: {rejections}"
         );
+    }
+
+    #[test]
+    fn with_debits_retry_after_is_still_when_the_request_would_pass() {
+        // The walk above with debits among the calls: a debit (up to 3x the
+        // smallest count) is recorded whatever the rules say, answers the
+        // state now, and every later rejection's retry_after is exact.
+        let r = rules(&[(3, 1000), (5, 5000)]);
+        let mut log = VecLog::new(vec![]);
+        let mut t = 100_000;
+        let (mut debits, mut limited_after_debit, mut rejections) = (0, 0, 0);
+        for step in 0..400 {
+            if step % 7 == 3 {
+                let cost = 1 + (step % 9);
+                let newest = log.newest();
+                log.apply(&admission(&r, cost, t, newest, t, None, b"k"));
+                let newest = log.newest();
+                let now = decide(&r, 0, t, newest, &mut log).unwrap();
+                // Over a limit iff some window holds more than its count.
+                let over = r.iter().any(|rule| {
+                    log.0
+                        .iter()
+                        .filter(|&&s| s > (t - rule.window) as f64)
+                        .count() as i64
+                        > rule.count
+                });
+                assert_eq!(now.limited, over, "step {step}");
+                if now.limited {
+                    limited_after_debit += 1;
+                    let mut probe = VecLog(log.0.clone());
+                    let at = t + now.retry_after;
+                    assert!(decide(&r, 0, at - 1, newest, &mut probe).unwrap().limited);
+                    assert!(!decide(&r, 0, at, newest, &mut probe).unwrap().limited);
+                }
+                debits += 1;
+            } else {
+                let reply = check(&mut log, &r, 1, t);
+                if reply[0] == 1 {
+                    rejections += 1;
+                    let mut probe = VecLog(log.0.clone());
+                    let n = probe.newest();
+                    let at = t + reply[4];
+                    assert!(decide(&r, 1, at - 1, n, &mut probe).unwrap().limited);
+                    assert!(!decide(&r, 1, at, n, &mut probe).unwrap().limited);
+                }
+            }
+            t += 91;
+        }
+        assert!(debits > 50 && limited_after_debit > 20 && rejections > 50);
     }
 
     #[test]
