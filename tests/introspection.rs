@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use common::*;
 use redis::{Connection, Value};
 
-const PREFIXES: [&str; 8] = [
+const PREFIXES: [&str; 10] = [
     "check",
     "peek",
     "dayhour",
@@ -17,6 +17,8 @@ const PREFIXES: [&str; 8] = [
     "throttlepeek",
     "quota",
     "quotapeek",
+    "lease",
+    "leasepeek",
 ];
 
 /// `[calls, admitted, rejected, errors]` per command prefix.
@@ -41,8 +43,9 @@ fn info_counters_move_by_the_right_amounts() {
     let mut con = s.con();
     let mut want: HashMap<&str, [u64; 4]> = PREFIXES.iter().map(|p| (*p, [0; 4])).collect();
     assert_eq!(counters(&mut con), want, "fresh server");
-    // Four per command, and `_refunds` for the commands that take REFUND.
-    assert_eq!(rl_stats(&mut con).len(), 35, "exactly the 35 counters");
+    // Four per command, and `_refunds` for the commands that take REFUND;
+    // RL.RELEASE three and RL.RENEW four (units and lost tokens).
+    assert_eq!(rl_stats(&mut con).len(), 50, "exactly the 50 counters");
     let info: String = redis::cmd("INFO").arg("ratelimit").query(&mut con).unwrap();
     let tzdb = info_field(&info, "ratelimit_tzdb_version").expect("tzdb_version");
     assert!(tzdb.len() == 5 && tzdb.starts_with("20"), "{tzdb}");
@@ -217,7 +220,21 @@ fn command_info_flags_arity_and_key_specs() {
     assert!(flags.iter().any(|f| f == "readonly"), "{flags:?}");
     assert!(flags.iter().any(|f| f == "fast"), "{flags:?}");
     assert!(specs[0].iter().any(|f| f == "RO"), "{specs:?}");
+    let (arity, flags, specs) = command_info(&mut con, "rl.leasepeek");
+    assert_eq!(arity, -4);
+    assert!(flags.iter().any(|f| f == "readonly"), "{flags:?}");
+    assert!(flags.iter().any(|f| f == "fast"), "{flags:?}");
+    assert!(specs[0].iter().any(|f| f == "RO"), "{specs:?}");
+    for (name, arity) in [("rl.lease", -5), ("rl.release", -4), ("rl.renew", -5)] {
+        let (a, flags, _) = command_info(&mut con, name);
+        assert_eq!(a, arity, "{name}");
+        assert!(!flags.iter().any(|f| f == "fast"), "{name}: {flags:?}");
+        assert!(!flags.iter().any(|f| f == "denyoom"), "{name}: {flags:?}");
+    }
     for (name, arity, nkeys) in [
+        ("rl.lease", -5, 1),
+        ("rl.release", -4, 1),
+        ("rl.renew", -5, 1),
         ("rl.check", -5, 1),
         ("rl.throttle", -6, 1),
         ("rl.dayhour", 7, 2),
@@ -244,6 +261,10 @@ fn command_getkeys_names_every_key() {
         ("RL.PEEK {u}:k 123 10 1000", vec!["{u}:k"]),
         ("RL.THROTTLE t:1 * 5 1 1000 COST 2", vec!["t:1"]),
         ("RL.THROTTLEPEEK t:2 * 5 1 1000", vec!["t:2"]),
+        ("RL.LEASE {u}:jobs * 3 60000 TOKEN j1", vec!["{u}:jobs"]),
+        ("RL.LEASEPEEK l:1 * 3", vec!["l:1"]),
+        ("RL.RELEASE l:2 * a b", vec!["l:2"]),
+        ("RL.RENEW l:3 * 1000 a", vec!["l:3"]),
         (
             "RL.DAYHOUR {u}:day {u}:hour 10 5 86400000 3600000",
             vec!["{u}:day", "{u}:hour"],

@@ -17,7 +17,8 @@ pub struct CallContext {
     pub server_time: i64,
 }
 
-const FROZEN_CLOCK: c_int = (raw::REDISMODULE_CTX_FLAGS_MULTI | raw::REDISMODULE_CTX_FLAGS_LUA) as c_int;
+const FROZEN_CLOCK: c_int =
+    (raw::REDISMODULE_CTX_FLAGS_MULTI | raw::REDISMODULE_CTX_FLAGS_LUA) as c_int;
 
 impl CallContext {
     /// Reads the flags and the clock.
