@@ -14,11 +14,12 @@
 use super::check::{next_member, reseed, RedisLog, MAX_NAME_CLASHES};
 use super::{KeyedCall, Outcome};
 use crate::core::grid::Grid;
+use crate::core::int::is_safe_score;
 use crate::core::lease::{decide, expiry, live_units, reap_bound, reaps, unit_name};
 use crate::core::lease_args::{parse_lease, parse_tokens};
 use crate::core::members;
 use crate::core::window::LogView;
-use crate::error::Error;
+use crate::error::{show, Error};
 use crate::redis_api::{bytes, Ctx, Key, Kind, Native, OwnedStrings, RString};
 
 pub fn lease(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
@@ -36,7 +37,8 @@ fn walk(
     strings: &mut OwnedStrings,
     token: &[u8],
 ) -> Result<(Vec<RString>, Vec<f64>), Error> {
-    let (mut names, mut scores) = (Vec::new(), Vec::new());
+    // Usually one unit: room for it without growing.
+    let (mut names, mut scores) = (Vec::with_capacity(2), Vec::with_capacity(2));
     let mut buf = [0u8; 85];
     for i in 1.. {
         let name = strings.bytes(unit_name(token, i, &mut buf))?;
@@ -200,13 +202,25 @@ pub fn release(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
     let parsed = parse_tokens(&call.args, false, &call.clock)?;
     let t = call.clock.resolve(parsed.now);
     let key = Key::open_as(ctx, call.key, true, Kind::SortedSet)?;
-    RedisLog::read(ctx, call.key, &key)?;
     let mut strings = OwnedStrings::new(ctx);
     let mut counts = Vec::with_capacity(parsed.tokens.len());
-    let mut removed: Vec<RString> = Vec::new();
+    let mut walked = Vec::with_capacity(parsed.tokens.len());
+    // Every lease is read (and its scores checked) before the first write.
+    // The scores it reads are the only stored values a release depends on,
+    // so only those are checked (the set's extremes are not read).
     for token in &parsed.tokens {
         let (names, scores) = walk(&key, &mut strings, token)?;
+        if let Some(&bad) = scores.iter().find(|&&s| !is_safe_score(s)) {
+            return Err(Error::Stored(format!(
+                "sorted set at '{}' holds a score that is not finite or outside -9007199254740991..9007199254740991 ({bad})",
+                show(bytes(call.key))
+            )));
+        }
         counts.push(live_units(&scores, t) as i64);
+        walked.push(names);
+    }
+    let mut removed: Vec<RString> = Vec::new();
+    for names in walked {
         for &name in &names {
             key.zrem(name)?;
         }

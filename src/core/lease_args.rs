@@ -166,10 +166,17 @@ pub fn parse_tokens<'a>(
     if rest.is_empty() {
         return Err(Error::Arg("at least one token is required".into()));
     }
-    let mut seen: HashSet<&[u8]> = HashSet::with_capacity(rest.len().min(MAX_TOKENS + 1));
+    // Up to the cap a scan of the earlier tokens is cheaper than hashing;
+    // past it (an argument error anyway) a set keeps the check linear.
+    let mut seen: HashSet<&[u8]> = HashSet::new();
     for (i, &arg) in rest.iter().enumerate() {
         token(arg)?;
-        if !seen.insert(arg) {
+        let repeated = if rest.len() <= MAX_TOKENS {
+            rest[..i].contains(&arg)
+        } else {
+            !seen.insert(arg)
+        };
+        if repeated {
             return Err(Error::Arg(format!(
                 "token '{}' given twice (token {})",
                 show(arg),
