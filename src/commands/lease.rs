@@ -118,7 +118,14 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
             (&token_buf[..], units)
         }
     };
-    let top = key.zscore_from_end(true, 0)?.unwrap_or(score as f64);
+    // The highest score after the writes: known without a read unless one
+    // of the token's old units held the top (it may have moved down).
+    let top_before = view.newest();
+    let top = match top_before {
+        Some(high) if own.iter().all(|&s| s < high) => high.max(score as f64),
+        None => score as f64,
+        Some(_) => key.zscore_from_end(true, 0)?.unwrap_or(score as f64),
+    };
     let grid = Grid::new(bytes(key_name), parsed.ttl);
     let expire_at = expiry(&grid, existing, top, t, server_time);
     let mut reaped = 0;
