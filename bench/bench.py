@@ -21,6 +21,11 @@ members (listpack-encoded) and ~150 members (skiplist-encoded, above Redis's
 zset-max-listpack-entries of 128); the keys' OBJECT ENCODING is checked after
 the prefill and after the run, and printed.
 
+RL.LEASE + RL.RELEASE (a lease taken and given back: one request) runs in
+the same rounds against the Lua semaphore services use today
+(bench/lua/semaphore.lua, then `ZREM` with the client's id), on keys that
+hold 10, 100 and 1,000 other leases all run long.
+
 Every reply is checked against a model of the workload (admitted / rejected,
 counter values), so the contestants provably did the same work. A contestant
 that errors or disagrees makes the run exit non-zero; a missed target does
@@ -88,6 +93,11 @@ class Config:
     key_memory_limits: list[int] = field(default_factory=lambda: [10, 1000, 100000, 1000000])
     key_memory_throttle_keys: int = 500
     key_memory_check_keys: dict = field(default_factory=lambda: {10: 12, 1000: 12, 100000: 2, 1000000: 1})
+    # RL.LEASE + RL.RELEASE vs the Lua semaphore: keys per size, each holding
+    # `size` leases; requests (acquire + release pairs) per size and round
+    lease_sizes: list[int] = field(default_factory=lambda: [10, 100, 1000])
+    lease_keys: int = 20
+    lease_calls: int = 2000
 
 
 # Many short rounds rather than a few long ones: the medians over rounds shrug
@@ -99,7 +109,8 @@ FULL = Config(rounds=40, conns=4, batch=100, check_keys=1000, check_entries=40, 
 QUICK = Config(rounds=8, conns=4, batch=100, check_keys=1000, check_entries=40, check_calls=2000,
                counter_keys=400, counter_visits=25, scale_sizes=[10, 100, 1000, 10000, 100000],
                scale_keys=2, scale_calls=1000, memory_keys=3, contested_calls=1000,
-               key_memory_throttle_keys=100, key_memory_check_keys={10: 3, 1000: 3, 100000: 1, 1000000: 0})
+               key_memory_throttle_keys=100, key_memory_check_keys={10: 3, 1000: 3, 100000: 1, 1000000: 0},
+               lease_calls=1000)
 
 RULES = [(1000, 60000), (5000, 3600000)]  # (count, window ms)
 MAX_WINDOW = max(w for _, w in RULES)
@@ -138,7 +149,12 @@ TARGETS = {
     "throttle_key_bytes": 128,
     "throttle_key_bytes_1m_minus_10": 0,
     "quota_vs_dayhour": 1.5,
+    # RL.LEASE + RL.RELEASE (issue 14) against the Lua semaphore + ZREM, at
+    # every size; and flat: the cost at 1,000 leases held within 1.5x at 10
+    "lease_vs_lua": 0.5,
+    "lease_1000_vs_10": 1.5,
 }
+LEASE_TTL = 60_000  # each measured lease's ttl; the held ones never expire
 
 
 @dataclass
@@ -422,7 +438,8 @@ class Bench:
         self.ctl = server.client()
         self.conns = [Conn(server.port) for _ in range(cfg.conns)]
         self.sha = {name: self.ctl.script_load((LUA_DIR / f"{name}.lua").read_text())
-                    for name in ("check_uuid", "check_timestamp", "dayhour", "lockcount", "gcra")}
+                    for name in ("check_uuid", "check_timestamp", "dayhour", "lockcount", "gcra",
+                                 "semaphore")}
         self.batches: dict[str, list[Batch]] = {}
         self.errors: list[str] = []
         self.notes: dict = {}
@@ -1044,6 +1061,92 @@ class Bench:
             self.notes["scale_sizes_after_run"] = {
                 k: self.ctl.zcard(k) for k in self.scale_state}
 
+    # ---------------- RL.LEASE + RL.RELEASE vs the Lua semaphore ------------
+    #
+    # Each key holds `size` leases of other holders that run all bench long;
+    # a request takes one more lease (limit size + 10: always admitted) and
+    # gives it back, so every key keeps its size. The module: RL.LEASE with
+    # the request's TOKEN, then RL.RELEASE of it; Lua: the semaphore script
+    # (ZREMRANGEBYSCORE, ZCARD, ZADD), then ZREM of the client's id.
+
+    def lease_key(self, c: str, size: int, k: int) -> str:
+        return f"ls:{'mod' if c == 'module' else 'lua'}:{size}:{k}"
+
+    def lease_setup(self):
+        cfg = self.cfg
+        self.lease_next = 0
+        held_until = self.base + 100 * 3_600_000
+        lines = []
+        for size in cfg.lease_sizes:
+            for k in range(cfg.lease_keys):
+                for c in ("module", "lua"):
+                    key = self.lease_key(c, size, k)
+                    for part in chunks(list(range(size)), 1000):
+                        args = []
+                        for j in part:
+                            args += [held_until, "holder-%d" % j]
+                        lines.append(enc("ZADD", key, *args))
+                    lines.append(enc("PEXPIREAT", key, held_until))
+        for r in parse_all(self.conns[0].roundtrip(b"".join(lines)), len(lines)):
+            if find_error(r) is not None:
+                raise BenchError(f"lease prefill: {find_error(r)}")
+
+    def lease_round(self, rnd: int, measured: bool):
+        cfg = self.cfg
+        variants = [(size, c) for size in cfg.lease_sizes for c in ("module", "lua")]
+        for size, c in rotate(variants, rnd):
+            per_conn: list[list[bytes]] = [[] for _ in self.conns]
+            # The client's clock, which the server shares: no lag to add.
+            now = int(time.time() * 1000)
+            for i in range(cfg.lease_calls):
+                k = i % cfg.lease_keys
+                key = self.lease_key(c, size, k)
+                token = "req-%d" % (self.lease_next + i)
+                limit = size + 10
+                if c == "module":
+                    cmd = (enc("RL.LEASE", key, now, limit, LEASE_TTL, "TOKEN", token)
+                           + enc("RL.RELEASE", key, now, token))
+                else:
+                    cmd = (enc("EVALSHA", self.sha["semaphore"], 1, key, token, now, limit, LEASE_TTL)
+                           + enc("ZREM", key, token))
+                per_conn[k % len(self.conns)].append(cmd)
+            jobs, counts = [], []
+            for conn, cmds in zip(self.conns, per_conn):
+                parts = chunks(cmds, cfg.batch)
+                jobs.append(pipelined_job(conn, [b"".join(p) for p in parts]))
+                counts.append([2 * len(p) for p in parts])
+            counted = ["rl.lease", "rl.release"] if c == "module" else ["evalsha", "zrem"]
+            name = f"{size}:{c}"
+            b, results = measure(self.ctl, name, cfg.lease_calls, counted, jobs)
+            for cmd in counted:
+                check_count(b, cmd, cfg.lease_calls)
+            admitted = released = 0
+            for bufs, cnts in zip(results, counts):
+                for buf, cnt in zip(bufs, cnts):
+                    replies = parse_all(buf, cnt)
+                    for r in replies:
+                        if find_error(r) is not None:
+                            raise BenchError(f"lease {name}: {find_error(r)}")
+                    for acq, rel in zip(replies[::2], replies[1::2]):
+                        if c == "module":
+                            admitted += acq[0] == 0 and acq[3] == 9
+                            released += rel == [1]
+                        else:
+                            admitted += acq == 1
+                            released += rel == 1
+            if admitted != cfg.lease_calls or released != cfg.lease_calls:
+                self.fail(f"lease {name}: {admitted} acquired, {released} released of {cfg.lease_calls}")
+            b.extra.update({"size": size})
+            self.record("lease", b, rnd, measured)
+        self.lease_next += cfg.lease_calls
+        if measured and rnd == cfg.rounds:
+            sizes = {self.lease_key(c, size, 0): self.ctl.zcard(self.lease_key(c, size, 0))
+                     for size in cfg.lease_sizes for c in ("module", "lua")}
+            self.notes["lease_sizes_after_run"] = sizes
+            for key, n in sizes.items():
+                if n != int(key.split(":")[2]):
+                    self.fail(f"lease: {key} holds {n} members after the run")
+
     # ---------------- Memory -------------------------------------------------
 
     def memory(self) -> dict:
@@ -1560,6 +1663,22 @@ def build_report(bench: Bench, cfg: Config, quick: bool, meta: dict, summary: di
            f"per-round {fmt_ratio_spread(round_ratios(db_, 'quota', 'module'))}; RL.QUOTA / Lua seed 001: "
            f"{dh['quota']['usec_per_request'] / dh['lua']['usec_per_request']:.3f}")
 
+    ls, lsb = S["lease"], bench.batches["lease"]
+    for size in cfg.lease_sizes:
+        target(f"lease_vs_lua_{size}",
+               f"RL.LEASE + RL.RELEASE server cost ≤ {TARGETS['lease_vs_lua']} × Lua semaphore + ZREM "
+               f"({size:,} leases held)",
+               ls[f"{size}:module"]["usec_per_request"] / ls[f"{size}:lua"]["usec_per_request"],
+               TARGETS["lease_vs_lua"],
+               f"{ls[f'{size}:module']['usec_per_request']:.2f} vs {ls[f'{size}:lua']['usec_per_request']:.2f} "
+               f"usec per pair; per-round {fmt_ratio_spread(round_ratios(lsb, f'{size}:module', f'{size}:lua'))}")
+    lo, hi = min(cfg.lease_sizes), max(cfg.lease_sizes)
+    target("lease_1000_vs_10", f"RL.LEASE + RL.RELEASE at {hi:,} leases held ≤ 1.5 × at {lo}",
+           ls[f"{hi}:module"]["usec_per_request"] / ls[f"{lo}:module"]["usec_per_request"],
+           TARGETS["lease_1000_vs_10"],
+           f"per-round {fmt_ratio_spread(round_ratios(lsb, f'{hi}:module', f'{lo}:module'))}; Lua: "
+           f"{ls[f'{hi}:lua']['usec_per_request'] / ls[f'{lo}:lua']['usec_per_request']:.3f}")
+
     L = []
     L.append(f"# redis-ratelimit benchmark{' (quick)' if quick else ''}\n")
     L.append(f"- date: {meta['date']}; host: {meta['host']}, {meta['cpus']} CPUs; {meta['server_version']}")
@@ -1801,6 +1920,7 @@ def main(argv=None) -> int:
             bench.check_setup()
             bench.throttle_setup()
             bench.scale_setup()
+            bench.lease_setup()
             print(f"setup: {time.time() - t1:.1f} s", flush=True)
             for rnd in range(cfg.rounds + 1):
                 measured = rnd > 0
@@ -1809,7 +1929,7 @@ def main(argv=None) -> int:
                 for name, section in (("check", bench.check_round), ("throttle", bench.throttle_round),
                                       ("contested", bench.throttle_contested_round),
                                       ("dayhour", bench.dayhour_round), ("lockcount", bench.lockcount_round),
-                                      ("scale", bench.scale_round)):
+                                      ("scale", bench.scale_round), ("lease", bench.lease_round)):
                     t1 = time.time()
                     section(rnd, measured)
                     spent.append(f"{name} {time.time() - t1:.1f}")

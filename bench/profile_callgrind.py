@@ -388,7 +388,7 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None) -> dict:
         ctl = redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=600)
         conn = B.Conn(server.port)
         sha = {name: ctl.script_load((B.LUA_DIR / f"{name}.lua").read_text())
-               for name in ("check_uuid", "dayhour", "lockcount", "gcra")}
+               for name in ("check_uuid", "dayhour", "lockcount", "gcra", "semaphore")}
         base = int(ctl.time()[0]) * 1000
 
         def send(cmds, per=1):
@@ -597,6 +597,32 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None) -> dict:
                         cmds.append(B.enc("EVALSHA", sha["lockcount"], 2, lk, ck, B.LC_WINDOW, B.LC_MAX,
                                           B.LC_LOCKTIME))
             phase(f"lockcount-{kind}", cmds)
+
+        # RL.LEASE + RL.RELEASE vs the Lua semaphore + ZREM (one request: a
+        # lease taken and given back) on keys holding 10, 100, 1000 leases
+        held = int(ctl.time()[0]) * 1000 + 100 * 3_600_000
+        for size in B.Config.__dataclass_fields__["lease_sizes"].default_factory():
+            pre = []
+            for c in ("module", "lua"):
+                for k in range(20):
+                    a = []
+                    for j in range(size):
+                        a += [held, "holder-%d" % j]
+                    pre.append(B.enc("ZADD", f"ls:{c}:{size}:{k}", *a))
+                    pre.append(B.enc("PEXPIREAT", f"ls:{c}:{size}:{k}", held))
+            send(pre)
+            for c in ("module", "lua"):
+                now = int(time.time() * 1000)
+                cmds = []
+                for i in range(n // 2):
+                    key, tok = f"ls:{c}:{size}:{i % 20}", f"req-{i}"
+                    if c == "module":
+                        cmds += [B.enc("RL.LEASE", key, now, size + 10, B.LEASE_TTL, "TOKEN", tok),
+                                 B.enc("RL.RELEASE", key, now, tok)]
+                    else:
+                        cmds += [B.enc("EVALSHA", sha["semaphore"], 1, key, tok, now, size + 10, B.LEASE_TTL),
+                                 B.enc("ZREM", key, tok)]
+                phase(f"lease-{size}-{c}", cmds, requests=n // 2)
         conn.close()
         ctl.close()
     finally:
@@ -605,7 +631,7 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None) -> dict:
         server.stop()
 
     for name in ("check-module", "check-skiplist-module", "scale-100-admitted", "dayhour-module", "lockcount-module", "throttle-module",
-                 "throttle-lua", "quota-module"):
+                 "throttle-lua", "quota-module", "lease-1000-module"):
         f = out / f"callgrind.out.{name}"
         if f.exists():
             ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=99.5", str(f)],
@@ -628,7 +654,15 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None) -> dict:
                             ("RL.QUOTA / RL.DAYHOUR (target 1.3)", "quota-module", "dayhour-module"),
                             ("RL.QUOTA / Lua seed 001", "quota-module", "dayhour-lua"),
                             ("RL.THROTTLE * / redis-cell CL.THROTTLE 0.2.2 (target 0.90)", "throttle-module-star",
-                             "throttle-cell")):
+                             "throttle-cell"),
+                            ("RL.LEASE + RL.RELEASE / Lua semaphore + ZREM, 10 held (target 0.5)",
+                             "lease-10-module", "lease-10-lua"),
+                            ("RL.LEASE + RL.RELEASE / Lua semaphore + ZREM, 100 held (target 0.5)",
+                             "lease-100-module", "lease-100-lua"),
+                            ("RL.LEASE + RL.RELEASE / Lua semaphore + ZREM, 1000 held (target 0.5)",
+                             "lease-1000-module", "lease-1000-lua"),
+                            ("RL.LEASE + RL.RELEASE 1000 / 10 held (target 1.5)",
+                             "lease-1000-module", "lease-10-module")):
         if num in results and den in results:
             ratios[label] = results[num]["Ir_per_request"] / results[den]["Ir_per_request"]
             print(f"{label}: {ratios[label]:.3f} (instructions per request)")

@@ -16,7 +16,7 @@ import redis
 
 H = 3_600_000  # one hour in ms
 D = 86_400_000  # one day in ms
-KEYS_LEFT = 25  # keys run_workload leaves behind
+KEYS_LEFT = 27  # keys run_workload leaves behind
 UUID = "550e8400-e29b-41d4-a716-446655440000"
 
 
@@ -183,6 +183,32 @@ def run_workload(c: redis.Redis, p: str) -> int:
     assert rl(c, "RL.THROTTLE", f"{p}:res", t, 1, 1, 600000, "REFUND")[:5] == [1, 1, 1, 0, 600000]
     assert int(c.hget(f"{p}:res", "600000")) == (t + 1_200_000) * 10**6
 
+    # RL.LEASE: at most 3 in flight. A token, a module-named lease of 2
+    # units (ZADD), a refusal (nil), a release (ZREM), a resize up and down
+    # (ZADD, ZREM of the unit beyond the new cost), a renewal (ZADD XX).
+    jobs = f"{p}:jobs"
+    r = rl(c, "RL.LEASE", jobs, "*", 3, H, "TOKEN", "job-1")
+    assert r[:6] == [0, 1, 3, 2, -1, H] and r[6] == b"job-1", r
+    r = rl(c, "RL.LEASE", jobs, "*", 3, H, "COST", 2)
+    assert r[:5] == [0, 1, 3, 0, -1] and len(r[6]) == 8, r
+    anon = r[6].decode()
+    r = rl(c, "RL.LEASE", jobs, "*", 3, H, "TOKEN", "job-2")
+    assert r[:4] == [1, 1, 3, 0] and 0 < r[4] <= H and r[6] is None, r
+    assert rl(c, "RL.RELEASE", jobs, "*", anon, "never") == [2, 0]
+    assert rl(c, "RL.LEASE", jobs, "*", 3, 2 * H, "TOKEN", "job-1", "COST", 3)[:4] == [0, 1, 3, 0]
+    assert rl(c, "RL.LEASE", jobs, "*", 3, H, "token", "job-1", "cost", 2)[:4] == [0, 1, 3, 1]
+    assert rl(c, "RL.RENEW", jobs, "*", 3 * H, "job-1", "lost") == [2, 0]
+    assert sorted(c.zrange(jobs, 0, -1)) == [b"job-1", b"job-1#2"]
+    assert c.execute_command("PEXPIRETIME", jobs) >= t + 3 * H
+    # Expired units under an expiry held by a live lease: reaped
+    # (ZREMRANGEBYSCORE) once `limit` of them are there.
+    jobs2 = f"{p}:jobs2"
+    c.zadd(jobs2, {"old1": t - 5000, "old2": t - 4000, "live": t + 2 * H})
+    c.pexpireat(jobs2, t + 3 * H)
+    assert rl(c, "RL.LEASE", jobs2, t, 2, H, "TOKEN", "a")[:4] == [0, 1, 2, 0]
+    assert sorted(c.zrange(jobs2, 0, -1)) == [b"a", b"live"]
+    assert c.execute_command("PEXPIRETIME", jobs2) == t + 3 * H
+
     # Errors (nothing written) next to keys of other types.
     c.set(f"{p}:str", "x")
     c.hset(f"{p}:hash", mapping={"f": "v", "1000": "abc"})
@@ -214,6 +240,12 @@ def error_calls(p: str) -> list[tuple]:
         ("RL.QUOTA", f"{p}:q", "*", "Mars/Olympus", "DAY", 5),  # unknown zone
         ("RL.QUOTA", f"{p}:q", "*", "UTC", "DAY", 5, "DAY", 5),  # period twice
         ("RL.QUOTAPEEK", f"{p}:q", 253402300800000, "UTC", "DAY", 5),  # now past year 9999
+        ("RL.LEASE", f"{p}:str", "*", 3, H),  # WRONGTYPE
+        ("RL.LEASE", f"{p}:jobs", "*", 3, H, "TOKEN", "a#1"),  # bad token
+        ("RL.LEASE", f"{p}:jobs", "*", 3, H, "COST", 4),  # cost above limit
+        ("RL.LEASEPEEK", f"{p}:hash", "*", 3),  # WRONGTYPE
+        ("RL.RELEASE", f"{p}:jobs", "*", "x", "x"),  # token twice
+        ("RL.RENEW", f"{p}:jobs", "*", 0, "job-1"),  # bad ttl
     ]
 
 
@@ -238,7 +270,13 @@ def rejected_calls(c: redis.Redis, p: str) -> int:
         assert rl(c, "RL.QUOTA", f"{p}:q", "*", "Asia/Shanghai", "DAY", 3, "MONTH", 100)[0] == 1
         assert rl(c, "RL.QUOTAPEEK", f"{p}:q", "*", "Asia/Shanghai", "DAY", 3)[0] == 1
         assert rl(c, "RL.QUOTA", f"{p}:q3", "*", "UTC", "DAY", 5, "REFUND")[0] == 0
-        n += 15
+        # Leases: refused, peeked, and a release or renewal of lost leases.
+        r = rl(c, "RL.LEASE", f"{p}:jobs", "*", 3, H, "TOKEN", "job-9", "COST", 2)
+        assert r[0] == 1 and r[6] is None, r
+        assert rl(c, "RL.LEASEPEEK", f"{p}:jobs", "*", 3, "COST", 2)[0] == 1
+        assert rl(c, "RL.RELEASE", f"{p}:jobs", "*", "nobody") == [0]
+        assert rl(c, "RL.RENEW", f"{p}:jobs", "*", H, "nobody") == [0]
+        n += 19
         for args in error_calls(p):
             with pytest.raises(redis.ResponseError):
                 rl(c, *args)
@@ -262,6 +300,10 @@ def assert_limited_state(c: redis.Redis, p: str) -> None:
     assert r[:4] == [1, 1, 5, 0] and 0 < r[4] <= H, r
     r = rl(c, "RL.THROTTLE", f"{p}:tbd", "*", 2, 1, 600000)
     assert r[:4] == [1, 1, 2, 0] and 1_800_000 < r[4] <= 2_400_000, r
+
+    r = rl(c, "RL.LEASE", f"{p}:jobs", "*", 3, H, "TOKEN", "other", "COST", 2)
+    assert r[:4] == [1, 1, 3, 1] and r[6] is None, r
+    assert rl(c, "RL.LEASEPEEK", f"{p}:jobs", "*", 3, "COST", 1, "TOKEN", "job-1")[:4] == [0, 1, 3, 2]
     # (Unless the test straddles midnight in Shanghai.)
     r = rl(c, "RL.QUOTA", f"{p}:q", "*", "Asia/Shanghai", "DAY", 3, "MONTH", 100)
     assert r[:4] == [1, 1, 3, 0] or r[0] == 0, r

@@ -35,6 +35,7 @@ def admin(acl_server):
         assert rl(c, "RL.CHECK", f"{prefix}:z", t, 5, H)[0] == 0
         assert rl(c, "RL.DAYHOUR", f"{prefix}:d", f"{prefix}:h", 10, 10, D, H) == [1, 1]
         assert rl(c, "RL.LOCKCOUNT", f"{prefix}:l", f"{prefix}:c", H, 3, H) == [0, 1, H]
+        assert rl(c, "RL.LEASE", f"{prefix}:jobs", t, 3, H, "TOKEN", "j1")[:4] == [0, 1, 3, 2]
     yield c
     c.close()
 
@@ -56,6 +57,10 @@ def all_calls(a: str, b: str) -> list[tuple]:
         ("RL.THROTTLEPEEK", f"{a}:t", "*", 5, 1, H),
         ("RL.QUOTA", f"{a}:q", "*", "UTC", "DAY", 5),
         ("RL.QUOTAPEEK", f"{a}:q", "*", "UTC", "DAY", 5),
+        ("RL.LEASE", f"{a}:jobs", "*", 3, H, "TOKEN", "j9"),
+        ("RL.LEASEPEEK", f"{a}:jobs", "*", 3),
+        ("RL.RELEASE", f"{a}:jobs", "*", "j1"),
+        ("RL.RENEW", f"{a}:jobs", "*", H, "j1"),
     ]
 
 
@@ -71,6 +76,10 @@ def test_key_pattern_holds_for_every_key_of_every_command(acl_server, admin):
     assert rl(c, "RL.PEEK", "app:z", "*", 5, H)[:4] == [0, 1, 5, 2]
     assert rl(c, "RL.DAYHOUR", "app:d", "app:h", 10, 10, D, H) == [2, 2]
     assert rl(c, "RL.LOCKCOUNT", "app:l", "app:c", H, 3, H)[:2] == [0, 2]
+    assert rl(c, "RL.LEASEPEEK", "app:jobs", "*", 3)[:4] == [0, 1, 3, 1]
+    assert rl(c, "RL.LEASE", "app:jobs", "*", 3, H, "TOKEN", "j2")[:4] == [0, 1, 3, 1]
+    assert rl(c, "RL.RENEW", "app:jobs", "*", H, "j1", "j2") == [1, 1]
+    assert rl(c, "RL.RELEASE", "app:jobs", "*", "j2") == [1]
     after = keyspace(admin)
     assert {k: v for k, v in after.items() if k.startswith(b"other:")} == \
         {k: v for k, v in before.items() if k.startswith(b"other:")}
@@ -84,7 +93,7 @@ def test_read_only_key_permission_allows_peek_only(acl_server, admin):
         assert rl(c, "RL.PEEK", "app:z", "*", 5, H)[:4] == rl(admin, "RL.PEEK", "app:z", "*", 5, H)[:4]
         assert rl(c, "RL.PEEK", "app:z", "*", 1, H)[0] == 1
         for args in all_calls("app", "app"):
-            if args[0] in ("RL.PEEK", "RL.THROTTLEPEEK", "RL.QUOTAPEEK"):
+            if args[0] in ("RL.PEEK", "RL.THROTTLEPEEK", "RL.QUOTAPEEK", "RL.LEASEPEEK"):
                 continue
             with pytest.raises(NOPERM):
                 rl(c, *args)
@@ -92,6 +101,9 @@ def test_read_only_key_permission_allows_peek_only(acl_server, admin):
     with pytest.raises(NOPERM):
         rl(user(acl_server, "appreader"), "RL.PEEK", "other:z", "*", 5, H)
     assert rl(user(acl_server, "reader"), "RL.PEEK", "other:z", "*", 5, H)[:4] == [0, 1, 5, 3]
+    assert rl(user(acl_server, "appreader"), "RL.LEASEPEEK", "app:jobs", "*", 3, "COST", 0)[:4] == [0, 1, 3, 2]
+    with pytest.raises(NOPERM):
+        rl(user(acl_server, "appreader"), "RL.LEASEPEEK", "other:jobs", "*", 3)
     assert keyspace(admin) == before
 
 
@@ -103,7 +115,7 @@ def test_user_allowed_peek_by_name_runs_just_that(acl_server, admin):
     for args in all_calls("app", "app"):
         if args[0] == "RL.PEEK":
             continue
-        with pytest.raises(NOPERM, match="(?i)rl\\.(check|dayhour|lockcount|throttle|throttlepeek|quota|quotapeek)"):
+        with pytest.raises(NOPERM, match="(?i)rl\\.(check|dayhour|lockcount|throttle|throttlepeek|quota|quotapeek|lease|leasepeek|release|renew)"):
             rl(c, *args)
     with pytest.raises(NOPERM):
         c.get("app:d")

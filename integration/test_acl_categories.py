@@ -26,6 +26,10 @@ COMMANDS = [
     ("rl.throttlepeek", {"@read", "@hash", "@fast", "@ratelimit"}, ("RL.THROTTLEPEEK", "k:t", "*", 5, 1, 1000)),
     ("rl.quota", {"@write", "@hash", "@fast", "@ratelimit"}, ("RL.QUOTA", "k:q", "*", "UTC", "DAY", 5)),
     ("rl.quotapeek", {"@read", "@hash", "@fast", "@ratelimit"}, ("RL.QUOTAPEEK", "k:q", "*", "UTC", "DAY", 5)),
+    ("rl.lease", {"@write", "@sortedset", "@slow", "@ratelimit"}, ("RL.LEASE", "k:j", "*", 3, H, "TOKEN", "j1")),
+    ("rl.leasepeek", {"@read", "@sortedset", "@fast", "@ratelimit"}, ("RL.LEASEPEEK", "k:j", "*", 3)),
+    ("rl.release", {"@write", "@sortedset", "@slow", "@ratelimit"}, ("RL.RELEASE", "k:j", "*", "j0")),
+    ("rl.renew", {"@write", "@sortedset", "@slow", "@ratelimit"}, ("RL.RENEW", "k:j", "*", H, "j0")),
 ]
 WRITING = [c for c in COMMANDS if "@write" in c[1]]
 PEEKS = [c for c in COMMANDS if "@read" in c[1]]

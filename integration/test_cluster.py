@@ -95,6 +95,23 @@ def test_quota_lands_on_owning_node(cluster, rc):
         assert owner.hgetall(key) == {b"day:2026-11-30T00:00+01:00": b"2", b"year:2026-01-01T00:00+01:00": b"2"}
 
 
+def test_lease_lands_on_owning_node(cluster, rc):
+    keys = [f"cl:jobs:{i}" for i in range(60)]
+    t = 1_796_054_400_000
+    for key in keys:
+        got = [rc.execute_command("RL.LEASE", key, t, 2, H, "TOKEN", f"j{k}") for k in range(3)]
+        assert [r[:4] for r in got] == [[0, 1, 2, 1], [0, 1, 2, 0], [1, 1, 2, 0]], key
+        assert [r[6] for r in got] == [b"j0", b"j1", None], key
+        assert rc.execute_command("RL.LEASEPEEK", key, t, 2, "COST", 0)[:4] == [0, 1, 2, 0]
+        assert rc.execute_command("RL.RENEW", key, t, 2 * H, "j0", "j2") == [1, 0]
+    c0 = cluster.nodes[0].client()
+    for key in keys[:10]:
+        owner = cluster.slot_owner(int(c0.execute_command("CLUSTER KEYSLOT", key))).client()
+        assert owner.zrange(key, 0, -1, withscores=True) == [(b"j1", float(t + H)), (b"j0", float(t + 2 * H))]
+        assert rc.execute_command("RL.RELEASE", key, t, "j0", "j1") == [1, 1]
+        assert not owner.exists(key)
+
+
 def test_hash_tagged_two_key_commands(cluster, rc):
     day, hour = "{user:42}:day", "{user:42}:hour"
     assert [rc.execute_command("RL.DAYHOUR", day, hour, 10, 2, 86_400_000, H) for _ in range(3)] == \
@@ -139,7 +156,9 @@ def test_key_sent_to_wrong_node_is_moved(cluster):
                  ("RL.DAYHOUR", key, "{mv:key}x", 1, 1, 1000, 1000),
                  ("RL.LOCKCOUNT", key, "{mv:key}x", 1000, 1, 1000),
                  ("RL.THROTTLE", key, "*", 1, 1, 1000), ("RL.THROTTLEPEEK", key, "*", 1, 1, 1000),
-                 ("RL.QUOTA", key, "*", "UTC", "DAY", 1), ("RL.QUOTAPEEK", key, "*", "UTC", "DAY", 1)):
+                 ("RL.QUOTA", key, "*", "UTC", "DAY", 1), ("RL.QUOTAPEEK", key, "*", "UTC", "DAY", 1),
+                 ("RL.LEASE", key, "*", 1, 1000), ("RL.LEASEPEEK", key, "*", 1),
+                 ("RL.RELEASE", key, "*", "a"), ("RL.RENEW", key, "*", 1000, "a")):
         with pytest.raises(redis.ResponseError, match=f"^MOVED {slot} 127.0.0.1:{owner.port}$"):
             rl(other, *args)
 
@@ -156,8 +175,12 @@ EXPECTED_COMMANDS = {
     "rl.throttlepeek": (-6, {"readonly", "fast"}, [{"RO"}], ["*", "5", "1", "1000"]),
     "rl.quota": (-6, {"write", "fast"}, [{"RW"}], ["*", "UTC", "DAY", "5", "COST", "2"]),
     "rl.quotapeek": (-6, {"readonly", "fast"}, [{"RO"}], ["*", "Asia/Shanghai", "HOUR", "5"]),
+    "rl.lease": (-5, {"write"}, [{"RW"}], ["*", "3", "60000", "TOKEN", "j1"]),
+    "rl.leasepeek": (-4, {"readonly", "fast"}, [{"RO"}], ["*", "3", "COST", "0"]),
+    "rl.release": (-4, {"write"}, [{"RW"}], ["*", "j1", "j2"]),
+    "rl.renew": (-5, {"write"}, [{"RW"}], ["*", "60000", "j1"]),
 }
-PEEKS = {"rl.peek", "rl.throttlepeek", "rl.quotapeek"}
+PEEKS = {"rl.peek", "rl.throttlepeek", "rl.quotapeek", "rl.leasepeek"}
 
 
 def decode(x):

@@ -200,3 +200,74 @@ def test_outbound_client_waits_its_turn_and_frees_a_cancelled_slot(server):
     assert call_vendor(r, send, threading.Event(), max_wait_ms=0) == "busy"
     assert r.hgetall("vendor:{acme}") == before
     r.close()
+
+
+# --- Recipe: at most 3 OCR jobs per user in flight, and 100 a day -------------
+
+def run_ocr_job(r, user, job_id, work, ttl=30_000):
+    slots, day = f"ocr:{{{user}}}:running", f"ocr:{{{user}}}:day"
+    if r.execute_command("RL.LEASE", slots, "*", 3, ttl, "TOKEN", job_id)[0] == 1:
+        return 429                              # 3 running: Retry-After from reply[4]
+    try:
+        if r.execute_command("RL.QUOTA", day, "*", "Asia/Shanghai", "DAY", 100)[0] == 1:
+            return 429                          # 100 today
+        def heartbeat():                        # every ttl/3 while working
+            return r.execute_command("RL.RENEW", slots, "*", ttl, job_id)[0] > 0
+        return 200 if work(heartbeat) else 500  # heartbeat() False: the lease is lost, stop
+    finally:
+        r.execute_command("RL.RELEASE", slots, "*", job_id)
+
+
+def test_three_ocr_jobs_in_flight_and_a_daily_quota(r):
+    seen = []
+
+    def nested(depth):
+        """A job whose work starts the next job while it runs."""
+        def work(heartbeat):
+            assert heartbeat()
+            seen.append(run_ocr_job(r, "u3", f"job-{depth + 1}", nested(depth + 1)))
+            return heartbeat()
+        return work
+
+    assert run_ocr_job(r, "u3", "job-0", nested(0)) == 200
+    # job-0, job-1, job-2 ran at once; job-3 was refused; all released after.
+    assert seen == [429, 200, 200]
+    assert not r.exists("ocr:{u3}:running")
+    assert rl(r, "RL.QUOTAPEEK", "ocr:{u3}:day", "*", "Asia/Shanghai", "DAY", 100)[3] == 96  # 3 used
+    # A lost lease: the heartbeat says so, the job stops.
+    def loses_its_lease(heartbeat):
+        r.delete("ocr:{u3}:running")
+        return heartbeat()
+    assert run_ocr_job(r, "u3", "job-9", loses_its_lease) == 500
+    # The daily quota refuses once 100 are used (and the slot is given back).
+    rl(r, "RL.QUOTA", "ocr:{u3}:day", "*", "Asia/Shanghai", "DAY", 100, "COST", 96)
+    assert run_ocr_job(r, "u3", "job-10", lambda hb: True) == 429
+    assert not r.exists("ocr:{u3}:running")
+
+
+# --- Recipe: 60 a minute AND 2 in flight --------------------------------------
+
+def start_export(r, user, job_id):
+    slots, rate = f"exp:{{{user}}}:running", f"exp:{{{user}}}:rate"
+    lease = r.execute_command("RL.LEASE", slots, "*", 2, 300_000, "TOKEN", job_id)
+    if lease[0] == 1:
+        return 429, lease[4]                    # 2 running
+    rate_reply = r.execute_command("RL.THROTTLE", rate, "*", 60, 60, 60_000)
+    if rate_reply[0] == 1:
+        r.execute_command("RL.RELEASE", slots, "*", job_id)
+        return 429, rate_reply[4]               # 60 this minute
+    return 200, 0                               # RL.RELEASE when the export ends
+
+
+def test_sixty_a_minute_and_two_in_flight(r):
+    assert start_export(r, "u4", "e1") == (200, 0)
+    assert start_export(r, "u4", "e1") == (200, 0)   # a retry finds its own lease
+    assert start_export(r, "u4", "e2") == (200, 0)
+    status, retry = start_export(r, "u4", "e3")
+    assert status == 429 and 0 < retry <= 300_000    # 2 in flight
+    assert rl(r, "RL.RELEASE", "exp:{u4}:running", "*", "e1", "e2") == [1, 1]
+    # 3 of the minute's 60 are used; use the rest: the rate refuses, the slot goes back.
+    rl(r, "RL.THROTTLE", "exp:{u4}:rate", "*", 60, 60, 60_000, "COST", 57)
+    status, retry = start_export(r, "u4", "e4")
+    assert status == 429 and 0 < retry <= 1000
+    assert not r.exists("exp:{u4}:running")

@@ -214,6 +214,63 @@ def test_debits_and_reservations_replicate_as_admissions():
         assert keyspace(bare.client()) == keyspace(pc)
 
 
+def test_lease_stream_carries_native_effects():
+    """RL.LEASE, RL.RENEW and RL.RELEASE replicate as ZADD, ZREM,
+    ZREMRANGEBYSCORE, ZADD XX and PEXPIREAT with absolute times; a call that
+    keeps the expiry sends one command, without MULTI/EXEC."""
+    with servers() as pool:
+        primary = started(pool, Server(args=PRIMARY_ARGS))
+        replica = start_replica(primary, module=False)
+        pool.append(replica)
+        pc = primary.client()
+        # A `now` ahead of the server clock: no lag, so X is fixed.
+        t = server_ms(pc) + 60_000
+        pc.zadd("le:r", {"old": 1000})
+        stream = ReplStream(primary)
+        try:
+            assert rl(pc, "RL.LEASE", "le:k", t, 2, H, "TOKEN", "a", "COST", 2)[:4] == [0, 1, 2, 0]
+            e1 = pc.execute_command("PEXPIRETIME", "le:k")
+            assert rl(pc, "RL.LEASE", "le:k", t, 2, H, "TOKEN", "a")[:4] == [0, 1, 2, 1]
+            assert rl(pc, "RL.LEASE", "le:k", t, 1, H, "TOKEN", "b")[0] == 1  # nothing
+            assert rl(pc, "RL.RENEW", "le:k", t, 2 * H, "a", "b") == [1, 0]
+            e2 = pc.execute_command("PEXPIRETIME", "le:k")
+            assert rl(pc, "RL.RELEASE", "le:k", t, "a", "b") == [1, 0]
+            assert rl(pc, "RL.RELEASE", "le:k", t, "a") == [0]  # nothing
+            r = rl(pc, "RL.LEASE", "le:r", t, 1, H)
+            e3 = pc.execute_command("PEXPIRETIME", "le:r")
+            pc.set("marker", "1")
+            got = effects(stream.until([b"SET", b"marker", b"1"]))
+        finally:
+            stream.close()
+        at, at2 = str(t + H).encode(), str(t + 2 * H).encode()
+        assert t + H <= e1 < t + H + H // 8 and t + 2 * H <= e2 < t + 2 * H + H // 4, (e1, e2)
+        reap = got[15]
+        assert reap[:3] == [b"ZREMRANGEBYSCORE", b"le:r", b"-inf"] and 1000 <= int(reap[3]) <= t
+        assert got == [
+            [b"MULTI"],
+            [b"ZADD", b"le:k", at, b"a", at, b"a#2"],
+            [b"PEXPIREAT", b"le:k", str(e1).encode()],
+            [b"EXEC"],
+            [b"MULTI"],
+            [b"ZREM", b"le:k", b"a#2"],
+            [b"ZADD", b"le:k", at, b"a"],
+            [b"EXEC"],
+            [b"MULTI"],
+            [b"ZADD", b"le:k", b"XX", at2, b"a"],
+            [b"PEXPIREAT", b"le:k", str(e2).encode()],
+            [b"EXEC"],
+            [b"ZREM", b"le:k", b"a"],
+            [b"MULTI"],
+            [b"ZADD", b"le:r", at, r[6]],
+            reap,
+            [b"PEXPIREAT", b"le:r", str(e3).encode()],
+            [b"EXEC"],
+            [b"SET", b"marker", b"1"],
+        ], got
+        wait_in_sync(primary, replica)
+        assert keyspace(replica.client()) == keyspace(pc)
+
+
 def test_late_replica_does_not_extend_expiry():
     """A replica that applies the writes a second late holds the same
     absolute expiry times and scores as the primary (effects, not commands
@@ -257,6 +314,8 @@ def test_aof_written_with_module_loads_without_it():
         text = b"".join(p.read_bytes() for p in incr).lower()
         assert b"zadd" in text and b"pexpireat" in text and b"pxat" in text
         assert b"rl.check" not in text and b"rl.dayhour" not in text and b"rl.lockcount" not in text
+        assert b"rl.lease" not in text and b"rl.release" not in text and b"rl.renew" not in text
+        assert b"zremrangebyscore" in text and b"xx" in text
 
         plain = started(pool, Server(module=False, directory=primary.dir, args=["--appendonly", "yes"]))
         c = plain.client()

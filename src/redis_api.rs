@@ -166,6 +166,33 @@ impl Ctx {
                         &[(raw::REDISMODULE_NOTIFY_ZSET, c"zadd")],
                     )
                 }
+                Native::ZaddXx {
+                    key,
+                    score,
+                    members,
+                } => {
+                    let mut strings = OwnedStrings::new(*self);
+                    let score = strings.int(score)?;
+                    let xx = strings.bytes(b"XX")?;
+                    let mut argv = StrVec::with_capacity(2 + 2 * members.len());
+                    argv.push(key);
+                    argv.push(xx);
+                    for &m in members {
+                        argv.push(score);
+                        argv.push(m);
+                    }
+                    (
+                        replicate(
+                            r,
+                            c"ZADD".as_ptr(),
+                            c"v".as_ptr(),
+                            argv.as_mut_ptr(),
+                            argv.len(),
+                        ),
+                        key,
+                        &[(raw::REDISMODULE_NOTIFY_ZSET, c"zadd")],
+                    )
+                }
                 Native::Pexpireat { key, at } => {
                     let mut buf = [0u8; 20];
                     let at = decimal(at, &mut buf);
@@ -347,6 +374,12 @@ impl Ctx {
 pub enum Native<'a> {
     /// `ZADD key score member [score member ...]`
     Zadd {
+        key: RString,
+        score: i64,
+        members: &'a [RString],
+    },
+    /// `ZADD key XX score member [score member ...]` (re-scores only)
+    ZaddXx {
         key: RString,
         score: i64,
         members: &'a [RString],
@@ -725,6 +758,35 @@ impl Key {
         Ok(flags & raw::REDISMODULE_ZADD_ADDED as c_int != 0)
     }
 
+    /// Adds `member` with `score`, or re-scores it (`xx`: only an existing
+    /// member); true when the member was added.
+    pub fn zadd(&self, score: f64, member: RString, xx: bool) -> Result<bool, Error> {
+        let add = api!(RedisModule_ZsetAdd);
+        let mut flags = if xx {
+            raw::REDISMODULE_ZADD_XX as c_int
+        } else {
+            0
+        };
+        ok(
+            unsafe { add(self.ptr, score, member, &mut flags) },
+            "could not add a member",
+        )?;
+        Ok(flags & raw::REDISMODULE_ZADD_ADDED as c_int != 0)
+    }
+
+    /// The score of `member`, `None` when it (or the set) is missing.
+    pub fn zscore(&self, member: RString) -> Result<Option<f64>, Error> {
+        if self.kind()? != Kind::SortedSet {
+            return Ok(None);
+        }
+        let score = api!(RedisModule_ZsetScore);
+        let mut s = 0.0;
+        Ok(
+            (unsafe { score(self.ptr, member, &mut s) } == raw::REDISMODULE_OK as c_int)
+                .then_some(s),
+        )
+    }
+
     pub fn zrem(&self, member: RString) -> Result<(), Error> {
         let rem = api!(RedisModule_ZsetRem);
         let mut deleted: c_int = 0;
@@ -926,6 +988,28 @@ pub fn reply_integers(ctx: Ctx, values: &[i64]) -> c_int {
     for &v in values {
         unsafe { int(ctx.0, v) };
     }
+    raw::REDISMODULE_OK as c_int
+}
+
+/// Replies with an array of integers followed by one bulk string, or by a
+/// nil when `last` is `None` (RL.LEASE: the token, or nil when rejected).
+pub fn reply_integers_then(ctx: Ctx, values: &[i64], last: Option<&[u8]>) -> c_int {
+    let (Some(array), Some(int), Some(buffer), Some(null)) = (
+        unsafe { raw::RedisModule_ReplyWithArray },
+        unsafe { raw::RedisModule_ReplyWithLongLong },
+        unsafe { raw::RedisModule_ReplyWithStringBuffer },
+        unsafe { raw::RedisModule_ReplyWithNull },
+    ) else {
+        return raw::REDISMODULE_ERR as c_int;
+    };
+    unsafe { array(ctx.0, values.len() as std::ffi::c_long + 1) };
+    for &v in values {
+        unsafe { int(ctx.0, v) };
+    }
+    match last {
+        Some(b) => unsafe { buffer(ctx.0, b.as_ptr().cast::<c_char>(), b.len()) },
+        None => unsafe { null(ctx.0) },
+    };
     raw::REDISMODULE_OK as c_int
 }
 

@@ -126,6 +126,49 @@ const COMMANDS: &[Command] = &[
         summary: "What RL.QUOTA would answer now, without writing anything; COST 0 answers the state now.",
         complexity: "O(P): P periods (at most 6).",
     },
+    Command {
+        name: "rl.lease",
+        handler: commands::rl_lease,
+        // Not `fast`: a reap of expired units, or a large COST.
+        flags: "write",
+        arity: -5,
+        keys: &[RW_UPDATE],
+        acl: "write sortedset slow",
+        summary: "Takes (or renews, or resizes) a lease of COST units under a concurrency limit; units expire ttl ms after now unless renewed or released.",
+        complexity: "O(log N + C + U + M): N members, C the cost (at most 10000), U the token's units before the call, M expired units removed (when the expiry moves, or when limit or more have expired).",
+    },
+    Command {
+        name: "rl.leasepeek",
+        handler: commands::rl_leasepeek,
+        flags: "readonly fast",
+        arity: -4,
+        keys: &[KeySpecFlags::READ_ONLY.union(KeySpecFlags::ACCESS)],
+        acl: "read sortedset fast",
+        summary: "What RL.LEASE would answer now (without the token), without writing anything.",
+        complexity: "O(log N + U): N members, U the token's units.",
+    },
+    Command {
+        name: "rl.release",
+        handler: commands::rl_release,
+        flags: "write",
+        arity: -4,
+        keys: &[KeySpecFlags::READ_WRITE
+            .union(KeySpecFlags::ACCESS)
+            .union(KeySpecFlags::DELETE)],
+        acl: "write sortedset slow",
+        summary: "Gives leases back; answers per token the live units released (0: the lease was lost).",
+        complexity: "O(T + U log N): T tokens (at most 64), U their units, N members.",
+    },
+    Command {
+        name: "rl.renew",
+        handler: commands::rl_renew,
+        flags: "write",
+        arity: -5,
+        keys: &[RW_UPDATE],
+        acl: "write sortedset slow",
+        summary: "Extends leases that are still live to ttl ms after now; answers per token the units renewed (0: the lease is lost, never revived).",
+        complexity: "O(T + U log N): T tokens (at most 64), U their units, N members.",
+    },
 ];
 
 const INFO_VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleCommandInfoVersion {

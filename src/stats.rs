@@ -9,12 +9,19 @@ pub struct CommandStats {
     /// The command takes `REFUND` and `DEBIT`: INFO shows `<name>_refunds`
     /// and `<name>_debits`.
     pub refunds_shown: bool,
+    /// RL.RELEASE and RL.RENEW: INFO shows this units field (`released_units`,
+    /// `renewed_units`) instead of admitted and rejected, and RL.RENEW the
+    /// tokens it found lost (`renew_lost`).
+    pub units_field: Option<&'static str>,
+    pub lost_field: Option<&'static str>,
     pub calls: AtomicU64,
     pub admitted: AtomicU64,
     pub rejected: AtomicU64,
     pub errors: AtomicU64,
     pub refunds: AtomicU64,
     pub debits: AtomicU64,
+    pub units: AtomicU64,
+    pub lost: AtomicU64,
 }
 
 /// How a call that reached the module ended.
@@ -26,6 +33,11 @@ pub enum Kind {
     /// A `DEBIT`: never refused, so neither admitted nor rejected.
     Debit,
     Error,
+    /// RL.RELEASE / RL.RENEW: units released or renewed, tokens found lost.
+    Tokens {
+        units: u64,
+        lost: u64,
+    },
 }
 
 impl CommandStats {
@@ -33,13 +45,29 @@ impl CommandStats {
         CommandStats {
             name,
             refunds_shown,
+            units_field: None,
+            lost_field: None,
             calls: AtomicU64::new(0),
             admitted: AtomicU64::new(0),
             rejected: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             refunds: AtomicU64::new(0),
             debits: AtomicU64::new(0),
+            units: AtomicU64::new(0),
+            lost: AtomicU64::new(0),
         }
+    }
+
+    /// The counters of a command that answers per token.
+    const fn per_token(
+        name: &'static str,
+        units_field: &'static str,
+        lost_field: Option<&'static str>,
+    ) -> Self {
+        let mut s = Self::new(name, false);
+        s.units_field = Some(units_field);
+        s.lost_field = lost_field;
+        s
     }
 
     /// Records one call that reached the module.
@@ -51,21 +79,34 @@ impl CommandStats {
             Kind::Refund => &self.refunds,
             Kind::Debit => &self.debits,
             Kind::Error => &self.errors,
+            Kind::Tokens { units, lost } => {
+                self.units.fetch_add(units, Relaxed);
+                self.lost.fetch_add(lost, Relaxed);
+                return;
+            }
         };
         counter.fetch_add(1, Relaxed);
     }
 
-    /// `(field suffix, value)` pairs in INFO order.
-    pub fn fields(&self) -> Vec<(&'static str, u64)> {
-        let mut fields = vec![
-            ("calls", self.calls.load(Relaxed)),
-            ("admitted", self.admitted.load(Relaxed)),
-            ("rejected", self.rejected.load(Relaxed)),
-            ("errors", self.errors.load(Relaxed)),
-        ];
+    /// `(field name, value)` pairs in INFO order (Redis adds the module's
+    /// `ratelimit_` prefix).
+    pub fn fields(&self) -> Vec<(String, u64)> {
+        let field =
+            |suffix: &str, v: &AtomicU64| (format!("{}_{suffix}", self.name), v.load(Relaxed));
+        let mut fields = vec![field("calls", &self.calls)];
+        if let Some(units) = self.units_field {
+            fields.push((units.to_string(), self.units.load(Relaxed)));
+            if let Some(lost) = self.lost_field {
+                fields.push((lost.to_string(), self.lost.load(Relaxed)));
+            }
+        } else {
+            fields.push(field("admitted", &self.admitted));
+            fields.push(field("rejected", &self.rejected));
+        }
+        fields.push(field("errors", &self.errors));
         if self.refunds_shown {
-            fields.push(("refunds", self.refunds.load(Relaxed)));
-            fields.push(("debits", self.debits.load(Relaxed)));
+            fields.push(field("refunds", &self.refunds));
+            fields.push(field("debits", &self.debits));
         }
         fields
     }
@@ -79,8 +120,13 @@ pub static THROTTLE: CommandStats = CommandStats::new("throttle", true);
 pub static THROTTLEPEEK: CommandStats = CommandStats::new("throttlepeek", false);
 pub static QUOTA: CommandStats = CommandStats::new("quota", true);
 pub static QUOTAPEEK: CommandStats = CommandStats::new("quotapeek", false);
+pub static LEASE: CommandStats = CommandStats::new("lease", false);
+pub static LEASEPEEK: CommandStats = CommandStats::new("leasepeek", false);
+pub static RELEASE: CommandStats = CommandStats::per_token("release", "released_units", None);
+pub static RENEW: CommandStats =
+    CommandStats::per_token("renew", "renewed_units", Some("renew_lost"));
 
-pub static ALL: [&CommandStats; 8] = [
+pub static ALL: [&CommandStats; 12] = [
     &CHECK,
     &PEEK,
     &DAYHOUR,
@@ -89,6 +135,10 @@ pub static ALL: [&CommandStats; 8] = [
     &THROTTLEPEEK,
     &QUOTA,
     &QUOTAPEEK,
+    &LEASE,
+    &LEASEPEEK,
+    &RELEASE,
+    &RENEW,
 ];
 
 #[cfg(test)]
@@ -105,17 +155,33 @@ mod tests {
         s.record(Kind::Refund);
         s.record(Kind::Debit);
         s.record(Kind::Debit);
+        let named = |pairs: &[(&str, u64)]| -> Vec<(String, u64)> {
+            pairs.iter().map(|&(k, v)| (k.to_string(), v)).collect()
+        };
         assert_eq!(
             s.fields(),
-            [
-                ("calls", 7),
-                ("admitted", 1),
-                ("rejected", 2),
-                ("errors", 1),
-                ("refunds", 1),
-                ("debits", 2)
-            ]
+            named(&[
+                ("t_calls", 7),
+                ("t_admitted", 1),
+                ("t_rejected", 2),
+                ("t_errors", 1),
+                ("t_refunds", 1),
+                ("t_debits", 2)
+            ])
         );
         assert_eq!(CommandStats::new("p", false).fields().len(), 4);
+        let r = CommandStats::per_token("renew", "renewed_units", Some("renew_lost"));
+        r.record(Kind::Tokens { units: 3, lost: 1 });
+        r.record(Kind::Tokens { units: 2, lost: 0 });
+        r.record(Kind::Error);
+        assert_eq!(
+            r.fields(),
+            named(&[
+                ("renew_calls", 3),
+                ("renewed_units", 5),
+                ("renew_lost", 1),
+                ("renew_errors", 1)
+            ])
+        );
     }
 }

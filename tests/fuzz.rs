@@ -12,6 +12,10 @@
 //! same way against the SPEC's sliding-window log over the set read just
 //! before, and so is what an RL.CHECK `REFUND` leaves: the newest members
 //! removed, the expiry kept, and the reply of RL.PEEK right after it.
+//! RL.LEASE, RL.LEASEPEEK, RL.RELEASE and RL.RENEW: arguments against the
+//! SPEC's rules (tokens, `t + ttl`, `COST` against `limit`, the token cap),
+//! reply shapes (RL.LEASE's token or nil, one count per token), writes to
+//! their own key only, and their INFO counters (units and lost tokens).
 
 mod common;
 
@@ -80,7 +84,20 @@ const COMMANDS: &[&str] = &[
     "RL.LOCKCOUNT",
     "RL.THROTTLE",
     "RL.THROTTLEPEEK",
+    "RL.LEASE",
+    "RL.LEASEPEEK",
+    "RL.RELEASE",
+    "RL.RENEW",
 ];
+
+fn is_lease(cmd: &str) -> bool {
+    matches!(cmd, "RL.LEASE" | "RL.LEASEPEEK" | "RL.RELEASE" | "RL.RENEW")
+}
+
+/// The commands that answer one count per token.
+fn per_token(cmd: &str) -> bool {
+    matches!(cmd, "RL.RELEASE" | "RL.RENEW")
+}
 
 fn is_throttle(cmd: &str) -> bool {
     matches!(cmd, "RL.THROTTLE" | "RL.THROTTLEPEEK")
@@ -210,8 +227,25 @@ fn token(rng: &mut StdRng, cmd: &str, t0: i64) -> Vec<u8> {
         "",
         "\u{663}",
     ];
+    const LEASE_SPECIAL: &[&str] = &[
+        "TOKEN",
+        "token",
+        "ToKeN",
+        "j1",
+        "j2",
+        "a#2",
+        "#",
+        "a b",
+        "\u{e9}",
+        "tttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttt",
+        "ttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttt",
+    ];
     match rng.gen_range(0..12) {
         0 | 1 => rng.gen_range(0..20).to_string().into_bytes(),
+        3 | 4 if is_lease(cmd) && rng.gen_bool(0.3) => LEASE_SPECIAL
+            [rng.gen_range(0..LEASE_SPECIAL.len())]
+        .as_bytes()
+        .to_vec(),
         2 => rng.gen_range(1..200_000).to_string().into_bytes(),
         3 | 4 if takes_rules(cmd) && rng.gen_bool(0.3) => THROTTLE_SPECIAL
             [rng.gen_range(0..THROTTLE_SPECIAL.len())]
@@ -466,6 +500,7 @@ fn valid_args(rng: &mut StdRng, cmd: &str, t0: i64) -> Vec<Vec<u8>> {
             args
         }
         "RL.THROTTLE" | "RL.THROTTLEPEEK" => throttle_args(rng, cmd, t0),
+        "RL.LEASE" | "RL.LEASEPEEK" | "RL.RELEASE" | "RL.RENEW" => lease_args(rng, cmd, t0),
         "RL.DAYHOUR" => vec![
             key(rng),
             key(rng),
@@ -482,6 +517,60 @@ fn valid_args(rng: &mut StdRng, cmd: &str, t0: i64) -> Vec<Vec<u8>> {
             small(rng, 1, 100_000),
         ],
     }
+}
+
+/// Lease tokens the structured calls draw from, so leases are taken,
+/// renewed and released again.
+const LEASE_TOKENS: &[&str] = &["j1", "j2", "j3", "job:42", "a"];
+
+/// A well-formed lease call: `now limit ttl [COST c] [TOKEN t]` (the peek
+/// without `ttl`, `COST` from 0), or `now [ttl] token...`.
+fn lease_args(rng: &mut StdRng, cmd: &str, t0: i64) -> Vec<Vec<u8>> {
+    let small =
+        |rng: &mut StdRng, lo: i64, hi: i64| rng.gen_range(lo..=hi).to_string().into_bytes();
+    let mut args = vec![key(rng)];
+    args.push(if rng.gen_bool(0.5) {
+        b"*".to_vec()
+    } else {
+        (t0 + rng.gen_range(-3000..3000)).to_string().into_bytes()
+    });
+    let tok = |rng: &mut StdRng| {
+        LEASE_TOKENS[rng.gen_range(0..LEASE_TOKENS.len())]
+            .as_bytes()
+            .to_vec()
+    };
+    if per_token(cmd) {
+        if cmd == "RL.RENEW" {
+            args.push(small(rng, 1, 5000));
+        }
+        let mut tokens: Vec<Vec<u8>> = Vec::new();
+        for _ in 0..rng.gen_range(1..=3) {
+            let t = tok(rng);
+            if !tokens.contains(&t) {
+                tokens.push(t);
+            }
+        }
+        args.extend(tokens);
+        return args;
+    }
+    let limit = rng.gen_range(1..=5);
+    args.push(limit.to_string().into_bytes());
+    if cmd == "RL.LEASE" {
+        args.push(small(rng, 1, 5000));
+    }
+    let mut options: Vec<Vec<Vec<u8>>> = Vec::new();
+    if rng.gen_bool(0.5) {
+        let lo = i64::from(cmd == "RL.LEASE");
+        options.push(vec![random_case(rng, "COST"), small(rng, lo, limit)]);
+    }
+    if rng.gen_bool(0.7) {
+        options.push(vec![random_case(rng, "TOKEN"), tok(rng)]);
+    }
+    if options.len() > 1 && rng.gen_bool(0.5) {
+        options.swap(0, 1);
+    }
+    args.extend(options.into_iter().flatten());
+    args
 }
 
 /// Replaces, inserts, deletes or duplicates a few arguments.
@@ -514,6 +603,7 @@ fn mutate(rng: &mut StdRng, cmd: &str, args: &mut Vec<Vec<u8>>, t0: i64) {
 fn key_slots(cmd: &str) -> usize {
     match cmd {
         "RL.CHECK" | "RL.PEEK" | "RL.THROTTLE" | "RL.THROTTLEPEEK" => 1,
+        c if is_lease(c) => 1,
         _ => 2,
     }
 }
@@ -542,6 +632,8 @@ fn arity_ok(cmd: &str, n: usize) -> bool {
         "RL.CHECK" | "RL.PEEK" => n >= 4,
         "RL.THROTTLE" | "RL.THROTTLEPEEK" => n >= 5,
         "RL.DAYHOUR" => n == 6,
+        "RL.LEASE" | "RL.RENEW" => n >= 4,
+        "RL.LEASEPEEK" | "RL.RELEASE" => n >= 3,
         _ => n == 5,
     }
 }
@@ -673,6 +765,37 @@ fn check_reply(cmd: &str, args: &[Vec<u8>], v: &[i64], what: &str) {
                 "{what}: {v:?}"
             );
         }
+        "RL.LEASE" | "RL.LEASEPEEK" => {
+            let call = spec_lease(cmd, args)
+                .unwrap_or_else(|| panic!("{what}: accepted invalid arguments: {v:?}"));
+            assert_eq!(v.len(), 6, "{what}: {v:?}");
+            let [limited, rule, limit, remaining, retry, reset] =
+                [v[0], v[1], v[2], v[3], v[4], v[5]];
+            assert!(limited == 0 || limited == 1, "{what}: {v:?}");
+            assert_eq!((rule, limit), (1, call.limit), "{what}: {v:?}");
+            assert!((0..=limit).contains(&remaining), "{what}: {v:?}");
+            assert!(reset >= 0, "{what}: {v:?}");
+            if limited == 0 {
+                assert_eq!(retry, -1, "{what}: {v:?}");
+                assert!(remaining <= limit - call.cost, "{what}: {v:?}");
+                if cmd == "RL.LEASE" && call.now.is_some() {
+                    // The new lease's units expire at t + ttl.
+                    assert!(reset >= call.ttl, "{what}: {v:?}");
+                }
+            } else {
+                assert!(retry >= 1, "{what}: {v:?}");
+            }
+        }
+        "RL.RELEASE" | "RL.RENEW" => {
+            let call = spec_lease(cmd, args)
+                .unwrap_or_else(|| panic!("{what}: accepted invalid arguments: {v:?}"));
+            assert_eq!(
+                v.len(),
+                call.tokens.len(),
+                "{what}: one count per token: {v:?}"
+            );
+            assert!(v.iter().all(|&n| n >= 0), "{what}: {v:?}");
+        }
         "RL.DAYHOUR" => {
             assert_eq!(v.len(), 2, "{what}: {v:?}");
             assert!(v[0] >= 0 && v[1] >= 0, "{what}: {v:?}");
@@ -724,6 +847,7 @@ fn args_valid(cmd: &str, args: &[Vec<u8>]) -> bool {
     match cmd {
         "RL.CHECK" | "RL.PEEK" => spec_check(cmd, args).is_ok(),
         "RL.THROTTLE" | "RL.THROTTLEPEEK" => spec_throttle(cmd, args).is_some(),
+        c if is_lease(c) => spec_lease(cmd, args).is_some(),
         "RL.DAYHOUR" => {
             args[0] != args[1]
                 && in_range(&args[2], 0, MAX_SAFE)
@@ -737,6 +861,126 @@ fn args_valid(cmd: &str, args: &[Vec<u8>]) -> bool {
                 && in_range(&args[3], 0, MAX_SAFE)
                 && in_range(&args[4], 1, MAX_SAFE)
         }
+    }
+}
+
+// ------------------------------------------------------------ lease oracle
+
+/// A lease call's arguments as the SPEC reads them.
+#[derive(Debug)]
+struct LeaseCall {
+    /// `None` for `*`.
+    now: Option<i64>,
+    limit: i64,
+    ttl: i64,
+    cost: i64,
+    token: Option<Vec<u8>>,
+    /// RL.RELEASE / RL.RENEW.
+    tokens: Vec<Vec<u8>>,
+}
+
+/// 1 to 64 bytes, each printable ASCII other than space and `#`.
+fn spec_token(arg: &[u8]) -> bool {
+    (1..=64).contains(&arg.len()) && arg.iter().all(|&b| (0x21..=0x7e).contains(&b) && b != b'#')
+}
+
+/// The arguments after the name (arity already fine) of a lease command,
+/// or `None` where the contract makes them an argument error. `*` is the
+/// server's clock, which this process shares: `t + ttl` is checked
+/// against it (a ttl within minutes of that edge never comes up).
+fn spec_lease(cmd: &str, args: &[Vec<u8>]) -> Option<LeaseCall> {
+    let rest = &args[1..];
+    let (now_arg, rest) = rest.split_first()?;
+    let now = if now_arg.as_slice() == b"*" {
+        None
+    } else {
+        Some(spec_int(now_arg).filter(|v| (0..=MAX_SAFE).contains(v))?)
+    };
+    let t = now.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64)
+    });
+    let ttl_of = |a: &[u8]| spec_int(a).filter(|&v| v >= 1 && v <= MAX_SAFE - t);
+    let mut call = LeaseCall {
+        now,
+        limit: 0,
+        ttl: 0,
+        cost: 1,
+        token: None,
+        tokens: Vec::new(),
+    };
+    if per_token(cmd) {
+        let mut rest = rest;
+        if cmd == "RL.RENEW" {
+            let (ttl, tail) = rest.split_first()?;
+            call.ttl = ttl_of(ttl)?;
+            rest = tail;
+        }
+        let mut seen = BTreeSet::new();
+        for tok in rest {
+            if !spec_token(tok) || !seen.insert(tok.clone()) {
+                return None;
+            }
+        }
+        if rest.is_empty() || rest.len() > 64 {
+            return None;
+        }
+        call.tokens = rest.to_vec();
+        return Some(call);
+    }
+    let (limit, mut rest) = rest.split_first()?;
+    call.limit = spec_int(limit).filter(|&v| (1..=MAX_SAFE).contains(&v))?;
+    if cmd == "RL.LEASE" {
+        let (ttl, tail) = rest.split_first()?;
+        call.ttl = ttl_of(ttl)?;
+        rest = tail;
+    }
+    let mut cost: Option<&[u8]> = None;
+    while let [name, tail @ ..] = rest {
+        let value = tail.first()?;
+        if name.eq_ignore_ascii_case(b"COST") && cost.is_none() {
+            cost = Some(value);
+        } else if name.eq_ignore_ascii_case(b"TOKEN") && call.token.is_none() && spec_token(value) {
+            call.token = Some(value.clone());
+        } else {
+            return None;
+        }
+        rest = &tail[1..];
+    }
+    if let Some(c) = cost {
+        let lo = i64::from(cmd == "RL.LEASE");
+        call.cost = spec_int(c).filter(|&v| v >= lo && v <= call.limit.min(10_000))?;
+    }
+    Some(call)
+}
+
+/// RL.LEASE's seventh element: the token (the one given, or a name of 8
+/// letters and digits) when admitted, nil when not; an admitted lease's
+/// units are in the set, scored `t + ttl` for an explicit `now`.
+fn check_lease_token(con: &mut Connection, args: &[Vec<u8>], v: &[i64], last: &Value, what: &str) {
+    let call = spec_lease("RL.LEASE", args).expect("valid arguments");
+    match (v[0], last) {
+        (1, Value::Nil) => {}
+        (0, Value::BulkString(tok)) => {
+            match &call.token {
+                Some(given) => assert_eq!(tok, given, "{what}: token"),
+                None => assert!(
+                    tok.len() == 8 && tok.iter().all(u8::is_ascii_alphanumeric),
+                    "{what}: module-named token {:?}",
+                    show(tok)
+                ),
+            }
+            let score: Option<f64> = redis::cmd("ZSCORE")
+                .arg(&args[0])
+                .arg(tok)
+                .query(con)
+                .expect("ZSCORE");
+            if let Some(t) = call.now {
+                assert_eq!(score, Some((t + call.ttl) as f64), "{what}: unit score");
+            }
+        }
+        other => panic!("{what}: seventh element {other:?}"),
     }
 }
 
@@ -1506,6 +1750,7 @@ fn expect(con: &mut Connection, cmd: &str, args: &[Vec<u8>]) -> (Expect, i64, Op
     let (typed, want, bad): (&[Vec<u8>], &str, &[u8]) = match cmd {
         "RL.CHECK" | "RL.PEEK" => (&args[..1], "zset", b"fz:zinf"),
         "RL.DAYHOUR" => (&args[..2], "string", b"fz:abc"),
+        c if is_lease(c) => (&args[..1], "zset", b"fz:zinf"),
         // The lock key may be of any type.
         _ => (&args[1..2], "string", b"fz:abc"),
     };
@@ -1519,6 +1764,11 @@ fn expect(con: &mut Connection, cmd: &str, args: &[Vec<u8>]) -> (Expect, i64, Op
             expires = expires.max(expiry_of(con, k));
         }
         stored_error |= k.as_slice() == bad;
+    }
+    // RL.RELEASE reads only its leases' scores: of the fixture's members
+    // (`a` at inf, `b` at 1) only a lease named `a` holds a bad one.
+    if cmd == "RL.RELEASE" && stored_error {
+        stored_error = args[2..].iter().any(|t| t.as_slice() == b"a");
     }
     let e = if wrong_type {
         Expect::WrongType
@@ -1612,6 +1862,9 @@ struct Tally {
     errors: u64,
     refunds: u64,
     debits: u64,
+    /// RL.RELEASE / RL.RENEW: units released or renewed, tokens lost.
+    units: u64,
+    lost: u64,
 }
 
 /// Runs `calls` random calls, a share `structured` of them mutated from valid
@@ -1741,8 +1994,12 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
         }
         let tally = tallies.entry(cmd).or_default();
         match result {
-            Ok(Value::Array(items)) => {
+            Ok(Value::Array(mut items)) => {
                 assert!(arity_fits, "{what}: accepted a wrong arity");
+                let lease_last = (cmd == "RL.LEASE").then(|| {
+                    assert_eq!(items.len(), 7, "{what}: {items:?}");
+                    items.pop().expect("seven elements")
+                });
                 if let Some(e) = expected {
                     assert_eq!(e, Expect::Success, "{what}: succeeded");
                 }
@@ -1754,7 +2011,23 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
                     })
                     .collect();
                 check_reply(cmd, &args, &v, &what);
+                if let Some(last) = &lease_last {
+                    check_lease_token(&mut con, &args, &v, last, &what);
+                }
                 tally.calls += 1;
+                if per_token(cmd) {
+                    // Only its own key may change.
+                    tally.units += v.iter().sum::<i64>() as u64;
+                    if cmd == "RL.RENEW" {
+                        tally.lost += v.iter().filter(|&&n| n == 0).count() as u64;
+                    }
+                    let key = args[0].as_slice();
+                    assert_unchanged_except(&before, &after, now_ms, &[key], &what);
+                    if i % 500 == 0 {
+                        server.assert_alive();
+                    }
+                    continue;
+                }
                 let limited = match cmd {
                     // Refused iff an element exceeds its limit.
                     "RL.DAYHOUR" => v[0] > parse(&args[2]) || v[1] > parse(&args[3]),
@@ -1832,6 +2105,14 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
                             check_refunds_removing += 1;
                             check_refunded += n;
                         }
+                    }
+                } else if is_lease(cmd) {
+                    // Only an admitted RL.LEASE writes, and only its key.
+                    if cmd == "RL.LEASE" && !limited {
+                        let key = args[0].as_slice();
+                        assert_unchanged_except(&before, &after, now_ms, &[key], &what);
+                    } else {
+                        assert_unchanged_but_expired(&before, &after, now_ms, &what);
                     }
                 } else if limited {
                     assert_unchanged_but_expired(&before, &after, now_ms, &what);
@@ -1941,6 +2222,7 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
         .query(&mut con)
         .expect("INFO ratelimit");
     let stats = info_map(&info);
+    check_per_token_counters(&stats, &mut tallies, seed);
     let field = |name: String| -> u64 {
         let v = stats
             .get(&name)
@@ -1955,6 +2237,8 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
         ("RL.LOCKCOUNT", "lockcount", false),
         ("RL.THROTTLE", "throttle", true),
         ("RL.THROTTLEPEEK", "throttlepeek", false),
+        ("RL.LEASE", "lease", false),
+        ("RL.LEASEPEEK", "leasepeek", false),
     ] {
         let want = tallies.remove(cmd).unwrap_or_default();
         let got = Tally {
@@ -1972,6 +2256,7 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
             } else {
                 0
             },
+            ..Tally::default()
         };
         eprintln!("{cmd}: {want:?}");
         if cmd == "RL.CHECK" {
@@ -2003,12 +2288,48 @@ fn fuzz(calls: usize, structured: f64, all_outcomes: bool) {
     }
 }
 
+/// The INFO counters of RL.RELEASE and RL.RENEW against the calls made.
+fn check_per_token_counters(
+    stats: &HashMap<String, String>,
+    tallies: &mut HashMap<&str, Tally>,
+    seed: u64,
+) {
+    let field = |name: &str| -> u64 {
+        stats
+            .get(name)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("seed {seed}: no number {name} in INFO"))
+    };
+    for (cmd, prefix, units, lost) in [
+        ("RL.RELEASE", "release", "released_units", None),
+        ("RL.RENEW", "renew", "renewed_units", Some("renew_lost")),
+    ] {
+        let want = tallies.remove(cmd).unwrap_or_default();
+        let got = Tally {
+            calls: field(&format!("ratelimit_{prefix}_calls")),
+            errors: field(&format!("ratelimit_{prefix}_errors")),
+            units: field(&format!("ratelimit_{units}")),
+            lost: lost.map_or(0, |l| field(&format!("ratelimit_{l}"))),
+            ..Tally::default()
+        };
+        eprintln!("{cmd}: {want:?}");
+        assert_eq!(got, want, "seed {seed}: INFO counters of {cmd}");
+        assert!(
+            want.errors > 0 && want.calls > want.errors,
+            "seed {seed}: {cmd} was not exercised both ways: {want:?}"
+        );
+    }
+}
+
 #[test]
 fn fuzz_random_argument_lists() {
-    fuzz(3000, 0.1, false);
+    // About 500 calls per command (ten commands).
+    fuzz(5000, 0.1, false);
 }
 
 #[test]
 fn fuzz_mutated_valid_argument_lists() {
-    fuzz(4000, 0.9, true);
+    // About 650 calls per command: each meets every outcome the oracle
+    // knows, the rarest (a stored-value error) a few dozen times.
+    fuzz(6500, 0.9, true);
 }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use common::*;
 use redis::{Connection, Value};
 
-const PREFIXES: [&str; 8] = [
+const PREFIXES: [&str; 10] = [
     "check",
     "peek",
     "dayhour",
@@ -17,6 +17,8 @@ const PREFIXES: [&str; 8] = [
     "throttlepeek",
     "quota",
     "quotapeek",
+    "lease",
+    "leasepeek",
 ];
 
 /// `[calls, admitted, rejected, errors]` per command prefix.
@@ -41,9 +43,10 @@ fn info_counters_move_by_the_right_amounts() {
     let mut con = s.con();
     let mut want: HashMap<&str, [u64; 4]> = PREFIXES.iter().map(|p| (*p, [0; 4])).collect();
     assert_eq!(counters(&mut con), want, "fresh server");
-    // Four per command, and `_refunds` and `_debits` for the commands that
-    // take REFUND and DEBIT (SPEC "Observability").
-    assert_eq!(rl_stats(&mut con).len(), 38, "exactly the 38 counters");
+    // Four per command, `_refunds` and `_debits` for the commands that take
+    // REFUND and DEBIT; RL.RELEASE three and RL.RENEW four (units and lost
+    // tokens) (SPEC "Observability").
+    assert_eq!(rl_stats(&mut con).len(), 53, "exactly the 53 counters");
     for name in ["check", "throttle", "quota"] {
         for kind in ["refunds", "debits"] {
             assert_eq!(rl_stats(&mut con)[&format!("ratelimit_{name}_{kind}")], 0);
@@ -231,7 +234,21 @@ fn command_info_flags_arity_and_key_specs() {
     assert!(flags.iter().any(|f| f == "readonly"), "{flags:?}");
     assert!(flags.iter().any(|f| f == "fast"), "{flags:?}");
     assert!(specs[0].iter().any(|f| f == "RO"), "{specs:?}");
+    let (arity, flags, specs) = command_info(&mut con, "rl.leasepeek");
+    assert_eq!(arity, -4);
+    assert!(flags.iter().any(|f| f == "readonly"), "{flags:?}");
+    assert!(flags.iter().any(|f| f == "fast"), "{flags:?}");
+    assert!(specs[0].iter().any(|f| f == "RO"), "{specs:?}");
+    for (name, arity) in [("rl.lease", -5), ("rl.release", -4), ("rl.renew", -5)] {
+        let (a, flags, _) = command_info(&mut con, name);
+        assert_eq!(a, arity, "{name}");
+        assert!(!flags.iter().any(|f| f == "fast"), "{name}: {flags:?}");
+        assert!(!flags.iter().any(|f| f == "denyoom"), "{name}: {flags:?}");
+    }
     for (name, arity, nkeys) in [
+        ("rl.lease", -5, 1),
+        ("rl.release", -4, 1),
+        ("rl.renew", -5, 1),
         ("rl.check", -5, 1),
         ("rl.throttle", -6, 1),
         ("rl.dayhour", 7, 2),
@@ -258,6 +275,10 @@ fn command_getkeys_names_every_key() {
         ("RL.PEEK {u}:k 123 10 1000", vec!["{u}:k"]),
         ("RL.THROTTLE t:1 * 5 1 1000 COST 2", vec!["t:1"]),
         ("RL.THROTTLEPEEK t:2 * 5 1 1000", vec!["t:2"]),
+        ("RL.LEASE {u}:jobs * 3 60000 TOKEN j1", vec!["{u}:jobs"]),
+        ("RL.LEASEPEEK l:1 * 3", vec!["l:1"]),
+        ("RL.RELEASE l:2 * a b", vec!["l:2"]),
+        ("RL.RENEW l:3 * 1000 a", vec!["l:3"]),
         (
             "RL.DAYHOUR {u}:day {u}:hour 10 5 86400000 3600000",
             vec!["{u}:day", "{u}:hour"],

@@ -108,23 +108,23 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
 /// counts by rank instead (`ZCOUNT` / `ZRANGE`, O(log N) on a skiplist).
 /// Stepping costs a few hundred instructions a member; a `RedisModule_Call`
 /// several thousand.
-const STEP_CAP: u64 = 24;
+pub(super) const STEP_CAP: u64 = 24;
 
 /// The sorted set as the decision core sees it.
-struct RedisLog<'a> {
+pub(super) struct RedisLog<'a> {
     ctx: Ctx,
     name: RString,
     key: &'a Key,
     len: u64,
     /// Lowest and highest scores, `None` when empty.
-    bounds: Option<(f64, f64)>,
+    pub(super) bounds: Option<(f64, f64)>,
 }
 
 impl<'a> RedisLog<'a> {
     /// Reads the set's size and extremes; a score that is not finite or
     /// outside `±(2^53-1)` is an error in a stored value (sorted, so the
     /// extremes bound every score).
-    fn read(ctx: Ctx, name: RString, key: &'a Key) -> Result<Self, Error> {
+    pub(super) fn read(ctx: Ctx, name: RString, key: &'a Key) -> Result<Self, Error> {
         let bounds = key.zscore_bounds()?;
         if let Some((lowest, highest)) = bounds {
             if !is_safe_score(lowest) || !is_safe_score(highest) {
@@ -143,7 +143,7 @@ impl<'a> RedisLog<'a> {
         })
     }
 
-    fn newest(&self) -> Option<f64> {
+    pub(super) fn newest(&self) -> Option<f64> {
         self.bounds.map(|(_, highest)| highest)
     }
 }
@@ -212,13 +212,13 @@ impl LogView for RedisLog<'_> {
 /// by another primary rarely meet ours.
 static NEXT_MEMBER: AtomicU64 = AtomicU64::new(0);
 
-fn next_member() -> u64 {
+pub(super) fn next_member() -> u64 {
     static SEEDED: Once = Once::new();
     SEEDED.call_once(reseed);
     NEXT_MEMBER.fetch_add(1, Relaxed)
 }
 
-fn reseed() {
+pub(super) fn reseed() {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     let nanos = std::time::SystemTime::now()
@@ -231,7 +231,7 @@ fn reseed() {
 /// Clashes tolerated for one unit before the call gives up (and undoes its
 /// additions). Each clash moves to a fresh random name, so reaching this
 /// needs a set holding nearly all 1.8e14 names.
-const MAX_NAME_CLASHES: usize = 64;
+pub(super) const MAX_NAME_CLASHES: usize = 64;
 
 /// Adds the admitted units, trims through `trim` (when given), sets the
 /// expiry (unless a longer rule set holds the key), and replicates.

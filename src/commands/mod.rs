@@ -6,6 +6,7 @@ pub mod check;
 mod counter_keys;
 pub mod dayhour;
 mod hash_state;
+pub mod lease;
 pub mod lockcount;
 pub mod quota;
 pub mod throttle;
@@ -17,19 +18,34 @@ use redis_module::raw;
 
 use crate::core::args::Clock;
 use crate::error::Error;
-use crate::redis_api::{bytes, reply_error, reply_integers, CallContext, Ctx, RString};
+use crate::redis_api::{
+    bytes, reply_error, reply_integers, reply_integers_then, CallContext, Ctx, RString,
+};
 use crate::stats::{self, CommandStats};
 
 /// A successful call: the integers of the reply and whether the request was
-/// admitted (for the INFO counters).
+/// admitted (for the INFO counters). Held inline, so an admitted call
+/// allocates nothing for its reply; only a per-token reply (RL.RELEASE,
+/// RL.RENEW) uses the heap.
 pub struct Outcome {
     reply: [i64; 6],
     len: usize,
+    /// One integer per token, when the reply is that (RL.RELEASE, RL.RENEW).
+    per_token: Vec<i64>,
+    /// RL.LEASE's seventh element: the lease's token, or nil.
+    last: Last,
     kind: stats::Kind,
 }
 
+/// What follows the integers of a reply.
+enum Last {
+    Nothing,
+    Nil,
+    Token([u8; crate::core::lease_args::MAX_TOKEN_LEN], usize),
+}
+
 impl Outcome {
-    /// Up to six integers (every reply of the module fits).
+    /// Up to six integers (every decision of the module fits).
     pub fn new(values: &[i64], admitted: bool) -> Outcome {
         let kind = if admitted {
             stats::Kind::Admitted
@@ -49,15 +65,50 @@ impl Outcome {
         Self::of(values, stats::Kind::Debit)
     }
 
+    /// RL.LEASE: six integers, then the token when admitted, nil when not.
+    pub fn lease(values: &[i64], token: Option<&[u8]>) -> Outcome {
+        let mut outcome = Self::new(values, token.is_some());
+        outcome.last = match token {
+            None => Last::Nil,
+            Some(t) => {
+                let mut buf = [0; crate::core::lease_args::MAX_TOKEN_LEN];
+                let n = t.len().min(buf.len());
+                buf[..n].copy_from_slice(&t[..n]);
+                Last::Token(buf, n)
+            }
+        };
+        outcome
+    }
+
+    /// RL.RELEASE / RL.RENEW: one count per token, and the units and lost
+    /// tokens INFO adds up.
+    pub fn per_token(counts: Vec<i64>, lost: u64) -> Outcome {
+        let units = counts.iter().map(|&n| n.max(0) as u64).sum();
+        let mut outcome = Self::of(&[], stats::Kind::Tokens { units, lost });
+        outcome.per_token = counts;
+        outcome
+    }
+
     fn of(values: &[i64], kind: stats::Kind) -> Outcome {
         let mut reply = [0; 6];
         let len = values.len().min(reply.len());
         reply[..len].copy_from_slice(&values[..len]);
-        Outcome { reply, len, kind }
+        Outcome {
+            reply,
+            len,
+            per_token: Vec::new(),
+            last: Last::Nothing,
+            kind,
+        }
     }
 
-    fn values(&self) -> &[i64] {
-        &self.reply[..self.len]
+    fn send(&self, ctx: Ctx) -> c_int {
+        match &self.last {
+            _ if !self.per_token.is_empty() => reply_integers(ctx, &self.per_token),
+            Last::Nothing => reply_integers(ctx, &self.reply[..self.len]),
+            Last::Nil => reply_integers_then(ctx, &self.reply[..self.len], None),
+            Last::Token(buf, n) => reply_integers_then(ctx, &self.reply[..self.len], buf.get(..*n)),
+        }
     }
 }
 
@@ -124,7 +175,7 @@ fn run(
     match result {
         Ok(outcome) => {
             stats.record(outcome.kind);
-            reply_integers(ctx, outcome.values())
+            outcome.send(ctx)
         }
         Err(e) => {
             stats.record(stats::Kind::Error);
@@ -156,6 +207,10 @@ entry_points! {
     rl_throttlepeek => THROTTLEPEEK, throttle::throttle_peek;
     rl_quota => QUOTA, quota::quota;
     rl_quotapeek => QUOTAPEEK, quota::quota_peek;
+    rl_lease => LEASE, lease::lease;
+    rl_leasepeek => LEASEPEEK, lease::lease_peek;
+    rl_release => RELEASE, lease::release;
+    rl_renew => RENEW, lease::renew;
 }
 
 /// Redis checks arity before calling; this guards the indexing regardless.

@@ -66,7 +66,7 @@ fn expected(lo: i64, hi: i64) -> String {
     format!("expected an integer from {lo} to {hi}")
 }
 
-fn ranged(arg: &[u8], what: &str, lo: i64, hi: i64) -> Result<i64, Error> {
+pub(super) fn ranged(arg: &[u8], what: &str, lo: i64, hi: i64) -> Result<i64, Error> {
     parse_in_range(arg, lo, hi).ok_or_else(|| {
         Error::Arg(format!(
             "invalid {what} '{}': {}",
@@ -148,7 +148,7 @@ pub fn parse_now(arg: &[u8], clock: &Clock) -> Result<Now, Error> {
 /// An argument starts the options when it begins with a letter: option names
 /// are words, and anything else in a rule position (`+5`, `05`, `-1`) is
 /// reported as a bad count rather than as an unknown option.
-fn starts_options(arg: &[u8]) -> bool {
+pub(super) fn starts_options(arg: &[u8]) -> bool {
     arg.first().is_some_and(u8::is_ascii_alphabetic)
 }
 

@@ -7,5 +7,7 @@ pub mod counters;
 pub mod gcra;
 pub mod grid;
 pub mod int;
+pub mod lease;
+pub mod lease_args;
 pub mod members;
 pub mod window;

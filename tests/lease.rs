@@ -1,0 +1,366 @@
+//! RL.LEASE, RL.LEASEPEEK, RL.RELEASE and RL.RENEW against a real server:
+//! the set's layout and expiry on the grid, 50 connections at one instant,
+//! a holder that stops renewing, a retried acquire after a lost reply,
+//! reaping of expired units, errors with nothing written, and the OOM rule.
+
+mod common;
+
+use common::*;
+use redis::{Connection, Value};
+
+const T: i64 = 1_700_000_000_000;
+
+/// A lease reply: the six integers and the token (None for nil).
+fn lease(con: &mut Connection, line: &str) -> (Vec<i64>, Option<String>) {
+    let v: Vec<Value> = words(line)
+        .query(con)
+        .unwrap_or_else(|e| panic!("{line}: {e}"));
+    assert_eq!(v.len(), 7, "{line}: {v:?}");
+    let ints = v[..6]
+        .iter()
+        .map(|x| match x {
+            Value::Int(n) => *n,
+            other => panic!("{line}: not an integer: {other:?}"),
+        })
+        .collect();
+    let token = match &v[6] {
+        Value::Nil => None,
+        Value::BulkString(b) => Some(String::from_utf8(b.clone()).unwrap()),
+        other => panic!("{line}: seventh element {other:?}"),
+    };
+    (ints, token)
+}
+
+fn members(con: &mut Connection, key: &str) -> Vec<(String, String)> {
+    zrange(con, key)
+        .into_iter()
+        .map(|(m, s)| (show(&m), s))
+        .collect()
+}
+
+/// The first point at or after `x` on a grid of step `max(1, ttl/8)`
+/// offset by the key's CRC16 (the key's slot before `mod 16384`: taken
+/// from `CLUSTER KEYSLOT` only for keys whose CRC is below 16384, so the
+/// tests compute it).
+fn grid_point(key: &str, ttl: i64, x: i64) -> i64 {
+    let mut crc: u16 = 0;
+    for &b in key.as_bytes() {
+        crc ^= u16::from(b) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    let g = (ttl / 8).max(1);
+    let o = i64::from(crc) % g;
+    let late = (x - o).rem_euclid(g);
+    if late == 0 {
+        x
+    } else {
+        x + g - late
+    }
+}
+
+#[test]
+fn layout_reply_and_expiry() {
+    let s = Server::start();
+    let mut con = s.con();
+    let now = server_ms(&mut con);
+    // An explicit now at the server's clock: no lag.
+    let (r, tok) = lease(
+        &mut con,
+        &format!("RL.LEASE k {now} 3 8000 COST 2 TOKEN job-1"),
+    );
+    assert_eq!(
+        (r, tok.as_deref()),
+        (vec![0, 1, 3, 1, -1, 8000], Some("job-1"))
+    );
+    let at = (now + 8000).to_string();
+    assert_eq!(
+        members(&mut con, "k"),
+        [("job-1".into(), at.clone()), ("job-1#2".into(), at)]
+    );
+    let expire = pexpiretime(&mut con, "k");
+    let lag = server_ms(&mut con) - now;
+    let lo = grid_point("k", 8000, now + 8000);
+    let hi = grid_point("k", 8000, now + 8000 + lag + 1);
+    assert!((lo..=hi).contains(&expire), "{lo} <= {expire} <= {hi}");
+    // A module-named lease: 8 characters, not a number, not a UUID.
+    let (r, tok) = lease(&mut con, &format!("RL.LEASE k {now} 3 1000"));
+    assert_eq!(r, [0, 1, 3, 0, -1, 8000]);
+    let tok = tok.unwrap();
+    assert_eq!(tok.len(), 8);
+    assert!(!looks_numeric(&tok) && !looks_like_uuid(&tok), "{tok}");
+    // Full: refused with nil, retry_after from the earliest unit of others.
+    let (r, tok2) = lease(&mut con, &format!("RL.LEASE k {now} 3 1000 TOKEN other"));
+    assert_eq!((r, tok2), (vec![1, 1, 3, 0, 1000, 8000], None));
+    // The peek answers the same without writing.
+    let before = snapshot(&mut con);
+    assert_eq!(
+        ints(&mut con, &format!("RL.LEASEPEEK k {now} 3 TOKEN other")),
+        [1, 1, 3, 0, 1000, 8000]
+    );
+    assert_eq!(
+        ints(
+            &mut con,
+            &format!("RL.LEASEPEEK k {now} 3 COST 0 TOKEN job-1")
+        ),
+        [0, 1, 3, 0, -1, 8000]
+    );
+    // job-1 resizing down to 1 fits.
+    assert_eq!(
+        ints(
+            &mut con,
+            &format!("RL.LEASEPEEK k {now} 3 COST 1 TOKEN job-1")
+        ),
+        [0, 1, 3, 1, -1, 8000]
+    );
+    assert_same_keyspace(&before, &snapshot(&mut con), "RL.LEASEPEEK");
+    assert_eq!(
+        ints(&mut con, &format!("RL.RELEASE k {now} job-1 {tok} nope")),
+        [2, 1, 0]
+    );
+    assert!(!exists(&mut con, "k"), "the emptied set is gone");
+}
+
+#[test]
+fn fifty_connections_at_one_instant_get_exactly_the_limit() {
+    let s = Server::start();
+    let mut con = s.con();
+    let mut cons: Vec<Connection> = (0..50).map(|_| s.con()).collect();
+    let barrier = std::sync::Barrier::new(50);
+    let replies: Vec<(Vec<i64>, Option<String>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = cons
+            .iter_mut()
+            .enumerate()
+            .map(|(i, c)| {
+                let barrier = &barrier;
+                scope.spawn(move || {
+                    barrier.wait();
+                    lease(c, &format!("RL.LEASE sem * 7 60000 TOKEN req-{i}"))
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let admitted: Vec<_> = replies.iter().filter(|(r, _)| r[0] == 0).collect();
+    assert_eq!(admitted.len(), 7);
+    assert!(admitted.iter().all(|(_, t)| t.is_some()));
+    assert!(replies
+        .iter()
+        .filter(|(r, _)| r[0] == 1)
+        .all(|(r, t)| t.is_none() && r[3] == 0 && r[4] > 0));
+    // Remaining goes 6, 5, ..., 0 across the admitted ones.
+    let mut remaining: Vec<i64> = admitted.iter().map(|(r, _)| r[3]).collect();
+    remaining.sort_unstable();
+    assert_eq!(remaining, [0, 1, 2, 3, 4, 5, 6]);
+    let n: i64 = redis::cmd("ZCARD").arg("sem").query(&mut con).unwrap();
+    assert_eq!(n, 7);
+}
+
+#[test]
+fn a_holder_that_stops_renewing_loses_its_units() {
+    let s = Server::start();
+    let mut con = s.con();
+    assert_eq!(
+        lease(&mut con, &format!("RL.LEASE k {T} 1 1000 TOKEN a")).0[0],
+        0
+    );
+    // A heartbeat before the expiry renews it.
+    assert_eq!(
+        ints(&mut con, &format!("RL.RENEW k {} 1000 a", T + 900)),
+        [1]
+    );
+    assert_eq!(
+        lease(&mut con, &format!("RL.LEASE k {} 1 1000 TOKEN b", T + 1000)).0[0],
+        1
+    );
+    // The holder goes silent: at T+1900 its unit expires, b takes the slot.
+    let (r, tok) = lease(&mut con, &format!("RL.LEASE k {} 1 1000 TOKEN b", T + 1900));
+    assert_eq!((r[0], tok.as_deref()), (0, Some("b")));
+    // a's late heartbeat answers 0 and does not revive it.
+    let before = members(&mut con, "k");
+    assert_eq!(
+        ints(&mut con, &format!("RL.RENEW k {} 1000 a", T + 1950)),
+        [0]
+    );
+    assert_eq!(members(&mut con, "k"), before);
+    assert_eq!(ints(&mut con, &format!("RL.RELEASE k {} a", T + 1950)), [0]);
+    let stats = rl_stats(&mut con);
+    assert_eq!(stats["ratelimit_renew_calls"], 2);
+    assert_eq!(stats["ratelimit_renewed_units"], 1);
+    assert_eq!(stats["ratelimit_renew_lost"], 1);
+    assert_eq!(stats["ratelimit_release_calls"], 1);
+    assert_eq!(stats["ratelimit_released_units"], 0);
+}
+
+#[test]
+fn a_retried_lease_after_a_lost_reply_takes_no_second_slot() {
+    let s = Server::start();
+    let mut con = s.con();
+    let line = format!("RL.LEASE k {T} 2 5000 TOKEN job-9");
+    assert_eq!(lease(&mut con, &line).0, [0, 1, 2, 1, -1, 5000]);
+    // The reply was lost; the client retries the same call.
+    assert_eq!(lease(&mut con, &line).0, [0, 1, 2, 1, -1, 5000]);
+    assert_eq!(members(&mut con, "k").len(), 1);
+    // Another job still finds its slot.
+    assert_eq!(
+        lease(&mut con, &format!("RL.LEASE k {T} 2 5000 TOKEN job-10")).0[0],
+        0
+    );
+    assert_eq!(
+        lease(&mut con, &format!("RL.LEASE k {T} 2 5000 TOKEN job-11")).0[0],
+        1
+    );
+}
+
+#[test]
+fn expired_units_are_reaped_by_either_trigger() {
+    let s = Server::start();
+    let mut con = s.con();
+    // Times behind the server's clock: units expired by both clocks (a
+    // caller ahead of the server removes only what the server sees expired).
+    let now = server_ms(&mut con) - 100_000;
+    // One long lease holds the expiry.
+    lease(&mut con, &format!("RL.LEASE k {now} 3 10000000 TOKEN long"));
+    let held = pexpiretime(&mut con, "k");
+    for (i, dt) in [1, 2, 3].into_iter().enumerate() {
+        lease(
+            &mut con,
+            &format!("RL.LEASE k {} 3 10 TOKEN s{i}", now + dt),
+        );
+    }
+    assert_eq!(
+        members(&mut con, "k").len(),
+        3,
+        "s2 was refused: s0, s1 live"
+    );
+    // Later, s0 and s1 expired: 2 < limit 3, the expiry stays: no reap.
+    lease(&mut con, &format!("RL.LEASE k {} 3 10 TOKEN s3", now + 100));
+    assert_eq!(members(&mut con, "k").len(), 4);
+    // At +200, 3 expired (s0, s1, s3) >= limit: this call reaps them.
+    lease(&mut con, &format!("RL.LEASE k {} 3 10 TOKEN s4", now + 200));
+    let names = |con: &mut Connection| -> Vec<String> {
+        members(con, "k").into_iter().map(|(m, _)| m).collect()
+    };
+    assert_eq!(names(&mut con), ["s4", "long"]);
+    // At +300, one expired (s4): kept.
+    lease(&mut con, &format!("RL.LEASE k {} 3 10 TOKEN s5", now + 300));
+    assert_eq!(names(&mut con), ["s4", "s5", "long"]);
+    assert_eq!(
+        pexpiretime(&mut con, "k"),
+        held,
+        "the long lease holds the key"
+    );
+}
+
+#[test]
+fn renew_moves_the_expiry_on_the_grid_and_replies_per_token() {
+    let s = Server::start();
+    let mut con = s.con();
+    let now = server_ms(&mut con);
+    lease(&mut con, &format!("RL.LEASE k {now} 5 800 TOKEN a COST 2"));
+    lease(&mut con, &format!("RL.LEASE k {now} 5 800 TOKEN b"));
+    let first = pexpiretime(&mut con, "k");
+    assert_eq!(
+        ints(&mut con, &format!("RL.RENEW k {now} 100000 a zz b")),
+        [2, 0, 1]
+    );
+    let at = (now + 100000).to_string();
+    assert!(members(&mut con, "k").iter().all(|(_, s)| *s == at));
+    let expire = pexpiretime(&mut con, "k");
+    assert!(expire > first);
+    assert!(
+        expire >= now + 100000 && expire < now + 100000 + 12500 + 1000,
+        "{expire}"
+    );
+    // Renewing shorter keeps the later expiry.
+    assert_eq!(ints(&mut con, &format!("RL.RENEW k {now} 10 a")), [2]);
+    assert_eq!(pexpiretime(&mut con, "k"), expire);
+}
+
+#[test]
+fn errors_write_nothing() {
+    let s = Server::start();
+    let mut con = s.con();
+    run(&mut con, "SET str x");
+    lease(&mut con, &format!("RL.LEASE k {T} 2 5000 TOKEN a"));
+    let before = snapshot(&mut con);
+    let cases = [
+        ("RL.LEASE k x 2 5000", "ERR invalid now 'x'"),
+        ("RL.LEASE k * 0 5000", "ERR invalid limit '0'"),
+        ("RL.LEASE k * 2 0", "ERR invalid ttl '0'"),
+        ("RL.LEASE k * 2 5000 COST 3", "ERR invalid cost '3'"),
+        ("RL.LEASE k * 2 5000 TOKEN a#b", "ERR invalid token 'a#b'"),
+        (
+            "RL.LEASE k * 2 5000 TOKEN a TOKEN a",
+            "ERR syntax error: option TOKEN given twice",
+        ),
+        (
+            "RL.LEASE k * 2 5000 5",
+            "ERR syntax error: unexpected argument '5'",
+        ),
+        ("RL.LEASE k 9007199254740991 2 1", "ERR invalid ttl '1'"),
+        ("RL.LEASE str * 2 5000", "WRONGTYPE"),
+        ("RL.LEASE str * 0 5000", "ERR invalid limit"),
+        ("RL.LEASEPEEK k * 2 COST 3", "ERR invalid cost '3'"),
+        ("RL.LEASEPEEK str * 2", "WRONGTYPE"),
+        ("RL.RELEASE k * a a", "ERR token 'a' given twice"),
+        ("RL.RELEASE k * a#2", "ERR invalid token 'a#2'"),
+        ("RL.RELEASE str * a", "WRONGTYPE"),
+        ("RL.RENEW k * 0 a", "ERR invalid ttl '0'"),
+        ("RL.RENEW k * 1000 a a", "ERR token 'a' given twice"),
+        ("RL.RENEW str * 1000 a", "WRONGTYPE"),
+        ("RL.LEASE k", "ERR wrong number of arguments"),
+        ("RL.RELEASE k *", "ERR wrong number of arguments"),
+        ("RL.RENEW k * 1000", "ERR wrong number of arguments"),
+    ];
+    for (line, want) in cases {
+        let e = err(&mut con, line);
+        assert!(e.starts_with(want), "{line}: {e}");
+    }
+    let many: Vec<String> = (0..65).map(|i| format!("t{i}")).collect();
+    let e = err(&mut con, &format!("RL.RELEASE k * {}", many.join(" ")));
+    assert!(e.contains("too many tokens: 65"), "{e}");
+    let e = err(&mut con, &format!("RL.RENEW k * 100 {}", many.join(" ")));
+    assert!(e.contains("too many tokens: 65"), "{e}");
+    assert_same_keyspace(&before, &snapshot(&mut con), "errors");
+    // A stored score outside the safe range is an error in a stored value.
+    run(&mut con, "ZADD bad inf x");
+    for line in [
+        "RL.LEASE bad * 2 5000",
+        "RL.LEASEPEEK bad * 2",
+        "RL.RELEASE bad * x",
+        "RL.RENEW bad * 5 x",
+    ] {
+        assert!(err(&mut con, line).contains("not finite"), "{line}");
+    }
+}
+
+#[test]
+fn above_maxmemory_lease_is_refused_release_and_renew_run() {
+    let s = Server::start();
+    let mut con = s.con();
+    lease(&mut con, &format!("RL.LEASE k {T} 5 5000 TOKEN a"));
+    lease(&mut con, &format!("RL.LEASE k {T} 5 5000 TOKEN b"));
+    run(&mut con, "CONFIG SET maxmemory-policy noeviction");
+    run(&mut con, "CONFIG SET maxmemory 1");
+    let e = err(&mut con, &format!("RL.LEASE k {T} 5 5000 TOKEN c"));
+    assert_eq!(e, "OOM command not allowed when used memory > 'maxmemory'.");
+    // Argument errors come first.
+    assert!(err(&mut con, "RL.LEASE k * 0 5000").starts_with("ERR invalid limit"));
+    assert_eq!(
+        ints(&mut con, &format!("RL.LEASEPEEK k {T} 5")),
+        [0, 1, 5, 2, -1, 5000]
+    );
+    assert_eq!(ints(&mut con, &format!("RL.RENEW k {} 5000 a", T + 1)), [1]);
+    assert_eq!(
+        ints(&mut con, &format!("RL.RELEASE k {} a b", T + 1)),
+        [1, 1]
+    );
+    run(&mut con, "CONFIG SET maxmemory 0");
+    assert_eq!(rl_stats(&mut con)["ratelimit_lease_errors"], 2);
+}
