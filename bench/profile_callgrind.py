@@ -503,20 +503,27 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None) -> dict:
                 for k in range(keys):
                     pipe.object("encoding", prefix + str(k))
                     pipe.zcard(prefix + str(k))
+                    pipe.memory_usage(prefix + str(k), samples=0)
                 got = pipe.execute()
-                encs, cards = got[0::2], got[1::2]
+                encs, cards, mem = got[0::3], got[1::3], got[2::3]
                 seen = {}
                 for e in encs:
                     e = e.decode() if isinstance(e, bytes) else str(e)
                     seen[e] = seen.get(e, 0) + 1
-                row[prefix.rstrip(":")] = {"encoding": seen, "members_min": min(cards), "members_max": max(cards)}
+                # Live keys and their memory: a key the grid keeps a little
+                # longer (members past the window until the expiry moves)
+                # costs memory, so it is counted here, per contestant.
+                row[prefix.rstrip(":")] = {"encoding": seen, "members_min": min(cards), "members_max": max(cards),
+                                           "live_keys": sum(1 for c in cards if c),
+                                           "memory_per_key": sum(m or 0 for m in mem) / max(1, len(mem))}
                 if set(seen) != {want} or min(cards) < entries - 1 or max(cards) > entries + 1:
                     print(f"WARNING: {prefix}* keys: OBJECT ENCODING {seen}, {min(cards)}..{max(cards)} members; "
                           f"expected {want}, about {entries}", file=sys.stderr)
             encodings[shape] = row
             print(f"RL.CHECK {shape} keys after the phases: " + ", ".join(
                 f"{p}* {'/'.join(f'{e} ({c})' for e, c in r['encoding'].items())}, "
-                f"{r['members_min']}..{r['members_max']} members" for p, r in row.items()), flush=True)
+                f"{r['members_min']}..{r['members_max']} members, {r['live_keys']} live keys, "
+                f"{r['memory_per_key']:,.0f} B/key (MEMORY USAGE)" for p, r in row.items()), flush=True)
         results["check_key_encodings"] = encodings
 
         # RL.THROTTLE steady state (the bench's: one rule, a full bucket at every
