@@ -44,6 +44,8 @@ def test_max_past_ms_as_a_load_time_argument():
 @pytest.mark.parametrize("args, reason", [
     (["max-future-ms", "-5"], "max-future-ms: '-5' is not an integer from 0 to 9007199254740991"),
     (["max-future-ms", "05"], "max-future-ms: '05' is not an integer"),
+    (["max-future-ms", "abc"], "max-future-ms: 'abc' is not an integer from 0 to 9007199254740991"),
+    (["max-past-ms", "1.5"], "max-past-ms: '1.5' is not an integer from 0 to 9007199254740991"),
     (["max-future-ms"], "max-future-ms needs a value"),
     (["max-past-ms", "-1"], "max-past-ms: '-1' is not an integer from 0 to 9007199254740991"),
     (["max-past-ms", "1", "max-past-ms", "1"], "max-past-ms given twice"),

@@ -2,7 +2,7 @@
 //! load-time argument: `--loadmodule <path> max-future-ms 60000 max-past-ms
 //! 86400000`).
 
-use std::sync::atomic::AtomicI64;
+use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
 
 use crate::core::int::{parse_in_range, MAX_SAFE};
 use crate::error::show;
@@ -22,11 +22,27 @@ pub static MAX_PAST_MS: AtomicI64 = AtomicI64::new(0);
 /// The load-time arguments the module takes.
 const LOAD_ARGS: [&str; 2] = ["max-future-ms", "max-past-ms"];
 
-/// Checks the load-time arguments: `<name> <ms>` pairs, each name of
-/// [`LOAD_ARGS`] at most once. Anything else fails the load with a message
-/// saying why (the load path parses arguments more loosely than `CONFIG
-/// SET`, so the value is checked again here, as `CONFIG SET` would check it).
-pub fn check_load_args(args: &[&[u8]]) -> Result<(), String> {
+/// Applies the load-time arguments: `<name> <ms>` pairs, each name of
+/// [`LOAD_ARGS`] at most once, each value an integer from 0 to 2^53-1 as
+/// `CONFIG SET` takes it. Anything else fails the load with a message naming
+/// the argument and the value (the module reads its arguments itself rather
+/// than through `redis_module!`'s `module_args_as_configuration`, whose
+/// error for `abc` names neither). Nothing is applied unless all are valid.
+pub fn apply_load_args(args: &[&[u8]]) -> Result<(), String> {
+    let mut values: Vec<(&[u8], i64)> = Vec::new();
+    check_load_args(args, &mut values)?;
+    for (name, v) in values {
+        let target = if name == b"max-future-ms" {
+            &MAX_FUTURE_MS
+        } else {
+            &MAX_PAST_MS
+        };
+        target.store(v, Relaxed);
+    }
+    Ok(())
+}
+
+fn check_load_args<'a>(args: &[&'a [u8]], values: &mut Vec<(&'a [u8], i64)>) -> Result<(), String> {
     let mut seen: Vec<&[u8]> = Vec::new();
     for pair in args.chunks(2) {
         let (name, value) = match pair {
@@ -49,12 +65,13 @@ pub fn check_load_args(args: &[&[u8]]) -> Result<(), String> {
         let Some(value) = value else {
             return Err(format!("{shown} needs a value"));
         };
-        if parse_in_range(value, 0, MAX_SAFE).is_none() {
+        let Some(v) = parse_in_range(value, 0, MAX_SAFE) else {
             return Err(format!(
                 "{shown}: '{}' is not an integer from 0 to {MAX_SAFE}",
                 show(value)
             ));
-        }
+        };
+        values.push((name, v));
     }
     Ok(())
 }
@@ -65,9 +82,15 @@ mod tests {
 
     #[test]
     fn load_arguments() {
+        let check = |args: &[&[u8]]| check_load_args(args, &mut Vec::new());
         let ok: &[&[u8]] = &[b"max-future-ms", b"60000", b"max-past-ms", b"0"];
-        assert_eq!(check_load_args(ok), Ok(()));
-        assert_eq!(check_load_args(&[]), Ok(()));
+        let mut values = Vec::new();
+        assert_eq!(check_load_args(ok, &mut values), Ok(()));
+        assert_eq!(
+            values,
+            [(&b"max-future-ms"[..], 60000), (&b"max-past-ms"[..], 0)]
+        );
+        assert_eq!(check(&[]), Ok(()));
         for (args, want) in [
             (
                 &[&b"max-past-ms"[..], b"1", b"max-past-ms", b"2"][..],
@@ -79,11 +102,19 @@ mod tests {
             ),
             (&[b"max-past-ms"], "max-past-ms needs a value"),
             (
+                &[b"max-future-ms", b"abc"],
+                "max-future-ms: 'abc' is not an integer from 0 to 9007199254740991",
+            ),
+            (
+                &[b"max-past-ms", b"1.5"],
+                "max-past-ms: '1.5' is not an integer",
+            ),
+            (
                 &[b"max-futur-ms", b"1"],
                 "unknown load argument 'max-futur-ms'",
             ),
         ] {
-            let got = check_load_args(args).unwrap_err();
+            let got = check(args).unwrap_err();
             assert!(got.starts_with(want), "{got}");
         }
     }

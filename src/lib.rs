@@ -21,7 +21,7 @@ use redis_module::{
 
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
     let args: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
-    let checked = config::check_load_args(&args).and_then(|()| registration::register(ctx.ctx));
+    let checked = config::apply_load_args(&args).and_then(|()| registration::register(ctx.ctx));
     match checked {
         Ok(()) => Status::Ok,
         Err(e) => {
@@ -69,7 +69,9 @@ redis_module! {
         string: [],
         bool: [],
         enum: [],
-        module_args_as_configuration: true,
+        // The module reads its load arguments itself (config::apply_load_args),
+        // so a bad value is named in the log.
+        module_args_as_configuration: false,
     ]
 }
 

@@ -335,3 +335,23 @@ fn lockcount_max_zero_locks_at_once_without_creating_the_counter() {
     let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut con).unwrap();
     assert_eq!(keys, ["lk"]);
 }
+
+#[test]
+fn a_stored_counter_that_is_not_an_integer_is_named_by_its_value_and_role() {
+    let s = Server::start();
+    let mut con = s.con();
+    run(&mut con, "SET {x}d abc");
+    let e = err(&mut con, "RL.DAYHOUR {x}d {x}h 1 1 1000 1000");
+    assert_eq!(
+        e,
+        "ERR value 'abc' of daykey is not an integer from -9007199254740991 to 9007199254740991"
+    );
+    run(&mut con, "SET {y}c 1.5");
+    let e = err(&mut con, "RL.LOCKCOUNT {y}l {y}c 1000 3 1000");
+    assert!(
+        e.starts_with("ERR value '1.5' of countkey is not an integer"),
+        "{e}"
+    );
+    // Nothing written by either error.
+    assert!(!exists(&mut con, "{x}h") && !exists(&mut con, "{y}l"));
+}

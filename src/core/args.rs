@@ -607,7 +607,7 @@ pub fn parse_counter(stored: &[u8], role: &str) -> Result<i64, Error> {
         .filter(|v| v.abs() <= MAX_SAFE)
         .ok_or_else(|| {
             Error::Stored(format!(
-                "value of {role} '{}' is not an integer from -{MAX_SAFE} to {MAX_SAFE}",
+                "value '{}' of {role} is not an integer from -{MAX_SAFE} to {MAX_SAFE}",
                 show(stored)
             ))
         })
