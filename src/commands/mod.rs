@@ -15,6 +15,7 @@ use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw;
+use smallvec::SmallVec;
 
 use crate::core::args::Clock;
 use crate::error::Error;
@@ -119,7 +120,8 @@ type Handler = fn(Ctx, &[RString]) -> Result<Outcome, Error>;
 /// guard in force), and the context it runs in.
 pub struct KeyedCall<'a> {
     pub key: RString,
-    pub args: Vec<&'a [u8]>,
+    /// On the stack for the usual call (up to 24 arguments after the key).
+    pub args: SmallVec<[&'a [u8]; 24]>,
     pub clock: Clock,
     context: CallContext,
 }
