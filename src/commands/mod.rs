@@ -2,6 +2,7 @@
 //! typed values, reads the keys, asks the core, applies the writes, replicates
 //! them as native commands, and returns the reply.
 
+pub mod all;
 pub mod check;
 mod counter_keys;
 pub mod dayhour;
@@ -28,7 +29,7 @@ use crate::stats::{self, CommandStats};
 /// allocates nothing for its reply; only a per-token reply (RL.RELEASE,
 /// RL.RENEW) uses the heap.
 pub struct Outcome {
-    reply: [i64; 6],
+    reply: [i64; 7],
     len: usize,
     /// One integer per token, when the reply is that (RL.RELEASE, RL.RENEW).
     per_token: Vec<i64>,
@@ -45,7 +46,8 @@ enum Last {
 }
 
 impl Outcome {
-    /// Up to six integers (every decision of the module fits).
+    /// Up to seven integers (every decision of the module fits; RL.ALL's
+    /// reply is seven).
     pub fn new(values: &[i64], admitted: bool) -> Outcome {
         let kind = if admitted {
             stats::Kind::Admitted
@@ -90,7 +92,7 @@ impl Outcome {
     }
 
     fn of(values: &[i64], kind: stats::Kind) -> Outcome {
-        let mut reply = [0; 6];
+        let mut reply = [0; 7];
         let len = values.len().min(reply.len());
         reply[..len].copy_from_slice(&values[..len]);
         Outcome {
@@ -100,6 +102,13 @@ impl Outcome {
             last: Last::Nothing,
             kind,
         }
+    }
+
+    /// The first six integers: a single command's decision, as RL.ALL
+    /// reads its clauses'.
+    fn six(&self) -> [i64; 6] {
+        let r = &self.reply;
+        [r[0], r[1], r[2], r[3], r[4], r[5]]
     }
 
     fn send(&self, ctx: Ctx) -> c_int {
@@ -211,6 +220,8 @@ entry_points! {
     rl_leasepeek => LEASEPEEK, lease::lease_peek;
     rl_release => RELEASE, lease::release;
     rl_renew => RENEW, lease::renew;
+    rl_all => ALL, all::all;
+    rl_allpeek => ALLPEEK, all::all_peek;
 }
 
 /// Redis checks arity before calling; this guards the indexing regardless.

@@ -28,7 +28,12 @@ pub fn throttle_peek(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
 }
 
 fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
-    let call = KeyedCall::new(ctx, args)?;
+    evaluate_call(ctx, &KeyedCall::new(ctx, args)?, write)
+}
+
+/// One call on one key, from its parsed-out key and arguments: the single
+/// command, or one clause of RL.ALL (`super::all`).
+pub(super) fn evaluate_call(ctx: Ctx, call: &KeyedCall, write: bool) -> Result<Outcome, Error> {
     let (key_name, clock) = (&call.key, &call.clock);
     let ThrottleArgs {
         now,
