@@ -142,12 +142,18 @@ fn info_counters_move_by_the_right_amounts() {
     assert_eq!(ints(&mut con, all)[0], 0);
     assert_eq!(ints(&mut con, all)[0], 1);
     assert_eq!(ints(&mut con, &format!("{all} REFUND"))[0], 0);
-    err(&mut con, "RL.ALL 2 a:c a:c * CHECK 1 1 100000 THROTTLE 2 5 1 100000");
+    err(
+        &mut con,
+        "RL.ALL 2 a:c a:c * CHECK 1 1 100000 THROTTLE 2 5 1 100000",
+    );
     err(&mut con, "RL.ALL 1 list * CHECK 1 1 100000");
     err(&mut con, "RL.ALL 1 a:c");
     want.insert("all", [5, 1, 1, 2]);
     assert_eq!(
-        ints(&mut con, "RL.ALLPEEK 2 a:c a:t * CHECK 1 1 100000 THROTTLE 2 5 1 100000")[0],
+        ints(
+            &mut con,
+            "RL.ALLPEEK 2 a:c a:t * CHECK 1 1 100000 THROTTLE 2 5 1 100000"
+        )[0],
         0
     );
     err(&mut con, "RL.ALLPEEK 1 a:c * CHECK 1 1 100000 REFUND");
@@ -386,7 +392,10 @@ fn acl_key_permissions_follow_the_key_specs() {
     let mut app = user("app");
     assert_eq!(ints(&mut app, "RL.PEEK app:k * 5 100000")[0], 0);
     assert_eq!(
-        ints(&mut app, "RL.ALLPEEK 2 app:k app:t * CHECK 1 5 100000 THROTTLE 2 5 1 1000")[0],
+        ints(
+            &mut app,
+            "RL.ALLPEEK 2 app:k app:t * CHECK 1 5 100000 THROTTLE 2 5 1 1000"
+        )[0],
         0
     );
     for line in [
