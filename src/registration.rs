@@ -189,7 +189,9 @@ const COMMANDS: &[Command] = &[
         handler: commands::rl_all,
         // Not `fast`: up to 64 rules over its clauses, each as costly as
         // its command.
-        flags: "write",
+        // `getkeys-api`: Redis 7.0's Cluster routing asks the command for
+        // its movable keys (`commands::answer_keys_request`).
+        flags: "write getkeys-api",
         arity: -5,
         numkeys: true,
         keys: &[RW_UPDATE],
@@ -200,7 +202,7 @@ const COMMANDS: &[Command] = &[
     Command {
         name: "rl.allpeek",
         handler: commands::rl_allpeek,
-        flags: "readonly",
+        flags: "readonly getkeys-api",
         arity: -5,
         numkeys: true,
         keys: &[KeySpecFlags::READ_ONLY.union(KeySpecFlags::ACCESS)],

@@ -207,6 +207,63 @@ macro_rules! entry_points {
     )*};
 }
 
+/// RL.ALL and RL.ALLPEEK are flagged `getkeys-api` besides their key-count
+/// key spec: Redis 7.0's Cluster routing (and `CROSSSLOT`) finds a module
+/// command's movable keys through this call, not through the spec. Asked
+/// for its keys, the command names `numkeys` keys from index 2 (none when
+/// `numkeys` is not a valid count: the call then fails on its arguments).
+fn answer_keys_request(ctx: *mut raw::RedisModuleCtx, argv: *mut RString, argc: c_int) -> bool {
+    let (Some(is_request), Some(key_at)) =
+        (unsafe { raw::RedisModule_IsKeysPositionRequest }, unsafe {
+            raw::RedisModule_KeyAtPos
+        })
+    else {
+        return false;
+    };
+    if unsafe { is_request(ctx) } == 0 {
+        return false;
+    }
+    let args: &[RString] = if argv.is_null() || argc <= 0 {
+        &[]
+    } else {
+        unsafe { std::slice::from_raw_parts(argv, argc as usize) }
+    };
+    let max = crate::core::all::MAX_KEYS as i64;
+    if let Some(n) = args
+        .get(1)
+        .and_then(|&a| crate::core::int::parse_in_range(bytes(a), 1, max))
+    {
+        if n as usize + 2 <= args.len() {
+            for pos in 2..2 + n as c_int {
+                unsafe { key_at(ctx, pos) };
+            }
+        }
+    }
+    true
+}
+
+/// RL.ALL's and RL.ALLPEEK's entry points: a keys request answered, else
+/// run as the others are.
+macro_rules! key_count_entry_points {
+    ($($name:ident => $stats:ident, $handler:path;)*) => {$(
+        pub extern "C" fn $name(
+            ctx: *mut raw::RedisModuleCtx,
+            argv: *mut RString,
+            argc: c_int,
+        ) -> c_int {
+            if answer_keys_request(ctx, argv, argc) {
+                return raw::REDISMODULE_OK as c_int;
+            }
+            run(ctx, argv, argc, &stats::$stats, $handler)
+        }
+    )*};
+}
+
+key_count_entry_points! {
+    rl_all => ALL, all::all;
+    rl_allpeek => ALLPEEK, all::all_peek;
+}
+
 entry_points! {
     rl_check => CHECK, check::check;
     rl_peek => PEEK, check::peek;
@@ -220,8 +277,6 @@ entry_points! {
     rl_leasepeek => LEASEPEEK, lease::lease_peek;
     rl_release => RELEASE, lease::release;
     rl_renew => RENEW, lease::renew;
-    rl_all => ALL, all::all;
-    rl_allpeek => ALLPEEK, all::all_peek;
 }
 
 /// Redis checks arity before calling; this guards the indexing regardless.
