@@ -2528,8 +2528,9 @@ fn fuzz_all_clauses() {
                 assert_eq!(v.len(), 7, "{what}: {v:?}");
                 assert!(v[0] == 0 || v[0] == 1, "{what}: {v:?}");
                 assert!(v[1] >= 1 && v[1] <= 64, "{what}: {v:?}");
+                // (A QUOTA limit may be 0: `limit` from 0.)
                 assert!(
-                    v[3] >= 1 && v[4] >= 0 && v[5] >= -1 && v[6] >= 0,
+                    v[3] >= 0 && v[4] >= 0 && v[5] >= -1 && v[6] >= 0,
                     "{what}: {v:?}"
                 );
                 let last = args.last().map(|a| a.to_ascii_uppercase());
