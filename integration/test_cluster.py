@@ -345,7 +345,10 @@ def test_plain_replica_runs_peek_and_refuses_writes():
             assert rl(rc_, "RL.PEEK", "pr:k", t, 2, H) == rl(pc, "RL.PEEK", "pr:k", t, 2, H) == \
                 [1, 1, 2, 0, H, H]
             assert rl(rc_, "RL.PEEK", "pr:new", t, 2, H)[:4] == [0, 1, 2, 1]
+            allpeek = ("RL.ALLPEEK", 2, "pr:k", "pr:new", t, "CHECK", 1, 2, H, "LEASE", 2, 3, H, "COST", 0)
+            assert rl(rc_, *allpeek) == rl(pc, *allpeek) == [1, 1, 1, 2, 0, H, H]
             for args in (("RL.CHECK", "pr:new", "*", 2, H),
+                         ("RL.ALL", 1, "pr:new", "*", "CHECK", 1, 2, H),
                          ("RL.DAYHOUR", "pr:d", "pr:h", 5, 5, 86_400_000, H),
                          ("RL.LOCKCOUNT", "pr:l", "pr:c", 1000, 1, 1000)):
                 with pytest.raises(redis.exceptions.ReadOnlyError):
