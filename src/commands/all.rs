@@ -201,8 +201,8 @@ impl<'a> Clause<'a> {
     /// RL.RELEASE of its token); the state now (its peek with `COST 0`).
     fn refund(&self, ctx: Ctx, base: &Base) -> Result<[i64; 6], Error> {
         if let Some((_, _, token)) = self.lease {
-            if let Some(token) = token {
-                let call = self.call(vec![self.args[0], token], base);
+            if let (Some(token), Some(&now)) = (token, self.args.first()) {
+                let call = self.call(vec![now, token], base);
                 lease::release_call(ctx, &call)?;
             }
             return self.peek(ctx, base, 0);
