@@ -7,13 +7,17 @@
 //! `now`, each clause by its own command's parser, the cap over all
 //! clauses); then every key's type, in key order (`WRONGTYPE`); then every
 //! clause read and decided, in key order, without writing (errors in stored
-//! values) — each by its own command's read-only path, so each decides
-//! exactly as its command does. Only when every clause admits are the
-//! writes done: each clause's command path in write mode, one key after the
-//! other, which writes and replicates as that command does (Redis wraps the
-//! call's replicated commands in one `MULTI`/`EXEC`). Keys are pairwise
-//! distinct, so a write to one key cannot change another clause's decision:
-//! each clause decides again, on the state it read, exactly as it did.
+//! values) — each by its own command's code, so each decides exactly as its
+//! command does. Only when every clause admits are the writes done, one key
+//! after the other, as each command writes and replicates them (Redis wraps
+//! the call's replicated commands in one `MULTI`/`EXEC`). A `THROTTLE` or
+//! `QUOTA` clause keeps what it read and commits its decision
+//! (`throttle::Decided`, `quota::Decided`: the same read, decide and write
+//! steps RL.THROTTLE and RL.QUOTA run); a `CHECK` or `LEASE` clause is
+//! decided by its command's read-only path and written by its writing path,
+//! which reads and decides again — keys are pairwise distinct, so a write
+//! to one key cannot change another clause's decision, and it decides
+//! exactly as it did.
 //! `REFUND` refunds every clause as its command's `REFUND` does (a `LEASE`
 //! clause: RL.RELEASE of its token), after the same checks.
 
@@ -192,9 +196,38 @@ impl<'a> Clause<'a> {
         self.run_command(ctx, self.call(args, base), false)
     }
 
+    /// Reads the clause's key and decides, writing nothing: its reply, and
+    /// what its writes need. A `THROTTLE` or `QUOTA` clause keeps its key
+    /// open with what it read (its command's read and decision, committed
+    /// later without a second read); a `CHECK` or `LEASE` clause answers
+    /// by its command's read-only path and is written by its command's
+    /// writing path, which reads and decides again on the same state.
+    fn decide(&self, ctx: Ctx, base: &Base, write: bool) -> Result<(Pending, [i64; 6]), Error> {
+        let call = || self.call(self.args.clone(), base);
+        match self.kind {
+            Kind::Throttle => {
+                let d = throttle::decide_call(ctx, &call(), write)?;
+                let reply = d.reply;
+                Ok((Pending::Throttle(d), reply))
+            }
+            Kind::Quota => {
+                let d = quota::decide_call(ctx, &call(), write)?;
+                let reply = d.reply;
+                Ok((Pending::Quota(d), reply))
+            }
+            Kind::Check | Kind::Lease => Ok((Pending::Again, self.peek(ctx, base, self.cost)?)),
+        }
+    }
+
     /// Admits and records, as the clause's command does; its reply.
-    fn apply(&self, ctx: Ctx, base: &Base) -> Result<[i64; 6], Error> {
-        self.run_command(ctx, self.call(self.args.clone(), base), true)
+    fn apply(&self, ctx: Ctx, base: &Base, pending: Pending) -> Result<Option<[i64; 6]>, Error> {
+        match pending {
+            Pending::Throttle(d) => d.commit().map(|()| None),
+            Pending::Quota(d) => d.commit().map(|()| None),
+            Pending::Again => self
+                .run_command(ctx, self.call(self.args.clone(), base), true)
+                .map(Some),
+        }
     }
 
     /// Refunds as the clause's command's `REFUND` does (a LEASE clause:
@@ -248,6 +281,14 @@ fn with_cost_zero<'a>(args: &[&'a [u8]]) -> Vec<&'a [u8]> {
         out.push(value);
     }
     out
+}
+
+/// A clause decided and not yet written.
+enum Pending {
+    Throttle(throttle::Decided),
+    Quota(quota::Decided),
+    /// Written by its command's writing path (CHECK, LEASE).
+    Again,
 }
 
 /// What every clause of a call shares: the clock, `t`, the call's context.
@@ -327,9 +368,15 @@ fn run(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
         };
         clauses.len()
     ];
+    let mut pending: Vec<Pending> = Vec::with_capacity(clauses.len());
     for (_, c) in &clauses {
         let cost = first_cost(c);
-        let ints = c.peek(ctx, &base, cost)?;
+        let (p, ints) = if mode == Mode::Refund {
+            (Pending::Again, c.peek(ctx, &base, 0)?)
+        } else {
+            c.decide(ctx, &base, mode == Mode::Admit)?
+        };
+        pending.push(p);
         if let Some(r) = replies.get_mut(c.n - 1) {
             *r = ClauseReply { ints, cost };
         }
@@ -339,10 +386,11 @@ fn run(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
         Mode::Peek => Ok(Outcome::new(&plan::reply(&replies), admitted)),
         Mode::Admit if !admitted => Ok(Outcome::new(&plan::reply(&replies), false)),
         Mode::Admit => {
-            for (_, c) in &clauses {
-                let ints = c.apply(ctx, &base)?;
-                if let Some(r) = replies.get_mut(c.n - 1) {
-                    r.ints = ints;
+            for ((_, c), p) in clauses.iter().zip(pending) {
+                if let Some(ints) = c.apply(ctx, &base, p)? {
+                    if let Some(r) = replies.get_mut(c.n - 1) {
+                        r.ints = ints;
+                    }
                 }
             }
             Ok(Outcome::new(&plan::reply(&replies), true))
