@@ -11,13 +11,13 @@
 //! command does. Only when every clause admits are the writes done, one key
 //! after the other, as each command writes and replicates them (Redis wraps
 //! the call's replicated commands in one `MULTI`/`EXEC`). A `THROTTLE` or
-//! `QUOTA` clause keeps what it read and commits its decision
-//! (`throttle::Decided`, `quota::Decided`: the same read, decide and write
-//! steps RL.THROTTLE and RL.QUOTA run); a `CHECK` or `LEASE` clause is
-//! decided by its command's read-only path and written by its writing path,
-//! which reads and decides again — keys are pairwise distinct, so a write
-//! to one key cannot change another clause's decision, and it decides
-//! exactly as it did.
+//! `QUOTA` or `CHECK` clause keeps what it read and commits its decision
+//! (`throttle::Decided`, `quota::Decided`, `check::Decided`: the same read,
+//! decide and write steps RL.THROTTLE, RL.QUOTA and RL.CHECK run); a
+//! `LEASE` clause is decided by its command's read-only path and written by
+//! its writing path, which reads and decides again — keys are pairwise
+//! distinct, so a write to one key cannot change another clause's
+//! decision, and it decides exactly as it did.
 //! `REFUND` refunds every clause as its command's `REFUND` does (a `LEASE`
 //! clause: RL.RELEASE of its token), after the same checks.
 
@@ -197,11 +197,11 @@ impl<'a> Clause<'a> {
     }
 
     /// Reads the clause's key and decides, writing nothing: its reply, and
-    /// what its writes need. A `THROTTLE` or `QUOTA` clause keeps its key
-    /// open with what it read (its command's read and decision, committed
-    /// later without a second read); a `CHECK` or `LEASE` clause answers
-    /// by its command's read-only path and is written by its command's
-    /// writing path, which reads and decides again on the same state.
+    /// what its writes need. A `CHECK`, `THROTTLE` or `QUOTA` clause keeps
+    /// its key open with what it read (its command's read and decision,
+    /// committed later without a second read); a `LEASE` clause answers by
+    /// its command's read-only path and is written by its writing path,
+    /// which reads and decides again on the same state.
     fn decide(&self, ctx: Ctx, base: &Base, write: bool) -> Result<(Pending, [i64; 6]), Error> {
         let call = || self.call(self.args.clone(), base);
         match self.kind {
@@ -215,7 +215,12 @@ impl<'a> Clause<'a> {
                 let reply = d.reply;
                 Ok((Pending::Quota(d), reply))
             }
-            Kind::Check | Kind::Lease => Ok((Pending::Again, self.peek(ctx, base, self.cost)?)),
+            Kind::Check => {
+                let d = check::decide_call(ctx, &call(), write)?;
+                let reply = d.reply;
+                Ok((Pending::Check(d), reply))
+            }
+            Kind::Lease => Ok((Pending::Again, self.peek(ctx, base, self.cost)?)),
         }
     }
 
@@ -224,6 +229,7 @@ impl<'a> Clause<'a> {
         match pending {
             Pending::Throttle(d) => d.commit().map(|()| None),
             Pending::Quota(d) => d.commit().map(|()| None),
+            Pending::Check(d) => d.commit().map(|()| None),
             Pending::Again => self
                 .run_command(ctx, self.call(self.args.clone(), base), true)
                 .map(Some),
@@ -285,9 +291,10 @@ fn with_cost_zero<'a>(args: &[&'a [u8]]) -> Vec<&'a [u8]> {
 
 /// A clause decided and not yet written.
 enum Pending {
+    Check(check::Decided),
     Throttle(throttle::Decided),
     Quota(quota::Decided),
-    /// Written by its command's writing path (CHECK, LEASE).
+    /// Written by its command's writing path (LEASE).
     Again,
 }
 
