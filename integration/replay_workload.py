@@ -16,7 +16,7 @@ import redis
 
 H = 3_600_000  # one hour in ms
 D = 86_400_000  # one day in ms
-KEYS_LEFT = 27  # keys run_workload leaves behind
+KEYS_LEFT = 31  # keys run_workload leaves behind
 UUID = "550e8400-e29b-41d4-a716-446655440000"
 
 
@@ -209,6 +209,22 @@ def run_workload(c: redis.Redis, p: str) -> int:
     assert sorted(c.zrange(jobs2, 0, -1)) == [b"a", b"live"]
     assert c.execute_command("PEXPIRETIME", jobs2) == t + 3 * H
 
+    # RL.ALL: 2 a minute AND a token bucket AND a day's budget in a zone AND
+    # 2 in flight, on one hash tag. Admitted twice (every clause's native
+    # writes), a third refused (nothing written), the second refunded (each
+    # clause's refund; the lease's RL.RELEASE).
+    ak = all_keys(p)
+    r = rl(c, "RL.ALL", 4, *ak, "*", *ALL_CLAUSES, "req-1")
+    assert r == [0, 4, 1, 2, 1, -1, H], r
+    r = rl(c, "RL.ALL", 4, *ak, "*", *ALL_CLAUSES, "req-2")
+    assert r == [0, 4, 1, 2, 0, -1, H], r
+    r = rl(c, "RL.ALL", 4, *ak, "*", *ALL_CLAUSES, "req-3")
+    assert r[:5] == [1, 4, 1, 2, 0] and 0 < r[5] <= H, r
+    r = rl(c, "RL.ALL", 4, *ak, "*", *ALL_CLAUSES, "req-2", "REFUND")
+    assert r[:5] == [0, 4, 1, 2, 1], r
+    assert c.zcard(ak[0]) == 1 and c.zrange(ak[3], 0, -1) == [b"req-1"]
+    assert int(next(iter(c.hvals(ak[2])))) == 2
+
     # Errors (nothing written) next to keys of other types.
     c.set(f"{p}:str", "x")
     c.hset(f"{p}:hash", mapping={"f": "v", "1000": "abc"})
@@ -219,8 +235,24 @@ def run_workload(c: redis.Redis, p: str) -> int:
     return t
 
 
+# RL.ALL's clauses in run_workload, on the keys of `all_keys`; the lease's
+# token follows.
+ALL_CLAUSES = ("CHECK", 1, 2, 60000, "THROTTLE", 2, 5, 1, 600000,
+               "QUOTA", 3, "Europe/Paris", "DAY", 10, "COST", 2, "LEASE", 4, 2, H, "TOKEN")
+
+
+def all_keys(p: str) -> list[str]:
+    return [f"{p}:{{all}}:{x}" for x in ("rate", "tb", "day", "inflight")]
+
+
 def error_calls(p: str) -> list[tuple]:
+    ak = all_keys(p)
     return [
+        ("RL.ALL", 2, f"{p}:str", ak[0], "*", "CHECK", 1, 5, 1000, "CHECK", 2, 5, 1000),  # WRONGTYPE
+        ("RL.ALL", 2, ak[0], ak[0], "*", "CHECK", 1, 5, 1000, "CHECK", 2, 5, 1000),  # keys not distinct
+        ("RL.ALL", 1, ak[3], "*", "LEASE", 1, 2, H),  # no TOKEN
+        ("RL.ALL", 2, ak[0], f"{p}:new", "*", "CHECK", 1, 5, 1000),  # a key without a clause
+        ("RL.ALLPEEK", 1, ak[0], "*", "CHECK", 1, 5, 1000, "REFUND"),  # no REFUND on a peek
         ("RL.CHECK", f"{p}:str", "*", 5, 1000),  # WRONGTYPE
         ("RL.CHECK", f"{p}:star", "*", 0, 1000),  # bad count
         ("RL.CHECK", f"{p}:new", "*", 5, 1000, "COST", 6),  # cost above count
@@ -276,7 +308,16 @@ def rejected_calls(c: redis.Redis, p: str) -> int:
         assert rl(c, "RL.LEASEPEEK", f"{p}:jobs", "*", 3, "COST", 2)[0] == 1
         assert rl(c, "RL.RELEASE", f"{p}:jobs", "*", "nobody") == [0]
         assert rl(c, "RL.RENEW", f"{p}:jobs", "*", H, "nobody") == [0]
-        n += 19
+        # RL.ALL refused by its first clause, and by its last alone (the
+        # first would admit on a fresh key: not written).
+        ak = all_keys(p)
+        r = rl(c, "RL.ALL", 4, *ak, "*", *ALL_CLAUSES[:4], "COST", 2, *ALL_CLAUSES[4:], "req-9")
+        assert r[:2] == [1, 1], r
+        r = rl(c, "RL.ALL", 2, f"{p}:{{all}}:fresh", ak[2], "*", "CHECK", 1, 5, 1000,
+               "QUOTA", 2, "Europe/Paris", "DAY", 10, "COST", 9)
+        assert r[:2] == [1, 2], r
+        assert rl(c, "RL.ALLPEEK", 1, ak[3], "*", "LEASE", 1, 2, H, "COST", 2, "TOKEN", "x")[0] == 1
+        n += 22
         for args in error_calls(p):
             with pytest.raises(redis.ResponseError):
                 rl(c, *args)
@@ -304,6 +345,9 @@ def assert_limited_state(c: redis.Redis, p: str) -> None:
     r = rl(c, "RL.LEASE", f"{p}:jobs", "*", 3, H, "TOKEN", "other", "COST", 2)
     assert r[:4] == [1, 1, 3, 1] and r[6] is None, r
     assert rl(c, "RL.LEASEPEEK", f"{p}:jobs", "*", 3, "COST", 1, "TOKEN", "job-1")[:4] == [0, 1, 3, 2]
+    # RL.ALL's lease: req-1 still in flight.
+    r = rl(c, "RL.ALLPEEK", 1, all_keys(p)[3], "*", "LEASE", 1, 2, H, "COST", 2, "TOKEN", "other")
+    assert r[:5] == [1, 1, 1, 2, 1], r
     # (Unless the test straddles midnight in Shanghai.)
     r = rl(c, "RL.QUOTA", f"{p}:q", "*", "Asia/Shanghai", "DAY", 3, "MONTH", 100)
     assert r[:4] == [1, 1, 3, 0] or r[0] == 0, r

@@ -61,6 +61,9 @@ def all_calls(a: str, b: str) -> list[tuple]:
         ("RL.LEASEPEEK", f"{a}:jobs", "*", 3),
         ("RL.RELEASE", f"{a}:jobs", "*", "j1"),
         ("RL.RENEW", f"{a}:jobs", "*", H, "j1"),
+        ("RL.ALL", 2, f"{a}:z", f"{b}:t", "*", "CHECK", 1, 5, H, "THROTTLE", 2, 5, 1, H),
+        ("RL.ALL", 2, f"{b}:z", f"{a}:t", "*", "CHECK", 1, 5, H, "THROTTLE", 2, 5, 1, H),
+        ("RL.ALLPEEK", 2, f"{b}:jobs", f"{a}:q", "*", "LEASE", 1, 3, H, "QUOTA", 2, "UTC", "DAY", 5),
     ]
 
 
@@ -80,6 +83,9 @@ def test_key_pattern_holds_for_every_key_of_every_command(acl_server, admin):
     assert rl(c, "RL.LEASE", "app:jobs", "*", 3, H, "TOKEN", "j2")[:4] == [0, 1, 3, 1]
     assert rl(c, "RL.RENEW", "app:jobs", "*", H, "j1", "j2") == [1, 1]
     assert rl(c, "RL.RELEASE", "app:jobs", "*", "j2") == [1]
+    assert rl(c, "RL.ALLPEEK", 2, "app:jobs", "app:all", "*", "LEASE", 1, 3, H, "CHECK", 2, 5, H)[:2] == [0, 1]
+    assert rl(c, "RL.ALL", 2, "app:jobs", "app:all", "*", "LEASE", 1, 3, H, "TOKEN", "j3",
+              "CHECK", 2, 5, H) == [0, 1, 1, 3, 1, -1, H]
     after = keyspace(admin)
     assert {k: v for k, v in after.items() if k.startswith(b"other:")} == \
         {k: v for k, v in before.items() if k.startswith(b"other:")}
@@ -93,7 +99,7 @@ def test_read_only_key_permission_allows_peek_only(acl_server, admin):
         assert rl(c, "RL.PEEK", "app:z", "*", 5, H)[:4] == rl(admin, "RL.PEEK", "app:z", "*", 5, H)[:4]
         assert rl(c, "RL.PEEK", "app:z", "*", 1, H)[0] == 1
         for args in all_calls("app", "app"):
-            if args[0] in ("RL.PEEK", "RL.THROTTLEPEEK", "RL.QUOTAPEEK", "RL.LEASEPEEK"):
+            if args[0] in ("RL.PEEK", "RL.THROTTLEPEEK", "RL.QUOTAPEEK", "RL.LEASEPEEK", "RL.ALLPEEK"):
                 continue
             with pytest.raises(NOPERM):
                 rl(c, *args)
@@ -104,6 +110,12 @@ def test_read_only_key_permission_allows_peek_only(acl_server, admin):
     assert rl(user(acl_server, "appreader"), "RL.LEASEPEEK", "app:jobs", "*", 3, "COST", 0)[:4] == [0, 1, 3, 2]
     with pytest.raises(NOPERM):
         rl(user(acl_server, "appreader"), "RL.LEASEPEEK", "other:jobs", "*", 3)
+    # RL.ALLPEEK reads every key it names: one outside the pattern refuses it.
+    allpeek = ("RL.ALLPEEK", 2, "app:z", "app:jobs", "*", "CHECK", 1, 5, H, "LEASE", 2, 3, H, "COST", 0)
+    assert rl(user(acl_server, "appreader"), *allpeek)[:2] == [0, 2]
+    with pytest.raises(NOPERM):
+        rl(user(acl_server, "appreader"), "RL.ALLPEEK", 2, "app:z", "other:jobs", "*",
+           "CHECK", 1, 5, H, "LEASE", 2, 3, H)
     assert keyspace(admin) == before
 
 
@@ -115,7 +127,7 @@ def test_user_allowed_peek_by_name_runs_just_that(acl_server, admin):
     for args in all_calls("app", "app"):
         if args[0] == "RL.PEEK":
             continue
-        with pytest.raises(NOPERM, match="(?i)rl\\.(check|dayhour|lockcount|throttle|throttlepeek|quota|quotapeek|lease|leasepeek|release|renew)"):
+        with pytest.raises(NOPERM, match="(?i)rl\\.(check|dayhour|lockcount|throttle|throttlepeek|quota|quotapeek|lease|leasepeek|release|renew|all|allpeek)"):
             rl(c, *args)
     with pytest.raises(NOPERM):
         c.get("app:d")

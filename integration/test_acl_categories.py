@@ -30,6 +30,11 @@ COMMANDS = [
     ("rl.leasepeek", {"@read", "@sortedset", "@fast", "@ratelimit"}, ("RL.LEASEPEEK", "k:j", "*", 3)),
     ("rl.release", {"@write", "@sortedset", "@slow", "@ratelimit"}, ("RL.RELEASE", "k:j", "*", "j0")),
     ("rl.renew", {"@write", "@sortedset", "@slow", "@ratelimit"}, ("RL.RENEW", "k:j", "*", H, "j0")),
+    # RL.ALL and its peek: the categories of every data type they touch.
+    ("rl.all", {"@write", "@sortedset", "@hash", "@slow", "@ratelimit"},
+     ("RL.ALL", 2, "k:a", "k:b", "*", "CHECK", 1, 5, 1000, "THROTTLE", 2, 5, 1, 1000)),
+    ("rl.allpeek", {"@read", "@sortedset", "@hash", "@slow", "@ratelimit"},
+     ("RL.ALLPEEK", 2, "k:a", "k:b", "*", "CHECK", 1, 5, 1000, "THROTTLE", 2, 5, 1, 1000)),
 ]
 WRITING = [c for c in COMMANDS if "@write" in c[1]]
 PEEKS = [c for c in COMMANDS if "@read" in c[1]]

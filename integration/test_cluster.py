@@ -146,6 +146,79 @@ def test_two_keys_in_different_slots_are_crossslot(cluster, rc, command):
     assert oc.info("ratelimit")[field] == calls_before
 
 
+def test_all_lands_on_owning_node_and_behaves_as_one_server(cluster, rc):
+    """RL.ALL on one hash tag per user: routed by its key-count key spec to
+    the node owning the tag's slot, answering as one server does."""
+    users = [f"{{user:{i}}}" for i in range(40)]
+    t = 1_796_054_400_000
+
+    def call(c, u, now, token):
+        return c.execute_command("RL.ALL", 3, f"{u}:rate", f"{u}:tokens", f"{u}:inflight", now,
+                                 "CHECK", 1, 2, 60000, "QUOTA", 2, "UTC", "DAY", 1000, "COST", 300,
+                                 "LEASE", 3, 2, H, "TOKEN", token)
+
+    with Server() as single:
+        sc = single.client()
+        expected = [call(sc, u, t + k, f"r{k}") for u in users for k in range(4)]
+    got = [call(rc, u, t + k, f"r{k}") for u in users for k in range(4)]
+    assert got == expected
+    # The lease binds: as little headroom as the minute, a longer reset.
+    assert [r[:2] for r in got[:4]] == [[0, 3], [0, 3], [1, 3], [1, 3]], got[:4]
+    for u in users[:10]:
+        oc = owner_client(cluster, f"{u}:rate")
+        assert oc.zcard(f"{u}:rate") == 2
+        assert oc.hvals(f"{u}:tokens") == [b"600"]
+        assert oc.zrange(f"{u}:inflight", 0, -1) == [b"r0", b"r1"]
+        peek = rc.execute_command("RL.ALLPEEK", 2, f"{u}:rate", f"{u}:inflight", t + 5,
+                                  "CHECK", 1, 2, 60000, "COST", 0, "LEASE", 2, 2, H, "COST", 0)
+        assert peek[:5] == [0, 2, 1, 2, 0], peek  # both full: the longer reset binds
+
+
+@pytest.mark.parametrize("command", ["RL.ALL", "RL.ALLPEEK"])
+def test_all_keys_in_different_slots_are_crossslot(cluster, rc, command):
+    first, second = "xs:alpha", "xs:beta"
+    args = [2, first, second, "*", "CHECK", 1, 5, 60000, "CHECK", 2, 5, 60000]
+    with pytest.raises((redis.exceptions.RedisClusterException, redis.ResponseError)):
+        rc.execute_command(command, *args)
+    oc = owner_client(cluster, first)
+    field = "ratelimit_" + command[3:].lower() + "_calls"
+    calls_before = oc.info("ratelimit")[field]
+    with pytest.raises(redis.ResponseError, match="^CROSSSLOT"):
+        oc.execute_command(command, *args)
+    for node in cluster.nodes:
+        assert list(node.client().scan_iter(match="xs:*")) == []
+    assert oc.info("ratelimit")[field] == calls_before
+    # With one hash tag the same call runs.
+    tagged = [2, "{xs}:alpha", "{xs}:beta", *args[3:]]
+    assert rc.execute_command(command, *tagged)[:2] == [0, 1]
+
+
+def test_all_command_getkeys_info_docs(cluster):
+    """RL.ALL and RL.ALLPEEK declare their keys as EVAL does: one key-count
+    spec (numkeys at index 1, keys from index 2), so COMMAND GETKEYS and
+    redis-py's router see every key."""
+    c = cluster.nodes[0].client()
+    router = cluster.client()
+    for name, flag, key_flag in (("rl.all", "write", "RW"), ("rl.allpeek", "readonly", "RO")):
+        rest = ["*", "CHECK", 1, 5, 1000, "THROTTLE", 3, 5, 1, 1000, "QUOTA", 2, "UTC", "DAY", 5]
+        keys = ["{t}a", "{t}b", "{t}c"]
+        assert decode(c.execute_command("COMMAND GETKEYS", name.upper(), 3, *keys, *rest)) == keys
+        got = decode(c.execute_command("COMMAND GETKEYSANDFLAGS", name, 3, *keys, *rest))
+        assert [k for k, _ in got] == keys and all(key_flag in kf for _, kf in got), got
+        (info,) = decode(c.execute_command("COMMAND INFO", name))
+        assert info[1] == -5 and flag in info[2] and "movablekeys" in info[2], info
+        assert "fast" not in info[2]
+        (spec,) = [pairs(x) for x in info[8]]
+        assert key_flag in spec["flags"]
+        assert pairs(spec["begin_search"]) == {"type": "index", "spec": ["index", 1]}
+        assert pairs(spec["find_keys"]) == {
+            "type": "keynum", "spec": ["keynumidx", 0, "firstkey", 1, "keystep", 1]}
+        doc = pairs(decode(c.execute_command("COMMAND DOCS", name))[1])
+        assert doc["module"] == "ratelimit" and doc["summary"] and doc["complexity"]
+        assert router.commands_parser.get_keys(router, name.upper(), 3, *keys, *rest) == keys
+    router.close()
+
+
 def test_key_sent_to_wrong_node_is_moved(cluster):
     key = "mv:key"
     c0 = cluster.nodes[0].client()
@@ -158,7 +231,9 @@ def test_key_sent_to_wrong_node_is_moved(cluster):
                  ("RL.THROTTLE", key, "*", 1, 1, 1000), ("RL.THROTTLEPEEK", key, "*", 1, 1, 1000),
                  ("RL.QUOTA", key, "*", "UTC", "DAY", 1), ("RL.QUOTAPEEK", key, "*", "UTC", "DAY", 1),
                  ("RL.LEASE", key, "*", 1, 1000), ("RL.LEASEPEEK", key, "*", 1),
-                 ("RL.RELEASE", key, "*", "a"), ("RL.RENEW", key, "*", 1000, "a")):
+                 ("RL.RELEASE", key, "*", "a"), ("RL.RENEW", key, "*", 1000, "a"),
+                 ("RL.ALL", 1, key, "*", "CHECK", 1, 1, 1000),
+                 ("RL.ALLPEEK", 2, "{mv:key}x", key, "*", "CHECK", 2, 1, 1000, "LEASE", 1, 1, 1000)):
         with pytest.raises(redis.ResponseError, match=f"^MOVED {slot} 127.0.0.1:{owner.port}$"):
             rl(other, *args)
 
@@ -270,7 +345,10 @@ def test_plain_replica_runs_peek_and_refuses_writes():
             assert rl(rc_, "RL.PEEK", "pr:k", t, 2, H) == rl(pc, "RL.PEEK", "pr:k", t, 2, H) == \
                 [1, 1, 2, 0, H, H]
             assert rl(rc_, "RL.PEEK", "pr:new", t, 2, H)[:4] == [0, 1, 2, 1]
+            allpeek = ("RL.ALLPEEK", 2, "pr:k", "pr:new", t, "CHECK", 1, 2, H, "LEASE", 2, 3, H, "COST", 0)
+            assert rl(rc_, *allpeek) == rl(pc, *allpeek) == [1, 1, 1, 2, 0, H, H]
             for args in (("RL.CHECK", "pr:new", "*", 2, H),
+                         ("RL.ALL", 1, "pr:new", "*", "CHECK", 1, 2, H),
                          ("RL.DAYHOUR", "pr:d", "pr:h", 5, 5, 86_400_000, H),
                          ("RL.LOCKCOUNT", "pr:l", "pr:c", 1000, 1, 1000)):
                 with pytest.raises(redis.exceptions.ReadOnlyError):

@@ -58,6 +58,8 @@ def workload(prefix: str):
             ["RL.QUOTAPEEK", f"{k}:q", "*", "UTC", "DAY", 5],
             ["RL.DAYHOUR", f"{{{k}}}:d", f"{{{k}}}:h", 10, 5, 86_400_000, 3_600_000],
             ["RL.LOCKCOUNT", f"{{{k}}}:l", f"{{{k}}}:n", 60000, 3, 120000],
+            ["RL.ALL", 2, f"{{{k}}}:a1", f"{{{k}}}:a2", "*", "CHECK", 1, 10, 60000, "THROTTLE", 2, 5, 5, 1000],
+            ["RL.ALLPEEK", 2, f"{{{k}}}:a1", f"{{{k}}}:a2", "*", "CHECK", 1, 10, 60000, "THROTTLE", 2, 5, 5, 1000],
         ]
     tag = f"{{{prefix}:user:42}}"
     pipeline = [["RL.CHECK", f"rl:{tag}:{name}", "*", 10, 60000] for name in ("ocr", "sms", "api")]
@@ -80,6 +82,8 @@ def expected_replies(single, pipeline):
             out.append([0, 1, 5])
         elif name == "RL.DAYHOUR":
             out.append([1, 1])
+        elif name in ("RL.ALL", "RL.ALLPEEK"):  # the bucket binds: clause 2, rule 1
+            out.append([0, 2, 1])
         else:  # RL.LOCKCOUNT: admitted, count 1
             out.append([0, 1])
     return out, [[0, 1, 10]] * len(pipeline)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 
 import redis
 
@@ -248,15 +249,14 @@ def test_three_ocr_jobs_in_flight_and_a_daily_quota(r):
 # --- Recipe: 60 a minute AND 2 in flight --------------------------------------
 
 def start_export(r, user, job_id):
-    slots, rate = f"exp:{{{user}}}:running", f"exp:{{{user}}}:rate"
-    lease = r.execute_command("RL.LEASE", slots, "*", 2, 300_000, "TOKEN", job_id)
-    if lease[0] == 1:
-        return 429, lease[4]                    # 2 running
-    rate_reply = r.execute_command("RL.THROTTLE", rate, "*", 60, 60, 60_000)
-    if rate_reply[0] == 1:
-        r.execute_command("RL.RELEASE", slots, "*", job_id)
-        return 429, rate_reply[4]               # 60 this minute
-    return 200, 0                               # RL.RELEASE when the export ends
+    rate, slots = f"exp:{{{user}}}:rate", f"exp:{{{user}}}:running"
+    reply = r.execute_command(
+        "RL.ALL", 2, rate, slots, "*",
+        "THROTTLE", 1, 60, 60, 60_000,          # 60 a minute, all at once if need be
+        "LEASE", 2, 2, 300_000, "TOKEN", job_id)  # 2 in flight; a retry finds its own lease
+    if reply[0] == 1:
+        return 429, reply[5]                    # reply[1]: 1 the rate, 2 the slots
+    return 200, 0                               # RL.RELEASE slots when the export ends
 
 
 def test_sixty_a_minute_and_two_in_flight(r):
@@ -266,8 +266,96 @@ def test_sixty_a_minute_and_two_in_flight(r):
     status, retry = start_export(r, "u4", "e3")
     assert status == 429 and 0 < retry <= 300_000    # 2 in flight
     assert rl(r, "RL.RELEASE", "exp:{u4}:running", "*", "e1", "e2") == [1, 1]
-    # 3 of the minute's 60 are used; use the rest: the rate refuses, the slot goes back.
+    # 3 of the minute's 60 are used (the refusal charged nothing); use the
+    # rest: the rate refuses, and no slot is taken.
+    assert rl(r, "RL.THROTTLEPEEK", "exp:{u4}:rate", "*", 60, 60, 60_000, "COST", 0)[3] == 57
     rl(r, "RL.THROTTLE", "exp:{u4}:rate", "*", 60, 60, 60_000, "COST", 57)
     status, retry = start_export(r, "u4", "e4")
     assert status == 429 and 0 < retry <= 1000
     assert not r.exists("exp:{u4}:running")
+
+
+# --- Recipe: SMS codes per phone AND per IP AND a global budget ---------------
+
+SMS = ("CHECK", 1, 1, 60_000, 5, 86_400_000,    # per phone: 1 a minute, 5 a day
+       "CHECK", 2, 20, 3_600_000,               # per IP: 20 an hour
+       "QUOTA", 3, "UTC", "DAY", 10_000)        # every phone: 10,000 a UTC day
+
+
+def send_code(r, phone, ip, deliver):
+    keys = (f"sms:phone:{phone}", f"sms:ip:{ip}", "sms:global")
+    reply = r.execute_command("RL.ALL", 3, *keys, "*", *SMS)
+    if reply[0] == 1:
+        return 429, reply[1]                    # which limit: 1 phone, 2 IP, 3 global
+    if not deliver(phone):
+        r.execute_command("RL.ALL", 3, *keys, "*", *SMS, "REFUND")
+        return 502, 0
+    return 200, 0
+
+
+def test_sms_per_phone_and_per_ip_and_a_global_budget(r):
+    ok, down = (lambda phone: True), (lambda phone: False)
+    assert send_code(r, "+33600000001", "192.0.2.7", ok) == (200, 0)
+    assert send_code(r, "+33600000001", "192.0.2.7", ok) == (429, 1)   # the phone's minute
+    # An undelivered code gives every unit back.
+    assert send_code(r, "+33600000002", "192.0.2.7", down) == (502, 0)
+    assert send_code(r, "+33600000002", "192.0.2.7", ok) == (200, 0)
+    # One IP sprays phones: its 20th code in the hour passes, the 21st not,
+    # and the refused phone keeps its allowance and the budget its unit.
+    for i in range(3, 21):
+        assert send_code(r, f"+336000000{i:02}", "192.0.2.7", ok) == (200, 0), i
+    assert send_code(r, "+33600000099", "192.0.2.7", ok) == (429, 2)
+    assert not r.exists("sms:phone:+33600000099")
+    assert r.zcard("sms:ip:192.0.2.7") == 20
+    assert int(next(iter(r.hvals("sms:global")))) == 20
+    assert send_code(r, "+33600000099", "198.51.100.1", ok) == (200, 0)
+    # The global budget spent: every phone, every IP refused on clause 3.
+    field = next(iter(r.hkeys("sms:global")))
+    r.hset("sms:global", field, 10_000)
+    assert send_code(r, "+33600000100", "198.51.100.2", ok) == (429, 3)
+    assert not r.exists("sms:phone:+33600000100", "sms:ip:198.51.100.2")
+
+
+# --- Recipe: an LLM endpoint under Cluster -----------------------------------
+
+def complete(r, user, prompt, llm, zone="Europe/Paris", estimate=2_000):
+    rate, tokens, running = (f"llm:{{{user}}}:{k}" for k in ("rate", "tokens", "running"))
+    day = (zone, "DAY", 100_000)
+    request_id = uuid.uuid4().hex
+    reply = r.execute_command(
+        "RL.ALL", 3, rate, tokens, running, "*",
+        "THROTTLE", 1, 60, 60, 60_000,
+        "QUOTA", 2, *day, "COST", estimate,
+        "LEASE", 3, 2, 120_000, "TOKEN", request_id)
+    if reply[0] == 1:
+        return 429, reply[5]                    # Retry-After: ceil(reply[5] / 1000)
+    try:
+        text, used = llm(prompt)
+    finally:
+        r.execute_command("RL.RELEASE", running, "*", request_id)
+    if used > estimate:                         # a debit is never refused
+        r.execute_command("RL.QUOTA", tokens, "*", *day, "COST", used - estimate, "DEBIT")
+    elif used < estimate:
+        r.execute_command("RL.QUOTA", tokens, "*", *day, "COST", estimate - used, "REFUND")
+    return 200, text
+
+
+def test_llm_endpoint_admits_on_an_estimate_and_settles(r):
+    day = ("Europe/Paris", "DAY", 100_000)
+    left = lambda: int(rl(r, "RL.QUOTAPEEK", "llm:{ada}:tokens", "*", *day, "COST", 0)[3])
+    assert complete(r, "ada", "hi", lambda p: ("hello", 500)) == (200, "hello")
+    assert left() == 100_000 - 500                  # the estimate's unused 1,500 refunded
+    assert complete(r, "ada", "essay", lambda p: ("...", 7_000)) == (200, "...")
+    assert left() == 100_000 - 7_500                # 5,000 beyond the estimate debited
+    assert not r.exists("llm:{ada}:running")        # every lease released
+    # Two in flight: a third request waits, charged nothing.
+    held = [rl(r, "RL.LEASE", "llm:{ada}:running", "*", 2, 120_000, "TOKEN", t) for t in ("a", "b")]
+    assert [h[0] for h in held] == [0, 0]
+    status, retry = complete(r, "ada", "third", lambda p: ("x", 1))
+    assert status == 429 and 0 < retry <= 120_000
+    assert left() == 100_000 - 7_500
+    # Within 2,000 tokens of the day's budget the estimate no longer fits.
+    rl(r, "RL.RELEASE", "llm:{ada}:running", "*", "a", "b")
+    rl(r, "RL.QUOTA", "llm:{ada}:tokens", "*", *day, "COST", 91_000, "DEBIT")
+    status, retry = complete(r, "ada", "more", lambda p: ("x", 1))
+    assert status == 429 and retry > 0              # tomorrow, local midnight

@@ -271,6 +271,62 @@ def test_lease_stream_carries_native_effects():
         assert keyspace(replica.client()) == keyspace(pc)
 
 
+def test_all_stream_carries_each_clauses_native_effects():
+    """RL.ALL replicates each clause's writes as its command does, all in
+    the call's one MULTI/EXEC, in key order; a refusal replicates nothing; a
+    refund replicates each clause's refund (RL.RELEASE's ZREM for a lease)."""
+    with servers() as pool:
+        primary = started(pool, Server(args=PRIMARY_ARGS))
+        replica = start_replica(primary, module=False)
+        pool.append(replica)
+        pc = primary.client()
+        # A `now` ahead of the server clock: no lag, so X is fixed.
+        t = server_ms(pc) + 60_000
+        keys = ["{a}:c", "{a}:t", "{a}:l"]
+        call = ("RL.ALL", 3, *keys, t, "LEASE", 3, 2, H, "TOKEN", "job",
+                "CHECK", 1, 5, 60000, "THROTTLE", 2, 5, 1, 1000)
+        stream = ReplStream(primary)
+        try:
+            assert rl(pc, *call)[:2] == [0, 1]
+            refused = list(call)
+            refused[5] = t + 1
+            refused[8] = 1  # the lease clause: limit 1, full for another token
+            refused[11] = "other"
+            assert rl(pc, *refused)[:2] == [1, 1]
+            assert rl(pc, *call, "REFUND")[0] == 0
+            pc.set("marker", "1")
+            got = effects(stream.until([b"SET", b"marker", b"1"]))
+        finally:
+            stream.close()
+        member = got[1][3]
+        e_c = grid_at("{a}:c", 60000, t + 60000)
+        e_l = grid_at("{a}:l", H, t + H)
+        tat = (t + 1000) * 10**6  # burst 5, one unit of 1000 ms
+        e_t = grid_at("{a}:t", 5 * 1000, t + 1000)
+        assert got[:9] == [
+            [b"MULTI"],
+            [b"ZADD", b"{a}:c", str(t).encode(), member],
+            [b"PEXPIREAT", b"{a}:c", str(e_c).encode()],
+            [b"HSET", b"{a}:t", b"1000", str(tat).encode()],
+            [b"PEXPIREAT", b"{a}:t", str(e_t).encode()],
+            [b"ZADD", b"{a}:l", str(t + H).encode(), b"job"],
+            [b"PEXPIREAT", b"{a}:l", str(e_l).encode()],
+            [b"EXEC"],
+            # The refused call wrote nothing; the refund: each clause's.
+            [b"MULTI"],
+        ], got
+        assert got[9:] == [
+            [b"ZREM", b"{a}:c", member],
+            [b"DEL", b"{a}:t"],
+            [b"ZREM", b"{a}:l", b"job"],
+            [b"EXEC"],
+            [b"SET", b"marker", b"1"],
+        ], got
+        wait_in_sync(primary, replica)
+        assert keyspace(replica.client()) == keyspace(pc)
+        assert pc.exists(*keys) == 0
+
+
 def test_late_replica_does_not_extend_expiry():
     """A replica that applies the writes a second late holds the same
     absolute expiry times and scores as the primary (effects, not commands

@@ -17,7 +17,7 @@ pub fn add_info(ctx: &InfoContext, _for_crash_report: bool) {
     };
     // NULL: the module's own section, named after the module.
     unsafe { section(ctx.ctx, ptr::null_mut()) };
-    for s in stats::ALL {
+    for s in stats::EVERY {
         for (name, value) in s.fields() {
             if let Ok(name) = CString::new(name) {
                 unsafe { field(ctx.ctx, name.as_ptr(), value) };

@@ -23,8 +23,11 @@ struct Command {
     flags: &'static str,
     /// Redis's arity: negative means "at least".
     arity: c_int,
-    /// Flags of the key spec of each key, in argument order from index 1.
+    /// Flags of the key spec of each key, in argument order from index 1;
+    /// with `numkeys`, the flags of every key of the one key-count spec.
     keys: &'static [KeySpecFlags],
+    /// `numkeys key [key ...]` from index 1, as `EVAL` declares its keys.
+    numkeys: bool,
     /// ACL categories where the server has them (Redis 7.2+, Valkey 8+); the
     /// module's own `ratelimit` category is added to these when it exists.
     acl: &'static str,
@@ -46,6 +49,7 @@ const COMMANDS: &[Command] = &[
         handler: commands::rl_check,
         flags: "write",
         arity: -5,
+        numkeys: false,
         keys: &[RW_UPDATE],
         acl: "write sortedset slow",
         summary: "Sliding-window log check against one or more rules; admits (and records) or rejects atomically, refunds (REFUND), or records usage known after the fact (DEBIT, never refused).",
@@ -57,6 +61,7 @@ const COMMANDS: &[Command] = &[
         // Not `fast`: up to 64 rules, each a count over a large set.
         flags: "readonly",
         arity: -5,
+        numkeys: false,
         keys: &[KeySpecFlags::READ_ONLY.union(KeySpecFlags::ACCESS)],
         acl: "read sortedset slow",
         summary: "What RL.CHECK would answer now, without writing anything; COST 0 answers the state now.",
@@ -67,6 +72,7 @@ const COMMANDS: &[Command] = &[
         handler: commands::rl_dayhour,
         flags: "write fast",
         arity: 7,
+        numkeys: false,
         keys: &[RW_UPDATE, RW_UPDATE],
         acl: "write string fast",
         summary: "Two fixed-window counters (day and hour) that admit and count together, or not at all.",
@@ -77,6 +83,7 @@ const COMMANDS: &[Command] = &[
         handler: commands::rl_lockcount,
         flags: "write fast",
         arity: 6,
+        numkeys: false,
         keys: &[
             // ACCESS: a locked call returns the lock's TTL.
             KeySpecFlags::READ_WRITE.union(KeySpecFlags::ACCESS).union(KeySpecFlags::INSERT),
@@ -91,6 +98,7 @@ const COMMANDS: &[Command] = &[
         handler: commands::rl_throttle,
         flags: "write fast",
         arity: -6,
+        numkeys: false,
         keys: &[RW_UPDATE],
         acl: "write hash fast",
         summary: "Token bucket (GCRA) against one or more (burst, count, window) rules; admits and records, rejects, refunds (REFUND), debits (DEBIT) or reserves a later slot (RESERVE max_wait) atomically. O(1) memory per rule.",
@@ -101,6 +109,7 @@ const COMMANDS: &[Command] = &[
         handler: commands::rl_throttlepeek,
         flags: "readonly fast",
         arity: -6,
+        numkeys: false,
         keys: &[KeySpecFlags::READ_ONLY.union(KeySpecFlags::ACCESS)],
         acl: "read hash fast",
         summary: "What RL.THROTTLE would answer now (with RESERVE: the reservation), without writing anything; COST 0 answers the state now.",
@@ -111,6 +120,7 @@ const COMMANDS: &[Command] = &[
         handler: commands::rl_quota,
         flags: "write fast",
         arity: -6,
+        numkeys: false,
         keys: &[RW_UPDATE],
         acl: "write hash fast",
         summary: "Calendar quotas (minute to year) in a time zone; admits and counts in every period, rejects, refunds (REFUND) or debits (DEBIT) atomically.",
@@ -121,6 +131,7 @@ const COMMANDS: &[Command] = &[
         handler: commands::rl_quotapeek,
         flags: "readonly fast",
         arity: -6,
+        numkeys: false,
         keys: &[KeySpecFlags::READ_ONLY.union(KeySpecFlags::ACCESS)],
         acl: "read hash fast",
         summary: "What RL.QUOTA would answer now, without writing anything; COST 0 answers the state now.",
@@ -132,6 +143,7 @@ const COMMANDS: &[Command] = &[
         // Not `fast`: a reap of expired units, or a large COST.
         flags: "write",
         arity: -5,
+        numkeys: false,
         keys: &[RW_UPDATE],
         acl: "write sortedset slow",
         summary: "Takes (or renews, or resizes) a lease of COST units under a concurrency limit; units expire ttl ms after now unless renewed or released.",
@@ -142,6 +154,7 @@ const COMMANDS: &[Command] = &[
         handler: commands::rl_leasepeek,
         flags: "readonly fast",
         arity: -4,
+        numkeys: false,
         keys: &[KeySpecFlags::READ_ONLY.union(KeySpecFlags::ACCESS)],
         acl: "read sortedset fast",
         summary: "What RL.LEASE would answer now (without the token), without writing anything.",
@@ -152,6 +165,7 @@ const COMMANDS: &[Command] = &[
         handler: commands::rl_release,
         flags: "write",
         arity: -4,
+        numkeys: false,
         keys: &[KeySpecFlags::READ_WRITE
             .union(KeySpecFlags::ACCESS)
             .union(KeySpecFlags::DELETE)],
@@ -164,10 +178,37 @@ const COMMANDS: &[Command] = &[
         handler: commands::rl_renew,
         flags: "write",
         arity: -5,
+        numkeys: false,
         keys: &[RW_UPDATE],
         acl: "write sortedset slow",
         summary: "Extends leases that are still live to ttl ms after now; answers per token the units renewed (0: the lease is lost, never revived).",
         complexity: "O(T + U log N): T tokens (at most 64), U their units, N members.",
+    },
+    Command {
+        name: "rl.all",
+        handler: commands::rl_all,
+        // Not `fast`: up to 64 rules over its clauses, each as costly as
+        // its command.
+        // `getkeys-api`: Redis 7.0's Cluster routing asks the command for
+        // its movable keys (`commands::answer_keys_request`).
+        flags: "write getkeys-api",
+        arity: -5,
+        numkeys: true,
+        keys: &[RW_UPDATE],
+        acl: "write sortedset hash slow",
+        summary: "One all-or-nothing decision over several keys, each under one limiter clause (CHECK, THROTTLE, QUOTA, LEASE): admits and records in every clause only when every clause admits; refunds every clause (REFUND).",
+        complexity: "The sum of its clauses' complexities (at most 64 keys and 64 rules).",
+    },
+    Command {
+        name: "rl.allpeek",
+        handler: commands::rl_allpeek,
+        flags: "readonly getkeys-api",
+        arity: -5,
+        numkeys: true,
+        keys: &[KeySpecFlags::READ_ONLY.union(KeySpecFlags::ACCESS)],
+        acl: "read sortedset hash slow",
+        summary: "What RL.ALL would answer now, without writing anything; COST 0 answers a clause's state now.",
+        complexity: "The sum of its clauses' peeks' complexities (at most 64 keys and 64 rules).",
     },
 ];
 
@@ -281,16 +322,21 @@ fn register_one(
     };
     let name = CString::new(c.name).map_err(|e| e.to_string())?;
     let flags = CString::new(c.flags).map_err(|e| e.to_string())?;
-    let last = c.keys.len() as c_int;
+    // Key-count commands declare their keys by the key spec alone.
+    let (first, last, step) = if c.numkeys {
+        (0, 0, 0)
+    } else {
+        (1, c.keys.len() as c_int, 1)
+    };
     if unsafe {
         create(
             ctx,
             name.as_ptr(),
             Some(c.handler),
             flags.as_ptr(),
-            1,
+            first,
             last,
-            1,
+            step,
         )
     } != raw::REDISMODULE_OK as c_int
     {
@@ -305,11 +351,17 @@ fn register_one(
         .iter()
         .enumerate()
         .map(|(i, f)| {
+            let find = if c.numkeys {
+                // numkeys at index 1, the keys right after it, one by one.
+                FindKeys::new_keys_num(0, 1, 1)
+            } else {
+                FindKeys::new_range(0, 1, 0)
+            };
             KeySpec::new(
                 None,
                 KeySpecFlags::from_bits_truncate(f.bits()),
                 BeginSearch::new_index(i as i32 + 1),
-                FindKeys::new_range(0, 1, 0),
+                find,
             )
         })
         .collect();

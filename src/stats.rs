@@ -9,6 +9,8 @@ pub struct CommandStats {
     /// The command takes `REFUND` and `DEBIT`: INFO shows `<name>_refunds`
     /// and `<name>_debits`.
     pub refunds_shown: bool,
+    /// `<name>_debits` shown with the refunds (RL.ALL has no `DEBIT`).
+    pub debits_shown: bool,
     /// RL.RELEASE and RL.RENEW: INFO shows this units field (`released_units`,
     /// `renewed_units`) instead of admitted and rejected, and RL.RENEW the
     /// tokens it found lost (`renew_lost`).
@@ -45,6 +47,7 @@ impl CommandStats {
         CommandStats {
             name,
             refunds_shown,
+            debits_shown: refunds_shown,
             units_field: None,
             lost_field: None,
             calls: AtomicU64::new(0),
@@ -56,6 +59,13 @@ impl CommandStats {
             units: AtomicU64::new(0),
             lost: AtomicU64::new(0),
         }
+    }
+
+    /// `<name>_refunds` without debits (RL.ALL).
+    const fn refunds_only(name: &'static str) -> Self {
+        let mut s = Self::new(name, true);
+        s.debits_shown = false;
+        s
     }
 
     /// The counters of a command that answers per token.
@@ -106,7 +116,9 @@ impl CommandStats {
         fields.push(field("errors", &self.errors));
         if self.refunds_shown {
             fields.push(field("refunds", &self.refunds));
-            fields.push(field("debits", &self.debits));
+            if self.debits_shown {
+                fields.push(field("debits", &self.debits));
+            }
         }
         fields
     }
@@ -126,7 +138,10 @@ pub static RELEASE: CommandStats = CommandStats::per_token("release", "released_
 pub static RENEW: CommandStats =
     CommandStats::per_token("renew", "renewed_units", Some("renew_lost"));
 
-pub static ALL: [&CommandStats; 12] = [
+pub static ALL: CommandStats = CommandStats::refunds_only("all");
+pub static ALLPEEK: CommandStats = CommandStats::new("allpeek", false);
+
+pub static EVERY: [&CommandStats; 14] = [
     &CHECK,
     &PEEK,
     &DAYHOUR,
@@ -139,6 +154,8 @@ pub static ALL: [&CommandStats; 12] = [
     &LEASEPEEK,
     &RELEASE,
     &RENEW,
+    &ALL,
+    &ALLPEEK,
 ];
 
 #[cfg(test)]

@@ -16,6 +16,10 @@
 //! SPEC's rules (tokens, `t + ttl`, `COST` against `limit`, the token cap),
 //! reply shapes (RL.LEASE's token or nil, one count per token), writes to
 //! their own key only, and their INFO counters (units and lost tokens).
+//! RL.ALL and RL.ALLPEEK ([`fuzz_all_clauses`]): random clause sets, half
+//! of them mutated, against reply shapes, writes to named keys only (none
+//! for errors, refusals and peeks), RL.ALLPEEK agreeing with RL.ALL, and
+//! their INFO counters.
 
 mod common;
 
@@ -2332,4 +2336,254 @@ fn fuzz_mutated_valid_argument_lists() {
     // About 650 calls per command: each meets every outcome the oracle
     // knows, the rarest (a stored-value error) a few dozen times.
     fuzz(6500, 0.9, true);
+}
+
+/// Keys an RL.ALL fuzz call draws from, and the fixtures one call in six
+/// also names: a list, a set with an infinite score, a string, the hash
+/// with its boundary TATs.
+const ALL_KEYS: &[&[u8]] = &[b"fz:a", b"fz:b", b"fz:c", b"fz:t1", b"fz:t2"];
+const ALL_FIXTURES: &[&[u8]] = &[b"fz:list", b"fz:zinf", b"fz:abc", b"fz:hash"];
+
+/// One random clause on key index `i` (1-based), valid for RL.ALL most of
+/// the time (costs 0 and missing tokens only for the peek).
+fn all_clause(rng: &mut StdRng, key: &[u8], i: usize, peek: bool) -> Vec<Vec<u8>> {
+    let mut out: Vec<String> = Vec::new();
+    // Mostly the kind the key was made for, so that most calls reach a
+    // decision; now and then another (a WRONGTYPE, or a zset shared).
+    let usual = match key {
+        b"fz:a" => Some("CHECK"),
+        b"fz:b" => Some("LEASE"),
+        b"fz:t1" => Some("THROTTLE"),
+        b"fz:t2" => Some("QUOTA"),
+        _ => None,
+    };
+    let kind = match usual {
+        Some(k) if rng.gen_bool(0.9) => k,
+        _ => ["CHECK", "THROTTLE", "QUOTA", "LEASE"][rng.gen_range(0..4)],
+    };
+    out.push(String::from_utf8(random_case(rng, kind)).unwrap_or_default());
+    out.push(i.to_string());
+    let max_cost = match kind {
+        "CHECK" => {
+            for _ in 0..rng.gen_range(1..=3) {
+                out.push(rng.gen_range(1..=5).to_string());
+                out.push((1000 * rng.gen_range(1..=5)).to_string());
+            }
+            1
+        }
+        "THROTTLE" => {
+            for w in 1..=rng.gen_range(1..=2) {
+                out.push(rng.gen_range(1..=5).to_string());
+                out.push(rng.gen_range(1..=5).to_string());
+                out.push((1000 * w).to_string());
+            }
+            1
+        }
+        "QUOTA" => {
+            out.push(["UTC", "Europe/Paris", "Asia/Kolkata"][rng.gen_range(0..3)].into());
+            for (p, l) in [("MINUTE", 3), ("hour", 10), ("Day", 40)] {
+                if rng.gen_bool(0.5) || out.len() == 3 {
+                    out.push(p.into());
+                    out.push(rng.gen_range(1..=l).to_string());
+                }
+            }
+            3
+        }
+        _ => {
+            out.push(rng.gen_range(1..=4).to_string());
+            out.push(rng.gen_range(100..=5000).to_string());
+            if !peek || rng.gen_bool(0.7) {
+                out.push("TOKEN".into());
+                out.push(LEASE_TOKENS[rng.gen_range(0..LEASE_TOKENS.len())].into());
+            }
+            1
+        }
+    };
+    if rng.gen_bool(0.4) {
+        out.push("COST".into());
+        let lo = i64::from(!peek);
+        out.push(rng.gen_range(lo..=max_cost).to_string());
+    }
+    out.into_iter().map(String::into_bytes).collect()
+}
+
+/// The keys an RL.ALL argument list names (after the name), when its
+/// `numkeys` is a count the module accepts.
+fn all_named_keys(args: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let n = args
+        .first()
+        .and_then(|a| std::str::from_utf8(a).ok())
+        .and_then(|s| s.parse::<usize>().ok())
+        .filter(|n| (1..=64).contains(n))
+        .unwrap_or(0);
+    args.iter().skip(1).take(n).cloned().collect()
+}
+
+/// RL.ALL and RL.ALLPEEK: random clause sets over known keys (wrong types
+/// and bad stored values among them), half of them mutated (a word
+/// replaced, inserted, removed or repeated). Every reply is seven integers
+/// or an `ERR`/`WRONGTYPE` error; an error, a refusal and every peek leave
+/// the keyspace unchanged; a call that writes writes only the keys it
+/// names; with an explicit `now`, RL.ALLPEEK answers what RL.ALL then does;
+/// the INFO counters match the calls.
+#[test]
+fn fuzz_all_clauses() {
+    let seed = seed();
+    let mut rng = StdRng::seed_from_u64(seed);
+    let s = Server::start();
+    let mut con = s.con();
+    reset_keyspace(&mut con);
+    let t0 = server_ms(&mut con);
+    // [calls, admitted, rejected, errors, refunds] of RL.ALL, then RL.ALLPEEK.
+    let mut want = [[0u64; 5]; 2];
+    let mut agreed = 0;
+    for step in 0..2500 {
+        if step % 500 == 499 {
+            reset_keyspace(&mut con);
+        }
+        let peek = rng.gen_bool(0.3);
+        let cmd = if peek { "RL.ALLPEEK" } else { "RL.ALL" };
+        let n = rng.gen_range(1..=4);
+        let mut pool: Vec<&[u8]> = ALL_KEYS.to_vec();
+        let mut args: Vec<Vec<u8>> = vec![n.to_string().into_bytes()];
+        for _ in 0..n {
+            let k = pool.remove(rng.gen_range(0..pool.len()));
+            args.push(k.to_vec());
+        }
+        if rng.gen_bool(1.0 / 6.0) {
+            let i = rng.gen_range(1..=n);
+            args[i] = ALL_FIXTURES[rng.gen_range(0..ALL_FIXTURES.len())].to_vec();
+        }
+        let explicit = rng.gen_bool(0.6);
+        args.push(if explicit {
+            (t0 + step * 7).to_string().into_bytes()
+        } else {
+            b"*".to_vec()
+        });
+        let mut order: Vec<usize> = (1..=n).collect();
+        for i in (1..order.len()).rev() {
+            order.swap(i, rng.gen_range(0..=i));
+        }
+        for i in order {
+            let key = args[i].clone();
+            args.extend(all_clause(&mut rng, &key, i, peek));
+        }
+        if !peek && rng.gen_bool(0.2) {
+            args.push(random_case(&mut rng, "REFUND"));
+        }
+        let mutated = rng.gen_bool(0.5);
+        if mutated {
+            mutate(&mut rng, cmd, &mut args, t0);
+        }
+        let what = format!("seed {seed} step {step}: {cmd} {}", brief(&args));
+
+        // The peek of an unmutated explicit-`now` call, to compare.
+        let twin = (!peek && !mutated && explicit).then(|| {
+            let mut c = redis::cmd("RL.ALLPEEK");
+            for a in &args {
+                c.arg(a.as_slice());
+            }
+            let got = c.query::<Vec<i64>>(&mut con);
+            let t = &mut want[1];
+            t[0] += 1;
+            match &got {
+                Ok(v) if v.first() == Some(&0) => t[1] += 1,
+                Ok(_) => t[2] += 1,
+                Err(_) => t[3] += 1,
+            }
+            got.ok()
+        });
+        let before = snapshot(&mut con);
+        let mut c = redis::cmd(cmd);
+        for a in &args {
+            c.arg(a.as_slice());
+        }
+        let reply = c.query::<Value>(&mut con);
+        let now_ms = server_ms(&mut con);
+        let after = snapshot(&mut con);
+        let tally = &mut want[usize::from(peek)];
+        let counted = args.len() >= 4; // Redis's arity error is not counted
+        match reply {
+            Err(e) => {
+                let code = e.code().unwrap_or("");
+                assert!(
+                    code == "ERR" || code == "WRONGTYPE",
+                    "{what}: {}",
+                    error_text(&e)
+                );
+                assert_unchanged_but_expired(&before, &after, now_ms, &what);
+                if counted {
+                    tally[0] += 1;
+                    tally[3] += 1;
+                }
+            }
+            Ok(Value::Array(items)) => {
+                let v: Vec<i64> = items
+                    .iter()
+                    .map(|x| match x {
+                        Value::Int(i) => *i,
+                        other => panic!("{what}: {other:?}"),
+                    })
+                    .collect();
+                assert_eq!(v.len(), 7, "{what}: {v:?}");
+                assert!(v[0] == 0 || v[0] == 1, "{what}: {v:?}");
+                assert!(v[1] >= 1 && v[1] <= 64, "{what}: {v:?}");
+                // (A QUOTA limit may be 0: `limit` from 0.)
+                assert!(
+                    v[3] >= 0 && v[4] >= 0 && v[5] >= -1 && v[6] >= 0,
+                    "{what}: {v:?}"
+                );
+                let last = args.last().map(|a| a.to_ascii_uppercase());
+                let before_last = args
+                    .len()
+                    .checked_sub(2)
+                    .map(|i| args[i].to_ascii_uppercase());
+                let refund = !peek
+                    && last.as_deref() == Some(b"REFUND".as_slice())
+                    && !matches!(before_last.as_deref(), Some(b"COST") | Some(b"TOKEN"));
+                tally[0] += 1;
+                if refund {
+                    // Its reply is the state now: limited only where a
+                    // key holds more than a (lowered) limit.
+                    tally[4] += 1;
+                } else if v[0] == 0 {
+                    tally[1] += 1;
+                } else {
+                    tally[2] += 1;
+                }
+                if peek || (v[0] == 1 && !refund) {
+                    assert_unchanged_but_expired(&before, &after, now_ms, &what);
+                } else {
+                    let named = all_named_keys(&args);
+                    let named: Vec<&[u8]> = named.iter().map(Vec::as_slice).collect();
+                    assert_unchanged_except(&before, &after, now_ms, &named, &what);
+                }
+                if let Some(Some(p)) = twin {
+                    if !refund {
+                        assert_eq!(p, v, "{what}: RL.ALLPEEK answered otherwise");
+                        agreed += 1;
+                    }
+                }
+            }
+            Ok(other) => panic!("{what}: {other:?}"),
+        }
+    }
+    let stats = rl_stats(&mut con);
+    for (i, prefix) in ["all", "allpeek"].iter().enumerate() {
+        let f = |s: &str| stats[&format!("ratelimit_{prefix}_{s}")];
+        let mut got = [f("calls"), f("admitted"), f("rejected"), f("errors"), 0];
+        if i == 0 {
+            got[4] = f("refunds");
+        }
+        eprintln!("{prefix}: {:?}", want[i]);
+        assert_eq!(got, want[i], "seed {seed}: INFO counters of {prefix}");
+        assert!(
+            want[i][1] > 50 && want[i][2] > 20 && want[i][3] > 50,
+            "seed {seed}: {prefix} {:?}",
+            want[i]
+        );
+    }
+    assert!(want[0][4] > 20, "seed {seed}: refunds {:?}", want[0]);
+    assert!(agreed > 50, "seed {seed}: {agreed} peeks compared");
+    run(&mut con, "PING");
 }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use common::*;
 use redis::{Connection, Value};
 
-const PREFIXES: [&str; 10] = [
+const PREFIXES: [&str; 12] = [
     "check",
     "peek",
     "dayhour",
@@ -19,6 +19,8 @@ const PREFIXES: [&str; 10] = [
     "quotapeek",
     "lease",
     "leasepeek",
+    "all",
+    "allpeek",
 ];
 
 /// `[calls, admitted, rejected, errors]` per command prefix.
@@ -45,8 +47,11 @@ fn info_counters_move_by_the_right_amounts() {
     assert_eq!(counters(&mut con), want, "fresh server");
     // Four per command, `_refunds` and `_debits` for the commands that take
     // REFUND and DEBIT; RL.RELEASE three and RL.RENEW four (units and lost
-    // tokens) (SPEC "Observability").
-    assert_eq!(rl_stats(&mut con).len(), 53, "exactly the 53 counters");
+    // tokens), RL.ALL four and `all_refunds` (it has no DEBIT) (SPEC
+    // "Observability").
+    assert_eq!(rl_stats(&mut con).len(), 62, "exactly the 62 counters");
+    assert_eq!(rl_stats(&mut con)["ratelimit_all_refunds"], 0);
+    assert!(!rl_stats(&mut con).contains_key("ratelimit_all_debits"));
     for name in ["check", "throttle", "quota"] {
         for kind in ["refunds", "debits"] {
             assert_eq!(rl_stats(&mut con)[&format!("ratelimit_{name}_{kind}")], 0);
@@ -129,6 +134,32 @@ fn info_counters_move_by_the_right_amounts() {
     assert_eq!(rl_stats(&mut con)["ratelimit_throttle_debits"], 1);
     assert_eq!(rl_stats(&mut con)["ratelimit_check_refunds"], 0);
     assert_eq!(rl_stats(&mut con)["ratelimit_check_debits"], 0);
+
+    // RL.ALL: 1 admitted, 1 rejected, 1 refund (neither), 2 errors (an
+    // argument error, WRONGTYPE); an arity error is not counted. Its
+    // clauses do not move their commands' counters.
+    let all = "RL.ALL 2 a:c a:t * CHECK 1 1 100000 THROTTLE 2 5 1 100000";
+    assert_eq!(ints(&mut con, all)[0], 0);
+    assert_eq!(ints(&mut con, all)[0], 1);
+    assert_eq!(ints(&mut con, &format!("{all} REFUND"))[0], 0);
+    err(
+        &mut con,
+        "RL.ALL 2 a:c a:c * CHECK 1 1 100000 THROTTLE 2 5 1 100000",
+    );
+    err(&mut con, "RL.ALL 1 list * CHECK 1 1 100000");
+    err(&mut con, "RL.ALL 1 a:c");
+    want.insert("all", [5, 1, 1, 2]);
+    assert_eq!(
+        ints(
+            &mut con,
+            "RL.ALLPEEK 2 a:c a:t * CHECK 1 1 100000 THROTTLE 2 5 1 100000"
+        )[0],
+        0
+    );
+    err(&mut con, "RL.ALLPEEK 1 a:c * CHECK 1 1 100000 REFUND");
+    want.insert("allpeek", [2, 1, 0, 1]);
+    assert_eq!(counters(&mut con), want, "after RL.ALL");
+    assert_eq!(rl_stats(&mut con)["ratelimit_all_refunds"], 1);
 
     // CONFIG RESETSTAT clears Redis's own command stats but not these.
     let before: String = redis::cmd("INFO")
@@ -239,7 +270,19 @@ fn command_info_flags_arity_and_key_specs() {
     assert!(flags.iter().any(|f| f == "readonly"), "{flags:?}");
     assert!(flags.iter().any(|f| f == "fast"), "{flags:?}");
     assert!(specs[0].iter().any(|f| f == "RO"), "{specs:?}");
-    for (name, arity) in [("rl.lease", -5), ("rl.release", -4), ("rl.renew", -5)] {
+    let (arity, flags, specs) = command_info(&mut con, "rl.allpeek");
+    assert_eq!(arity, -5);
+    assert!(flags.iter().any(|f| f == "readonly"), "{flags:?}");
+    assert!(flags.iter().any(|f| f == "movablekeys"), "{flags:?}");
+    assert!(!flags.iter().any(|f| f == "fast"), "{flags:?}");
+    assert_eq!(specs.len(), 1);
+    assert!(specs[0].iter().any(|f| f == "RO"), "{specs:?}");
+    for (name, arity) in [
+        ("rl.lease", -5),
+        ("rl.release", -4),
+        ("rl.renew", -5),
+        ("rl.all", -5),
+    ] {
         let (a, flags, _) = command_info(&mut con, name);
         assert_eq!(a, arity, "{name}");
         assert!(!flags.iter().any(|f| f == "fast"), "{name}: {flags:?}");
@@ -253,6 +296,8 @@ fn command_info_flags_arity_and_key_specs() {
         ("rl.throttle", -6, 1),
         ("rl.dayhour", 7, 2),
         ("rl.lockcount", 6, 2),
+        // One key-count spec for all its keys.
+        ("rl.all", -5, 1),
     ] {
         let (a, flags, specs) = command_info(&mut con, name);
         assert_eq!(a, arity, "{name}");
@@ -287,6 +332,15 @@ fn command_getkeys_names_every_key() {
             "RL.LOCKCOUNT lock:1 count:1 1000 5 60000",
             vec!["lock:1", "count:1"],
         ),
+        (
+            "RL.ALL 3 {u}:a {u}:b {u}:c * CHECK 1 5 1000 THROTTLE 2 5 1 1000 QUOTA 3 UTC day 9",
+            vec!["{u}:a", "{u}:b", "{u}:c"],
+        ),
+        (
+            "RL.ALLPEEK 2 x y 100 LEASE 2 3 1000 CHECK 1 5 1000",
+            vec!["x", "y"],
+        ),
+        ("RL.ALL 1 only * CHECK 1 5 1000", vec!["only"]),
     ] {
         let got: Vec<String> = words(&format!("COMMAND GETKEYS {line}"))
             .query(&mut con)
@@ -316,8 +370,13 @@ fn acl_key_permissions_follow_the_key_specs() {
         ints(&mut ro, "RL.PEEK app:k * 5 100000"),
         [0, 1, 5, 3, -1, 100000]
     );
+    assert_eq!(
+        ints(&mut ro, "RL.ALLPEEK 1 app:k * CHECK 1 5 100000"),
+        [0, 1, 1, 5, 3, -1, 100000]
+    );
     let mut refused = 0;
     for line in [
+        "RL.ALL 1 app:k * CHECK 1 5 100000",
         "RL.CHECK app:k * 5 100000",
         "RL.DAYHOUR app:d app:h 5 5 1000 1000",
         "RL.LOCKCOUNT app:l app:c 1000 5 1000",
@@ -332,7 +391,17 @@ fn acl_key_permissions_follow_the_key_specs() {
 
     let mut app = user("app");
     assert_eq!(ints(&mut app, "RL.PEEK app:k * 5 100000")[0], 0);
+    assert_eq!(
+        ints(
+            &mut app,
+            "RL.ALLPEEK 2 app:k app:t * CHECK 1 5 100000 THROTTLE 2 5 1 1000"
+        )[0],
+        0
+    );
     for line in [
+        "RL.ALL 2 app:k other * CHECK 1 5 100000 THROTTLE 2 5 1 1000",
+        "RL.ALL 2 other app:k * CHECK 2 5 100000 THROTTLE 1 5 1 1000",
+        "RL.ALLPEEK 2 app:k other * CHECK 1 5 100000 THROTTLE 2 5 1 1000",
         "RL.PEEK other * 5 1000",
         "RL.CHECK other * 5 1000",
         "RL.DAYHOUR app:d other:h 5 5 1000 1000",
@@ -343,7 +412,7 @@ fn acl_key_permissions_follow_the_key_specs() {
         assert!(err(&mut app, line).starts_with("NOPERM"), "app: {line}");
         refused += 1;
     }
-    assert_eq!(refused, 9);
+    assert_eq!(refused, 13);
     assert_same_keyspace(&snap, &snapshot(&mut admin), "refused by ACL");
     assert_eq!(
         ints(&mut app, "RL.DAYHOUR app:d app:h 5 5 100000 100000"),
@@ -352,6 +421,9 @@ fn acl_key_permissions_follow_the_key_specs() {
 
     // ACL refusals never reach the module: only the successful calls count.
     let mut want = stats_before;
+    want.get_mut("allpeek").unwrap()[..2]
+        .iter_mut()
+        .for_each(|x| *x += 2);
     want.get_mut("peek").unwrap()[..2]
         .iter_mut()
         .for_each(|x| *x += 3);

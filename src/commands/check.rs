@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Once;
 
 use super::{KeyedCall, Outcome};
-use crate::core::args::parse_check;
+use crate::core::args::{parse_check, CheckArgs};
 use crate::core::int::is_safe_score;
 use crate::core::members;
 use crate::core::window::{admission, decide, refund_units, Admission, LogView};
@@ -35,7 +35,12 @@ pub fn peek(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
 }
 
 fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
-    let call = KeyedCall::new(ctx, args)?;
+    evaluate_call(ctx, &KeyedCall::new(ctx, args)?, write)
+}
+
+/// One call on one key, from its parsed-out key and arguments: the single
+/// command, or one clause of RL.ALL (`super::all`).
+pub(super) fn evaluate_call(ctx: Ctx, call: &KeyedCall, write: bool) -> Result<Outcome, Error> {
     let (key_name, clock) = (&call.key, &call.clock);
     let parsed = parse_check(&call.args, write, clock)?;
     let (server_time, t) = (clock.server_time, clock.resolve(parsed.now));
@@ -77,20 +82,13 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
         Some(decide(&parsed.rules, parsed.cost, t, newest, &mut view)?)
     };
     if write && decision.is_none_or(|d| !d.limited) {
-        let plan = admission(
-            &parsed.rules,
-            parsed.cost,
-            t,
+        let read = Read {
             newest,
+            bounds: view.bounds,
             server_time,
-            key.expire_at()?,
-            bytes(*key_name),
-        );
-        let trim = plan.trim_through.filter(|&through| {
-            view.bounds
-                .is_some_and(|(lowest, _)| lowest <= through as f64)
-        });
-        apply(ctx, *key_name, &key, &plan, trim)?;
+            t,
+        };
+        record(ctx, *key_name, &key, &parsed.rules, parsed.cost, &read)?;
     }
     match decision {
         Some(d) => Ok(Outcome::new(&d.reply(), !d.limited)),
@@ -102,6 +100,104 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
             Ok(Outcome::debit(&d.reply()))
         }
     }
+}
+
+/// What an admission's writes need of the read before it: the set's
+/// highest score and extremes, the server clock and the call's time.
+struct Read {
+    newest: Option<f64>,
+    bounds: Option<(f64, f64)>,
+    server_time: i64,
+    t: i64,
+}
+
+/// The writes of an admission or a debit: `cost` members scored `t`, and
+/// when the expiry moves (on its grid) the trim and the new expiry.
+fn record(
+    ctx: Ctx,
+    key_name: RString,
+    key: &Key,
+    rules: &[crate::core::args::Rule],
+    cost: i64,
+    read: &Read,
+) -> Result<(), Error> {
+    let plan = admission(
+        rules,
+        cost,
+        read.t,
+        read.newest,
+        read.server_time,
+        key.expire_at()?,
+        bytes(key_name),
+    );
+    let trim = plan.trim_through.filter(|&through| {
+        read.bounds
+            .is_some_and(|(lowest, _)| lowest <= through as f64)
+    });
+    apply(ctx, key_name, key, &plan, trim)
+}
+
+/// An RL.CHECK admission decided on its key and not yet written: RL.ALL
+/// decides every clause before it writes any.
+pub(super) struct Decided {
+    ctx: Ctx,
+    key_name: RString,
+    key: Key,
+    args: CheckArgs,
+    read: Read,
+    pub(super) reply: [i64; 6],
+    pub(super) admitted: bool,
+}
+
+impl Decided {
+    /// Records an admission (nothing for a refusal).
+    pub(super) fn commit(self) -> Result<(), Error> {
+        if !self.admitted {
+            return Ok(());
+        }
+        let a = &self.args;
+        record(
+            self.ctx,
+            self.key_name,
+            &self.key,
+            &a.rules,
+            a.cost,
+            &self.read,
+        )
+    }
+}
+
+/// RL.CHECK's (`write`) or RL.PEEK's admission on a parsed-out key, read
+/// and decided as they do, not yet written (a `CHECK` clause of RL.ALL;
+/// not for `REFUND` or `DEBIT`).
+pub(super) fn decide_call(ctx: Ctx, call: &KeyedCall, write: bool) -> Result<Decided, Error> {
+    let args = parse_check(&call.args, write, &call.clock)?;
+    let (server_time, t) = (call.clock.server_time, call.clock.resolve(args.now));
+    if write {
+        call.refuse_if_oom()?;
+    }
+    let key = Key::open_as(ctx, call.key, write, Kind::SortedSet)?;
+    let (d, read) = {
+        let mut view = RedisLog::read(ctx, call.key, &key)?;
+        let newest = view.newest();
+        let d = decide(&args.rules, args.cost, t, newest, &mut view)?;
+        let read = Read {
+            newest,
+            bounds: view.bounds,
+            server_time,
+            t,
+        };
+        (d, read)
+    };
+    Ok(Decided {
+        ctx,
+        key_name: call.key,
+        key,
+        args,
+        read,
+        reply: d.reply(),
+        admitted: !d.limited,
+    })
 }
 
 /// Members a call steps through, from the nearer end of the set, before it

@@ -52,7 +52,12 @@ fn walk(
 }
 
 fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
-    let call = KeyedCall::new(ctx, args)?;
+    evaluate_call(ctx, &KeyedCall::new(ctx, args)?, write)
+}
+
+/// One call on one key, from its parsed-out key and arguments: the single
+/// command, or one clause of RL.ALL (`super::all`).
+pub(super) fn evaluate_call(ctx: Ctx, call: &KeyedCall, write: bool) -> Result<Outcome, Error> {
     let (key_name, clock) = (call.key, &call.clock);
     let parsed = parse_lease(&call.args, !write, clock)?;
     let (server_time, t) = (clock.server_time, clock.resolve(parsed.now));
@@ -202,10 +207,69 @@ fn add_named_lease(
     Err(Error::Internal("could not find a free lease name".into()))
 }
 
+/// A `LEASE` clause decided without writing (RL.ALLPEEK, and RL.ALL before
+/// it writes): what RL.LEASE with `ttl` would answer, its `reset_after`
+/// counting the units the call would (re)score to `t + ttl`. With `COST 0`,
+/// RL.LEASEPEEK's state now (token ignored, `ttl` not counted).
+pub(super) fn peek_clause(
+    ctx: Ctx,
+    key_name: RString,
+    t: i64,
+    limit: i64,
+    ttl: i64,
+    cost: i64,
+    token: Option<&[u8]>,
+) -> Result<[i64; 6], Error> {
+    let key = Key::open_as(ctx, key_name, false, Kind::SortedSet)?;
+    let mut view = RedisLog::read(ctx, key_name, &key)?;
+    let mut strings = OwnedStrings::new(ctx);
+    let (_, own) = match token.filter(|_| cost > 0) {
+        Some(token) => walk(&key, &mut strings, token)?,
+        None => (Vec::new(), Vec::new()),
+    };
+    let verdict = decide(limit, cost, t, &own, &mut view)?;
+    let top = if verdict.admitted && cost > 0 {
+        Some(top_after(&key, view.newest(), &own, (t + ttl) as f64)?)
+    } else {
+        view.newest()
+    };
+    Ok(verdict.reply(limit, cost, top, t).ints())
+}
+
+/// The highest score once every unit of the token (`own`, its scores) is
+/// removed or re-scored to `score`: the highest of `score` and the other
+/// members. Walks down from the top while the set's scores are the token's
+/// own, highest first (an equal score of another member is the same value).
+fn top_after(key: &Key, top: Option<f64>, own: &[f64], score: f64) -> Result<f64, Error> {
+    let Some(high) = top else {
+        return Ok(score);
+    };
+    if own.iter().all(|&s| s < high) {
+        return Ok(high.max(score));
+    }
+    let mut own_desc = own.to_vec();
+    own_desc.sort_by(|a, b| b.total_cmp(a));
+    let mut rank = 0u64;
+    loop {
+        let Some(s) = key.zscore_from_end(true, rank)? else {
+            return Ok(score);
+        };
+        if own_desc.get(rank as usize) == Some(&s) {
+            rank += 1;
+            continue;
+        }
+        return Ok(s.max(score));
+    }
+}
+
 /// RL.RELEASE: removes every unit of each lease; replies per token with
 /// the units that were live.
 pub fn release(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
-    let call = KeyedCall::new(ctx, args)?;
+    release_call(ctx, &KeyedCall::new(ctx, args)?)
+}
+
+/// RL.RELEASE on a parsed-out key, also a `LEASE` clause's refund in RL.ALL.
+pub(super) fn release_call(ctx: Ctx, call: &KeyedCall) -> Result<Outcome, Error> {
     let parsed = parse_tokens(&call.args, false, &call.clock)?;
     let t = call.clock.resolve(parsed.now);
     let key = Key::open_as(ctx, call.key, true, Kind::SortedSet)?;

@@ -2,6 +2,7 @@
 //! typed values, reads the keys, asks the core, applies the writes, replicates
 //! them as native commands, and returns the reply.
 
+pub mod all;
 pub mod check;
 mod counter_keys;
 pub mod dayhour;
@@ -29,7 +30,7 @@ use crate::stats::{self, CommandStats};
 /// allocates nothing for its reply; only a per-token reply (RL.RELEASE,
 /// RL.RENEW) uses the heap.
 pub struct Outcome {
-    reply: [i64; 6],
+    reply: [i64; 7],
     len: usize,
     /// One integer per token, when the reply is that (RL.RELEASE, RL.RENEW).
     per_token: Vec<i64>,
@@ -46,7 +47,8 @@ enum Last {
 }
 
 impl Outcome {
-    /// Up to six integers (every decision of the module fits).
+    /// Up to seven integers (every decision of the module fits; RL.ALL's
+    /// reply is seven).
     pub fn new(values: &[i64], admitted: bool) -> Outcome {
         let kind = if admitted {
             stats::Kind::Admitted
@@ -91,7 +93,7 @@ impl Outcome {
     }
 
     fn of(values: &[i64], kind: stats::Kind) -> Outcome {
-        let mut reply = [0; 6];
+        let mut reply = [0; 7];
         let len = values.len().min(reply.len());
         reply[..len].copy_from_slice(&values[..len]);
         Outcome {
@@ -101,6 +103,13 @@ impl Outcome {
             last: Last::Nothing,
             kind,
         }
+    }
+
+    /// The first six integers: a single command's decision, as RL.ALL
+    /// reads its clauses'.
+    fn six(&self) -> [i64; 6] {
+        let r = &self.reply;
+        [r[0], r[1], r[2], r[3], r[4], r[5]]
     }
 
     fn send(&self, ctx: Ctx) -> c_int {
@@ -198,6 +207,63 @@ macro_rules! entry_points {
             run(ctx, argv, argc, &stats::$stats, $handler)
         }
     )*};
+}
+
+/// RL.ALL and RL.ALLPEEK are flagged `getkeys-api` besides their key-count
+/// key spec: Redis 7.0's Cluster routing (and `CROSSSLOT`) finds a module
+/// command's movable keys through this call, not through the spec. Asked
+/// for its keys, the command names `numkeys` keys from index 2 (none when
+/// `numkeys` is not a valid count: the call then fails on its arguments).
+fn answer_keys_request(ctx: *mut raw::RedisModuleCtx, argv: *mut RString, argc: c_int) -> bool {
+    let (Some(is_request), Some(key_at)) =
+        (unsafe { raw::RedisModule_IsKeysPositionRequest }, unsafe {
+            raw::RedisModule_KeyAtPos
+        })
+    else {
+        return false;
+    };
+    if unsafe { is_request(ctx) } == 0 {
+        return false;
+    }
+    let args: &[RString] = if argv.is_null() || argc <= 0 {
+        &[]
+    } else {
+        unsafe { std::slice::from_raw_parts(argv, argc as usize) }
+    };
+    let max = crate::core::all::MAX_KEYS as i64;
+    if let Some(n) = args
+        .get(1)
+        .and_then(|&a| crate::core::int::parse_in_range(bytes(a), 1, max))
+    {
+        if n as usize + 2 <= args.len() {
+            for pos in 2..2 + n as c_int {
+                unsafe { key_at(ctx, pos) };
+            }
+        }
+    }
+    true
+}
+
+/// RL.ALL's and RL.ALLPEEK's entry points: a keys request answered, else
+/// run as the others are.
+macro_rules! key_count_entry_points {
+    ($($name:ident => $stats:ident, $handler:path;)*) => {$(
+        pub extern "C" fn $name(
+            ctx: *mut raw::RedisModuleCtx,
+            argv: *mut RString,
+            argc: c_int,
+        ) -> c_int {
+            if answer_keys_request(ctx, argv, argc) {
+                return raw::REDISMODULE_OK as c_int;
+            }
+            run(ctx, argv, argc, &stats::$stats, $handler)
+        }
+    )*};
+}
+
+key_count_entry_points! {
+    rl_all => ALL, all::all;
+    rl_allpeek => ALLPEEK, all::all_peek;
 }
 
 entry_points! {

@@ -28,44 +28,26 @@ pub fn quota_peek(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
 }
 
 fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
-    let call = KeyedCall::new(ctx, args)?;
-    let (key_name, clock) = (&call.key, &call.clock);
+    evaluate_call(ctx, &KeyedCall::new(ctx, args)?, write)
+}
+
+/// One call on one key, from its parsed-out key and arguments: the single
+/// command, or one clause of RL.ALL (`super::all`).
+pub(super) fn evaluate_call(ctx: Ctx, call: &KeyedCall, write: bool) -> Result<Outcome, Error> {
+    let parsed = parse_quota(&call.args, write, &call.clock)?;
+    let state = State::read(ctx, call, write, parsed)?;
+    let (key_name, key, t) = (state.key_name, &state.key, state.t);
     let QuotaArgs {
-        now,
-        zone,
         periods,
         cost,
         refund,
         debit,
-    } = parse_quota(&call.args, write, clock)?;
-    let (server_time, t) = (clock.server_time, clock.resolve(now));
-    // Argument errors (a `now` past year 9999 in this zone) before any read.
-    let buckets = periods
-        .iter()
-        .map(|&(period, _)| calendar::bucket(&zone, period, t))
-        .collect::<Result<Vec<Bucket>, Error>>()?;
-    if write && !refund {
-        call.refuse_if_oom()?;
-    }
+        ..
+    } = &state.args;
+    let (buckets, fields, counts, cost) = (&state.buckets, &state.fields, &state.counts, *cost);
 
-    let key = Key::open_as(ctx, *key_name, write, Kind::Hash)?;
-    let mut strings = OwnedStrings::new(ctx);
-    // Each current bucket's field, and its count as stored (None: no field;
-    // a negative count counts as 0).
-    let mut fields: Vec<(RString, Option<i64>)> = Vec::with_capacity(buckets.len());
-    for b in &buckets {
-        let field = strings.bytes(b.field.as_bytes())?;
-        let stored = key.hash_get(field, |value| {
-            value
-                .map(|v| calendar::parse_count(bytes(*key_name), bytes(field), v))
-                .transpose()
-        })??;
-        fields.push((field, stored));
-    }
-    let counts: Vec<i64> = fields.iter().map(|(_, c)| c.unwrap_or(0)).collect();
-
-    if refund {
-        let mut writes = HashWrites::new(ctx, *key_name, &key);
+    if *refund {
+        let mut writes = HashWrites::new(ctx, key_name, key);
         let mut digits = [0u8; 20];
         let mut after = counts.clone();
         for (&(field, stored), left) in fields.iter().zip(after.iter_mut()) {
@@ -83,36 +65,149 @@ fn evaluate(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
         }
         writes.finish(None)?;
         // The reply is the state now: RL.QUOTAPEEK with COST 0 after it.
-        let d = calendar::decide(&periods, &buckets, &after, 0, t);
+        let d = calendar::decide(periods, buckets, &after, 0, t);
         return Ok(Outcome::refund(&d.reply()));
     }
 
-    if debit {
+    if *debit {
         // Recorded whether or not it fits (SPEC "Debits"), written as an
         // admission; the reply is the state now.
         let after: Vec<i64> = counts.iter().map(|&c| calendar::debit(c, cost)).collect();
         let current = Current {
-            periods: &periods,
-            buckets: &buckets,
-            fields: &fields,
+            periods,
+            buckets,
+            fields,
         };
-        record(ctx, *key_name, &key, &current, &after, server_time, t)?;
-        let d = calendar::decide(&periods, &buckets, &after, 0, t);
+        record(ctx, key_name, key, &current, &after, state.server_time, t)?;
+        let d = calendar::decide(periods, buckets, &after, 0, t);
         return Ok(Outcome::debit(&d.reply()));
     }
 
-    let decision = calendar::decide(&periods, &buckets, &counts, cost, t);
-    if write && !decision.limited {
-        // Counts and cost are at most 2^53-1 and count + cost <= limit.
-        let after: Vec<i64> = counts.iter().map(|&c| c + cost).collect();
-        let current = Current {
-            periods: &periods,
-            buckets: &buckets,
-            fields: &fields,
-        };
-        record(ctx, *key_name, &key, &current, &after, server_time, t)?;
+    let decided = state.decide();
+    let (reply, admitted) = (decided.reply, decided.admitted);
+    if write {
+        decided.commit()?;
     }
-    Ok(Outcome::new(&decision.reply(), !decision.limited))
+    Ok(Outcome::new(&reply, admitted))
+}
+
+/// A call's key read: its arguments, the current buckets, the open key,
+/// each bucket's field with its count as stored (None: no field) and the
+/// counts the decision takes (a missing or negative count is 0).
+struct State {
+    ctx: Ctx,
+    args: QuotaArgs,
+    buckets: Vec<Bucket>,
+    key_name: RString,
+    key: Key,
+    /// Owns the field names.
+    _strings: OwnedStrings,
+    fields: Vec<(RString, Option<i64>)>,
+    counts: Vec<i64>,
+    server_time: i64,
+    t: i64,
+}
+
+impl State {
+    /// The buckets (an argument error past year 9999 in the zone, before
+    /// any read), the memory rule (writes other than refunds), the key
+    /// (`WRONGTYPE`) and each current bucket's count (errors in stored
+    /// values).
+    fn read(ctx: Ctx, call: &KeyedCall, write: bool, args: QuotaArgs) -> Result<State, Error> {
+        let clock = &call.clock;
+        let (server_time, t) = (clock.server_time, clock.resolve(args.now));
+        let buckets = args
+            .periods
+            .iter()
+            .map(|&(period, _)| calendar::bucket(&args.zone, period, t))
+            .collect::<Result<Vec<Bucket>, Error>>()?;
+        if write && !args.refund {
+            call.refuse_if_oom()?;
+        }
+        let key_name = call.key;
+        let key = Key::open_as(ctx, key_name, write, Kind::Hash)?;
+        let mut strings = OwnedStrings::new(ctx);
+        let mut fields: Vec<(RString, Option<i64>)> = Vec::with_capacity(buckets.len());
+        for b in &buckets {
+            let field = strings.bytes(b.field.as_bytes())?;
+            let stored = key.hash_get(field, |value| {
+                value
+                    .map(|v| calendar::parse_count(bytes(key_name), bytes(field), v))
+                    .transpose()
+            })??;
+            fields.push((field, stored));
+        }
+        let counts: Vec<i64> = fields.iter().map(|(_, c)| c.unwrap_or(0)).collect();
+        Ok(State {
+            ctx,
+            args,
+            buckets,
+            key_name,
+            key,
+            _strings: strings,
+            fields,
+            counts,
+            server_time,
+            t,
+        })
+    }
+
+    fn decide(self) -> Decided {
+        let d = calendar::decide(
+            &self.args.periods,
+            &self.buckets,
+            &self.counts,
+            self.args.cost,
+            self.t,
+        );
+        Decided {
+            reply: d.reply(),
+            admitted: !d.limited,
+            state: self,
+        }
+    }
+}
+
+/// An RL.QUOTA admission decided on its key and not yet written: RL.ALL
+/// decides every clause before it writes any.
+pub(super) struct Decided {
+    state: State,
+    pub(super) reply: [i64; 6],
+    pub(super) admitted: bool,
+}
+
+impl Decided {
+    /// Counts an admission in every current bucket, writes and replicates
+    /// it (nothing for a refusal).
+    pub(super) fn commit(self) -> Result<(), Error> {
+        if !self.admitted {
+            return Ok(());
+        }
+        let s = &self.state;
+        // Counts and cost are at most 2^53-1 and count + cost <= limit.
+        let after: Vec<i64> = s.counts.iter().map(|&c| c + s.args.cost).collect();
+        let current = Current {
+            periods: &s.args.periods,
+            buckets: &s.buckets,
+            fields: &s.fields,
+        };
+        record(
+            s.ctx,
+            s.key_name,
+            &s.key,
+            &current,
+            &after,
+            s.server_time,
+            s.t,
+        )
+    }
+}
+
+/// RL.QUOTA's (`write`) or RL.QUOTAPEEK's admission on a parsed-out key,
+/// decided and not yet written (a `QUOTA` clause of RL.ALL).
+pub(super) fn decide_call(ctx: Ctx, call: &KeyedCall, write: bool) -> Result<Decided, Error> {
+    let parsed = parse_quota(&call.args, write, &call.clock)?;
+    Ok(State::read(ctx, call, write, parsed)?.decide())
 }
 
 /// The call's periods, their current buckets, and each bucket's field with

@@ -75,6 +75,25 @@ pub fn parse_lease<'a>(
     peek: bool,
     clock: &Clock,
 ) -> Result<LeaseArgs<'a>, Error> {
+    parse_lease_with(args, !peek, if peek { 0 } else { 1 }, clock)
+}
+
+/// A `LEASE` clause of RL.ALL (`min_cost` 1) or RL.ALLPEEK (`min_cost` 0):
+/// RL.LEASE's arguments, `ttl` included.
+pub fn parse_lease_clause<'a>(
+    args: &[&'a [u8]],
+    min_cost: i64,
+    clock: &Clock,
+) -> Result<LeaseArgs<'a>, Error> {
+    parse_lease_with(args, true, min_cost, clock)
+}
+
+fn parse_lease_with<'a>(
+    args: &[&'a [u8]],
+    with_ttl: bool,
+    min_cost: i64,
+    clock: &Clock,
+) -> Result<LeaseArgs<'a>, Error> {
     let Some((&now_arg, rest)) = args.split_first() else {
         return Err(Error::Arg("missing now".into()));
     };
@@ -84,7 +103,7 @@ pub fn parse_lease<'a>(
         return Err(Error::Arg("missing limit".into()));
     };
     let limit = ranged(limit_arg, "limit", 1, MAX_SAFE)?;
-    let (ttl, rest) = if peek {
+    let (ttl, rest) = if !with_ttl {
         (0, rest)
     } else {
         let Some((&ttl_arg, rest)) = rest.split_first() else {
@@ -128,7 +147,6 @@ pub fn parse_lease<'a>(
         }
         *slot = Some(value);
     }
-    let min_cost = if peek { 0 } else { 1 };
     let cost = match cost_arg {
         None => 1,
         Some(arg) => ranged(arg, "cost", min_cost, limit.min(MAX_COST))?,

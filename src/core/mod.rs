@@ -1,5 +1,6 @@
 //! The pure decision core: no Redis types, unit-tested without a server.
 
+pub mod all;
 pub mod args;
 pub mod binding;
 pub mod calendar;
