@@ -5,7 +5,10 @@ use std::collections::HashMap;
 
 use super::calendar::{check_now, parse_zone, Period, Zone, MAX_NOW};
 use super::gcra::{duplicate_window, gcra, Gcra, ThrottleRule};
+// The sliding-window rule is the window core's; the parser builds it (the
+// cores never import the parser, so `core/` has no cycle).
 use super::int::{parse_i64, parse_in_range, MAX_SAFE};
+pub use super::window::Rule;
 use crate::error::{show, Error};
 
 /// Largest `COST` accepted by RL.CHECK: one call adds at most this many members.
@@ -22,13 +25,6 @@ pub enum Now {
     Server,
     /// Unix time in ms given by the caller.
     At(i64),
-}
-
-/// "At most `count` units in any `window` ms".
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rule {
-    pub count: i64,
-    pub window: i64,
 }
 
 /// `RL.CHECK` / `RL.PEEK key now count window [count window ...] [COST cost]

@@ -10,7 +10,6 @@ use std::collections::HashMap;
 
 use smallvec::SmallVec;
 
-use super::args::Rule;
 use super::binding::{binding, RuleOutcome};
 use super::grid::Grid;
 use super::int::ceil_ms;
@@ -56,6 +55,13 @@ impl Decision {
             self.reset_after,
         ]
     }
+}
+
+/// "At most `count` units in any `window` ms".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rule {
+    pub count: i64,
+    pub window: i64,
 }
 
 /// What an admitted RL.CHECK writes.

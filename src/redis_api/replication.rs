@@ -1,0 +1,276 @@
+//! Replicating a call's writes as the native commands that reproduce them,
+//! with the keyspace events those commands fire.
+
+use super::*;
+
+impl Ctx {
+    /// Tells Redis a key changed: invalidates WATCH and client-side caches.
+    /// The module turns off the implicit signal on closing a writable key, so
+    /// that rejections and errors, which write nothing, signal nothing.
+    pub fn signal_modified(&self, key: RString) -> Result<(), Error> {
+        let signal = api!(RedisModule_SignalModifiedKey);
+        unsafe { signal(self.0, key) };
+        Ok(())
+    }
+
+    /// Replicates a write as the native command that reproduces it (to
+    /// replicas and the AOF, wrapped with the call's other replicated commands
+    /// in MULTI/EXEC) and fires the keyspace events that command fires.
+    pub fn propagate(&self, write: Native) -> Result<(), Error> {
+        let replicate = api!(RedisModule_Replicate);
+        let r = self.0;
+        let (status, key, events): (c_int, RString, &[(c_int, &CStr)]) = unsafe {
+            match write {
+                Native::Zadd {
+                    key,
+                    score,
+                    members: [member],
+                } => {
+                    let mut buf = [0u8; 20];
+                    let score = decimal(score, &mut buf);
+                    (
+                        replicate(
+                            r,
+                            c"ZADD".as_ptr(),
+                            c"sbs".as_ptr(),
+                            key,
+                            score.as_ptr(),
+                            score.len(),
+                            *member,
+                        ),
+                        key,
+                        &[(raw::REDISMODULE_NOTIFY_ZSET, c"zadd")],
+                    )
+                }
+                Native::Zadd {
+                    key,
+                    score,
+                    members,
+                } => (
+                    self.replicate_zadd(key, None, score, members)?,
+                    key,
+                    &[(raw::REDISMODULE_NOTIFY_ZSET, c"zadd")],
+                ),
+                Native::ZaddXx {
+                    key,
+                    score,
+                    members,
+                } => (
+                    self.replicate_zadd(key, Some(b"XX"), score, members)?,
+                    key,
+                    &[(raw::REDISMODULE_NOTIFY_ZSET, c"zadd")],
+                ),
+                Native::Pexpireat { key, at } => {
+                    let mut buf = [0u8; 20];
+                    let at = decimal(at, &mut buf);
+                    (
+                        replicate(
+                            r,
+                            c"PEXPIREAT".as_ptr(),
+                            c"sb".as_ptr(),
+                            key,
+                            at.as_ptr(),
+                            at.len(),
+                        ),
+                        key,
+                        &[(raw::REDISMODULE_NOTIFY_GENERIC, c"expire")],
+                    )
+                }
+                Native::SetPxat { key, value, at } => {
+                    let (mut vbuf, mut abuf) = ([0u8; 20], [0u8; 20]);
+                    let (value, at) = (decimal(value, &mut vbuf), decimal(at, &mut abuf));
+                    (
+                        replicate(
+                            r,
+                            c"SET".as_ptr(),
+                            c"sbcb".as_ptr(),
+                            key,
+                            value.as_ptr(),
+                            value.len(),
+                            c"PXAT".as_ptr(),
+                            at.as_ptr(),
+                            at.len(),
+                        ),
+                        key,
+                        &[
+                            (raw::REDISMODULE_NOTIFY_STRING, c"set"),
+                            (raw::REDISMODULE_NOTIFY_GENERIC, c"expire"),
+                        ],
+                    )
+                }
+                Native::Incr { key } => (
+                    replicate(r, c"INCR".as_ptr(), c"s".as_ptr(), key),
+                    key,
+                    &[(raw::REDISMODULE_NOTIFY_STRING, c"incrby")],
+                ),
+                Native::ZremRangeByScore { key, max } => {
+                    let mut buf = [0u8; 20];
+                    let max = decimal(max, &mut buf);
+                    (
+                        replicate(
+                            r,
+                            c"ZREMRANGEBYSCORE".as_ptr(),
+                            c"scb".as_ptr(),
+                            key,
+                            c"-inf".as_ptr(),
+                            max.as_ptr(),
+                            max.len(),
+                        ),
+                        key,
+                        &[(raw::REDISMODULE_NOTIFY_ZSET, c"zremrangebyscore")],
+                    )
+                }
+                Native::Zrem { key, members } => (
+                    replicate_argv(r, c"ZREM", key, members)?,
+                    key,
+                    &[(raw::REDISMODULE_NOTIFY_ZSET, c"zrem")],
+                ),
+                Native::Hset { key, pairs } => (
+                    replicate_argv(r, c"HSET", key, pairs)?,
+                    key,
+                    &[(raw::REDISMODULE_NOTIFY_HASH, c"hset")],
+                ),
+                Native::Hdel { key, fields } => (
+                    replicate_argv(r, c"HDEL", key, fields)?,
+                    key,
+                    &[(raw::REDISMODULE_NOTIFY_HASH, c"hdel")],
+                ),
+                Native::Del { key } => (
+                    replicate(r, c"DEL".as_ptr(), c"s".as_ptr(), key),
+                    key,
+                    &[(raw::REDISMODULE_NOTIFY_GENERIC, c"del")],
+                ),
+            }
+        };
+        if status != raw::REDISMODULE_OK as c_int {
+            return Err(Error::Internal("could not replicate a write".into()));
+        }
+        let notify = api!(RedisModule_NotifyKeyspaceEvent);
+        for (class, event) in events {
+            unsafe { notify(r, *class, event.as_ptr(), key) };
+        }
+        Ok(())
+    }
+
+    /// Replicates `ZADD key [flag] score member [score member ...]` with one
+    /// string for the score, shared by every pair.
+    fn replicate_zadd(
+        &self,
+        key: RString,
+        flag: Option<&[u8]>,
+        score: i64,
+        members: &[RString],
+    ) -> Result<c_int, Error> {
+        let replicate = api!(RedisModule_Replicate);
+        let mut strings = OwnedStrings::new(*self);
+        let score = strings.int(score)?;
+        let mut argv = StrVec::with_capacity(2 + 2 * members.len());
+        argv.push(key);
+        if let Some(flag) = flag {
+            argv.push(strings.bytes(flag)?);
+        }
+        for &m in members {
+            argv.push(score);
+            argv.push(m);
+        }
+        Ok(unsafe {
+            replicate(
+                self.0,
+                c"ZADD".as_ptr(),
+                c"v".as_ptr(),
+                argv.as_mut_ptr(),
+                argv.len(),
+            )
+        })
+    }
+
+    /// Fires the `del` keyspace event of a key a write emptied (Redis
+    /// removes an empty sorted set or hash, as `ZREM` / `HDEL` do).
+    pub fn notify_del(&self, key: RString) -> Result<(), Error> {
+        let notify = api!(RedisModule_NotifyKeyspaceEvent);
+        unsafe {
+            notify(
+                self.0,
+                raw::REDISMODULE_NOTIFY_GENERIC as c_int,
+                c"del".as_ptr(),
+                key,
+            )
+        };
+        Ok(())
+    }
+}
+
+/// A write, as the native command that reproduces it on a replica or in the
+/// AOF. Times are absolute, so nothing depends on the replica's clock.
+pub enum Native<'a> {
+    /// `ZADD key score member [score member ...]`
+    Zadd {
+        key: RString,
+        score: i64,
+        members: &'a [RString],
+    },
+    /// `ZADD key XX score member [score member ...]` (re-scores only)
+    ZaddXx {
+        key: RString,
+        score: i64,
+        members: &'a [RString],
+    },
+    /// `PEXPIREAT key at`
+    Pexpireat { key: RString, at: i64 },
+    /// `SET key value PXAT at`
+    SetPxat { key: RString, value: i64, at: i64 },
+    /// `INCR key` (the key exists and keeps its expiry)
+    Incr { key: RString },
+    /// `DEL key`
+    Del { key: RString },
+    /// `ZREMRANGEBYSCORE key -inf max`
+    ZremRangeByScore { key: RString, max: i64 },
+    /// `ZREM key member [member ...]`
+    Zrem {
+        key: RString,
+        members: &'a [RString],
+    },
+    /// `HSET key field value [field value ...]` (`pairs` flat)
+    Hset { key: RString, pairs: &'a [RString] },
+    /// `HDEL key field [field ...]`
+    Hdel { key: RString, fields: &'a [RString] },
+}
+
+/// Replicates `cmd key args...`.
+unsafe fn replicate_argv(
+    ctx: *mut raw::RedisModuleCtx,
+    cmd: &CStr,
+    key: RString,
+    args: &[RString],
+) -> Result<c_int, Error> {
+    let replicate = api!(RedisModule_Replicate);
+    let mut argv = StrVec::with_capacity(1 + args.len());
+    argv.push(key);
+    for &a in args {
+        argv.push(a);
+    }
+    Ok(replicate(
+        ctx,
+        cmd.as_ptr(),
+        c"v".as_ptr(),
+        argv.as_mut_ptr(),
+        argv.len(),
+    ))
+}
+
+/// The native commands the module replicates its writes with or counts with.
+/// Checked at load: a renamed or disabled one would make a call fail, for
+/// replication after its local writes.
+pub const NATIVE_COMMANDS: [&CStr; 11] = [
+    c"zadd",
+    c"zrem",
+    c"hset",
+    c"hdel",
+    c"zremrangebyscore",
+    c"pexpireat",
+    c"set",
+    c"del",
+    c"zcount",
+    c"zrange",
+    c"hrandfield",
+];
