@@ -8,7 +8,8 @@ export RL_MODULE := $(MODULE)
 # make test runs one.
 SERVERS ?= redis7 redis8 valkey8 valkey9
 
-.PHONY: all build run test unit rust-it py-it lint deps bench bench-quick bench-profile clean
+
+.PHONY: all build run port-free test unit rust-it py-it lint deps bench bench-quick bench-profile clean
 
 all: build
 
@@ -22,12 +23,17 @@ build: deps
 # it. Not persistent: a restart forgets every limit, unless RUN_ARGS adds
 # persistence (RUN_ARGS='--appendonly yes --dir /var/lib/ratelimit').
 RUN_ARGS ?=
-run: build
+# The port is checked before the build, so a taken port is said at once
+# (and again after it, in case something took it meanwhile).
+run: port-free build
+	@$(MAKE) --no-print-directory port-free
+	@echo "make run: no persistence (--save '' --appendonly no): a restart forgets every limit; RUN_ARGS='--appendonly yes' keeps them"
+	redis-server --port $(PORT) --save '' --appendonly no --loadmodule $(MODULE) $(RUN_ARGS)
+
+port-free:
 	@port=$(PORT); if (exec 3<>/dev/tcp/127.0.0.1/$$port) 2>/dev/null; then \
 	  next=$$((port + 1)); while (exec 3<>/dev/tcp/127.0.0.1/$$next) 2>/dev/null; do next=$$((next + 1)); done; \
 	  echo "make run: something already listens on port $$port (Debian's redis-server service?); use PORT=$$next make run (port $$next is free)"; exit 1; fi
-	@echo "make run: no persistence (--save '' --appendonly no): a restart forgets every limit; RUN_ARGS='--appendonly yes' keeps them"
-	redis-server --port $(PORT) --save '' --appendonly no --loadmodule $(MODULE) $(RUN_ARGS)
 
 test: build
 	@scripts/deps.sh python

@@ -50,6 +50,18 @@ def test_taken_port_suggests_a_free_one():
     assert not listening(suggested)
 
 
+def test_taken_port_is_said_before_the_build():
+    """On a fresh machine the build takes minutes: a taken port is said
+    first, without building (cargo never runs)."""
+    with Server() as s:
+        done = subprocess.run(["make", "run", f"PORT={s.port}"], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+    out = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert f"something already listens on port {s.port}" in out, out
+    assert "cargo" not in out and "deps.sh" not in out, out
+
+
 def test_run_args_add_persistence():
     port = free_port()
     data = tempfile.mkdtemp(prefix="rl-run-")
