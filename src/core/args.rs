@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use smallvec::SmallVec;
+
 use super::calendar::{check_now, parse_zone, Period, Zone, MAX_NOW};
 use super::gcra::{duplicate_window, gcra, Gcra, ThrottleRule};
 // The sliding-window rule is the window core's; the parser builds it (the
@@ -32,7 +34,8 @@ pub enum Now {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckArgs {
     pub now: Now,
-    pub rules: Vec<Rule>,
+    /// On the stack for the usual few rules.
+    pub rules: SmallVec<[Rule; 8]>,
     /// 0 only in RL.PEEK (the state now).
     pub cost: i64,
     /// `REFUND` (RL.CHECK only).
@@ -174,7 +177,7 @@ fn split_rules<'a, 'b>(
 pub fn parse_check(args: &[&[u8]], write: bool, clock: &Clock) -> Result<CheckArgs, Error> {
     let (now, rule_args, option_args) = split_rules(args, clock)?;
 
-    let mut rules = Vec::with_capacity(rule_args.len() / 2);
+    let mut rules: SmallVec<[Rule; 8]> = SmallVec::with_capacity(rule_args.len() / 2);
     for (i, pair) in rule_args.chunks(2).enumerate() {
         let n = i + 1;
         let (count_arg, window_arg) = match *pair {
@@ -379,7 +382,8 @@ pub fn parse_options<'a>(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ThrottleArgs {
     pub now: Now,
-    pub rules: Vec<Gcra>,
+    /// On the stack for the usual few rules.
+    pub rules: SmallVec<[Gcra; 8]>,
     /// 0 only in RL.THROTTLEPEEK (the state now).
     pub cost: i64,
     pub refund: bool,
@@ -397,7 +401,8 @@ pub struct ThrottleArgs {
 pub fn parse_throttle(args: &[&[u8]], write: bool, clock: &Clock) -> Result<ThrottleArgs, Error> {
     let (now, rule_args, option_args) = split_rules(args, clock)?;
 
-    let mut rules: Vec<Gcra> = Vec::with_capacity((rule_args.len() / 3).min(MAX_RULES + 1));
+    let mut rules: SmallVec<[Gcra; 8]> =
+        SmallVec::with_capacity((rule_args.len() / 3).min(MAX_RULES + 1));
     // Windows seen, for calls with many rules (a linear scan serves the rest).
     let mut windows: HashMap<i64, usize> = HashMap::new();
     for (i, triple) in rule_args.chunks(3).enumerate() {
@@ -469,7 +474,8 @@ pub struct QuotaArgs {
     pub now: Now,
     pub zone: Zone,
     /// Each period once, with its limit, in argument order.
-    pub periods: Vec<(Period, i64)>,
+    /// On the stack: at most the six periods, each once.
+    pub periods: SmallVec<[(Period, i64); 6]>,
     /// 0 only in RL.QUOTAPEEK (the state now).
     pub cost: i64,
     pub refund: bool,
@@ -499,7 +505,7 @@ pub fn parse_quota(args: &[&[u8]], write: bool, clock: &Clock) -> Result<QuotaAr
     // `now` comes first: one whose local time in the zone is past year 9999
     // is reported before any later argument.
     check_now(&zone, clock.resolve(now))?;
-    let mut periods: Vec<(Period, i64)> = Vec::with_capacity(2);
+    let mut periods: SmallVec<[(Period, i64); 6]> = SmallVec::new();
     let mut rest = rest;
     while let [name, tail @ ..] = rest {
         let Some(period) = Period::parse(name) else {
@@ -634,8 +640,8 @@ mod tests {
         let a = check("* 10 1000 100 60000 cost 3").unwrap();
         assert_eq!(a.now, Now::Server);
         assert_eq!(
-            a.rules,
-            vec![
+            a.rules.as_slice(),
+            [
                 Rule {
                     count: 10,
                     window: 1000
