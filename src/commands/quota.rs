@@ -12,8 +12,6 @@
 //! `HSET`, `HDEL`, `PEXPIREAT`. A refund lowers the current buckets (`HSET`,
 //! `HDEL` at 0, `DEL` when no field is left) and keeps the expiry.
 
-use smallvec::SmallVec;
-
 use super::{hash_state::HashWrites, KeyedCall, Outcome};
 use crate::core::args::{parse_quota, QuotaArgs};
 use crate::core::calendar::{self, Bucket};
@@ -74,7 +72,7 @@ pub(super) fn evaluate_call(ctx: Ctx, call: &KeyedCall, write: bool) -> Result<O
     if *debit {
         // Recorded whether or not it fits (SPEC "Debits"), written as an
         // admission; the reply is the state now.
-        let after: Counts = counts.iter().map(|&c| calendar::debit(c, cost)).collect();
+        let after: Vec<i64> = counts.iter().map(|&c| calendar::debit(c, cost)).collect();
         let current = Current {
             periods,
             buckets,
@@ -93,22 +91,19 @@ pub(super) fn evaluate_call(ctx: Ctx, call: &KeyedCall, write: bool) -> Result<O
     Ok(Outcome::new(&reply, admitted))
 }
 
-/// One count per named period, on the stack (at most six periods).
-type Counts = SmallVec<[i64; 6]>;
-
 /// A call's key read: its arguments, the current buckets, the open key,
 /// each bucket's field with its count as stored (None: no field) and the
 /// counts the decision takes (a missing or negative count is 0).
 struct State {
     ctx: Ctx,
     args: QuotaArgs,
-    buckets: SmallVec<[Bucket; 6]>,
+    buckets: Vec<Bucket>,
     key_name: RString,
     key: Key,
     /// Owns the field names.
     _strings: OwnedStrings,
-    fields: SmallVec<[(RString, Option<i64>); 6]>,
-    counts: Counts,
+    fields: Vec<(RString, Option<i64>)>,
+    counts: Vec<i64>,
     server_time: i64,
     t: i64,
 }
@@ -125,14 +120,14 @@ impl State {
             .periods
             .iter()
             .map(|&(period, _)| calendar::bucket(&args.zone, period, t))
-            .collect::<Result<SmallVec<[Bucket; 6]>, Error>>()?;
+            .collect::<Result<Vec<Bucket>, Error>>()?;
         if write && !args.refund {
             call.refuse_if_oom()?;
         }
         let key_name = call.key;
         let key = Key::open_as(ctx, key_name, write, Kind::Hash)?;
         let mut strings = OwnedStrings::new(ctx);
-        let mut fields: SmallVec<[(RString, Option<i64>); 6]> = SmallVec::new();
+        let mut fields: Vec<(RString, Option<i64>)> = Vec::with_capacity(buckets.len());
         for b in &buckets {
             let field = strings.bytes(b.field.as_bytes())?;
             let stored = key.hash_get(field, |value| {
@@ -142,7 +137,7 @@ impl State {
             })??;
             fields.push((field, stored));
         }
-        let counts: Counts = fields.iter().map(|(_, c)| c.unwrap_or(0)).collect();
+        let counts: Vec<i64> = fields.iter().map(|(_, c)| c.unwrap_or(0)).collect();
         Ok(State {
             ctx,
             args,
@@ -190,7 +185,7 @@ impl Decided {
         }
         let s = &self.state;
         // Counts and cost are at most 2^53-1 and count + cost <= limit.
-        let after: Counts = s.counts.iter().map(|&c| c + s.args.cost).collect();
+        let after: Vec<i64> = s.counts.iter().map(|&c| c + s.args.cost).collect();
         let current = Current {
             periods: &s.args.periods,
             buckets: &s.buckets,
