@@ -246,12 +246,13 @@ pub fn refund_units<L: LogView>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::convert::Infallible;
 
-    /// A sorted set as a sorted Vec of scores.
-    struct VecLog(Vec<f64>);
+    /// A sorted set as a sorted Vec of scores (also the lease core's tests'
+    /// view of a set).
+    pub(crate) struct VecLog(pub(crate) Vec<f64>);
 
     impl VecLog {
         fn new(mut scores: Vec<f64>) -> Self {

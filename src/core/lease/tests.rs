@@ -3,9 +3,11 @@
 //! brute-force simulation of leases over random timelines.
 
 use std::collections::{BTreeMap, HashMap};
-use std::convert::Infallible;
 
 use super::*;
+// The set's scores, ascending, as the core reads them: the window core's
+// test view of a sorted set.
+use crate::core::window::tests::VecLog as Scores;
 
 /// A sorted set in memory: member name -> score, plus the key's expiry.
 #[derive(Default, Clone)]
@@ -13,22 +15,6 @@ struct SimKey {
     members: BTreeMap<Vec<u8>, f64>,
     expire: Option<i64>,
     next_name: u64,
-}
-
-/// The set's scores, ascending, as the core reads them.
-struct Scores(Vec<f64>);
-
-impl LogView for Scores {
-    type Error = Infallible;
-    fn count_newer_than(&mut self, min: i64) -> Result<u64, Infallible> {
-        Ok(self.0.iter().filter(|&&s| s > min as f64).count() as u64)
-    }
-    fn total(&mut self) -> Result<u64, Infallible> {
-        Ok(self.0.len() as u64)
-    }
-    fn score_at_rank(&mut self, rank: u64) -> Result<f64, Infallible> {
-        Ok(self.0[rank as usize])
-    }
 }
 
 const KEY: &[u8] = b"lease:key";
