@@ -6,7 +6,7 @@ use std::ptr;
 
 use redis_module::{raw, InfoContext};
 
-use crate::core::calendar;
+use crate::limiters::calendar::buckets as calendar;
 use crate::stats;
 
 pub fn add_info(ctx: &InfoContext, _for_crash_report: bool) {

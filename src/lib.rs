@@ -10,6 +10,7 @@ mod config;
 mod core;
 mod error;
 mod info;
+mod limiters;
 mod redis_api;
 mod registration;
 mod stats;
@@ -37,7 +38,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
 /// They live in Redis's allocator, so each unload and load would otherwise
 /// leave them behind (`used_memory` grows).
 fn deinit(_ctx: &Context) -> Status {
-    core::calendar::free_caches();
+    limiters::calendar::buckets::free_caches();
     redis_api::free_module_context();
     Status::Ok
 }

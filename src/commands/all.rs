@@ -3,31 +3,26 @@
 //! optional; writes nothing): one all-or-nothing decision over several keys,
 //! each key under one clause (`CHECK`, `THROTTLE`, `QUOTA` or `LEASE`).
 //!
-//! The run, in the contract's error order: every argument checked (keys,
-//! `now`, each clause by its own command's parser, the cap over all
-//! clauses); then every key's type, in key order (`WRONGTYPE`); then every
-//! clause read and decided, in key order, without writing (errors in stored
-//! values) — each by its own command's code, so each decides exactly as its
-//! command does. Only when every clause admits are the writes done, one key
-//! after the other, as each command writes and replicates them (Redis wraps
-//! the call's replicated commands in one `MULTI`/`EXEC`). A `THROTTLE` or
-//! `QUOTA` or `CHECK` clause keeps what it read and commits its decision
-//! (`throttle::Decided`, `quota::Decided`, `check::Decided`: the same read,
-//! decide and write steps RL.THROTTLE, RL.QUOTA and RL.CHECK run); a
-//! `LEASE` clause is decided by its command's read-only path and written by
-//! its writing path, which reads and decides again — keys are pairwise
-//! distinct, so a write to one key cannot change another clause's
-//! decision, and it decides exactly as it did.
-//! `REFUND` refunds every clause as its command's `REFUND` does (a `LEASE`
-//! clause: RL.RELEASE of its token), after the same checks.
+//! The runner over many limiters (`crate::limiters`, through
+//! [`AnyLimiter`]): the same steps `super::runner` runs over one. In the
+//! contract's error order: every argument checked (keys, `now`, each clause
+//! by its limiter's parser, the cap over all clauses); then every key's
+//! type, in key order (`WRONGTYPE`); then every clause read and decided, in
+//! key order, without writing (errors in stored values) — each by its own
+//! limiter, so each decides exactly as its command does. Only when every
+//! clause admits are the writes done, one key after the other, as each
+//! command writes and replicates them (Redis wraps the call's replicated
+//! commands in one `MULTI`/`EXEC`). Keys are pairwise distinct, so a write
+//! to one key cannot change another clause's decision. `REFUND` reads
+//! every clause, then refunds each as its command's `REFUND` does (a
+//! `LEASE` clause: RL.RELEASE of its token).
 
-use super::{check, lease, quota, throttle, KeyedCall, Outcome};
+use super::Outcome;
 use crate::core::all::{self as plan, ClauseReply, Kind};
-use crate::core::args::{parse_check, parse_now, parse_quota, parse_throttle, Clock};
-use crate::core::calendar;
-use crate::core::lease_args::parse_lease_clause;
+use crate::core::args::{parse_now, Clock};
 use crate::error::Error;
-use crate::redis_api::{self, bytes, CallContext, Ctx, Key, RString};
+use crate::limiters::{AnyArgs, AnyLimiter, Mode, Request};
+use crate::redis_api::{bytes, CallContext, Ctx, Key, RString};
 
 pub fn all(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
     run(ctx, args, true)
@@ -35,33 +30,6 @@ pub fn all(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
 
 pub fn all_peek(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
     run(ctx, args, false)
-}
-
-/// What a call does with its clauses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    /// RL.ALL: admit and record in every clause, or nothing.
-    Admit,
-    /// RL.ALL ... REFUND.
-    Refund,
-    /// RL.ALLPEEK.
-    Peek,
-}
-
-/// One limiter over one key, checked: the unit RL.ALL runs over many.
-struct Clause<'a> {
-    /// 1-based position among the clauses (the reply's `clause`).
-    n: usize,
-    kind: Kind,
-    key: RString,
-    /// The arguments of its command after the key: `now` first.
-    args: Vec<&'a [u8]>,
-    cost: i64,
-    /// Rules it adds to the cap (a QUOTA period and a LEASE clause: one).
-    rules: usize,
-    /// A LEASE clause's limit, ttl and token (its peek and refund are not
-    /// RL.LEASEPEEK's and RL.LEASE's argument shapes).
-    lease: Option<(i64, i64, Option<&'a [u8]>)>,
 }
 
 /// A clause's argument error names the clause.
@@ -84,225 +52,34 @@ fn not_an_option(n: usize, kind: Kind, option: &str) -> Error {
     ))
 }
 
+/// One limiter over one key, checked: the unit RL.ALL runs over many.
+struct Clause<'a> {
+    /// 1-based position among the clauses (the reply's `clause`).
+    n: usize,
+    key: RString,
+    args: AnyArgs<'a>,
+}
+
 impl<'a> Clause<'a> {
-    /// Checks a clause's arguments with its command's parser, as RL.ALL's
-    /// mode asks (`REFUND`: the command's refund bounds for `COST`).
+    /// Checks a clause's arguments (`now` first) with its limiter's parser,
+    /// as RL.ALL's mode asks, and refuses the options a clause cannot take.
     fn parse(
         n: usize,
         kind: Kind,
         key: RString,
-        now_arg: &'a [u8],
-        clause_args: &[&'a [u8]],
+        args: &[&'a [u8]],
         mode: Mode,
         clock: &Clock,
     ) -> Result<Clause<'a>, Error> {
-        let mut args = Vec::with_capacity(clause_args.len() + 2);
-        args.push(now_arg);
-        args.extend_from_slice(clause_args);
-        let write = mode != Mode::Peek;
-        let mut parse_args = args.clone();
-        if mode == Mode::Refund && kind != Kind::Lease {
-            parse_args.push(b"REFUND");
+        let args = AnyArgs::parse_clause(kind, args, mode, clock).map_err(in_clause(n, kind))?;
+        match args.request() {
+            Request::Debit => return Err(not_an_option(n, kind, "DEBIT")),
+            Request::Reserve => return Err(not_an_option(n, kind, "RESERVE")),
+            Request::Refund if mode == Mode::Admit => return Err(not_an_option(n, kind, "REFUND")),
+            _ => {}
         }
-        let named = in_clause(n, kind);
-        let (cost, rules, lease) = match kind {
-            Kind::Check => {
-                let p = parse_check(&parse_args, write, clock).map_err(&named)?;
-                if p.debit {
-                    return Err(not_an_option(n, kind, "DEBIT"));
-                }
-                if mode == Mode::Admit && p.refund {
-                    return Err(not_an_option(n, kind, "REFUND"));
-                }
-                (p.cost, p.rules.len(), None)
-            }
-            Kind::Throttle => {
-                let p = parse_throttle(&parse_args, write, clock).map_err(&named)?;
-                if p.debit {
-                    return Err(not_an_option(n, kind, "DEBIT"));
-                }
-                if p.reserve.is_some() {
-                    return Err(not_an_option(n, kind, "RESERVE"));
-                }
-                if mode == Mode::Admit && p.refund {
-                    return Err(not_an_option(n, kind, "REFUND"));
-                }
-                (p.cost, p.rules.len(), None)
-            }
-            Kind::Quota => {
-                let p = parse_quota(&parse_args, write, clock).map_err(&named)?;
-                if p.debit {
-                    return Err(not_an_option(n, kind, "DEBIT"));
-                }
-                if mode == Mode::Admit && p.refund {
-                    return Err(not_an_option(n, kind, "REFUND"));
-                }
-                // As RL.QUOTA: a `now` past year 9999 in the zone is an
-                // argument error.
-                let t = clock.resolve(p.now);
-                for &(period, _) in &p.periods {
-                    calendar::bucket(&p.zone, period, t).map_err(&named)?;
-                }
-                (p.cost, p.periods.len(), None)
-            }
-            Kind::Lease => {
-                let min_cost = i64::from(write);
-                let p = parse_lease_clause(&args, min_cost, clock).map_err(&named)?;
-                if write && p.token.is_none() {
-                    return Err(Error::Arg(format!(
-                        "clause {n} (LEASE): TOKEN is required in a LEASE clause of RL.ALL"
-                    )));
-                }
-                (p.cost, 1, Some((p.limit, p.ttl, p.token)))
-            }
-        };
-        Ok(Clause {
-            n,
-            kind,
-            key,
-            args,
-            cost,
-            rules,
-            lease,
-        })
+        Ok(Clause { n, key, args })
     }
-
-    fn redis_kind(&self) -> redis_api::Kind {
-        match self.kind {
-            Kind::Check | Kind::Lease => redis_api::Kind::SortedSet,
-            Kind::Throttle | Kind::Quota => redis_api::Kind::Hash,
-        }
-    }
-
-    fn call(&self, args: Vec<&'a [u8]>, base: &Base) -> KeyedCall<'a> {
-        KeyedCall {
-            key: self.key,
-            args: args.into(),
-            clock: base.clock,
-            context: base.context,
-        }
-    }
-
-    /// What the clause's command would answer with `cost`, writing nothing.
-    fn peek(&self, ctx: Ctx, base: &Base, cost: i64) -> Result<[i64; 6], Error> {
-        if let Some((limit, ttl, token)) = self.lease {
-            return lease::peek_clause(ctx, self.key, base.t, limit, ttl, cost, token);
-        }
-        let args = if cost == self.cost {
-            self.args.clone()
-        } else {
-            with_cost_zero(&self.args)
-        };
-        self.run_command(ctx, self.call(args, base), false)
-    }
-
-    /// Reads the clause's key and decides, writing nothing: its reply, and
-    /// what its writes need. A `CHECK`, `THROTTLE` or `QUOTA` clause keeps
-    /// its key open with what it read (its command's read and decision,
-    /// committed later without a second read); a `LEASE` clause answers by
-    /// its command's read-only path and is written by its writing path,
-    /// which reads and decides again on the same state.
-    fn decide(&self, ctx: Ctx, base: &Base, write: bool) -> Result<(Pending, [i64; 6]), Error> {
-        let call = || self.call(self.args.clone(), base);
-        match self.kind {
-            Kind::Throttle => {
-                let d = throttle::decide_call(ctx, &call(), write)?;
-                let reply = d.reply;
-                Ok((Pending::Throttle(d), reply))
-            }
-            Kind::Quota => {
-                let d = quota::decide_call(ctx, &call(), write)?;
-                let reply = d.reply;
-                Ok((Pending::Quota(d), reply))
-            }
-            Kind::Check => {
-                let d = check::decide_call(ctx, &call(), write)?;
-                let reply = d.reply;
-                Ok((Pending::Check(d), reply))
-            }
-            Kind::Lease => Ok((Pending::Again, self.peek(ctx, base, self.cost)?)),
-        }
-    }
-
-    /// Admits and records, as the clause's command does; its reply.
-    fn apply(&self, ctx: Ctx, base: &Base, pending: Pending) -> Result<Option<[i64; 6]>, Error> {
-        match pending {
-            Pending::Throttle(d) => d.commit().map(|()| None),
-            Pending::Quota(d) => d.commit().map(|()| None),
-            Pending::Check(d) => d.commit().map(|()| None),
-            Pending::Again => self
-                .run_command(ctx, self.call(self.args.clone(), base), true)
-                .map(Some),
-        }
-    }
-
-    /// Refunds as the clause's command's `REFUND` does (a LEASE clause:
-    /// RL.RELEASE of its token); the state now (its peek with `COST 0`).
-    fn refund(&self, ctx: Ctx, base: &Base) -> Result<[i64; 6], Error> {
-        if let Some((_, _, token)) = self.lease {
-            if let (Some(token), Some(&now)) = (token, self.args.first()) {
-                let call = self.call(vec![now, token], base);
-                lease::release_call(ctx, &call)?;
-            }
-            return self.peek(ctx, base, 0);
-        }
-        let mut args = self.args.clone();
-        args.push(b"REFUND");
-        self.run_command(ctx, self.call(args, base), true)
-    }
-
-    /// The clause's own command on its key (`write`: RL.CHECK, RL.THROTTLE,
-    /// RL.QUOTA, RL.LEASE; else their peeks); the six integers it answers.
-    fn run_command(&self, ctx: Ctx, call: KeyedCall, write: bool) -> Result<[i64; 6], Error> {
-        let outcome = match self.kind {
-            Kind::Check => check::evaluate_call(ctx, &call, write)?,
-            Kind::Throttle => throttle::evaluate_call(ctx, &call, write)?,
-            Kind::Quota => quota::evaluate_call(ctx, &call, write)?,
-            Kind::Lease => lease::evaluate_call(ctx, &call, write)?,
-        };
-        Ok(outcome.six())
-    }
-}
-
-/// The clause's arguments with `COST 0` (its option's value replaced, or
-/// the option added): its peek's state now. Only called on arguments its
-/// parser accepted, where the first `COST` word after `now` is the option
-/// (counts, windows, zones and periods are never `COST`).
-fn with_cost_zero<'a>(args: &[&'a [u8]]) -> Vec<&'a [u8]> {
-    let value: &'static [u8] = b"0";
-    let mut out = Vec::with_capacity(args.len() + 2);
-    let mut i = 0;
-    let mut replaced = false;
-    while let Some(&word) = args.get(i) {
-        out.push(word);
-        i += 1;
-        if !replaced && i > 1 && word.eq_ignore_ascii_case(b"COST") {
-            out.push(value);
-            i += 1;
-            replaced = true;
-        }
-    }
-    if !replaced {
-        out.push(b"COST");
-        out.push(value);
-    }
-    out
-}
-
-/// A clause decided and not yet written.
-enum Pending {
-    Check(check::Decided),
-    Throttle(throttle::Decided),
-    Quota(quota::Decided),
-    /// Written by its command's writing path (LEASE).
-    Again,
-}
-
-/// What every clause of a call shares: the clock, `t`, the call's context.
-struct Base {
-    clock: Clock,
-    context: CallContext,
-    t: i64,
 }
 
 fn run(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
@@ -327,12 +104,7 @@ fn run(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
     let Some((&now_arg, clause_words)) = rest.split_first() else {
         return Err(Error::Arg("missing now".into()));
     };
-    let now = parse_now(now_arg, &clock)?;
-    let base = Base {
-        clock,
-        context,
-        t: clock.resolve(now),
-    };
+    parse_now(now_arg, &clock)?;
 
     // The clauses, left to right; the cap as soon as it is passed; then
     // the keys no clause named.
@@ -345,29 +117,33 @@ fn run(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
     let mut used = vec![false; numkeys];
     let mut clauses: Vec<(usize, Clause)> = Vec::with_capacity(spans.len());
     let mut rules = 0;
+    let mut clause_args: Vec<&[u8]> = Vec::new();
     for (i, span) in spans.iter().enumerate() {
         let n = i + 1;
         let k = plan::clause_key(span.index, n, numkeys, &mut used)?;
         let key = *keys
             .get(k)
             .ok_or_else(|| Error::Internal("key index out of range".into()))?;
-        let clause = Clause::parse(n, span.kind, key, now_arg, &span.args, mode, &clock)?;
-        rules += clause.rules;
+        // The clause's command's arguments after its key: `now` first.
+        clause_args.clear();
+        clause_args.push(now_arg);
+        clause_args.extend_from_slice(&span.args);
+        let clause = Clause::parse(n, span.kind, key, &clause_args, mode, &clock)?;
+        rules += clause.args.rules();
         plan::check_rule_cap(rules)?;
         clauses.push((k, clause));
     }
     plan::check_all_used(&used)?;
     if mode == Mode::Admit {
-        base.context.refuse_if_oom()?;
+        context.refuse_if_oom()?;
     }
 
     // Key order from here: WRONGTYPE, then every clause read and decided
     // (errors in stored values) before the first write.
     clauses.sort_by_key(|(k, _)| *k);
     for (_, c) in &clauses {
-        Key::open_as(ctx, c.key, false, c.redis_kind())?;
+        Key::open_as(ctx, c.key, false, c.args.redis_kind())?;
     }
-    let first_cost = |c: &Clause| if mode == Mode::Refund { 0 } else { c.cost };
     let mut replies = vec![
         ClauseReply {
             ints: [0; 6],
@@ -375,37 +151,39 @@ fn run(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
         };
         clauses.len()
     ];
-    let mut pending: Vec<Pending> = Vec::with_capacity(clauses.len());
-    for (_, c) in &clauses {
-        let cost = first_cost(c);
-        let (p, ints) = if mode == Mode::Refund {
-            (Pending::Again, c.peek(ctx, &base, 0)?)
+    let mut read: Vec<(usize, AnyLimiter)> = Vec::with_capacity(clauses.len());
+    for (_, c) in clauses {
+        let cost = if mode == Mode::Refund {
+            0
         } else {
-            c.decide(ctx, &base, mode == Mode::Admit)?
+            c.args.cost()
         };
-        pending.push(p);
-        if let Some(r) = replies.get_mut(c.n - 1) {
-            *r = ClauseReply { ints, cost };
+        let mut limiter = c.args.read(ctx, c.key, write, &clock)?;
+        if mode != Mode::Refund {
+            let ints = limiter.decide()?.reply;
+            if let Some(r) = replies.get_mut(c.n - 1) {
+                *r = ClauseReply { ints, cost };
+            }
         }
+        read.push((c.n, limiter));
     }
     let admitted = replies.iter().all(|r| r.ints[0] == 0);
     match mode {
         Mode::Peek => Ok(Outcome::new(&plan::reply(&replies), admitted)),
         Mode::Admit if !admitted => Ok(Outcome::new(&plan::reply(&replies), false)),
         Mode::Admit => {
-            for ((_, c), p) in clauses.iter().zip(pending) {
-                if let Some(ints) = c.apply(ctx, &base, p)? {
-                    if let Some(r) = replies.get_mut(c.n - 1) {
-                        r.ints = ints;
-                    }
+            for (n, mut limiter) in read {
+                let ints = limiter.commit()?;
+                if let Some(r) = replies.get_mut(n - 1) {
+                    r.ints = ints;
                 }
             }
             Ok(Outcome::new(&plan::reply(&replies), true))
         }
         Mode::Refund => {
-            for (_, c) in &clauses {
-                let ints = c.refund(ctx, &base)?;
-                if let Some(r) = replies.get_mut(c.n - 1) {
+            for (n, mut limiter) in read {
+                let ints = limiter.refund()?;
+                if let Some(r) = replies.get_mut(n - 1) {
                     *r = ClauseReply { ints, cost: 0 };
                 }
             }

@@ -1,16 +1,16 @@
-//! The command layer: one file per command. Each parses its arguments into
-//! typed values, reads the keys, asks the core, applies the writes, replicates
-//! them as native commands, and returns the reply.
+//! The command layer: the entry points Redis calls, the call's key, clock
+//! and context ([`KeyedCall`]), the reply ([`Outcome`]). The commands that
+//! decide are runners over the limiters (`crate::limiters`): `runner` over
+//! one (RL.CHECK, RL.THROTTLE, RL.QUOTA, RL.LEASE and their peeks), `all`
+//! over many (RL.ALL, RL.ALLPEEK); `lease` holds RL.RELEASE and RL.RENEW;
+//! `dayhour` and `lockcount` are the seeds' counters.
 
 pub mod all;
-pub mod check;
 mod counter_keys;
 pub mod dayhour;
-mod hash_state;
 pub mod lease;
 pub mod lockcount;
-pub mod quota;
-pub mod throttle;
+pub mod runner;
 
 use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -20,6 +20,11 @@ use smallvec::SmallVec;
 
 use crate::core::args::Clock;
 use crate::error::Error;
+use crate::limiters::calendar::Calendar;
+use crate::limiters::gcra::TokenBucket;
+use crate::limiters::lease::args::MAX_TOKEN_LEN;
+use crate::limiters::lease::Lease;
+use crate::limiters::sliding_log::SlidingLog;
 use crate::redis_api::{
     bytes, reply_error, reply_integers, reply_integers_then, CallContext, Ctx, RString,
 };
@@ -43,7 +48,7 @@ pub struct Outcome {
 enum Last {
     Nothing,
     Nil,
-    Token([u8; crate::core::lease_args::MAX_TOKEN_LEN], usize),
+    Token([u8; MAX_TOKEN_LEN], usize),
 }
 
 impl Outcome {
@@ -74,7 +79,7 @@ impl Outcome {
         outcome.last = match token {
             None => Last::Nil,
             Some(t) => {
-                let mut buf = [0; crate::core::lease_args::MAX_TOKEN_LEN];
+                let mut buf = [0; MAX_TOKEN_LEN];
                 let n = t.len().min(buf.len());
                 buf[..n].copy_from_slice(&t[..n]);
                 Last::Token(buf, n)
@@ -103,13 +108,6 @@ impl Outcome {
             last: Last::Nothing,
             kind,
         }
-    }
-
-    /// The first six integers: a single command's decision, as RL.ALL
-    /// reads its clauses'.
-    fn six(&self) -> [i64; 6] {
-        let r = &self.reply;
-        [r[0], r[1], r[2], r[3], r[4], r[5]]
     }
 
     fn send(&self, ctx: Ctx) -> c_int {
@@ -198,7 +196,7 @@ fn run(
 /// The `extern "C"` entry points Redis calls, one per command: each runs
 /// its handler through [`run`] with its INFO counters.
 macro_rules! entry_points {
-    ($($name:ident => $stats:ident, $handler:path;)*) => {$(
+    ($($name:ident => $stats:ident, $handler:expr;)*) => {$(
         pub extern "C" fn $name(
             ctx: *mut raw::RedisModuleCtx,
             argv: *mut RString,
@@ -247,7 +245,7 @@ fn answer_keys_request(ctx: *mut raw::RedisModuleCtx, argv: *mut RString, argc: 
 /// RL.ALL's and RL.ALLPEEK's entry points: a keys request answered, else
 /// run as the others are.
 macro_rules! key_count_entry_points {
-    ($($name:ident => $stats:ident, $handler:path;)*) => {$(
+    ($($name:ident => $stats:ident, $handler:expr;)*) => {$(
         pub extern "C" fn $name(
             ctx: *mut raw::RedisModuleCtx,
             argv: *mut RString,
@@ -267,16 +265,16 @@ key_count_entry_points! {
 }
 
 entry_points! {
-    rl_check => CHECK, check::check;
-    rl_peek => PEEK, check::peek;
+    rl_check => CHECK, runner::command::<SlidingLog>;
+    rl_peek => PEEK, runner::peek::<SlidingLog>;
     rl_dayhour => DAYHOUR, dayhour::dayhour;
     rl_lockcount => LOCKCOUNT, lockcount::lockcount;
-    rl_throttle => THROTTLE, throttle::throttle;
-    rl_throttlepeek => THROTTLEPEEK, throttle::throttle_peek;
-    rl_quota => QUOTA, quota::quota;
-    rl_quotapeek => QUOTAPEEK, quota::quota_peek;
-    rl_lease => LEASE, lease::lease;
-    rl_leasepeek => LEASEPEEK, lease::lease_peek;
+    rl_throttle => THROTTLE, runner::command::<TokenBucket>;
+    rl_throttlepeek => THROTTLEPEEK, runner::peek::<TokenBucket>;
+    rl_quota => QUOTA, runner::command::<Calendar>;
+    rl_quotapeek => QUOTAPEEK, runner::peek::<Calendar>;
+    rl_lease => LEASE, runner::command::<Lease>;
+    rl_leasepeek => LEASEPEEK, runner::peek::<Lease>;
     rl_release => RELEASE, lease::release;
     rl_renew => RENEW, lease::renew;
 }

@@ -2,7 +2,7 @@
 //! and clauses, the checks that span clauses (distinct keys, every key used
 //! by exactly one clause, at most 64 rules in all), and the binding clause
 //! of the composite reply. Each clause's own arguments are parsed by its
-//! command's parser (`args.rs`, `lease_args.rs`) and decided by its core.
+//! limiter (`crate::limiters`) and decided by it.
 
 use super::args::MAX_RULES;
 use super::int::parse_in_range;

@@ -1,16 +1,11 @@
-//! Argument parsing for every command, over plain byte slices (the arguments
-//! after the command name). Each error names the argument it refuses.
+//! What every command's argument parsing shares, over plain byte slices (the
+//! arguments after the command name): `now` and the clock guards, the
+//! options (`COST`, `REFUND`, `DEBIT`, `RESERVE`), the rule and cost bounds;
+//! and the seed counters' arguments (RL.DAYHOUR, RL.LOCKCOUNT). Each
+//! limiter parses its own rules in its folder (`limiters::*::args`). Each
+//! error names the argument it refuses.
 
-use std::collections::HashMap;
-
-use smallvec::SmallVec;
-
-use super::calendar::{check_now, parse_zone, Period, Zone, MAX_NOW};
-use super::gcra::{duplicate_window, gcra, Gcra, ThrottleRule};
-// The sliding-window rule is the window core's; the parser builds it (the
-// cores never import the parser, so `core/` has no cycle).
 use super::int::{parse_i64, parse_in_range, MAX_SAFE};
-pub use super::window::Rule;
 use crate::error::{show, Error};
 
 /// Largest `COST` accepted by RL.CHECK: one call adds at most this many members.
@@ -27,21 +22,6 @@ pub enum Now {
     Server,
     /// Unix time in ms given by the caller.
     At(i64),
-}
-
-/// `RL.CHECK` / `RL.PEEK key now count window [count window ...] [COST cost]
-/// [REFUND | DEBIT]` without the key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CheckArgs {
-    pub now: Now,
-    /// On the stack for the usual few rules.
-    pub rules: SmallVec<[Rule; 8]>,
-    /// 0 only in RL.PEEK (the state now).
-    pub cost: i64,
-    /// `REFUND` (RL.CHECK only).
-    pub refund: bool,
-    /// `DEBIT` (RL.CHECK only).
-    pub debit: bool,
 }
 
 /// `RL.DAYHOUR daykey hourkey daylimit hourlimit dayttl hourttl` without keys.
@@ -61,11 +41,11 @@ pub struct LockCountArgs {
     pub locktime: i64,
 }
 
-fn expected(lo: i64, hi: i64) -> String {
+pub(crate) fn expected(lo: i64, hi: i64) -> String {
     format!("expected an integer from {lo} to {hi}")
 }
 
-pub(super) fn ranged(arg: &[u8], what: &str, lo: i64, hi: i64) -> Result<i64, Error> {
+pub(crate) fn ranged(arg: &[u8], what: &str, lo: i64, hi: i64) -> Result<i64, Error> {
     parse_in_range(arg, lo, hi).ok_or_else(|| {
         Error::Arg(format!(
             "invalid {what} '{}': {}",
@@ -147,16 +127,16 @@ pub fn parse_now(arg: &[u8], clock: &Clock) -> Result<Now, Error> {
 /// An argument starts the options when it begins with a letter: option names
 /// are words, and anything else in a rule position (`+5`, `05`, `-1`) is
 /// reported as a bad count rather than as an unknown option.
-pub(super) fn starts_options(arg: &[u8]) -> bool {
+pub(crate) fn starts_options(arg: &[u8]) -> bool {
     arg.first().is_some_and(u8::is_ascii_alphabetic)
 }
 
 /// Arguments as byte strings.
-type Words<'b, 'a> = &'b [&'a [u8]];
+pub(crate) type Words<'b, 'a> = &'b [&'a [u8]];
 
 /// Splits `now rule... option...` (RL.CHECK, RL.THROTTLE and their peeks)
 /// into the parsed `now`, the rule arguments and the option arguments.
-fn split_rules<'a, 'b>(
+pub(crate) fn split_rules<'a, 'b>(
     args: Words<'b, 'a>,
     clock: &Clock,
 ) -> Result<(Now, Words<'b, 'a>, Words<'b, 'a>), Error> {
@@ -172,67 +152,13 @@ fn split_rules<'a, 'b>(
     Ok((now, rules, options))
 }
 
-/// Parses the arguments of RL.CHECK (`write`: `REFUND` and `DEBIT` allowed)
-/// or RL.PEEK (`COST 0` allowed) after the key.
-pub fn parse_check(args: &[&[u8]], write: bool, clock: &Clock) -> Result<CheckArgs, Error> {
-    let (now, rule_args, option_args) = split_rules(args, clock)?;
-
-    let mut rules: SmallVec<[Rule; 8]> = SmallVec::with_capacity(rule_args.len() / 2);
-    for (i, pair) in rule_args.chunks(2).enumerate() {
-        let n = i + 1;
-        let (count_arg, window_arg) = match *pair {
-            [count_arg, window_arg] => (count_arg, window_arg),
-            _ => {
-                return Err(Error::Arg(format!(
-                    "missing window for rule {n}: rules are 'count window' pairs"
-                )))
-            }
-        };
-        let count = parse_in_range(count_arg, 1, MAX_SAFE)
-            .ok_or_else(|| rule_error("count", count_arg, n))?;
-        let window = parse_in_range(window_arg, 1, MAX_SAFE)
-            .ok_or_else(|| rule_error("window", window_arg, n))?;
-        rules.push(Rule { count, window });
-    }
-    if rules.is_empty() {
-        return Err(Error::Arg(
-            "at least one rule 'count window' is required".into(),
-        ));
-    }
-
-    if rules.len() > MAX_RULES {
-        return Err(too_many_rules(rules.len()));
-    }
-    let accepts = Accepts {
-        refund: write,
-        debit: write,
-        reserve: false,
-    };
-    let options = parse_options(option_args, accepts, clock.resolve(now))?;
-    let smallest = rules.iter().map(|r| r.count).min().unwrap_or(1);
-    // A refund or a debit is not capped by the rules, only by the members
-    // one call may add or remove.
-    let cost = if options.refund || options.debit {
-        options.cost(1, MAX_COST)?
-    } else {
-        options.cost(lowest_cost(write), smallest.min(MAX_COST))?
-    };
-    Ok(CheckArgs {
-        now,
-        rules,
-        cost,
-        refund: options.refund,
-        debit: options.debit,
-    })
-}
-
 /// The smallest `COST`: 0 in the peeks (the state now), 1 in the writing
 /// commands.
-fn lowest_cost(write: bool) -> i64 {
+pub(crate) fn lowest_cost(write: bool) -> i64 {
     i64::from(write)
 }
 
-fn too_many_rules(n: usize) -> Error {
+pub(crate) fn too_many_rules(n: usize) -> Error {
     Error::Arg(format!(
         "too many rules: {n} given, at most {MAX_RULES} per call"
     ))
@@ -377,192 +303,7 @@ pub fn parse_options<'a>(
     Ok(options)
 }
 
-/// `RL.THROTTLE` / `RL.THROTTLEPEEK key now burst count window [...]
-/// [COST cost] [REFUND | DEBIT | RESERVE max_wait]` without the key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ThrottleArgs {
-    pub now: Now,
-    /// (A Vec: a `Gcra` is 48 bytes, and moving eight inline ones cost more,
-    /// measured, than the allocation they saved.)
-    pub rules: Vec<Gcra>,
-    /// 0 only in RL.THROTTLEPEEK (the state now).
-    pub cost: i64,
-    pub refund: bool,
-    pub debit: bool,
-    /// `RESERVE`'s `max_wait` in ms.
-    pub reserve: Option<i64>,
-}
-
-/// Parses the arguments of RL.THROTTLE (`write`: `REFUND` and `DEBIT`
-/// allowed) or RL.THROTTLEPEEK (`COST 0` allowed) after the key; both take
-/// `RESERVE`. Left to right: `now`; each rule's burst, count, window, then
-/// its emission interval and tolerance, then that its window is new; the
-/// cap; the options; `COST` against the smallest burst (any cost up to
-/// 2^53-1 with `REFUND` or `DEBIT`).
-pub fn parse_throttle(args: &[&[u8]], write: bool, clock: &Clock) -> Result<ThrottleArgs, Error> {
-    let (now, rule_args, option_args) = split_rules(args, clock)?;
-
-    let mut rules: Vec<Gcra> = Vec::with_capacity((rule_args.len() / 3).min(MAX_RULES + 1));
-    // Windows seen, for calls with many rules (a linear scan serves the rest).
-    let mut windows: HashMap<i64, usize> = HashMap::new();
-    for (i, triple) in rule_args.chunks(3).enumerate() {
-        let n = i + 1;
-        let [burst, count, window] = *triple else {
-            return Err(Error::Arg(format!(
-                "incomplete rule {n}: rules are 'burst count window' triples"
-            )));
-        };
-        let rule = ThrottleRule {
-            burst: parse_in_range(burst, 1, MAX_SAFE)
-                .ok_or_else(|| rule_error("burst", burst, n))?,
-            count: parse_in_range(count, 1, MAX_SAFE)
-                .ok_or_else(|| rule_error("count", count, n))?,
-            window: parse_in_range(window, 1, MAX_SAFE)
-                .ok_or_else(|| rule_error("window", window, n))?,
-        };
-        let rule = gcra(rule, n)?;
-        let earlier = if i < MAX_RULES {
-            rules.iter().position(|r| r.window == rule.window)
-        } else {
-            if windows.is_empty() {
-                windows.extend(rules.iter().enumerate().map(|(j, r)| (r.window, j)));
-            }
-            windows.insert(rule.window, i)
-        };
-        if let Some(first) = earlier {
-            return Err(duplicate_window(first, i, rule.window));
-        }
-        if i < MAX_RULES {
-            rules.push(rule);
-        }
-    }
-    let given = rule_args.len() / 3;
-    if given > MAX_RULES {
-        return Err(too_many_rules(given));
-    }
-    if rules.is_empty() {
-        return Err(Error::Arg(
-            "at least one rule 'burst count window' is required".into(),
-        ));
-    }
-    let accepts = Accepts {
-        refund: write,
-        debit: write,
-        reserve: true,
-    };
-    let options = parse_options(option_args, accepts, clock.resolve(now))?;
-    let smallest = rules.iter().map(|r| r.burst).min().unwrap_or(1);
-    let cost = if options.refund || options.debit {
-        options.cost(1, MAX_SAFE)?
-    } else {
-        options.cost(lowest_cost(write), smallest)?
-    };
-    Ok(ThrottleArgs {
-        now,
-        rules,
-        cost,
-        refund: options.refund,
-        debit: options.debit,
-        reserve: options.reserve,
-    })
-}
-
-/// `RL.QUOTA` / `RL.QUOTAPEEK key now zone period limit [...] [COST cost]
-/// [REFUND | DEBIT]` without the key.
-#[derive(Debug, Clone)]
-pub struct QuotaArgs {
-    pub now: Now,
-    pub zone: Zone,
-    /// Each period once, with its limit, in argument order.
-    pub periods: Vec<(Period, i64)>,
-    /// 0 only in RL.QUOTAPEEK (the state now).
-    pub cost: i64,
-    pub refund: bool,
-    pub debit: bool,
-}
-
-/// Parses the arguments of RL.QUOTA (`write`: `REFUND` and `DEBIT` allowed)
-/// or RL.QUOTAPEEK (`COST 0` allowed) after the key. Left to right: `now`
-/// (at most the end of year 9999), the zone, the `period limit` pairs (they
-/// end at the first argument that is not a period name), the options, then
-/// `COST`'s value (to 2^53-1: a cost above a limit is that period's refusal,
-/// not an argument error).
-pub fn parse_quota(args: &[&[u8]], write: bool, clock: &Clock) -> Result<QuotaArgs, Error> {
-    let [now_arg, zone_arg, rest @ ..] = args else {
-        return Err(Error::Arg("missing now or zone".into()));
-    };
-    let now = match parse_now(now_arg, clock)? {
-        Now::At(t) if t > MAX_NOW => {
-            return Err(Error::Arg(format!(
-                "invalid now '{}': expected '*' or an integer from 0 to {MAX_NOW} (the end of year 9999)",
-                show(now_arg)
-            )))
-        }
-        now => now,
-    };
-    let zone = parse_zone(zone_arg)?;
-    // `now` comes first: one whose local time in the zone is past year 9999
-    // is reported before any later argument.
-    check_now(&zone, clock.resolve(now))?;
-    let mut periods: Vec<(Period, i64)> = Vec::with_capacity(2);
-    let mut rest = rest;
-    while let [name, tail @ ..] = rest {
-        let Some(period) = Period::parse(name) else {
-            break;
-        };
-        let [limit_arg, tail @ ..] = tail else {
-            return Err(Error::Arg(format!(
-                "missing limit for period {}",
-                show(name)
-            )));
-        };
-        if periods.iter().any(|&(p, _)| p == period) {
-            return Err(Error::Arg(format!("period {} given twice", show(name))));
-        }
-        let limit = parse_in_range(limit_arg, 0, MAX_SAFE).ok_or_else(|| {
-            Error::Arg(format!(
-                "invalid limit '{}' for period {}: {}",
-                show(limit_arg),
-                show(name),
-                expected(0, MAX_SAFE)
-            ))
-        })?;
-        periods.push((period, limit));
-        rest = tail;
-    }
-    // No pair, and a word where the first period must stand that is no
-    // option either: a misspelt period (`DAYS`); name it and the accepted
-    // periods. (After a pair, SPEC makes such a word an unknown option.)
-    if let ([word, ..], true) = (rest, periods.is_empty()) {
-        if !word.eq_ignore_ascii_case(b"COST") && !word.eq_ignore_ascii_case(b"REFUND") {
-            return Err(Error::Arg(format!(
-                "invalid period '{}': expected MINUTE, HOUR, DAY, WEEK, MONTH or YEAR",
-                show(word)
-            )));
-        }
-    }
-    if periods.is_empty() {
-        return Err(Error::Arg(
-            "at least one 'period limit' pair is required (period: MINUTE, HOUR, DAY, WEEK, MONTH or YEAR)".into(),
-        ));
-    }
-    let accepts = Accepts {
-        refund: write,
-        debit: write,
-        reserve: false,
-    };
-    let options = parse_options(rest, accepts, clock.resolve(now))?;
-    Ok(QuotaArgs {
-        now,
-        zone,
-        periods,
-        cost: options.cost(lowest_cost(write), MAX_SAFE)?,
-        refund: options.refund,
-        debit: options.debit,
-    })
-}
-
-fn rule_error(what: &str, arg: &[u8], n: usize) -> Error {
+pub(crate) fn rule_error(what: &str, arg: &[u8], n: usize) -> Error {
     Error::Arg(format!(
         "invalid {what} '{}' for rule {n}: {}",
         show(arg),
@@ -617,403 +358,6 @@ pub fn parse_counter(stored: &[u8], role: &str) -> Result<i64, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn check(line: &str) -> Result<CheckArgs, Error> {
-        let words: Vec<&[u8]> = line
-            .split(' ')
-            .filter(|w| !w.is_empty())
-            .map(str::as_bytes)
-            .collect();
-        parse_check(&words, true, &Clock::UNGUARDED)
-    }
-
-    fn arg_err<T: std::fmt::Debug>(r: Result<T, Error>) -> String {
-        match r {
-            Err(Error::Arg(m)) => m,
-            other => panic!("expected an argument error, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn parses_rules_and_cost() {
-        let a = check("* 10 1000 100 60000 cost 3").unwrap();
-        assert_eq!(a.now, Now::Server);
-        assert_eq!(
-            a.rules.as_slice(),
-            [
-                Rule {
-                    count: 10,
-                    window: 1000
-                },
-                Rule {
-                    count: 100,
-                    window: 60000
-                }
-            ]
-        );
-        assert_eq!(a.cost, 3);
-        let b = check("1700000000000 2 1000").unwrap();
-        assert_eq!(b.now, Now::At(1_700_000_000_000));
-        assert_eq!(b.cost, 1);
-        assert_eq!(check("0 1 9007199254740991 CoSt 1").unwrap().cost, 1);
-    }
-
-    fn throttle(line: &str, refund: bool) -> Result<ThrottleArgs, Error> {
-        let words: Vec<&[u8]> = line
-            .split(' ')
-            .filter(|w| !w.is_empty())
-            .map(str::as_bytes)
-            .collect();
-        parse_throttle(&words, refund, &Clock::UNGUARDED)
-    }
-
-    #[test]
-    fn throttle_arguments() {
-        let a = throttle("* 5 10 1000 2 1 60000 cost 2 refund", true).unwrap();
-        assert_eq!(a.now, Now::Server);
-        assert_eq!(
-            a.rules
-                .iter()
-                .map(|r| (r.burst, r.window))
-                .collect::<Vec<_>>(),
-            [(5, 1000), (2, 60000)]
-        );
-        assert_eq!(a.rules[0].interval_ns, 100_000_000);
-        assert_eq!((a.cost, a.refund), (2, true));
-        assert!(!throttle("5 1 1 1", false).unwrap().refund);
-        // Left to right: the first bad argument is reported.
-        let table: &[(&str, &str)] = &[
-            ("x 1 1 1", "invalid now 'x'"),
-            ("* 0 1 1", "invalid burst '0' for rule 1"),
-            ("* 1 0 1", "invalid count '0' for rule 1"),
-            ("* 1 1 0", "invalid window '0' for rule 1"),
-            ("* 1 1", "incomplete rule 1"),
-            ("* 1 1 1 1 1", "incomplete rule 2"),
-            ("* COST 1", "at least one rule"),
-            (
-                "* 1 2000000 1 0 1 1",
-                "invalid rule 1: count 2000000 over window 1",
-            ),
-            ("* 1 1 1000 1 2 1000 0 1 1", "invalid rule 2: window 1000"),
-            ("* 2 1 9007199254740991", "invalid rule 1: burst 2"),
-            ("* 1 1 1000 COST 2", "invalid cost '2'"),
-            ("* 1 1 1000 COST 0", "invalid cost '0'"),
-            ("* 1 1 1000 COST 2 BAD", "unknown option 'BAD'"),
-            ("* 1 1 1000 REFUND REFUND", "REFUND given twice"),
-        ];
-        for (line, want) in table {
-            let got = arg_err(throttle(line, true));
-            assert!(got.contains(want), "{line}: got {got:?}, want {want:?}");
-        }
-        assert!(arg_err(throttle("* 1 1 1 REFUND", false)).contains("unknown option 'REFUND'"));
-        // A refund takes any cost to 2^53-1 (what a debit may have charged).
-        assert_eq!(
-            throttle("* 1 1 1000 COST 9007199254740991 REFUND", true)
-                .unwrap()
-                .cost,
-            MAX_SAFE
-        );
-        assert!(
-            arg_err(throttle("* 1 1 1000 COST 9007199254740992 REFUND", true))
-                .contains("invalid cost")
-        );
-    }
-
-    #[test]
-    fn debit_ranges_and_exclusions() {
-        let words = |line: &'static str| -> Vec<&'static [u8]> {
-            line.split(' ').map(str::as_bytes).collect()
-        };
-        let c = Clock::UNGUARDED;
-        // Not capped by the rules: to 10000 members for RL.CHECK, to 2^53-1
-        // for RL.THROTTLE and RL.QUOTA.
-        let a = parse_check(&words("* 2 1000 COST 10000 debit"), true, &c).unwrap();
-        assert_eq!((a.cost, a.debit, a.refund), (10_000, true, false));
-        assert!(
-            arg_err(parse_check(&words("* 2 1000 COST 10001 DEBIT"), true, &c))
-                .starts_with("invalid cost '10001': expected an integer from 1 to 10000")
-        );
-        assert!(
-            arg_err(parse_check(&words("* 2 1000 DEBIT COST 0"), true, &c))
-                .contains("invalid cost '0'")
-        );
-        let a = parse_throttle(&words("* 1 1 1000 DEBIT COST 9007199254740991"), true, &c).unwrap();
-        assert_eq!((a.cost, a.debit), (MAX_SAFE, true));
-        let a = parse_quota(&words("* UTC DAY 0 COST 9007199254740991 DEBIT"), true, &c).unwrap();
-        assert_eq!((a.cost, a.debit), (MAX_SAFE, true));
-        // DEBIT and REFUND exclude each other: the error names the second.
-        for (line, want) in [
-            (
-                "* 2 1000 DEBIT REFUND",
-                "syntax error: option REFUND cannot be combined with DEBIT",
-            ),
-            (
-                "* 2 1000 refund COST 1 Debit",
-                "syntax error: option DEBIT cannot be combined with REFUND",
-            ),
-            (
-                "* 2 1000 DEBIT DEBIT",
-                "syntax error: option DEBIT given twice",
-            ),
-            (
-                "* 2 1000 DEBIT COST 0 REFUND",
-                "syntax error: option REFUND cannot be combined with DEBIT",
-            ),
-        ] {
-            assert_eq!(arg_err(parse_check(&words(line), true, &c)), want, "{line}");
-        }
-        assert_eq!(
-            arg_err(parse_quota(&words("* UTC DAY 5 REFUND DEBIT"), true, &c)),
-            "syntax error: option DEBIT cannot be combined with REFUND"
-        );
-        // The peeks take neither.
-        assert_eq!(
-            arg_err(parse_check(&words("* 2 1000 DEBIT"), false, &c)),
-            "syntax error: unknown option 'DEBIT' (expected COST)"
-        );
-        assert_eq!(
-            arg_err(parse_check(&words("* 2 1000 LIMIT"), true, &c)),
-            "syntax error: unknown option 'LIMIT' (expected COST, REFUND or DEBIT)"
-        );
-        assert!(arg_err(parse_quota(&words("* UTC DAY 5 DEBIT"), false, &c))
-            .contains("unknown option 'DEBIT'"));
-    }
-
-    #[test]
-    fn reserve_arguments() {
-        let words = |line: &'static str| -> Vec<&'static [u8]> {
-            line.split(' ').map(str::as_bytes).collect()
-        };
-        let c = Clock {
-            server_time: 1_000,
-            max_future_ms: 0,
-            max_past_ms: 0,
-        };
-        let a = parse_throttle(&words("* 1 1 100 RESERVE 5000"), true, &c).unwrap();
-        assert_eq!((a.reserve, a.cost), (Some(5000), 1));
-        let a = parse_throttle(&words("* 1 1 100 reserve 0 COST 0"), false, &c).unwrap();
-        assert_eq!((a.reserve, a.cost), (Some(0), 0), "the peek takes it too");
-        // t + max_wait <= 2^53-1, with t the server's time for `*`.
-        let most = format!("* 1 1 100 RESERVE {}", MAX_SAFE - 1_000);
-        let most: Vec<&[u8]> = most.split(' ').map(str::as_bytes).collect();
-        assert!(parse_throttle(&most, true, &c).is_ok());
-        for (line, want) in [
-            (
-                "* 1 1 100 RESERVE 9007199254739992",
-                "invalid RESERVE max_wait '9007199254739992': expected an integer from 0 to 9007199254739991",
-            ),
-            (
-                "9007199254740991 1 1 100 RESERVE 1",
-                "invalid RESERVE max_wait '1': expected an integer from 0 to 0",
-            ),
-            ("* 1 1 100 RESERVE -1", "invalid RESERVE max_wait '-1'"),
-            ("* 1 1 100 RESERVE x", "invalid RESERVE max_wait 'x'"),
-            ("* 1 1 100 RESERVE", "syntax error: option RESERVE needs a value"),
-            ("* 1 1 100 RESERVE 1 RESERVE 1", "syntax error: option RESERVE given twice"),
-            ("* 1 1 100 RESERVE 1 REFUND", "syntax error: option REFUND cannot be combined with RESERVE"),
-            ("* 1 1 100 DEBIT RESERVE 1", "syntax error: option RESERVE cannot be combined with DEBIT"),
-            ("* 1 1 100 RESERVE 1 COST 2", "invalid cost '2'"),
-            // Options in order: a bad RESERVE before a bad COST.
-            ("* 1 1 100 RESERVE x COST 2", "invalid RESERVE max_wait 'x'"),
-        ] {
-            let got = arg_err(parse_throttle(&words(line), true, &c));
-            assert!(got.starts_with(want), "{line}: {got}");
-        }
-        assert_eq!(
-            arg_err(parse_throttle(&words("* 1 1 100 REFUND"), false, &c)),
-            "syntax error: unknown option 'REFUND' (expected COST or RESERVE)"
-        );
-        assert_eq!(
-            arg_err(parse_throttle(&words("* 1 1 100 X"), true, &c)),
-            "syntax error: unknown option 'X' (expected COST, REFUND, DEBIT or RESERVE)"
-        );
-        // RL.CHECK and RL.QUOTA take no RESERVE.
-        assert!(arg_err(parse_check(&words("* 1 100 RESERVE 1"), true, &c))
-            .contains("unknown option 'RESERVE'"));
-        assert!(
-            arg_err(parse_quota(&words("* UTC DAY 1 RESERVE 1"), true, &c))
-                .contains("unknown option 'RESERVE'")
-        );
-    }
-
-    #[test]
-    fn peeks_take_cost_0_and_the_writing_commands_do_not() {
-        let words = |line: &'static str| -> Vec<&'static [u8]> {
-            line.split(' ').map(str::as_bytes).collect()
-        };
-        let c = Clock::UNGUARDED;
-        assert_eq!(
-            parse_check(&words("* 10 1000 COST 0"), false, &c)
-                .unwrap()
-                .cost,
-            0
-        );
-        assert!(
-            arg_err(parse_check(&words("* 10 1000 COST 0"), true, &c)).contains("invalid cost '0'")
-        );
-        assert_eq!(
-            parse_throttle(&words("* 1 1 1000 COST 0"), false, &c)
-                .unwrap()
-                .cost,
-            0
-        );
-        assert!(
-            arg_err(parse_throttle(&words("* 1 1 1000 COST 0"), true, &c))
-                .contains("invalid cost '0'")
-        );
-        assert_eq!(
-            parse_quota(&words("* UTC DAY 0 COST 0"), false, &c)
-                .unwrap()
-                .cost,
-            0
-        );
-        assert!(arg_err(parse_quota(&words("* UTC DAY 5 COST 0"), true, &c))
-            .contains("invalid cost '0'"));
-        assert!(arg_err(parse_check(&words("* 10 1000 COST -1"), false, &c))
-            .contains("invalid cost '-1'"));
-        // A refund's cost is not capped by the rules (up to 10000 members).
-        assert_eq!(
-            parse_check(&words("* 10 1000 COST 10000 REFUND"), true, &c)
-                .unwrap()
-                .cost,
-            10_000
-        );
-        assert!(
-            arg_err(parse_check(&words("* 10 1000 COST 10001 REFUND"), true, &c))
-                .contains("invalid cost '10001'")
-        );
-    }
-
-    #[test]
-    fn the_clock_guard_refuses_a_now_too_far_ahead() {
-        let guarded = Clock {
-            server_time: 1_000_000,
-            max_future_ms: 60_000,
-            max_past_ms: 0,
-        };
-        let now = |arg: &str| parse_now(arg.as_bytes(), &guarded);
-        assert_eq!(now("1060000"), Ok(Now::At(1_060_000)));
-        assert_eq!(now("0"), Ok(Now::At(0)), "the past is fine");
-        assert_eq!(now("*"), Ok(Now::Server));
-        let e = arg_err(now("1060001"));
-        assert!(
-            e.starts_with("invalid now '1060001': 60001 ms ahead"),
-            "{e}"
-        );
-        // Microseconds today: refused; off (0), accepted.
-        assert!(now("1796054400000000").is_err());
-        assert!(parse_now(b"1796054400000000", &Clock::UNGUARDED).is_ok());
-        // `now` comes first: reported before a bad rule.
-        let words: Vec<&[u8]> = vec![b"9999999", b"0", b"1000"];
-        assert!(arg_err(parse_check(&words, false, &guarded)).starts_with("invalid now"));
-        let e = arg_err(parse_throttle(&words, false, &guarded));
-        assert!(e.starts_with("invalid now"), "{e}");
-    }
-
-    #[test]
-    fn the_past_guard_refuses_a_now_too_far_behind() {
-        let t = 1_796_148_730_000;
-        let guarded = Clock {
-            server_time: t,
-            max_future_ms: 0,
-            max_past_ms: 86_400_000,
-        };
-        let now = |arg: &str| parse_now(arg.as_bytes(), &guarded);
-        assert_eq!(
-            now(&(t - 86_400_000).to_string()),
-            Ok(Now::At(t - 86_400_000))
-        );
-        assert_eq!(now("*"), Ok(Now::Server));
-        // Far ahead is the other guard's business (off here).
-        assert_eq!(now("9007199254740991"), Ok(Now::At(MAX_SAFE)));
-        let e = arg_err(now(&(t - 86_400_001).to_string()));
-        assert!(
-            e.contains(
-                "86400001 ms behind the server clock, more than ratelimit.max-past-ms (86400000)"
-            ),
-            "{e}"
-        );
-        // The case: seconds instead of ms.
-        let e = arg_err(now("1796148730"));
-        assert!(e.starts_with("invalid now '1796148730'"), "{e}");
-        // Off (0): accepted.
-        assert!(parse_now(b"1796148730", &Clock::UNGUARDED).is_ok());
-        // Before the rules.
-        let words: Vec<&[u8]> = vec![b"1796148730", b"0", b"1000"];
-        assert!(arg_err(parse_check(&words, true, &guarded)).starts_with("invalid now"));
-        let words: Vec<&[u8]> = vec![b"1796148730", b"UTC", b"DAY", b"x"];
-        assert!(arg_err(parse_quota(&words, true, &guarded)).starts_with("invalid now"));
-    }
-
-    #[test]
-    fn at_most_64_rules_after_the_rules_are_checked() {
-        let rules = |n: usize, per: &dyn Fn(usize) -> String| {
-            (1..=n).map(per).collect::<Vec<_>>().join(" ")
-        };
-        let ok = rules(64, &|i| format!("1 1 {i}"));
-        assert_eq!(throttle(&format!("* {ok}"), true).unwrap().rules.len(), 64);
-        let over = rules(65, &|i| format!("1 1 {i}"));
-        assert_eq!(
-            arg_err(throttle(&format!("* {over} COST x"), true)),
-            "too many rules: 65 given, at most 64 per call"
-        );
-        // A bad rule past the cap is still a rule error: rules come first.
-        let bad = format!("* {over} 1 0 9");
-        assert!(arg_err(throttle(&bad, true)).contains("invalid count '0' for rule 66"));
-        let dup = format!("* {over} 1 1 3");
-        assert!(arg_err(throttle(&dup, true)).contains("invalid rule 66: window 3"));
-        let check_ok = rules(64, &|i| format!("1 {i}"));
-        assert_eq!(check(&format!("* {check_ok}")).unwrap().rules.len(), 64);
-        let check_over = rules(65, &|i| format!("1 {i}"));
-        assert!(arg_err(check(&format!("* {check_over}"))).starts_with("too many rules: 65"));
-    }
-
-    #[test]
-    fn every_bad_argument_is_named() {
-        let table: &[(&str, &str)] = &[
-            ("* 10 0", "invalid window '0' for rule 1"),
-            ("* 10 1000 5 0", "invalid window '0' for rule 2"),
-            (
-                "* 10 9223372036854775807",
-                "invalid window '9223372036854775807' for rule 1",
-            ),
-            ("* 10 9007199254740992", "invalid window"),
-            ("* +5 1000", "invalid count '+5' for rule 1"),
-            ("* 05 1000", "invalid count '05' for rule 1"),
-            ("* 0 1000", "invalid count '0' for rule 1"),
-            ("* -1 1000", "invalid count '-1' for rule 1"),
-            ("* 5.0 1000", "invalid count '5.0' for rule 1"),
-            ("* 10 1000 20", "missing window for rule 2"),
-            ("9007199254740993 10 1000", "invalid now '9007199254740993'"),
-            ("-1 10 1000", "invalid now '-1'"),
-            ("now 10 1000", "invalid now 'now'"),
-            ("* 10 1000 COST 0", "invalid cost '0'"),
-            (
-                "* 20000 1000 COST 10001",
-                "invalid cost '10001': expected an integer from 1 to 10000",
-            ),
-            (
-                "* 10 1000 5 60000 COST 6",
-                "invalid cost '6': expected an integer from 1 to 5",
-            ),
-            ("* 10 1000 COST x", "invalid cost 'x'"),
-            ("* 10 1000 COST", "COST needs a value"),
-            ("* 10 1000 COST 1 COST 1", "COST given twice"),
-            ("* 10 1000 LIMIT 1", "unknown option 'LIMIT'"),
-            ("* COST 1", "at least one rule"),
-            ("* 10 1000 COST 1 5", "unknown option '5'"),
-        ];
-        for (line, want) in table {
-            let got = arg_err(check(line));
-            assert!(got.contains(want), "{line}: got {got:?}, want {want:?}");
-        }
-    }
-
-    #[test]
-    fn the_first_bad_argument_is_reported() {
-        let got = arg_err(check("* 0 1000 10 0 COST 0"));
-        assert!(got.contains("count '0' for rule 1"), "{got}");
-    }
 
     #[test]
     fn dayhour_limits_may_be_zero_but_ttls_may_not() {

@@ -33,9 +33,9 @@ use std::sync::{Arc, Mutex};
 use jiff::tz::{Offset, TimeZone, TimeZoneDatabase};
 use jiff::Timestamp;
 
-use super::binding::{binding_index, RuleOutcome};
-use super::int::{parse_i64, MAX_SAFE};
-use super::window::Decision;
+use crate::core::binding::{binding_index, RuleOutcome};
+use crate::core::decision::Decision;
+use crate::core::int::{parse_i64, MAX_SAFE};
 use crate::error::{show, Error};
 
 /// The largest `now` RL.QUOTA accepts: 9999-12-31T23:59:59.999Z.

@@ -10,52 +10,11 @@ use std::collections::HashMap;
 
 use smallvec::SmallVec;
 
-use super::binding::{binding, RuleOutcome};
-use super::grid::Grid;
-use super::int::ceil_ms;
-
-/// Read access to the sorted set a decision is made on. Implemented over a
-/// Redis key by the command layer and over a `Vec` in unit tests.
-pub trait LogView {
-    type Error;
-    /// Number of members with score strictly greater than `min_exclusive`.
-    fn count_newer_than(&mut self, min_exclusive: i64) -> Result<u64, Self::Error>;
-    /// Total number of members.
-    fn total(&mut self) -> Result<u64, Self::Error>;
-    /// Score of the member at 0-based ascending `rank` (`rank < len`).
-    fn score_at_rank(&mut self, rank: u64) -> Result<f64, Self::Error>;
-}
-
-/// The reply of RL.CHECK / RL.PEEK.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Decision {
-    /// The request was refused.
-    pub limited: bool,
-    /// 1-based index of the binding rule.
-    pub rule: usize,
-    /// `count` of the binding rule.
-    pub limit: i64,
-    /// `count_b - used_b` after the call, never below 0.
-    pub remaining: i64,
-    /// Rejected: ms until a request of this cost would be admitted; admitted: -1.
-    pub retry_after: i64,
-    /// ms until the binding rule's window holds no members.
-    pub reset_after: i64,
-}
-
-impl Decision {
-    /// The six integers of the reply, in contract order.
-    pub fn reply(&self) -> [i64; 6] {
-        [
-            i64::from(self.limited),
-            self.rule as i64,
-            self.limit,
-            self.remaining,
-            self.retry_after,
-            self.reset_after,
-        ]
-    }
-}
+use crate::core::binding::{binding, RuleOutcome};
+pub use crate::core::decision::Decision;
+use crate::core::grid::Grid;
+use crate::core::int::ceil_ms;
+pub use crate::core::log_view::LogView;
 
 /// "At most `count` units in any `window` ms".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

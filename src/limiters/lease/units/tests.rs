@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::*;
 // The set's scores, ascending, as the core reads them: the window core's
 // test view of a sorted set.
-use crate::core::window::tests::VecLog as Scores;
+use crate::limiters::sliding_log::window::tests::VecLog as Scores;
 
 /// A sorted set in memory: member name -> score, plus the key's expiry.
 #[derive(Default, Clone)]

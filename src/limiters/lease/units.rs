@@ -10,9 +10,9 @@
 //! score by rank, so it reads the set through [`LogView`] in O(log n) plus
 //! the token's units.
 
-use super::grid::Grid;
-use super::int::ceil_ms;
-use super::window::LogView;
+use crate::core::grid::Grid;
+use crate::core::int::ceil_ms;
+use crate::core::log_view::LogView;
 
 /// The six integers of RL.LEASE's and RL.LEASEPEEK's reply (`rule` is
 /// always 1).
@@ -190,7 +190,7 @@ pub fn unit_name<'b>(token: &[u8], i: u64, buf: &'b mut [u8; 85]) -> &'b [u8] {
     }
     buf[n] = b'#';
     let mut digits = [0u8; 20];
-    let d = super::int::decimal(i as i64, &mut digits);
+    let d = crate::core::int::decimal(i as i64, &mut digits);
     buf[n + 1..n + 1 + d.len()].copy_from_slice(d);
     &buf[..n + 1 + d.len()]
 }

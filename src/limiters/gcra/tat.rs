@@ -22,10 +22,10 @@
 //! `i64`. The arithmetic saturates all the same, so a caller that breaks a
 //! precondition gets a wrong number, never a panic.
 
-use super::binding::{binding_index, RuleOutcome};
-use super::grid::Grid;
-use super::int::MAX_SAFE;
-use super::window::Decision;
+use crate::core::binding::{binding_index, RuleOutcome};
+use crate::core::decision::Decision;
+use crate::core::grid::Grid;
+use crate::core::int::MAX_SAFE;
 use crate::error::{show, Error};
 
 /// Nanoseconds per millisecond.
@@ -122,7 +122,7 @@ pub fn duplicate_window(first: usize, again: usize, window: i64) -> Error {
 /// The hash field of a rule: its window in ms, in decimal (`"60000"`),
 /// written into `buf` (no allocation).
 pub fn field_name(window: i64, buf: &mut [u8; 20]) -> &[u8] {
-    super::int::decimal(window, buf)
+    crate::core::int::decimal(window, buf)
 }
 
 /// Parses a stored TAT (ns): decimal digits only, no sign, no leading zeros

@@ -5,8 +5,8 @@
 
 use std::collections::HashSet;
 
-use super::args::{parse_now, ranged, starts_options, Clock, Now, MAX_COST};
-use super::int::MAX_SAFE;
+use crate::core::args::{parse_now, ranged, starts_options, Clock, Now, MAX_COST};
+use crate::core::int::MAX_SAFE;
 use crate::error::{show, Error};
 
 /// Longest token: a request id or a job id.

@@ -1,0 +1,494 @@
+//! Leases, "at most `limit` units in flight": `RL.LEASE key now limit ttl
+//! [COST cost] [TOKEN token]`, `RL.LEASEPEEK` (no `ttl`, writes nothing),
+//! `RL.RELEASE key now token [token ...]` and `RL.RENEW key now ttl token
+//! [token ...]`. The pure decision is [`units`], the arguments [`args`];
+//! this file reads and writes the key.
+//!
+//! Reads: the live count and, for a refusal, one score by rank, as RL.CHECK
+//! reads its window (see [`RedisLog`]); the token's units by name (`tok`,
+//! `tok#2`, ... up to the first missing one). Writes (admitted RL.LEASE):
+//! the token's units beyond `cost` removed, its `cost` units added or
+//! re-scored to `t + ttl`, expired units removed when the expiry moves or
+//! when `limit` or more of them were found, the expiry on the key's grid.
+//! Replicated as `ZREM`, `ZADD`, `ZREMRANGEBYSCORE` and `PEXPIREAT`;
+//! RL.RELEASE as `ZREM`, RL.RENEW as `ZADD XX` and `PEXPIREAT`. A `LEASE`
+//! clause of RL.ALL refunds as RL.RELEASE of its token does.
+
+pub mod args;
+pub mod units;
+
+use self::args::{parse_lease, parse_lease_clause, parse_tokens, LeaseArgs, MAX_TOKEN_LEN};
+use self::units::{decide, expiry, live_units, reap_bound, reaps, unit_name};
+use super::sorted_set::{next_member, reseed, RedisLog, MAX_NAME_CLASHES};
+use super::{Limiter, Mode, Request, Verdict};
+use crate::core::args::Clock;
+use crate::core::grid::Grid;
+use crate::core::int::is_safe_score;
+use crate::core::log_view::LogView;
+use crate::core::members;
+use crate::error::{show, Error};
+use crate::redis_api::{bytes, Ctx, Key, Kind, Native, OwnedStrings, RString};
+
+/// A lease's state read from its key: the set's size and extremes, and
+/// the token's units (names and scores).
+pub struct Lease {
+    ctx: Ctx,
+    name: RString,
+    key: Key,
+    write: bool,
+    limit: i64,
+    /// 0 in RL.LEASEPEEK (no `ttl`).
+    ttl: i64,
+    cost: i64,
+    /// The token given (`TOKEN`), or the one an admission named.
+    token: [u8; MAX_TOKEN_LEN],
+    token_len: Option<usize>,
+    server_time: i64,
+    t: i64,
+    len: u64,
+    bounds: Option<(f64, f64)>,
+    /// Owns `names`.
+    strings: OwnedStrings,
+    names: Vec<RString>,
+    own: Vec<f64>,
+    verdict: Option<units::Verdict>,
+    /// Whether the admission was written (RL.LEASE's reply then names the
+    /// token).
+    written: bool,
+}
+
+impl Lease {
+    fn view(&self) -> RedisLog<'_> {
+        RedisLog::again(self.ctx, self.name, &self.key, self.len, self.bounds)
+    }
+
+    fn newest(&self) -> Option<f64> {
+        self.bounds.map(|(_, highest)| highest)
+    }
+
+    fn given_token(&self) -> Option<&[u8]> {
+        self.token_len.and_then(|n| self.token.get(..n))
+    }
+}
+
+impl Limiter for Lease {
+    type Args<'a> = LeaseArgs<'a>;
+    const KIND: Kind = Kind::SortedSet;
+
+    /// RL.LEASE (`write`) or RL.LEASEPEEK (no `ttl`).
+    fn parse<'a>(args: &[&'a [u8]], write: bool, clock: &Clock) -> Result<LeaseArgs<'a>, Error> {
+        parse_lease(args, !write, clock)
+    }
+
+    /// RL.LEASE's arguments, `ttl` included, in every mode; `TOKEN`
+    /// required where RL.ALL writes (its refund releases the token).
+    fn parse_clause<'a>(
+        args: &[&'a [u8]],
+        mode: Mode,
+        clock: &Clock,
+    ) -> Result<LeaseArgs<'a>, Error> {
+        let write = mode != Mode::Peek;
+        let parsed = parse_lease_clause(args, i64::from(write), clock)?;
+        if write && parsed.token.is_none() {
+            return Err(Error::Arg(
+                "TOKEN is required in a LEASE clause of RL.ALL".into(),
+            ));
+        }
+        Ok(parsed)
+    }
+
+    fn request(_: &LeaseArgs) -> Request {
+        Request::Admit
+    }
+
+    fn cost(args: &LeaseArgs) -> i64 {
+        args.cost
+    }
+
+    fn rules(_: &LeaseArgs) -> usize {
+        1
+    }
+
+    /// Opens the key, reads the set's size and extremes, and walks the
+    /// token's units (with `COST 0`, the peek's state now, the token is
+    /// ignored).
+    fn read(
+        ctx: Ctx,
+        name: RString,
+        write: bool,
+        args: LeaseArgs<'_>,
+        clock: &Clock,
+    ) -> Result<Self, Error> {
+        let key = Key::open_as(ctx, name, write, Kind::SortedSet)?;
+        let (len, bounds) = {
+            let view = RedisLog::read(ctx, name, &key)?;
+            (view.len, view.bounds)
+        };
+        let mut strings = OwnedStrings::new(ctx);
+        let (names, own) = match args.token.filter(|_| args.cost > 0) {
+            Some(token) => walk(&key, &mut strings, token)?,
+            None => (Vec::new(), Vec::new()),
+        };
+        let mut token = [0u8; MAX_TOKEN_LEN];
+        let token_len = args.token.map(|given| {
+            let n = given.len().min(MAX_TOKEN_LEN);
+            token[..n].copy_from_slice(&given[..n]);
+            n
+        });
+        Ok(Lease {
+            ctx,
+            name,
+            key,
+            write,
+            limit: args.limit,
+            ttl: args.ttl,
+            cost: args.cost,
+            token,
+            token_len,
+            server_time: clock.server_time,
+            t: clock.resolve(args.now),
+            len,
+            bounds,
+            strings,
+            names,
+            own,
+            verdict: None,
+            written: false,
+        })
+    }
+
+    /// A peek that knows `ttl` (a `LEASE` clause of RL.ALLPEEK) answers
+    /// what RL.LEASE would: its `reset_after` counts the units the call
+    /// would (re)score to `t + ttl`.
+    fn decide(&mut self) -> Result<Verdict, Error> {
+        let (limit, cost, t) = (self.limit, self.cost, self.t);
+        let verdict = decide(limit, cost, t, &self.own, &mut self.view())?;
+        self.verdict = Some(verdict);
+        let top = if !self.write && self.ttl > 0 && verdict.admitted && cost > 0 {
+            Some(top_after(
+                &self.key,
+                self.newest(),
+                &self.own,
+                (t + self.ttl) as f64,
+            )?)
+        } else {
+            self.newest()
+        };
+        Ok(Verdict {
+            reply: verdict.reply(limit, cost, top, t).ints(),
+            admitted: verdict.admitted,
+        })
+    }
+
+    /// Adds or re-scores the token's `cost` units to `t + ttl` (naming the
+    /// lease when no `TOKEN` was given), drops its units beyond `cost`,
+    /// removes expired units when the expiry moves (or when `limit` or
+    /// more expired), moves the expiry.
+    fn commit(&mut self) -> Result<[i64; 6], Error> {
+        let Some(verdict) = self.verdict else {
+            return Err(Error::Internal("lease written before its decision".into()));
+        };
+        let (ctx, key_name, limit, cost, t) = (self.ctx, self.name, self.limit, self.cost, self.t);
+        // What the key holds before the writes: its expiry, and whether
+        // `limit` or more expired units lie in it.
+        let existing = self.key.expire_at()?;
+        let bound = reap_bound(t, self.server_time);
+        let has_expired = self
+            .bounds
+            .is_some_and(|(lowest, _)| lowest <= bound as f64);
+        let expired_before = if has_expired {
+            let mut view = self.view();
+            let total = view.total()?;
+            total.saturating_sub(view.count_newer_than(bound)?)
+        } else {
+            0
+        };
+
+        let key = &self.key;
+        let strings = &mut self.strings;
+        let names = &self.names;
+        let score = t + self.ttl;
+        let dropped: &[RString] = names.get(cost as usize..).unwrap_or(&[]);
+        for &name in dropped {
+            key.zrem(name)?;
+        }
+        let units: Vec<RString> = match self.token_len.and_then(|n| self.token.get(..n)) {
+            Some(token) => {
+                let mut buf = [0u8; 85];
+                let mut units = Vec::with_capacity(cost as usize);
+                for i in 0..cost as usize {
+                    let name = match names.get(i) {
+                        Some(&n) => n,
+                        None => strings.bytes(unit_name(token, i as u64 + 1, &mut buf))?,
+                    };
+                    key.zadd(score as f64, name, false)?;
+                    units.push(name);
+                }
+                units
+            }
+            None => {
+                let mut named = [0u8; 8];
+                let units = add_named_lease(key, strings, score, cost, &mut named)?;
+                self.token[..8].copy_from_slice(&named);
+                self.token_len = Some(8);
+                units
+            }
+        };
+        // The highest score after the writes: known without a read unless
+        // one of the token's old units held the top (it may have moved
+        // down).
+        let top = match self.bounds.map(|(_, high)| high) {
+            Some(high) if self.own.iter().all(|&s| s < high) => high.max(score as f64),
+            None => score as f64,
+            Some(_) => key.zscore_from_end(true, 0)?.unwrap_or(score as f64),
+        };
+        let grid = Grid::new(bytes(key_name), self.ttl);
+        let expire_at = expiry(&grid, existing, top, t, self.server_time);
+        let mut reaped = 0;
+        if has_expired && reaps(expire_at.is_some(), expired_before, limit) {
+            reaped = key.zrem_through(strings, bound as f64)?;
+        }
+        if let Some(at) = expire_at {
+            key.set_expire_at(at)?;
+        }
+
+        if !dropped.is_empty() {
+            ctx.propagate(Native::Zrem {
+                key: key_name,
+                members: dropped,
+            })?;
+        }
+        ctx.propagate(Native::Zadd {
+            key: key_name,
+            score,
+            members: &units,
+        })?;
+        if reaped > 0 {
+            ctx.propagate(Native::ZremRangeByScore {
+                key: key_name,
+                max: bound,
+            })?;
+        }
+        if let Some(at) = expire_at {
+            ctx.propagate(Native::Pexpireat { key: key_name, at })?;
+        }
+        ctx.signal_modified(key_name)?;
+        self.written = true;
+        Ok(verdict.reply(limit, cost, Some(top), t).ints())
+    }
+
+    /// RL.RELEASE of the token (RL.ALL's `REFUND`); the state now, as
+    /// RL.LEASEPEEK with `COST 0` answers it.
+    fn refund(&mut self) -> Result<[i64; 6], Error> {
+        remove_units(self.ctx, self.name, &self.key, &self.names)?;
+        let view = RedisLog::read(self.ctx, self.name, &self.key)?;
+        (self.len, self.bounds) = (view.len, view.bounds);
+        let verdict = decide(self.limit, 0, self.t, &[], &mut self.view())?;
+        Ok(verdict.reply(self.limit, 0, self.newest(), self.t).ints())
+    }
+
+    fn debit(&mut self) -> Result<[i64; 6], Error> {
+        Err(Error::Internal("a lease takes no DEBIT".into()))
+    }
+
+    /// RL.LEASE's seventh element: the token when admitted, nil when not;
+    /// none for RL.LEASEPEEK.
+    fn token(&self) -> Option<Option<&[u8]>> {
+        if !self.write {
+            return None;
+        }
+        Some(self.given_token().filter(|_| self.written))
+    }
+}
+
+/// Removes a lease's units (RL.RELEASE): `ZREM`, and the key goes with its
+/// last member, as `ZREM` does.
+fn remove_units(ctx: Ctx, key_name: RString, key: &Key, names: &[RString]) -> Result<(), Error> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    for &name in names {
+        key.zrem(name)?;
+    }
+    ctx.propagate(Native::Zrem {
+        key: key_name,
+        members: names,
+    })?;
+    if key.kind()? == Kind::Empty {
+        // The last member went: Redis removed the key, as ZREM does.
+        ctx.notify_del(key_name)?;
+    }
+    ctx.signal_modified(key_name)
+}
+
+/// The names and scores of a lease's units, walking `tok`, `tok#2`, ... up
+/// to the first missing name. The names are owned by `strings`.
+fn walk(
+    key: &Key,
+    strings: &mut OwnedStrings,
+    token: &[u8],
+) -> Result<(Vec<RString>, Vec<f64>), Error> {
+    // Usually one unit: room for it without growing.
+    let (mut names, mut scores) = (Vec::with_capacity(2), Vec::with_capacity(2));
+    let mut buf = [0u8; 85];
+    for i in 1.. {
+        let name = strings.bytes(unit_name(token, i, &mut buf))?;
+        let Some(score) = key.zscore(name)? else {
+            break;
+        };
+        names.push(name);
+        scores.push(score);
+    }
+    Ok((names, scores))
+}
+
+/// A lease without `TOKEN`: the module names it (8 characters, as RL.CHECK
+/// names its members) so that no unit name `name`, `name#2`, ... is taken
+/// in the key; on a clash the units added are taken back and another name
+/// is tried.
+fn add_named_lease(
+    key: &Key,
+    strings: &mut OwnedStrings,
+    score: i64,
+    cost: i64,
+    token: &mut [u8; 8],
+) -> Result<Vec<RString>, Error> {
+    let mut buf = [0u8; 85];
+    let mut units: Vec<RString> = Vec::with_capacity(cost as usize);
+    for _ in 0..MAX_NAME_CLASHES {
+        *token = members::name(next_member());
+        units.clear();
+        let mut clash = false;
+        for i in 1..=cost as u64 {
+            let name = strings.bytes(unit_name(&token[..], i, &mut buf))?;
+            if !key.zadd_new(score as f64, name)? {
+                clash = true;
+                break;
+            }
+            units.push(name);
+        }
+        // A free name also needs the unit after the last free, or a walk
+        // would take a stranger's `name#(cost+1)` for part of this lease.
+        if !clash {
+            let next = strings.bytes(unit_name(&token[..], cost as u64 + 1, &mut buf))?;
+            if key.zscore(next)?.is_none() {
+                return Ok(units);
+            }
+        }
+        for &name in &units {
+            key.zrem(name)?;
+        }
+        reseed();
+    }
+    Err(Error::Internal("could not find a free lease name".into()))
+}
+
+/// The highest score once every unit of the token (`own`, its scores) is
+/// removed or re-scored to `score`: the highest of `score` and the other
+/// members. Walks down from the top while the set's scores are the token's
+/// own, highest first (an equal score of another member is the same value).
+fn top_after(key: &Key, top: Option<f64>, own: &[f64], score: f64) -> Result<f64, Error> {
+    let Some(high) = top else {
+        return Ok(score);
+    };
+    if own.iter().all(|&s| s < high) {
+        return Ok(high.max(score));
+    }
+    let mut own_desc = own.to_vec();
+    own_desc.sort_by(|a, b| b.total_cmp(a));
+    let mut rank = 0u64;
+    loop {
+        let Some(s) = key.zscore_from_end(true, rank)? else {
+            return Ok(score);
+        };
+        if own_desc.get(rank as usize) == Some(&s) {
+            rank += 1;
+            continue;
+        }
+        return Ok(s.max(score));
+    }
+}
+
+/// RL.RELEASE on the arguments after the key: removes every unit of each
+/// lease; per token, the units that were live.
+pub fn release(
+    ctx: Ctx,
+    key_name: RString,
+    args: &[&[u8]],
+    clock: &Clock,
+) -> Result<Vec<i64>, Error> {
+    let parsed = parse_tokens(args, false, clock)?;
+    let t = clock.resolve(parsed.now);
+    let key = Key::open_as(ctx, key_name, true, Kind::SortedSet)?;
+    let mut strings = OwnedStrings::new(ctx);
+    let mut counts = Vec::with_capacity(parsed.tokens.len());
+    let mut walked = Vec::with_capacity(parsed.tokens.len());
+    // Every lease is read (and its scores checked) before the first write.
+    // The scores it reads are the only stored values a release depends on,
+    // so only those are checked (the set's extremes are not read).
+    for token in &parsed.tokens {
+        let (names, scores) = walk(&key, &mut strings, token)?;
+        if let Some(&bad) = scores.iter().find(|&&s| !is_safe_score(s)) {
+            return Err(Error::Stored(format!(
+                "sorted set at '{}' holds a score that is not finite or outside -9007199254740991..9007199254740991 ({bad})",
+                show(bytes(key_name))
+            )));
+        }
+        counts.push(live_units(&scores, t) as i64);
+        walked.push(names);
+    }
+    let removed: Vec<RString> = walked.into_iter().flatten().collect();
+    remove_units(ctx, key_name, &key, &removed)?;
+    Ok(counts)
+}
+
+/// RL.RENEW on the arguments after the key: re-scores every unit of each
+/// lease that still has a live one; per token, the units renewed (0: the
+/// lease is lost).
+pub fn renew(
+    ctx: Ctx,
+    key_name: RString,
+    args: &[&[u8]],
+    clock: &Clock,
+) -> Result<Vec<i64>, Error> {
+    let parsed = parse_tokens(args, true, clock)?;
+    let (server_time, t) = (clock.server_time, clock.resolve(parsed.now));
+    let key = Key::open_as(ctx, key_name, true, Kind::SortedSet)?;
+    RedisLog::read(ctx, key_name, &key)?;
+    let existing = key.expire_at()?;
+    let score = t + parsed.ttl;
+    let mut strings = OwnedStrings::new(ctx);
+    let mut counts = Vec::with_capacity(parsed.tokens.len());
+    let mut renewed: Vec<RString> = Vec::new();
+    for token in &parsed.tokens {
+        let (names, scores) = walk(&key, &mut strings, token)?;
+        if live_units(&scores, t) == 0 {
+            counts.push(0);
+            continue;
+        }
+        for &name in &names {
+            key.zadd(score as f64, name, true)?;
+        }
+        counts.push(names.len() as i64);
+        renewed.extend(names);
+    }
+    if renewed.is_empty() {
+        return Ok(counts);
+    }
+    let top = key.zscore_from_end(true, 0)?.unwrap_or(score as f64);
+    let grid = Grid::new(bytes(key_name), parsed.ttl);
+    let expire_at = expiry(&grid, existing, top, t, server_time);
+    if let Some(at) = expire_at {
+        key.set_expire_at(at)?;
+    }
+    ctx.propagate(Native::ZaddXx {
+        key: key_name,
+        score,
+        members: &renewed,
+    })?;
+    if let Some(at) = expire_at {
+        ctx.propagate(Native::Pexpireat { key: key_name, at })?;
+    }
+    ctx.signal_modified(key_name)?;
+    Ok(counts)
+}

@@ -1,0 +1,155 @@
+//! A sorted set of scored units as the pure cores see it ([`LogView`]):
+//! the sliding-window log (`sliding_log`) and the lease's units (`lease`)
+//! both read their key through [`RedisLog`]; and the member names the module
+//! gives the units it adds.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Once;
+
+use crate::core::int::is_safe_score;
+use crate::core::log_view::LogView;
+use crate::error::{show, Error};
+use crate::redis_api::{bytes, Ctx, Key, RString};
+
+/// Members a call steps through, from the nearer end of the set, before it
+/// counts by rank instead (`ZCOUNT` / `ZRANGE`, O(log N) on a skiplist).
+/// Stepping costs a few hundred instructions a member; a `RedisModule_Call`
+/// several thousand.
+pub(super) const STEP_CAP: u64 = 24;
+
+/// The sorted set as the decision core sees it.
+pub(super) struct RedisLog<'a> {
+    ctx: Ctx,
+    name: RString,
+    key: &'a Key,
+    pub(super) len: u64,
+    /// Lowest and highest scores, `None` when empty.
+    pub(super) bounds: Option<(f64, f64)>,
+}
+
+impl<'a> RedisLog<'a> {
+    /// Reads the set's size and extremes; a score that is not finite or
+    /// outside `±(2^53-1)` is an error in a stored value (sorted, so the
+    /// extremes bound every score).
+    pub(super) fn read(ctx: Ctx, name: RString, key: &'a Key) -> Result<Self, Error> {
+        let bounds = key.zscore_bounds()?;
+        if let Some((lowest, highest)) = bounds {
+            if !is_safe_score(lowest) || !is_safe_score(highest) {
+                return Err(Error::Stored(format!(
+                    "sorted set at '{}' holds a score that is not finite or outside -9007199254740991..9007199254740991",
+                    show(bytes(name))
+                )));
+            }
+        }
+        Ok(RedisLog {
+            ctx,
+            name,
+            key,
+            len: key.size()?,
+            bounds,
+        })
+    }
+
+    /// The view again over what an earlier read of the same key found
+    /// (a limiter keeps `len` and `bounds` between its read and decision).
+    pub(super) fn again(
+        ctx: Ctx,
+        name: RString,
+        key: &'a Key,
+        len: u64,
+        bounds: Option<(f64, f64)>,
+    ) -> Self {
+        RedisLog {
+            ctx,
+            name,
+            key,
+            len,
+            bounds,
+        }
+    }
+}
+
+impl LogView for RedisLog<'_> {
+    type Error = Error;
+
+    /// The extremes answer when the window's edge lies outside them (the
+    /// usual case for the longest window, which admissions trim). Otherwise
+    /// the members on the side of the edge that holds fewer (guessed from
+    /// the extremes, as if scores were spread evenly) are stepped through,
+    /// and past [`STEP_CAP`] counted with `len - ZCOUNT key -inf edge`.
+    fn count_newer_than(&mut self, min_exclusive: i64) -> Result<u64, Error> {
+        let edge = min_exclusive as f64;
+        let Some((lowest, highest)) = self.bounds else {
+            return Ok(0);
+        };
+        if lowest > edge {
+            return Ok(self.len);
+        }
+        if highest <= edge {
+            return Ok(0);
+        }
+        let newer_share = (highest - edge) / (highest - lowest);
+        let from_top = newer_share <= 0.5;
+        if let Some(n) = self.key.zcount_from_end(from_top, edge, STEP_CAP)? {
+            return Ok(if from_top {
+                n
+            } else {
+                self.len.saturating_sub(n)
+            });
+        }
+        let older = self.ctx.zcount_through(self.name, min_exclusive)?;
+        Ok(self.len.saturating_sub(older))
+    }
+
+    fn total(&mut self) -> Result<u64, Error> {
+        Ok(self.len)
+    }
+
+    fn score_at_rank(&mut self, rank: u64) -> Result<f64, Error> {
+        let from_top = self.len.saturating_sub(1).saturating_sub(rank);
+        // The extremes are known already (the usual retry-after of a full
+        // window is its oldest member).
+        match self.bounds {
+            Some((lowest, _)) if rank == 0 => return Ok(lowest),
+            Some((_, highest)) if from_top == 0 => return Ok(highest),
+            _ => {}
+        }
+        let (top, steps) = if from_top < rank {
+            (true, from_top)
+        } else {
+            (false, rank)
+        };
+        if steps <= STEP_CAP {
+            if let Some(score) = self.key.zscore_from_end(top, steps)? {
+                return Ok(score);
+            }
+        }
+        self.ctx.zscore_at_rank(self.name, rank)
+    }
+}
+
+/// The next member counter. It starts at a random point per load and jumps
+/// to a new random point after a clash, so names written before a restart or
+/// by another primary rarely meet ours.
+static NEXT_MEMBER: AtomicU64 = AtomicU64::new(0);
+
+pub(super) fn next_member() -> u64 {
+    static SEEDED: Once = Once::new();
+    SEEDED.call_once(reseed);
+    NEXT_MEMBER.fetch_add(1, Relaxed)
+}
+
+pub(super) fn reseed() {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    h.write_u128(nanos);
+    NEXT_MEMBER.store(h.finish(), Relaxed);
+}
+
+/// Clashes tolerated for one unit before the call gives up (and undoes its
+/// additions). Each clash moves to a fresh random name, so reaching this
+/// needs a set holding nearly all 1.8e14 names.
+pub(super) const MAX_NAME_CLASHES: usize = 64;
