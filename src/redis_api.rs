@@ -4,39 +4,19 @@
 //! and replication of native commands. Every function here returns an
 //! [`Error`] instead of panicking when the server refuses. Split by concern:
 //! `context` (the call's flags and clock), `strings`, `keys`, `calls`
-//! (`RedisModule_Call`), `replication`, `replies`; this file holds the
-//! context type, the API-pointer macro and the module's lifecycle.
-
-use std::ffi::{c_char, c_int, CStr};
-use std::ptr;
+//! (`RedisModule_Call`), `replication`, `replies`; `base` the context type and
+//! the API-pointer macro; this file the module's lifecycle.
 
 use redis_module::raw;
-
-use smallvec::SmallVec;
-
-use crate::core::int::decimal;
-use crate::error::Error;
 
 mod context;
 pub use context::CallContext;
 
-/// The API function pointer, or an internal error if the server lacks it.
-macro_rules! api {
-    ($name:ident) => {
-        match unsafe { raw::$name } {
-            Some(f) => f,
-            None => {
-                return Err(Error::Internal(
-                    concat!("server lacks ", stringify!($name)).into(),
-                ))
-            }
-        }
-    };
-}
+// First: the `api!` macro the other files use.
+#[macro_use]
+mod base;
+pub use base::{bytes, Ctx, RString};
 
-pub type RString = *mut raw::RedisModuleString;
-
-// After `api!`, which they use.
 mod calls;
 mod keys;
 mod replication;
@@ -48,32 +28,6 @@ pub use keys::{Key, Kind};
 pub use replication::{Native, NATIVE_COMMANDS};
 pub use replies::{reply_error, reply_integers, reply_integers_then};
 pub use strings::{OwnedStrings, StrVec};
-
-/// The command context of one call.
-#[derive(Clone, Copy)]
-pub struct Ctx(pub *mut raw::RedisModuleCtx);
-
-/// The bytes of an argument; valid for the duration of the call.
-pub fn bytes<'a>(s: RString) -> &'a [u8] {
-    let Some(ptr_len) = (unsafe { raw::RedisModule_StringPtrLen }) else {
-        return &[];
-    };
-    let mut len = 0usize;
-    let p = unsafe { ptr_len(s, &mut len) };
-    if p.is_null() {
-        return &[];
-    }
-    unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) }
-}
-
-impl Ctx {
-    /// The server's live clock in ms. Commands read the time they run at
-    /// through [`CallContext`], which is what Redis checks expiry against.
-    pub fn milliseconds(&self) -> Result<i64, Error> {
-        let ms = api!(RedisModule_Milliseconds);
-        Ok(unsafe { ms() })
-    }
-}
 
 /// Frees the detached thread-safe context that `redis_module!` makes at
 /// load for its logging (`redis_module::MODULE_CONTEXT`) and clears it, so

@@ -17,7 +17,7 @@
 //! every clause, then refunds each as its command's `REFUND` does (a
 //! `LEASE` clause: RL.RELEASE of its token).
 
-use super::Outcome;
+use super::outcome::Outcome;
 use crate::core::all::{self as plan, ClauseReply, Kind};
 use crate::core::args::{parse_now, Clock};
 use crate::error::Error;

@@ -5,7 +5,9 @@
 //! increment-then-roll-back writes (and refuses where a limit is 0 and its key
 //! is missing, where the seed admits).
 
-use super::{counter_keys, fixed_args, Outcome};
+use super::call::fixed_args;
+use super::counter_keys;
+use super::outcome::Outcome;
 use crate::core::args::{distinct_keys, parse_dayhour};
 use crate::core::counters::dayhour as decide;
 use crate::error::Error;

@@ -2,7 +2,8 @@
 //! [token ...]`: the lease's token operations (`limiters::lease`); RL.LEASE
 //! and RL.LEASEPEEK run through `super::runner`.
 
-use super::{KeyedCall, Outcome};
+use super::call::KeyedCall;
+use super::outcome::Outcome;
 use crate::error::Error;
 use crate::limiters::lease;
 use crate::redis_api::{Ctx, RString};

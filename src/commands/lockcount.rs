@@ -1,7 +1,9 @@
 //! `RL.LOCKCOUNT lockkey countkey window max locktime`: count, then lock out
 //! (the seed's GET/SET/INCR interceptor flow, made atomic). O(1).
 
-use super::{counter_keys, fixed_args, Outcome};
+use super::call::fixed_args;
+use super::counter_keys;
+use super::outcome::Outcome;
 use crate::core::args::{distinct_keys, parse_lockcount};
 use crate::core::counters::{lockcount as decide, CounterWrite, LockCount};
 use crate::error::Error;

@@ -1,165 +1,34 @@
-//! The command layer: the entry points Redis calls, the call's key, clock
-//! and context ([`KeyedCall`]), the reply ([`Outcome`]). The commands that
+//! The command layer: the entry points Redis calls (this file), the call's
+//! key, clock and context (`call`), the reply (`outcome`). The commands that
 //! decide are runners over the limiters (`crate::limiters`): `runner` over
 //! one (RL.CHECK, RL.THROTTLE, RL.QUOTA, RL.LEASE and their peeks), `all`
 //! over many (RL.ALL, RL.ALLPEEK); `lease` holds RL.RELEASE and RL.RENEW;
 //! `dayhour` and `lockcount` are the seeds' counters.
 
 pub mod all;
+mod call;
 mod counter_keys;
 pub mod dayhour;
 pub mod lease;
 pub mod lockcount;
+mod outcome;
 pub mod runner;
 
 use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw;
-use smallvec::SmallVec;
 
-use crate::core::args::Clock;
+use self::outcome::Outcome;
 use crate::error::Error;
 use crate::limiters::calendar::Calendar;
 use crate::limiters::gcra::TokenBucket;
-use crate::limiters::lease::args::MAX_TOKEN_LEN;
 use crate::limiters::lease::Lease;
 use crate::limiters::sliding_log::SlidingLog;
-use crate::redis_api::{
-    bytes, reply_error, reply_integers, reply_integers_then, CallContext, Ctx, RString,
-};
+use crate::redis_api::{bytes, reply_error, Ctx, RString};
 use crate::stats::{self, CommandStats};
 
-/// A successful call: the integers of the reply and whether the request was
-/// admitted (for the INFO counters). Held inline, so an admitted call
-/// allocates nothing for its reply; only a per-token reply (RL.RELEASE,
-/// RL.RENEW) uses the heap.
-pub struct Outcome {
-    reply: [i64; 7],
-    len: usize,
-    /// One integer per token, when the reply is that (RL.RELEASE, RL.RENEW).
-    per_token: Vec<i64>,
-    /// RL.LEASE's seventh element: the lease's token, or nil.
-    last: Last,
-    kind: stats::Kind,
-}
-
-/// What follows the integers of a reply.
-enum Last {
-    Nothing,
-    Nil,
-    Token([u8; MAX_TOKEN_LEN], usize),
-}
-
-impl Outcome {
-    /// Up to seven integers (every decision of the module fits; RL.ALL's
-    /// reply is seven).
-    pub fn new(values: &[i64], admitted: bool) -> Outcome {
-        let kind = if admitted {
-            stats::Kind::Admitted
-        } else {
-            stats::Kind::Rejected
-        };
-        Self::of(values, kind)
-    }
-
-    /// A refund: counted as a call and a refund, not as admitted or rejected.
-    pub fn refund(values: &[i64]) -> Outcome {
-        Self::of(values, stats::Kind::Refund)
-    }
-
-    /// A debit: counted as a call and a debit, not as admitted or rejected.
-    pub fn debit(values: &[i64]) -> Outcome {
-        Self::of(values, stats::Kind::Debit)
-    }
-
-    /// RL.LEASE: six integers, then the token when admitted, nil when not.
-    pub fn lease(values: &[i64], token: Option<&[u8]>) -> Outcome {
-        let mut outcome = Self::new(values, token.is_some());
-        outcome.last = match token {
-            None => Last::Nil,
-            Some(t) => {
-                let mut buf = [0; MAX_TOKEN_LEN];
-                let n = t.len().min(buf.len());
-                buf[..n].copy_from_slice(&t[..n]);
-                Last::Token(buf, n)
-            }
-        };
-        outcome
-    }
-
-    /// RL.RELEASE / RL.RENEW: one count per token, and the units and lost
-    /// tokens INFO adds up.
-    pub fn per_token(counts: Vec<i64>, lost: u64) -> Outcome {
-        let units = counts.iter().map(|&n| n.max(0) as u64).sum();
-        let mut outcome = Self::of(&[], stats::Kind::Tokens { units, lost });
-        outcome.per_token = counts;
-        outcome
-    }
-
-    fn of(values: &[i64], kind: stats::Kind) -> Outcome {
-        let mut reply = [0; 7];
-        let len = values.len().min(reply.len());
-        reply[..len].copy_from_slice(&values[..len]);
-        Outcome {
-            reply,
-            len,
-            per_token: Vec::new(),
-            last: Last::Nothing,
-            kind,
-        }
-    }
-
-    fn send(&self, ctx: Ctx) -> c_int {
-        match &self.last {
-            _ if !self.per_token.is_empty() => reply_integers(ctx, &self.per_token),
-            Last::Nothing => reply_integers(ctx, &self.reply[..self.len]),
-            Last::Nil => reply_integers_then(ctx, &self.reply[..self.len], None),
-            Last::Token(buf, n) => reply_integers_then(ctx, &self.reply[..self.len], buf.get(..*n)),
-        }
-    }
-}
-
 type Handler = fn(Ctx, &[RString]) -> Result<Outcome, Error>;
-
-/// A `NAME key now ...` call: the key, the arguments after it as bytes,
-/// the clock it is evaluated with (the server's, read once, and the clock
-/// guard in force), and the context it runs in.
-pub struct KeyedCall<'a> {
-    pub key: RString,
-    /// On the stack for the usual call (up to 24 arguments after the key).
-    pub args: SmallVec<[&'a [u8]; 24]>,
-    pub clock: Clock,
-    context: CallContext,
-}
-
-impl<'a> KeyedCall<'a> {
-    pub fn new(ctx: Ctx, args: &'a [RString]) -> Result<Self, Error> {
-        let [_, key, rest @ ..] = args else {
-            return Err(Error::Arg("wrong number of arguments".into()));
-        };
-        let context = CallContext::read(ctx)?;
-        Ok(KeyedCall {
-            key: *key,
-            args: rest.iter().map(|&s| bytes(s)).collect(),
-            context,
-            clock: Clock {
-                server_time: context.server_time,
-                max_future_ms: crate::config::MAX_FUTURE_MS
-                    .load(std::sync::atomic::Ordering::Relaxed),
-                max_past_ms: crate::config::MAX_PAST_MS.load(std::sync::atomic::Ordering::Relaxed),
-            },
-        })
-    }
-}
-
-impl KeyedCall<'_> {
-    /// SPEC "Memory": see [`CallContext::refuse_if_oom`]. Called by the
-    /// writing commands after their argument checks (refunds excepted).
-    pub fn refuse_if_oom(&self) -> Result<(), Error> {
-        self.context.refuse_if_oom()
-    }
-}
 
 /// Runs a handler: counts it, replies, and turns a panic into an error reply
 /// instead of letting it abort the server.
@@ -277,10 +146,4 @@ entry_points! {
     rl_leasepeek => LEASEPEEK, runner::peek::<Lease>;
     rl_release => RELEASE, lease::release;
     rl_renew => RENEW, lease::renew;
-}
-
-/// Redis checks arity before calling; this guards the indexing regardless.
-fn fixed_args<const N: usize>(args: &[RString]) -> Result<&[RString; N], Error> {
-    args.try_into()
-        .map_err(|_| Error::Arg("wrong number of arguments".into()))
 }

@@ -9,7 +9,8 @@
 //! decision and, for an admitted writing call, its writes; or a refund, or
 //! a debit.
 
-use super::{KeyedCall, Outcome};
+use super::call::KeyedCall;
+use super::outcome::Outcome;
 use crate::error::Error;
 use crate::limiters::{Limiter, Request};
 use crate::redis_api::{Ctx, RString};

@@ -1,7 +1,12 @@
 //! `RedisModule_Call` where the key API has no equivalent (counting or
 //! reading by rank on a skiplist, sampling hash fields, `COMMAND INFO`).
 
-use super::*;
+use std::ffi::{c_int, CStr};
+
+use redis_module::raw;
+
+use super::base::{Ctx, RString};
+use crate::error::Error;
 
 impl Ctx {
     /// `ZCOUNT key -inf max`: members with a score `<= max`.

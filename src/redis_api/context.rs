@@ -6,7 +6,7 @@ use std::ffi::c_int;
 
 use redis_module::raw;
 
-use super::Ctx;
+use super::base::Ctx;
 use crate::error::Error;
 
 /// The context of one call, read once when it starts.

@@ -1,7 +1,14 @@
 //! Keys through the key API: type, size, expiry, strings, hash fields and
 //! sorted-set members and ranges.
 
-use super::*;
+use std::ffi::{c_char, c_int};
+use std::ptr;
+
+use redis_module::raw;
+
+use super::base::{bytes, Ctx, RString};
+use super::strings::OwnedStrings;
+use crate::error::Error;
 
 /// The kinds of value a command distinguishes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,7 +1,14 @@
 //! Replicating a call's writes as the native commands that reproduce them,
 //! with the keyspace events those commands fire.
 
-use super::*;
+use std::ffi::{c_int, CStr};
+
+use redis_module::raw;
+
+use super::base::{Ctx, RString};
+use super::strings::{OwnedStrings, StrVec};
+use crate::core::int::decimal;
+use crate::error::Error;
 
 impl Ctx {
     /// Tells Redis a key changed: invalidates WATCH and client-side caches.

@@ -1,6 +1,10 @@
 //! Replies to the client.
 
-use super::*;
+use std::ffi::{c_char, c_int};
+
+use redis_module::raw;
+
+use super::base::Ctx;
 
 /// Replies with an array of integers.
 pub fn reply_integers(ctx: Ctx, values: &[i64]) -> c_int {

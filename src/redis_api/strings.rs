@@ -1,7 +1,13 @@
 //! Strings: the bytes of a Redis string, strings the module creates and
 //! frees, and short lists of them kept on the stack.
 
-use super::*;
+use std::ffi::c_char;
+
+use redis_module::raw;
+use smallvec::SmallVec;
+
+use super::base::{Ctx, RString};
+use crate::error::Error;
 
 /// Strings created by the module, freed when dropped.
 pub struct OwnedStrings {

@@ -20,7 +20,7 @@ pub mod buckets;
 use self::args::{parse_quota, QuotaArgs};
 use self::buckets::Bucket;
 use super::hash_writes::HashWrites;
-use super::{Limiter, Request, Verdict};
+use super::limiter::{Limiter, Request, Verdict};
 use crate::core::args::Clock;
 use crate::core::int::decimal;
 use crate::error::Error;

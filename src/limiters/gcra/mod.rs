@@ -21,7 +21,7 @@ pub mod tat;
 use self::args::{parse_throttle, ThrottleArgs};
 use self::tat::{format_tat, parse_tat, Gcra, TAT_BUF_LEN};
 use super::hash_writes::HashWrites;
-use super::{Limiter, Request, Verdict};
+use super::limiter::{Limiter, Request, Verdict};
 use crate::core::args::Clock;
 use crate::error::Error;
 use crate::redis_api::{bytes, Ctx, Key, Kind, OwnedStrings, RString, StrVec};

@@ -19,8 +19,8 @@ pub mod units;
 
 use self::args::{parse_lease, parse_lease_clause, parse_tokens, LeaseArgs, MAX_TOKEN_LEN};
 use self::units::{decide, expiry, live_units, reap_bound, reaps, unit_name};
+use super::limiter::{Limiter, Mode, Request, Verdict};
 use super::sorted_set::{next_member, reseed, RedisLog, MAX_NAME_CLASHES};
-use super::{Limiter, Mode, Request, Verdict};
 use crate::core::args::Clock;
 use crate::core::grid::Grid;
 use crate::core::int::is_safe_score;

@@ -22,8 +22,8 @@ pub mod window;
 
 use self::args::{parse_check, CheckArgs};
 use self::window::{admission, decide, refund_units, Admission};
+use super::limiter::{Limiter, Request, Verdict};
 use super::sorted_set::{next_member, reseed, RedisLog, MAX_NAME_CLASHES};
-use super::{Limiter, Request, Verdict};
 use crate::core::args::Clock;
 use crate::core::members;
 use crate::error::Error;

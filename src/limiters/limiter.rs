@@ -1,0 +1,111 @@
+//! The interface every limiter implements, and what it answers.
+
+use smallvec::SmallVec;
+
+use crate::core::args::Clock;
+use crate::error::Error;
+use crate::redis_api::{self, Ctx, RString};
+
+/// What a call asks of a limiter, from its options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Request {
+    /// Admit and record when the rules allow (the peeks: decide only).
+    Admit,
+    /// Admit when the units are due within a wait (RL.THROTTLE `RESERVE`).
+    Reserve,
+    /// Take back units (`REFUND`).
+    Refund,
+    /// Record whatever the rules say (`DEBIT`).
+    Debit,
+}
+
+/// What RL.ALL does with its clauses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// RL.ALL: admit and record in every clause, or nothing.
+    Admit,
+    /// RL.ALL ... REFUND.
+    Refund,
+    /// RL.ALLPEEK.
+    Peek,
+}
+
+/// A decision not yet written: the reply's six integers and whether it
+/// admits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verdict {
+    pub reply: [i64; 6],
+    pub admitted: bool,
+}
+
+/// One rate-limit algorithm over one key. A call parses ([`Limiter::parse`]
+/// or, in RL.ALL, [`Limiter::parse_clause`]), the runner applies the memory
+/// rule, then [`Limiter::read`] opens the key (`WRONGTYPE`) and reads the
+/// state (errors in stored values), and one of: [`Limiter::decide`] then,
+/// for an admission that writes, [`Limiter::commit`]; [`Limiter::refund`];
+/// [`Limiter::debit`]. Nothing is written before `commit`, `refund` or
+/// `debit`, so RL.ALL can decide every clause before it writes any.
+pub trait Limiter: Sized {
+    /// The checked arguments after the key (`now` first); a lease's token
+    /// borrows the call's words.
+    type Args<'a>;
+    /// The Redis type its key holds.
+    const KIND: redis_api::Kind;
+
+    /// The arguments of its command (`write`) or of its peek.
+    fn parse<'a>(args: &[&'a [u8]], write: bool, clock: &Clock) -> Result<Self::Args<'a>, Error>;
+
+    /// The arguments of an RL.ALL clause (`now` first, then the clause's
+    /// words): its command's parser, with `REFUND` added when RL.ALL
+    /// refunds. The caller refuses the options a clause cannot take
+    /// ([`Limiter::request`]).
+    fn parse_clause<'a>(
+        args: &[&'a [u8]],
+        mode: Mode,
+        clock: &Clock,
+    ) -> Result<Self::Args<'a>, Error> {
+        if mode != Mode::Refund {
+            return Self::parse(args, mode == Mode::Admit, clock);
+        }
+        let mut words: SmallVec<[&'a [u8]; 24]> = args.iter().copied().collect();
+        words.push(b"REFUND");
+        Self::parse(&words, true, clock)
+    }
+
+    fn request(args: &Self::Args<'_>) -> Request;
+    fn cost(args: &Self::Args<'_>) -> i64;
+    /// Rules it adds to RL.ALL's cap (a QUOTA period and a lease: one).
+    fn rules(args: &Self::Args<'_>) -> usize;
+
+    /// Opens the key (`write`: for writing) and reads what the decision
+    /// needs; errors in stored values.
+    fn read(
+        ctx: Ctx,
+        key: RString,
+        write: bool,
+        args: Self::Args<'_>,
+        clock: &Clock,
+    ) -> Result<Self, Error>;
+
+    /// The admission decision at the call's cost, nothing written.
+    fn decide(&mut self) -> Result<Verdict, Error>;
+
+    /// Writes and replicates the admission [`Limiter::decide`] made; the
+    /// reply after it.
+    fn commit(&mut self) -> Result<[i64; 6], Error>;
+
+    /// Takes back `cost` units, writes and replicates that; the state now
+    /// (its peek with `COST 0`).
+    fn refund(&mut self) -> Result<[i64; 6], Error>;
+
+    /// Records `cost` units whatever the rules say (SPEC "Debits"); the
+    /// state now.
+    fn debit(&mut self) -> Result<[i64; 6], Error>;
+
+    /// RL.LEASE's seventh reply element: `Some(Some(token))` admitted,
+    /// `Some(None)` (nil) refused; `None` for every other reply (six
+    /// integers).
+    fn token(&self) -> Option<Option<&[u8]>> {
+        None
+    }
+}
