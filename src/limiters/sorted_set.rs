@@ -9,7 +9,7 @@ use std::sync::Once;
 use crate::core::int::is_safe_score;
 use crate::core::log_view::LogView;
 use crate::error::{show, Error};
-use crate::redis_api::{bytes, Ctx, Key, RString};
+use crate::redis_api::{bytes, Ctx, Key, Kind, RString};
 
 /// Members a call steps through, from the nearer end of the set, before it
 /// counts by rank instead (`ZCOUNT` / `ZRANGE`, O(log N) on a skiplist).
@@ -17,21 +17,19 @@ use crate::redis_api::{bytes, Ctx, Key, RString};
 /// several thousand.
 pub(super) const STEP_CAP: u64 = 24;
 
-/// The sorted set as the decision core sees it.
-pub(super) struct RedisLog<'a> {
-    ctx: Ctx,
-    name: RString,
-    key: &'a Key,
+/// A sorted set's size and extremes: what a call reads of it first.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Extremes {
     pub(super) len: u64,
     /// Lowest and highest scores, `None` when empty.
     pub(super) bounds: Option<(f64, f64)>,
 }
 
-impl<'a> RedisLog<'a> {
+impl Extremes {
     /// Reads the set's size and extremes; a score that is not finite or
     /// outside `±(2^53-1)` is an error in a stored value (sorted, so the
     /// extremes bound every score).
-    pub(super) fn read(ctx: Ctx, name: RString, key: &'a Key) -> Result<Self, Error> {
+    pub(super) fn read(name: RString, key: &Key) -> Result<Self, Error> {
         let bounds = key.zscore_bounds()?;
         if let Some((lowest, highest)) = bounds {
             if !is_safe_score(lowest) || !is_safe_score(highest) {
@@ -41,30 +39,44 @@ impl<'a> RedisLog<'a> {
                 )));
             }
         }
-        Ok(RedisLog {
-            ctx,
-            name,
-            key,
+        Ok(Extremes {
             len: key.size()?,
             bounds,
         })
     }
 
-    /// The view again over what an earlier read of the same key found
-    /// (a limiter keeps `len` and `bounds` between its read and decision).
-    pub(super) fn again(
-        ctx: Ctx,
-        name: RString,
-        key: &'a Key,
-        len: u64,
-        bounds: Option<(f64, f64)>,
-    ) -> Self {
+    /// The highest score.
+    pub(super) fn newest(&self) -> Option<f64> {
+        self.bounds.map(|(_, highest)| highest)
+    }
+}
+
+/// Opens a sorted-set key (`WRONGTYPE` otherwise; `write`: for writing)
+/// and reads its size and extremes.
+pub(super) fn open(ctx: Ctx, name: RString, write: bool) -> Result<(Key, Extremes), Error> {
+    let key = Key::open_as(ctx, name, write, Kind::SortedSet)?;
+    let extremes = Extremes::read(name, &key)?;
+    Ok((key, extremes))
+}
+
+/// The sorted set as the decision core sees it, over what [`Extremes`]
+/// found.
+pub(super) struct RedisLog<'a> {
+    ctx: Ctx,
+    name: RString,
+    key: &'a Key,
+    len: u64,
+    bounds: Option<(f64, f64)>,
+}
+
+impl<'a> RedisLog<'a> {
+    pub(super) fn new(ctx: Ctx, name: RString, key: &'a Key, extremes: Extremes) -> Self {
         RedisLog {
             ctx,
             name,
             key,
-            len,
-            bounds,
+            len: extremes.len,
+            bounds: extremes.bounds,
         }
     }
 }

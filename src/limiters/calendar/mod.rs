@@ -51,12 +51,23 @@ pub struct Calendar {
 }
 
 impl Calendar {
-    fn current(&self) -> Current<'_> {
-        Current {
+    /// The writes of an admission or a debit: the current buckets set to
+    /// `counts` (see [`record`]).
+    fn record(&self, counts: &[i64]) -> Result<(), Error> {
+        let current = Current {
             periods: &self.args.periods,
             buckets: &self.buckets,
             fields: &self.fields,
-        }
+        };
+        record(
+            self.ctx,
+            self.key_name,
+            &self.key,
+            &current,
+            counts,
+            self.server_time,
+            self.t,
+        )
     }
 
     /// The reply for `counts` at `COST 0`: the state now.
@@ -160,15 +171,7 @@ impl Limiter for Calendar {
     fn commit(&mut self) -> Result<[i64; 6], Error> {
         // Counts and cost are at most 2^53-1 and count + cost <= limit.
         let after: Vec<i64> = self.counts.iter().map(|&c| c + self.args.cost).collect();
-        record(
-            self.ctx,
-            self.key_name,
-            &self.key,
-            &self.current(),
-            &after,
-            self.server_time,
-            self.t,
-        )?;
+        self.record(&after)?;
         Ok(self.verdict.reply)
     }
 
@@ -200,15 +203,7 @@ impl Limiter for Calendar {
             .iter()
             .map(|&c| buckets::debit(c, cost))
             .collect();
-        record(
-            self.ctx,
-            self.key_name,
-            &self.key,
-            &self.current(),
-            &after,
-            self.server_time,
-            self.t,
-        )?;
+        self.record(&after)?;
         Ok(self.state_now(&after))
     }
 }

@@ -20,7 +20,7 @@ pub mod units;
 use self::args::{parse_lease, parse_lease_clause, parse_tokens, LeaseArgs, MAX_TOKEN_LEN};
 use self::units::{decide, expiry, live_units, reap_bound, reaps, unit_name};
 use super::limiter::{Limiter, Mode, Request, Verdict};
-use super::sorted_set::{next_member, reseed, RedisLog, MAX_NAME_CLASHES};
+use super::sorted_set::{self, next_member, reseed, Extremes, RedisLog, MAX_NAME_CLASHES};
 use crate::core::args::Clock;
 use crate::core::grid::Grid;
 use crate::core::int::is_safe_score;
@@ -45,8 +45,7 @@ pub struct Lease {
     token_len: Option<usize>,
     server_time: i64,
     t: i64,
-    len: u64,
-    bounds: Option<(f64, f64)>,
+    extremes: Extremes,
     /// Owns `names`.
     strings: OwnedStrings,
     names: Vec<RString>,
@@ -59,11 +58,11 @@ pub struct Lease {
 
 impl Lease {
     fn view(&self) -> RedisLog<'_> {
-        RedisLog::again(self.ctx, self.name, &self.key, self.len, self.bounds)
+        RedisLog::new(self.ctx, self.name, &self.key, self.extremes)
     }
 
     fn newest(&self) -> Option<f64> {
-        self.bounds.map(|(_, highest)| highest)
+        self.extremes.newest()
     }
 
     fn given_token(&self) -> Option<&[u8]> {
@@ -119,11 +118,7 @@ impl Limiter for Lease {
         args: LeaseArgs<'_>,
         clock: &Clock,
     ) -> Result<Self, Error> {
-        let key = Key::open_as(ctx, name, write, Kind::SortedSet)?;
-        let (len, bounds) = {
-            let view = RedisLog::read(ctx, name, &key)?;
-            (view.len, view.bounds)
-        };
+        let (key, extremes) = sorted_set::open(ctx, name, write)?;
         let mut strings = OwnedStrings::new(ctx);
         let (names, own) = match args.token.filter(|_| args.cost > 0) {
             Some(token) => walk(&key, &mut strings, token)?,
@@ -147,8 +142,7 @@ impl Limiter for Lease {
             token_len,
             server_time: clock.server_time,
             t: clock.resolve(args.now),
-            len,
-            bounds,
+            extremes,
             strings,
             names,
             own,
@@ -194,6 +188,7 @@ impl Limiter for Lease {
         let existing = self.key.expire_at()?;
         let bound = reap_bound(t, self.server_time);
         let has_expired = self
+            .extremes
             .bounds
             .is_some_and(|(lowest, _)| lowest <= bound as f64);
         let expired_before = if has_expired {
@@ -237,7 +232,7 @@ impl Limiter for Lease {
         // The highest score after the writes: known without a read unless
         // one of the token's old units held the top (it may have moved
         // down).
-        let top = match self.bounds.map(|(_, high)| high) {
+        let top = match self.extremes.newest() {
             Some(high) if self.own.iter().all(|&s| s < high) => high.max(score as f64),
             None => score as f64,
             Some(_) => key.zscore_from_end(true, 0)?.unwrap_or(score as f64),
@@ -281,8 +276,7 @@ impl Limiter for Lease {
     /// RL.LEASEPEEK with `COST 0` answers it.
     fn refund(&mut self) -> Result<[i64; 6], Error> {
         remove_units(self.ctx, self.name, &self.key, &self.names)?;
-        let view = RedisLog::read(self.ctx, self.name, &self.key)?;
-        (self.len, self.bounds) = (view.len, view.bounds);
+        self.extremes = Extremes::read(self.name, &self.key)?;
         let verdict = decide(self.limit, 0, self.t, &[], &mut self.view())?;
         Ok(verdict.reply(self.limit, 0, self.newest(), self.t).ints())
     }
@@ -454,7 +448,7 @@ pub fn renew(
     let parsed = parse_tokens(args, true, clock)?;
     let (server_time, t) = (clock.server_time, clock.resolve(parsed.now));
     let key = Key::open_as(ctx, key_name, true, Kind::SortedSet)?;
-    RedisLog::read(ctx, key_name, &key)?;
+    Extremes::read(key_name, &key)?;
     let existing = key.expire_at()?;
     let score = t + parsed.ttl;
     let mut strings = OwnedStrings::new(ctx);

@@ -23,7 +23,7 @@ pub mod window;
 use self::args::{parse_check, CheckArgs};
 use self::window::{admission, decide, refund_units, Admission};
 use super::limiter::{Limiter, Request, Verdict};
-use super::sorted_set::{next_member, reseed, RedisLog, MAX_NAME_CLASHES};
+use super::sorted_set::{self, next_member, reseed, Extremes, RedisLog, MAX_NAME_CLASHES};
 use crate::core::args::Clock;
 use crate::core::members;
 use crate::error::Error;
@@ -35,9 +35,7 @@ pub struct SlidingLog {
     name: RString,
     key: Key,
     args: CheckArgs,
-    len: u64,
-    /// Lowest and highest scores, `None` when empty.
-    bounds: Option<(f64, f64)>,
+    extremes: Extremes,
     server_time: i64,
     t: i64,
     verdict: Verdict,
@@ -47,18 +45,17 @@ impl SlidingLog {
     /// The key as the decision core sees it, over what [`Limiter::read`]
     /// found.
     fn view(&self) -> RedisLog<'_> {
-        RedisLog::again(self.ctx, self.name, &self.key, self.len, self.bounds)
+        RedisLog::new(self.ctx, self.name, &self.key, self.extremes)
     }
 
     /// Reads the size and extremes again (after a write).
     fn reread(&mut self) -> Result<(), Error> {
-        let view = RedisLog::read(self.ctx, self.name, &self.key)?;
-        (self.len, self.bounds) = (view.len, view.bounds);
+        self.extremes = Extremes::read(self.name, &self.key)?;
         Ok(())
     }
 
     fn newest(&self) -> Option<f64> {
-        self.bounds.map(|(_, highest)| highest)
+        self.extremes.newest()
     }
 
     /// The state now: RL.PEEK with `COST 0`.
@@ -80,7 +77,8 @@ impl SlidingLog {
             bytes(self.name),
         );
         let trim = plan.trim_through.filter(|&through| {
-            self.bounds
+            self.extremes
+                .bounds
                 .is_some_and(|(lowest, _)| lowest <= through as f64)
         });
         apply(self.ctx, self.name, &self.key, &plan, trim)
@@ -122,11 +120,7 @@ impl Limiter for SlidingLog {
         args: CheckArgs,
         clock: &Clock,
     ) -> Result<Self, Error> {
-        let key = Key::open_as(ctx, name, write, Kind::SortedSet)?;
-        let (len, bounds) = {
-            let view = RedisLog::read(ctx, name, &key)?;
-            (view.len, view.bounds)
-        };
+        let (key, extremes) = sorted_set::open(ctx, name, write)?;
         Ok(SlidingLog {
             ctx,
             name,
@@ -134,8 +128,7 @@ impl Limiter for SlidingLog {
             server_time: clock.server_time,
             t: clock.resolve(args.now),
             args,
-            len,
-            bounds,
+            extremes,
             verdict: Verdict {
                 reply: [0; 6],
                 admitted: false,
