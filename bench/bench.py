@@ -1922,6 +1922,20 @@ def build_report(bench: Bench, cfg: Config, quick: bool, meta: dict, summary: di
     al, alb = S["all"], bench.batches["all"]
     refused = 1 - sum(b.extra["admitted"] for b in alb if b.contestant == "all" and not b.extra["warmup"]) / max(
         1, al["all"]["requests"])
+    def per_call(contestant: str, cmd: str) -> float:
+        calls = usec = 0
+        for b in alb:
+            if b.contestant == contestant and not b.extra["warmup"]:
+                calls += b.stats.get(cmd, {}).get("calls", 0)
+                usec += b.stats.get(cmd, {}).get("usec", 0)
+        return usec / calls if calls else float("nan")
+
+    # each command's cost inside the script against the same command sent
+    # alone (on Redis 7.0, a module command in a script reads INFO's server
+    # section for the frozen clock: SPEC.md "Conventions")
+    inside = "; inside the Lua vs alone, µs per call: " + ", ".join(
+        f"{cmd.upper()} {per_call('lua', cmd):.2f} vs {per_call('singles', cmd):.2f}"
+        for cmd in ("rl.check", "rl.throttle", "rl.quota"))
     for other, name, what in (("singles", "all_vs_singles", "the three single commands' summed server cost "
                                                             "(pipelined, not atomic)"),
                               ("lua", "all_vs_lua", "the Lua that calls them and refunds on a refusal")):
@@ -1929,7 +1943,8 @@ def build_report(bench: Bench, cfg: Config, quick: bool, meta: dict, summary: di
                al["all"]["usec_per_request"] / al[other]["usec_per_request"], TARGETS[name],
                f"{al['all']['usec_per_request']:.2f} vs {al[other]['usec_per_request']:.2f} usec per request; "
                f"{100 * refused:.1f}% refused by the QUOTA clause; "
-               f"per-round {fmt_ratio_spread(round_ratios(alb, 'all', other))}")
+               f"per-round {fmt_ratio_spread(round_ratios(alb, 'all', other))}"
+               + (inside if other == "lua" else ""))
 
     L = []
     L.append(f"# redis-ratelimit benchmark{' (quick)' if quick else ''}\n")

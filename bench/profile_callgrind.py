@@ -28,7 +28,7 @@ Instruction counts are deterministic, so unlike the timing bench they do not
 move with other load on the machine; they are not time (cache misses and
 branch mispredictions cost nothing here).
 
-Usage: profile_callgrind.py [--out DIR] [--calls N] [--setting none|replica|aof|all]
+Usage: profile_callgrind.py [--out DIR] [--calls N] [--setting none|replica|aof[,...]|all]
 """
 
 from __future__ import annotations
@@ -326,8 +326,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="bench-out/profile", help="output directory (default bench-out/profile/)")
     ap.add_argument("--calls", type=int, default=4000, help="requests per phase (default 4000)")
-    ap.add_argument("--setting", choices=[*SETTINGS, "all"], default="all",
-                    help="none, replica, aof, or all three in turn (default)")
+    ap.add_argument("--setting", default="all",
+                    help="none, replica, aof, several of them comma-separated (none,replica), or all three in "
+                         "turn (default)")
     args = ap.parse_args(argv)
     if not shutil.which("valgrind"):
         print("valgrind not found (apt-get install valgrind)", file=sys.stderr)
@@ -337,7 +338,9 @@ def main(argv=None) -> int:
     cell_so = cell.stdout.strip() if cell.returncode == 0 else None
     if cell_so is None:
         print(f"redis-cell not built, CL.THROTTLE left out: {cell.stderr.strip()[-400:]}", file=sys.stderr)
-    settings = list(SETTINGS) if args.setting == "all" else [args.setting]
+    settings = list(SETTINGS) if args.setting == "all" else args.setting.split(",")
+    if not settings or any(x not in SETTINGS for x in settings):
+        ap.error(f"--setting: {args.setting!r}: expected all or names from {', '.join(SETTINGS)}")
     out = Path(args.out).resolve()
     summary = {}
     for setting in settings:
