@@ -26,6 +26,12 @@ the same rounds against the Lua semaphore services use today
 (bench/lua/semaphore.lua, then `ZREM` with the client's id), on keys that
 hold 10, 100 and 1,000 other leases all run long.
 
+RL.ALL with three clauses (CHECK, THROTTLE, QUOTA on three keys of one
+hash tag: one policy decision) runs in the same rounds against the three
+commands pipelined (no atomicity; their server costs summed) and against a
+Lua script that calls the three and refunds the admitted ones when one
+refuses (bench/lua/all_refund.lua); 1 triple in 20 is refused by its QUOTA.
+
 Every reply is checked against a model of the workload (admitted / rejected,
 counter values), so the contestants provably did the same work. A contestant
 that errors or disagrees makes the run exit non-zero; a missed target does
@@ -98,6 +104,14 @@ class Config:
     lease_sizes: list[int] = field(default_factory=lambda: [10, 100, 1000])
     lease_keys: int = 20
     lease_calls: int = 2000
+    # RL.ALL (CHECK + THROTTLE + QUOTA on three keys of one hash tag) vs the
+    # three commands pipelined and vs the Lua that calls them and refunds:
+    # key triples per contestant, requests per contestant and round (0:
+    # check_calls); 1 triple in `all_refuse_every` has a day quota of 1 (refused
+    # by its last clause after its first visit of the day)
+    all_keys: int = 1000
+    all_calls: int = 0
+    all_refuse_every: int = 20
 
 
 # Many short rounds rather than a few long ones: the medians over rounds shrug
@@ -153,8 +167,24 @@ TARGETS = {
     # every size; and flat: the cost at 1,000 leases held within 1.5x at 10
     "lease_vs_lua": 0.5,
     "lease_1000_vs_10": 1.5,
+    # RL.ALL with CHECK + THROTTLE + QUOTA (issue 16): against the three
+    # commands' summed server cost (pipelined, not atomic) and against the
+    # Lua script that calls them and refunds on a refusal
+    "all_vs_singles": 1.1,
+    "all_vs_lua": 0.4,
 }
 LEASE_TTL = 60_000  # each measured lease's ttl; the held ones never expire
+# RL.ALL's clauses (and the single commands' arguments): RL.CHECK's two rules
+# on keys of `check_entries` members (1 trimmed + 1 added a visit, as the
+# RL.CHECK workload), RL.THROTTLE's steady-state rule (a full bucket at every
+# visit), RL.QUOTA per day in QUOTA_ZONE: ALL_DAY_LIMIT (never reached), or 1
+# on the refused triples
+ALL_DAY_LIMIT, ALL_REFUSED_DAY_LIMIT = 10000, 1
+ALL_ZONE_OFFSET_MS = 8 * 3600000  # QUOTA_ZONE (Asia/Shanghai): +08:00 all year since 1991
+# RL.ALL's clock starts this far ahead of the server's and runs ahead of it
+# (90 ms a request): no caller's lag enters an expiry, so the three
+# contestants' expiries are equal whatever time each batch ran at
+ALL_CLOCK_AHEAD_MS = 600_000
 
 
 @dataclass
@@ -439,7 +469,7 @@ class Bench:
         self.conns = [Conn(server.port) for _ in range(cfg.conns)]
         self.sha = {name: self.ctl.script_load((LUA_DIR / f"{name}.lua").read_text())
                     for name in ("check_uuid", "check_timestamp", "dayhour", "lockcount", "gcra",
-                                 "semaphore")}
+                                 "semaphore", "all_refund")}
         self.batches: dict[str, list[Batch]] = {}
         self.errors: list[str] = []
         self.notes: dict = {}
@@ -1156,6 +1186,161 @@ class Bench:
                 if n != int(key.split(":")[2]):
                     self.fail(f"lease: {key} holds {n} members after the run")
 
+    # ---------------- RL.ALL vs the three commands and their Lua -------------
+    #
+    # A request is one policy decision over three keys of one hash tag
+    # ({al:<contestant>:<k>}:c, :t, :q): RL.CHECK's two rules (keys of
+    # `check_entries` members, 1 trimmed + 1 added a visit), RL.THROTTLE's
+    # steady-state rule (a full bucket at every visit) and RL.QUOTA DAY in
+    # QUOTA_ZONE, each triple visited every `period` ms at an explicit `now`.
+    # Three contestants on their own triples, on the same clock: RL.ALL with
+    # the three clauses; the three commands pipelined (no atomicity: when the
+    # QUOTA refuses, the request's CHECK and THROTTLE stay charged); the Lua
+    # that calls them and refunds the admitted ones on a refusal
+    # (bench/lua/all_refund.lua). One triple in `all_refuse_every` has a day
+    # quota of 1: after its first visit of the day, its last clause refuses.
+
+    ALL_CONTESTANTS = ("all", "singles", "lua")
+
+    @staticmethod
+    def all_key_names(c: str, k: int) -> tuple[str, str, str]:
+        tag = "{al:%s:%d}" % (c, k)
+        return tag + ":c", tag + ":t", tag + ":q"
+
+    def all_day_limit(self, k: int) -> int:
+        return ALL_REFUSED_DAY_LIMIT if k % self.cfg.all_refuse_every == 0 else ALL_DAY_LIMIT
+
+    def all_setup(self):
+        cfg = self.cfg
+        self.all_period = MAX_WINDOW // cfg.check_entries
+        self.all_step = self.all_period // cfg.all_keys
+        assert self.all_step * cfg.all_keys == self.all_period, (cfg.all_keys, self.all_period)
+        self.all_base = self.base + ALL_CLOCK_AHEAD_MS
+        self.all_next = {c: 0 for c in self.ALL_CONTESTANTS}
+        self.all_model = {c: {} for c in self.ALL_CONTESTANTS}  # (key index, local day) -> admitted
+        lines = []
+        for c in self.ALL_CONTESTANTS:
+            for k in range(cfg.all_keys):
+                first = self.all_base + (k + 1) * self.all_step
+                args = []
+                for j in range(cfg.check_entries, 0, -1):
+                    args += [first - j * self.all_period, "q%07d" % j]
+                ck = self.all_key_names(c, k)[0]
+                lines.append(enc("ZADD", ck, *args))
+                lines.append(enc("PEXPIRE", ck, MAX_WINDOW))
+        for part in chunks(lines, 2000):
+            for r in parse_all(self.conns[0].roundtrip(b"".join(part)), len(part)):
+                if find_error(r) is not None:
+                    raise BenchError(f"prefill of RL.ALL's CHECK keys: {find_error(r)}")
+
+    def all_cmd(self, c: str, k: int, now: int) -> bytes:
+        return all_request(c, self.all_key_names(c, k), now, self.all_day_limit(k), self.sha["all_refund"])
+
+    def all_round(self, rnd: int, measured: bool):
+        """Each contestant's replies are checked against a model of the day
+        quota (admitted iff the triple's day bucket has room; refused by
+        clause 3), the three commands' replies are combined as RL.ALL
+        chooses its binding clause, and the three contestants' replies to
+        the same request (same triple index, same `now`) must be equal."""
+        cfg = self.cfg
+        n = cfg.all_calls or cfg.check_calls
+        got_by: dict[str, dict[int, list]] = {}
+        for c in rotate(list(self.ALL_CONTESTANTS), rnd):
+            i0 = self.all_next[c]
+            self.all_next[c] += n
+            per_conn: list[list[bytes]] = [[] for _ in self.conns]
+            plans: list[list[tuple[int, int, int]]] = [[] for _ in self.conns]
+            for i in range(i0, i0 + n):
+                k = i % cfg.all_keys
+                now = self.all_base + (i + 1) * self.all_step
+                per_conn[k % len(self.conns)].append(self.all_cmd(c, k, now))
+                plans[k % len(self.conns)].append((i, k, now))
+            per_req = 3 if c == "singles" else 1
+            jobs, counts = [], []
+            for conn, cmds in zip(self.conns, per_conn):
+                parts = chunks(cmds, cfg.batch)
+                jobs.append(pipelined_job(conn, [b"".join(p) for p in parts]))
+                counts.append([len(p) * per_req for p in parts])
+            counted = {"all": ["rl.all"], "singles": ["rl.check", "rl.throttle", "rl.quota"],
+                       "lua": ["evalsha"]}[c]
+            b, results = measure(self.ctl, c, n, counted, jobs)
+            for cmd in counted:
+                check_count(b, cmd, n)
+            model = self.all_model[c]
+            got: dict[int, list] = {}
+            admitted = 0
+            for bufs, cnts, plan in zip(results, counts, plans):
+                replies = [r for buf, cnt in zip(bufs, cnts) for r in parse_all(buf, cnt)]
+                if c == "singles":
+                    replies = [replies[j:j + 3] for j in range(0, len(replies), 3)]
+                for r, (i, k, now) in zip(replies, plan):
+                    if find_error(r) is not None:
+                        raise BenchError(f"RL.ALL contestant {c}: {find_error(r)}")
+                    if c == "singles":
+                        if not all(int_list(x, 6) for x in r):
+                            raise BenchError(f"RL.ALL contestant singles: malformed replies {r}")
+                        r = all_composite(r, [1, 1, 1])
+                    elif not int_list(r, 7):
+                        raise BenchError(f"RL.ALL contestant {c}: malformed reply {r}")
+                    bucket = (k, (now + ALL_ZONE_OFFSET_MS) // 86400000)
+                    used = model.get(bucket, 0)
+                    want = 0 if used < self.all_day_limit(k) else 1
+                    if r[0] != want or (want and r[1] != 3):
+                        self.fail(f"RL.ALL {c}: triple {k} at {now} replied {r}; the model says "
+                                  f"{'admitted' if want == 0 else 'refused by clause 3'} ({used} used today)")
+                        raise BenchError("RL.ALL: a contestant disagrees with the model")
+                    if want == 0:
+                        model[bucket] = used + 1
+                        admitted += 1
+                    got[i] = r
+            got_by[c] = got
+            b.extra.update({"admitted": admitted, "refused_share": (n - admitted) / n})
+            self.record("all", b, rnd, measured)
+        ref = got_by["all"]
+        for c in ("singles", "lua"):
+            diff = [i for i, r in ref.items() if got_by[c].get(i) != r]
+            if diff:
+                i = diff[0]
+                self.fail(f"RL.ALL vs {c}: {len(diff)} of {len(ref)} replies differ (first: request {i}, "
+                          f"RL.ALL {ref[i]}, {c} {got_by[c].get(i)})")
+                raise BenchError(f"RL.ALL and {c} disagree")
+
+    def all_agreement(self):
+        """After the run, on a sample of triples: RL.ALL and the Lua leave the
+        same state (CHECK scores, THROTTLE fields, QUOTA fields, expiries) on
+        the triples that are always admitted, and the same QUOTA fields on the
+        refused ones (there RL.ALL writes nothing, while the Lua's admission
+        and refund trims the CHECK key and empties the THROTTLE one, and the
+        pipelined commands charge CHECK and THROTTLE)."""
+        cfg = self.cfg
+        compared = differing = 0
+        for k in range(0, cfg.all_keys, max(1, cfg.all_keys // 50)):
+            refused = self.all_day_limit(k) == ALL_REFUSED_DAY_LIMIT
+            state = {}
+            for c in self.ALL_CONTESTANTS:
+                ck, tk, qk = self.all_key_names(c, k)
+                st = {"q": self.ctl.hgetall(qk), "qx": self.ctl.execute_command("PEXPIRETIME", qk)}
+                if not refused:
+                    st.update({"c": [s for _m, s in self.ctl.zrange(ck, 0, -1, withscores=True)],
+                               "t": self.ctl.hgetall(tk),
+                               "cx": self.ctl.execute_command("PEXPIRETIME", ck),
+                               "tx": self.ctl.execute_command("PEXPIRETIME", tk)})
+                state[c] = st
+            compared += 1
+            others = ("lua", "singles") if not refused else ("lua",)
+            bad = [c for c in others if state[c] != state["all"]]
+            if refused and state["singles"]["q"] != state["all"]["q"]:
+                bad.append("singles")
+            if bad:
+                differing += 1
+                if differing <= 3:
+                    self.fail(f"RL.ALL state differs on triple {k} from {', '.join(bad)}: "
+                              + "; ".join(f"{c} {state[c]}" for c in ("all", *bad)))
+        self.notes["all_agreement"] = {"triples_compared": compared, "triples_differing": differing,
+                                       "admitted": {c: sum(b.extra["admitted"] for b in self.batches["all"]
+                                                           if b.contestant == c)
+                                                    for c in self.ALL_CONTESTANTS}}
+
     # ---------------- Memory -------------------------------------------------
 
     def memory(self) -> dict:
@@ -1362,6 +1547,42 @@ def gcra_reply(tat, now: int, rule, cost: int):
         limited, retry, left, state = 1, ceil_div(new - tau - t, 10**6), base, tat
     remaining = min(max((tau - (left - t)) // T, 0), burst)
     return [limited, 1, burst, remaining, retry, ceil_div(left - t, 10**6)], state
+
+
+def all_request(c: str, keys: tuple[str, str, str], now: int, day_limit: int, sha: str) -> bytes:
+    """One request of the RL.ALL workload, encoded: `c` "all" (RL.ALL, three
+    clauses), "singles" (RL.CHECK, RL.THROTTLE, RL.QUOTA: three commands) or
+    "lua" (EVALSHA of bench/lua/all_refund.lua, whose SHA is `sha`)."""
+    ck, tk, qk = keys
+    if c == "all":
+        return enc("RL.ALL", 3, ck, tk, qk, now, "CHECK", 1, *flat_rules(RULES), "THROTTLE", 2, *TH_RULE,
+                   "QUOTA", 3, QUOTA_ZONE, "DAY", day_limit)
+    if c == "singles":
+        return (enc("RL.CHECK", ck, now, *flat_rules(RULES)) + enc("RL.THROTTLE", tk, now, *TH_RULE)
+                + enc("RL.QUOTA", qk, now, QUOTA_ZONE, "DAY", day_limit))
+    return enc("EVALSHA", sha, 3, ck, tk, qk, now, 1, 2 * len(RULES), *flat_rules(RULES),
+               len(TH_RULE), *TH_RULE, 3, QUOTA_ZONE, "DAY", day_limit)
+
+
+def int_list(r, n: int) -> bool:
+    return isinstance(r, list) and len(r) == n and all(isinstance(x, int) for x in r)
+
+
+def all_composite(replies: list[list[int]], costs: list[int]) -> list[int]:
+    """RL.ALL's reply from its clauses' own replies (six integers each), by
+    SPEC.md's binding clause: refused, among the refusing clauses one whose
+    retry_after is -1 first, else the largest retry_after, ties to the lower
+    index; admitted, the fewest requests of this shape left,
+    floor(remaining / max(cost, 1)), ties to the larger reset_after, then to
+    the lower index."""
+    refused = [j for j, r in enumerate(replies) if r[0] != 0]
+    if refused:
+        never = [j for j in refused if replies[j][4] == -1]
+        b = never[0] if never else min(refused, key=lambda j: (-replies[j][4], j))
+        return [1, b + 1, *replies[b][1:]]
+    b = min(range(len(replies)), key=lambda j: (replies[j][3] // max(costs[j], 1), -replies[j][5], j))
+    r = replies[b]
+    return [0, b + 1, r[1], r[2], r[3], -1, r[5]]
 
 
 def flat_rules(rules):
@@ -1575,6 +1796,9 @@ LABELS = {
     ("lockcount", "module"): "RL.LOCKCOUNT (module)",
     ("lockcount", "lua"): "Lua, seed 004 count-then-lock",
     ("lockcount", "client"): "client flow, seed 004 (GET/GET/SET|INCR|SET+DEL round trips)",
+    ("all", "all"): "RL.ALL, 3 clauses (CHECK + THROTTLE + QUOTA)",
+    ("all", "singles"): "RL.CHECK + RL.THROTTLE + RL.QUOTA pipelined (sum, not atomic)",
+    ("all", "lua"): "Lua: the three commands, REFUND on a refusal (bench/lua/all_refund.lua)",
 }
 
 
@@ -1695,6 +1919,33 @@ def build_report(bench: Bench, cfg: Config, quick: bool, meta: dict, summary: di
            f"per-round {fmt_ratio_spread(round_ratios(lsb, f'{hi}:module', f'{lo}:module'))}; Lua: "
            f"{ls[f'{hi}:lua']['usec_per_request'] / ls[f'{lo}:lua']['usec_per_request']:.3f}")
 
+    al, alb = S["all"], bench.batches["all"]
+    refused = 1 - sum(b.extra["admitted"] for b in alb if b.contestant == "all" and not b.extra["warmup"]) / max(
+        1, al["all"]["requests"])
+    def per_call(contestant: str, cmd: str) -> float:
+        calls = usec = 0
+        for b in alb:
+            if b.contestant == contestant and not b.extra["warmup"]:
+                calls += b.stats.get(cmd, {}).get("calls", 0)
+                usec += b.stats.get(cmd, {}).get("usec", 0)
+        return usec / calls if calls else float("nan")
+
+    # each command's cost inside the script against the same command sent
+    # alone (on Redis 7.0, a module command in a script reads INFO's server
+    # section for the frozen clock: SPEC.md "Conventions")
+    inside = "; inside the Lua vs alone, µs per call: " + ", ".join(
+        f"{cmd.upper()} {per_call('lua', cmd):.2f} vs {per_call('singles', cmd):.2f}"
+        for cmd in ("rl.check", "rl.throttle", "rl.quota"))
+    for other, name, what in (("singles", "all_vs_singles", "the three single commands' summed server cost "
+                                                            "(pipelined, not atomic)"),
+                              ("lua", "all_vs_lua", "the Lua that calls them and refunds on a refusal")):
+        target(name, f"RL.ALL (CHECK + THROTTLE + QUOTA) server cost ≤ {TARGETS[name]} × {what}",
+               al["all"]["usec_per_request"] / al[other]["usec_per_request"], TARGETS[name],
+               f"{al['all']['usec_per_request']:.2f} vs {al[other]['usec_per_request']:.2f} usec per request; "
+               f"{100 * refused:.1f}% refused by the QUOTA clause; "
+               f"per-round {fmt_ratio_spread(round_ratios(alb, 'all', other))}"
+               + (inside if other == "lua" else ""))
+
     L = []
     L.append(f"# redis-ratelimit benchmark{' (quick)' if quick else ''}\n")
     L.append(f"- date: {meta['date']}; host: {meta['host']}, {meta['cpus']} CPUs; {meta['server_version']}")
@@ -1740,9 +1991,15 @@ def build_report(bench: Bench, cfg: Config, quick: bool, meta: dict, summary: di
                     f"computes the buckets", ["module", "quota", "lua"]),
         ("lockcount", f"RL.LOCKCOUNT, {cfg.counter_keys} pairs × {cfg.counter_visits} visits "
                       f"(max {LC_MAX}: {LC_MAX} admitted, 1 trips, rest locked)", ["module", "lua", "client"]),
+        ("all", f"RL.ALL over 3 keys of one hash tag, {cfg.all_keys} triples each visited every "
+                f"{MAX_WINDOW // cfg.check_entries // 1000} s: CHECK 2 rules ({cfg.check_entries} entries), "
+                f"THROTTLE 1 rule (a full bucket), QUOTA {QUOTA_ZONE} DAY {ALL_DAY_LIMIT}; 1 triple in "
+                f"{cfg.all_refuse_every} DAY {ALL_REFUSED_DAY_LIMIT} (refused by QUOTA after its first visit "
+                f"of the day: {100 * refused:.1f}% of the requests); × column: × RL.ALL",
+         ["all", "singles", "lua"]),
     ]
     for sec, title, order in workloads:
-        base = S[sec]["module"]["usec_per_request"]
+        base = S[sec][order[0]]["usec_per_request"]
         for c in order:
             s = S[sec][c]
             L.append(f"| {title if c == order[0] else ''} | {LABELS[(sec, c)]} | {s['usec_per_request']:.3f} | "
@@ -1760,10 +2017,20 @@ def build_report(bench: Bench, cfg: Config, quick: bool, meta: dict, summary: di
              f"of {ag.get('state_keys_compared', 0)} sampled keys (the Lua's µs × 1000 = the module's ns). "
              f"RL.QUOTA's buckets: each round, its fields and expiry are checked against the day and hour "
              f"the client computed for RL.DAYHOUR's keys.\n")
+    aa = bench.notes.get("all_agreement", {})
+    L.append(f"RL.ALL, the three commands and their Lua decide alike: every reply follows a model of the day "
+             f"quota (refused by clause 3 exactly when the triple's day bucket is full), the three commands' "
+             f"replies combined by RL.ALL's binding-clause rule and the Lua's reply equal RL.ALL's for every "
+             f"request; admitted (warm-up included) "
+             + " / ".join(f"{c} {v}" for c, v in aa.get("admitted", {}).items())
+             + f"; state (CHECK scores, THROTTLE and QUOTA fields, expiries) identical on "
+             f"{aa.get('triples_compared', 0) - aa.get('triples_differing', 0)} of {aa.get('triples_compared', 0)} "
+             f"sampled triples (QUOTA only on the refused ones, where the pipelined commands still charge "
+             f"CHECK and THROTTLE).\n")
     L.append("Per native command (µs per call over all measured rounds, calls per request):\n")
     L.append("| contestant | command | µs/call (mean) | calls/request |")
     L.append("|---|---|---:|---:|")
-    for sec, c in (("check", "native"), ("check_skiplist", "native"), ("lockcount", "client")):
+    for sec, c in (("check", "native"), ("check_skiplist", "native"), ("lockcount", "client"), ("all", "singles")):
         where = {sh.section: f", {sh.name} keys ({sh.entries} entries)" for sh in bench.check_shapes}.get(sec, "")
         for cmd, acc in S[sec][c]["commands"].items():
             if acc["calls"]:
@@ -1937,6 +2204,7 @@ def main(argv=None) -> int:
             bench.throttle_setup()
             bench.scale_setup()
             bench.lease_setup()
+            bench.all_setup()
             print(f"setup: {time.time() - t1:.1f} s", flush=True)
             for rnd in range(cfg.rounds + 1):
                 measured = rnd > 0
@@ -1945,7 +2213,8 @@ def main(argv=None) -> int:
                 for name, section in (("check", bench.check_round), ("throttle", bench.throttle_round),
                                       ("contested", bench.throttle_contested_round),
                                       ("dayhour", bench.dayhour_round), ("lockcount", bench.lockcount_round),
-                                      ("scale", bench.scale_round), ("lease", bench.lease_round)):
+                                      ("scale", bench.scale_round), ("lease", bench.lease_round),
+                                      ("all", bench.all_round)):
                     t1 = time.time()
                     section(rnd, measured)
                     spent.append(f"{name} {time.time() - t1:.1f}")
@@ -1953,6 +2222,7 @@ def main(argv=None) -> int:
                       f"({', '.join(spent)})", flush=True)
             bench.check_shape()
             bench.throttle_agreement()
+            bench.all_agreement()
             t1 = time.time()
             memory = bench.memory()
             key_memory = bench.key_memory()
@@ -1982,6 +2252,7 @@ def main(argv=None) -> int:
     }, indent=1))
     ck, dh, lc = summary["check"], summary["dayhour"], summary["lockcount"]
     th, tc = summary["throttle"], summary["throttle_contested"]
+    al = summary["all"]
     svg_cost_chart([
         *[(f"RL.CHECK (2 rules, steady state, {sh.entries} entries: {sh.name})", [
             ("module", summary[sh.section]["module"]["usec_per_request"], COLORS["module"]),
@@ -2000,6 +2271,10 @@ def main(argv=None) -> int:
             ("RL.DAYHOUR", dh["module"]["usec_per_request"], COLORS["module"]),
             ("RL.QUOTA (Asia/Shanghai, now *)", dh["quota"]["usec_per_request"], COLORS["lua-ts"]),
             ("Lua (seed 001)", dh["lua"]["usec_per_request"], COLORS["lua"])]),
+        ("RL.ALL, CHECK + THROTTLE + QUOTA (one decision)", [
+            ("RL.ALL", al["all"]["usec_per_request"], COLORS["module"]),
+            ("the 3 commands (sum, not atomic)", al["singles"]["usec_per_request"], COLORS["native"]),
+            ("Lua, 3 commands + refunds", al["lua"]["usec_per_request"], COLORS["lua"])]),
         ("RL.LOCKCOUNT", [
             ("module", lc["module"]["usec_per_request"], COLORS["module"]),
             ("client flow (native sum)", lc["client"]["usec_per_request"], COLORS["client"]),

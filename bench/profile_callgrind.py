@@ -28,7 +28,7 @@ Instruction counts are deterministic, so unlike the timing bench they do not
 move with other load on the machine; they are not time (cache misses and
 branch mispredictions cost nothing here).
 
-Usage: profile_callgrind.py [--out DIR] [--calls N] [--setting none|replica|aof|all]
+Usage: profile_callgrind.py [--out DIR] [--calls N] [--setting none|replica|aof[,...]|all]
 """
 
 from __future__ import annotations
@@ -232,14 +232,14 @@ def module_breakdown(path: Path, requests: int) -> dict:
             "groups": groups, "entry_points": entry, "module_inclusive": inclusive, "module_self": self_mod}
 
 
-def check_breakdown(cols: list[tuple[str, Path, int]]) -> tuple[str, dict]:
+def check_breakdown(cols: list[tuple[str, Path, int]], title: str | None = None) -> tuple[str, dict]:
     """The text printed by bench-profile: groups side by side for each column
     (label, dump, requests); the first column in detail."""
     data = {label: module_breakdown(path, reqs) for label, path, reqs in cols}
     labels = [label for label, _, _ in cols]
     first = data[labels[0]]
     w = 74
-    L = ["RL.CHECK, 2 rules, 1 trimmed + 1 added a call: where the instructions go "
+    L = [title or "RL.CHECK, 2 rules, 1 trimmed + 1 added a call: where the instructions go "
          "(Ir per request, from the call graph)", ""]
     L.append(f"{'':{w}}" + "".join(f"{x:>18}" for x in labels))
     L.append(f"{'the whole request (the Ir/request of the phase)':{w}}"
@@ -277,6 +277,35 @@ def check_breakdown(cols: list[tuple[str, Path, int]]) -> tuple[str, dict]:
     return "\n".join(L) + "\n", data
 
 
+def all_beyond_singles(a: dict, s: dict, top: int = 10) -> str:
+    """Where RL.ALL spends more than the three commands (two module_breakdown
+    results, Ir per request): the whole request outside the handler, then the
+    `top` largest differences by the module's own instructions per function
+    (self) and by call from the module into Redis (inclusive, by entry point)."""
+    L = ["RL.ALL minus the three commands (Ir per request; + = RL.ALL spends more)", ""]
+    L.append(f"  whole request {a['total'] - s['total']:+,.0f}: outside the handler "
+             f"{(a['total'] - a['handler']) - (s['total'] - s['handler']):+,.0f}, inside "
+             f"{a['handler'] - s['handler']:+,.0f}")
+    rows = []
+    for f in set(a["module_self"]) | set(s["module_self"]):
+        rows.append((a["module_self"].get(f, 0) - s["module_self"].get(f, 0), f"module self    {f}",
+                     a["module_self"].get(f, 0), s["module_self"].get(f, 0)))
+    for b in set(a["entry_points"]) | set(s["entry_points"]):
+        ea, es = a["entry_points"].get(b, {}), s["entry_points"].get(b, {})
+        rows.append((ea.get("Ir", 0) - es.get("Ir", 0),
+                     f"into Redis     {b} ({ea.get('calls', 0):.1f} vs {es.get('calls', 0):.1f} calls/req)",
+                     ea.get("Ir", 0), es.get("Ir", 0)))
+    rows.sort(key=lambda r: -r[0])
+    L.append(f"  top {top} (difference, RL.ALL, the 3 commands):")
+    for d, what, x, y in rows[:top]:
+        L.append(f"  {d:>+9,.0f}  {x:>9,.0f} {y:>9,.0f}  {what}")
+    L.append("  largest savings:")
+    for d, what, x, y in sorted(rows, key=lambda r: r[0])[:5]:
+        if d < 0:
+            L.append(f"  {d:>+9,.0f}  {x:>9,.0f} {y:>9,.0f}  {what}")
+    return "\n".join(L) + "\n"
+
+
 SETTINGS = {
     "none": "no replica, no AOF",
     "replica": "one replica attached (with the module)",
@@ -297,8 +326,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="bench-out/profile", help="output directory (default bench-out/profile/)")
     ap.add_argument("--calls", type=int, default=4000, help="requests per phase (default 4000)")
-    ap.add_argument("--setting", choices=[*SETTINGS, "all"], default="all",
-                    help="none, replica, aof, or all three in turn (default)")
+    ap.add_argument("--setting", default="all",
+                    help="none, replica, aof, several of them comma-separated (none,replica), or all three in "
+                         "turn (default)")
     args = ap.parse_args(argv)
     if not shutil.which("valgrind"):
         print("valgrind not found (apt-get install valgrind)", file=sys.stderr)
@@ -308,7 +338,9 @@ def main(argv=None) -> int:
     cell_so = cell.stdout.strip() if cell.returncode == 0 else None
     if cell_so is None:
         print(f"redis-cell not built, CL.THROTTLE left out: {cell.stderr.strip()[-400:]}", file=sys.stderr)
-    settings = list(SETTINGS) if args.setting == "all" else [args.setting]
+    settings = list(SETTINGS) if args.setting == "all" else args.setting.split(",")
+    if not settings or any(x not in SETTINGS for x in settings):
+        ap.error(f"--setting: {args.setting!r}: expected all or names from {', '.join(SETTINGS)}")
     out = Path(args.out).resolve()
     summary = {}
     for setting in settings:
@@ -388,7 +420,7 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None) -> dict:
         ctl = redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=600)
         conn = B.Conn(server.port)
         sha = {name: ctl.script_load((B.LUA_DIR / f"{name}.lua").read_text())
-               for name in ("check_uuid", "dayhour", "lockcount", "gcra", "semaphore")}
+               for name in ("check_uuid", "dayhour", "lockcount", "gcra", "semaphore", "all_refund")}
         base = int(ctl.time()[0]) * 1000
 
         def send(cmds, per=1):
@@ -637,6 +669,38 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None) -> dict:
                         cmds += [B.enc("EVALSHA", sha["semaphore"], 1, key, tok, now, size + 10, B.LEASE_TTL),
                                  B.enc("ZREM", key, tok)]
                 phase(f"lease-{size}-{c}", cmds, requests=n // 2)
+
+        # RL.ALL, 3 clauses (CHECK 2 rules on keys of 40 entries, THROTTLE's
+        # steady-state rule, QUOTA DAY in the bench's zone) on 200 triples of
+        # one hash tag each, against the three commands pipelined (a request:
+        # the three together) and the Lua that calls them and refunds on a
+        # refusal; as the timing bench, 1 triple in 20 has a day quota of 1
+        # (refused by its last clause after the warm-up's visit); a clock
+        # ahead of the server's (no lag in the expiries)
+        a_keys, a_every = 200, 20
+        a_step = period // a_keys
+        a_base = base + B.ALL_CLOCK_AHEAD_MS
+        pre = []
+        for c in ("all", "singles", "lua"):
+            for k in range(a_keys):
+                first = a_base + (k + 1) * a_step
+                a = []
+                for j in range(entries, 0, -1):
+                    a += [first - j * period, "q%07d" % j]
+                pre.append(B.enc("ZADD", B.Bench.all_key_names(c, k)[0], *a))
+                pre.append(B.enc("PEXPIRE", B.Bench.all_key_names(c, k)[0], B.MAX_WINDOW))
+        send(pre)
+
+        def all_cmds(c, start, count):
+            return [B.all_request(c, B.Bench.all_key_names(c, i % a_keys), a_base + (i + 1) * a_step,
+                                  B.ALL_REFUSED_DAY_LIMIT if i % a_keys % a_every == 0 else B.ALL_DAY_LIMIT,
+                                  sha["all_refund"]) for i in range(start, start + count)]
+
+        for c in ("all", "singles", "lua"):
+            send(all_cmds(c, 0, a_keys), per=3 if c == "singles" else 1)
+        phase("all-module", all_cmds("all", a_keys, n))
+        phase("all-singles", all_cmds("singles", a_keys, n), per=3, requests=n)
+        phase("all-lua", all_cmds("lua", a_keys, n))
         conn.close()
         ctl.close()
     finally:
@@ -645,7 +709,7 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None) -> dict:
         server.stop()
 
     for name in ("check-module", "check-skiplist-module", "scale-100-admitted", "dayhour-module", "lockcount-module", "throttle-module",
-                 "throttle-lua", "quota-module", "lease-1000-module"):
+                 "throttle-lua", "quota-module", "lease-1000-module", "all-module", "all-singles", "all-lua"):
         f = out / f"callgrind.out.{name}"
         if f.exists():
             ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=99.5", str(f)],
@@ -676,7 +740,11 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None) -> dict:
                             ("RL.LEASE + RL.RELEASE / Lua semaphore + ZREM, 1000 held (target 0.5)",
                              "lease-1000-module", "lease-1000-lua"),
                             ("RL.LEASE + RL.RELEASE 1000 / 10 held (target 1.5)",
-                             "lease-1000-module", "lease-10-module")):
+                             "lease-1000-module", "lease-10-module"),
+                            ("RL.ALL 3 clauses / RL.CHECK + RL.THROTTLE + RL.QUOTA pipelined (target 1.1)",
+                             "all-module", "all-singles"),
+                            ("RL.ALL 3 clauses / Lua: the 3 commands + REFUND on a refusal (target 0.4)",
+                             "all-module", "all-lua")):
         if num in results and den in results:
             ratios[label] = results[num]["Ir_per_request"] / results[den]["Ir_per_request"]
             print(f"{label}: {ratios[label]:.3f} (instructions per request)")
@@ -691,6 +759,18 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None) -> dict:
         print(text)
         (out / "breakdown-check.txt").write_text(text)
         results["check_breakdown"] = data
+    # where RL.ALL's instructions go beyond the three commands'
+    cols = [(label, out / f"callgrind.out.{name}", results[name]["requests"])
+            for label, name in (("RL.ALL", "all-module"), ("3 commands", "all-singles")) if name in results]
+    if len(cols) == 2:
+        text, data = check_breakdown(cols, title="RL.ALL (CHECK + THROTTLE + QUOTA) and the three commands "
+                                                 "pipelined: where the instructions go (Ir per request = one "
+                                                 "decision, from the call graph)")
+        text += "\n" + all_beyond_singles(data["RL.ALL"], data["3 commands"])
+        print()
+        print(text)
+        (out / "breakdown-all.txt").write_text(text)
+        results["all_breakdown"] = data
     (out / "profile.json").write_text(json.dumps(results, indent=1))
     print(f"wrote {out}/profile.json, callgrind.out.* and annotate-*.txt")
     shutil.rmtree(tmp, ignore_errors=True)
