@@ -17,6 +17,8 @@
 //! every clause, then refunds each as its command's `REFUND` does (a
 //! `LEASE` clause: RL.RELEASE of its token).
 
+use smallvec::{smallvec, SmallVec};
+
 use super::outcome::Outcome;
 use crate::core::all::{self as plan, ClauseReply, Kind};
 use crate::core::args::{parse_now, Clock};
@@ -90,7 +92,7 @@ fn run(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
         max_past_ms: crate::config::MAX_PAST_MS.load(std::sync::atomic::Ordering::Relaxed),
     };
     let key_args = args.get(2..).unwrap_or(&[]);
-    let words: Vec<&[u8]> = args
+    let words: SmallVec<[&[u8]; 32]> = args
         .get(1..)
         .unwrap_or(&[])
         .iter()
@@ -114,10 +116,10 @@ fn run(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
         (true, false) => Mode::Admit,
         (true, true) => Mode::Refund,
     };
-    let mut used = vec![false; numkeys];
-    let mut clauses: Vec<(usize, Clause)> = Vec::with_capacity(spans.len());
+    let mut used: SmallVec<[bool; 8]> = smallvec![false; numkeys];
+    let mut clauses: SmallVec<[(usize, Clause); 4]> = SmallVec::with_capacity(spans.len());
     let mut rules = 0;
-    let mut clause_args: Vec<&[u8]> = Vec::new();
+    let mut clause_args: SmallVec<[&[u8]; 24]> = SmallVec::new();
     for (i, span) in spans.iter().enumerate() {
         let n = i + 1;
         let k = plan::clause_key(span.index, n, numkeys, &mut used)?;
@@ -127,7 +129,7 @@ fn run(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
         // The clause's command's arguments after its key: `now` first.
         clause_args.clear();
         clause_args.push(now_arg);
-        clause_args.extend_from_slice(&span.args);
+        clause_args.extend_from_slice(span.args);
         let clause = Clause::parse(n, span.kind, key, &clause_args, mode, &clock)?;
         rules += clause.args.rules();
         plan::check_rule_cap(rules)?;
@@ -138,27 +140,30 @@ fn run(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
         context.refuse_if_oom()?;
     }
 
-    // Key order from here: WRONGTYPE, then every clause read and decided
-    // (errors in stored values) before the first write.
+    // Key order from here: every key opened as its limiter keeps it
+    // (WRONGTYPE), then every clause read and decided (errors in stored
+    // values) before the first write.
     clauses.sort_by_key(|(k, _)| *k);
-    for (_, c) in &clauses {
-        Key::open_as(ctx, c.key, false, c.args.redis_kind())?;
+    let mut opened: SmallVec<[(Clause, Key); 4]> = SmallVec::with_capacity(clauses.len());
+    for (_, c) in clauses {
+        let key = Key::open_as(ctx, c.key, write, c.args.redis_kind())?;
+        opened.push((c, key));
     }
-    let mut replies = vec![
+    let mut replies: SmallVec<[ClauseReply; 4]> = smallvec![
         ClauseReply {
             ints: [0; 6],
             cost: 0
         };
-        clauses.len()
+        opened.len()
     ];
-    let mut read: Vec<(usize, AnyLimiter)> = Vec::with_capacity(clauses.len());
-    for (_, c) in clauses {
+    let mut read: SmallVec<[(usize, AnyLimiter); 4]> = SmallVec::with_capacity(opened.len());
+    for (c, key) in opened {
         let cost = if mode == Mode::Refund {
             0
         } else {
             c.args.cost()
         };
-        let mut limiter = c.args.read(ctx, c.key, write, &clock)?;
+        let mut limiter = c.args.read(ctx, c.key, key, &clock)?;
         if mode != Mode::Refund {
             let ints = limiter.decide()?.reply;
             if let Some(r) = replies.get_mut(c.n - 1) {

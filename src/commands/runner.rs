@@ -13,7 +13,7 @@ use super::call::KeyedCall;
 use super::outcome::Outcome;
 use crate::error::Error;
 use crate::limiters::{Limiter, Request};
-use crate::redis_api::{Ctx, RString};
+use crate::redis_api::{Ctx, Key, RString};
 
 /// The limiter's writing command (RL.CHECK, RL.THROTTLE, RL.QUOTA,
 /// RL.LEASE).
@@ -34,7 +34,8 @@ fn run<L: Limiter>(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, E
     if write && request != Request::Refund {
         call.refuse_if_oom()?;
     }
-    let mut limiter = L::read(ctx, call.key, write, parsed, &call.clock)?;
+    let key = Key::open_as(ctx, call.key, write, L::KIND)?;
+    let mut limiter = L::read(ctx, call.key, key, parsed, &call.clock)?;
     match request {
         Request::Refund => Ok(Outcome::refund(&limiter.refund()?)),
         Request::Debit => Ok(Outcome::debit(&limiter.debit()?)),

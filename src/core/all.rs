@@ -4,6 +4,8 @@
 //! of the composite reply. Each clause's own arguments are parsed by its
 //! limiter (`crate::limiters`) and decided by it.
 
+use smallvec::SmallVec;
+
 use super::args::MAX_RULES;
 use super::int::parse_in_range;
 use crate::error::{show, Error};
@@ -79,22 +81,24 @@ pub fn parse_keys(args: &[&[u8]]) -> Result<usize, Error> {
 /// One clause as written: its kind, its key index argument (absent when the
 /// clause stops right after its kind) and its own arguments after the index.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Span<'a> {
+pub struct Span<'b, 'a> {
     pub kind: Kind,
     pub index: Option<&'a [u8]>,
-    pub args: Vec<&'a [u8]>,
+    pub args: &'b [&'a [u8]],
 }
 
 /// The clauses after `now`, and whether the call ends with `REFUND`
 /// (`refund_allowed`: RL.ALL, not its peek). A clause ends where the next
 /// kind begins; the argument after `COST` or `TOKEN` is that option's value,
-/// never a kind nor `REFUND`.
-pub fn split_clauses<'a>(
-    args: &[&'a [u8]],
+/// never a kind nor `REFUND`. On the stack for up to four clauses.
+pub fn split_clauses<'b, 'a>(
+    args: &'b [&'a [u8]],
     refund_allowed: bool,
-) -> Result<(Vec<Span<'a>>, bool), Error> {
-    let mut spans: Vec<Span<'a>> = Vec::new();
+) -> Result<(SmallVec<[Span<'b, 'a>; 4]>, bool), Error> {
+    let mut spans: SmallVec<[Span<'b, 'a>; 4]> = SmallVec::new();
     let mut refund = false;
+    // Where the last clause's arguments start (after its index).
+    let mut start = 0;
     let mut i = 0;
     while let Some(&word) = args.get(i) {
         i += 1;
@@ -103,8 +107,9 @@ pub fn split_clauses<'a>(
             spans.push(Span {
                 kind,
                 index: None,
-                args: Vec::new(),
+                args: &[],
             });
+            start = i;
             continue;
         }
         if refund_allowed && is_last && word.eq_ignore_ascii_case(b"REFUND") && !spans.is_empty() {
@@ -119,17 +124,15 @@ pub fn split_clauses<'a>(
         };
         if span.index.is_none() && span.args.is_empty() {
             span.index = Some(word);
+            start = i;
             continue;
         }
-        span.args.push(word);
         let takes_value = word.eq_ignore_ascii_case(b"COST")
             || (span.kind == Kind::Lease && word.eq_ignore_ascii_case(b"TOKEN"));
-        if takes_value {
-            if let Some(&value) = args.get(i) {
-                span.args.push(value);
-                i += 1;
-            }
+        if takes_value && i < args.len() {
+            i += 1;
         }
+        span.args = args.get(start..i).unwrap_or(&[]);
     }
     if spans.is_empty() {
         return Err(Error::Arg(
@@ -376,8 +379,8 @@ mod tests {
 
     #[test]
     fn clauses_split_where_a_kind_begins() {
-        let (spans, refund) =
-            split_clauses(&words("CHECK 1 5 1000 throttle 2 1 1 10 COST 2"), true).unwrap();
+        let w = words("CHECK 1 5 1000 throttle 2 1 1 10 COST 2");
+        let (spans, refund) = split_clauses(&w, true).unwrap();
         assert!(!refund);
         assert_eq!(spans.len(), 2);
         assert_eq!(spans[0].kind, Kind::Check);
@@ -387,28 +390,33 @@ mod tests {
         assert_eq!(spans[1].args, words("1 1 10 COST 2"));
 
         // TOKEN's and COST's values are never kinds, nor REFUND.
-        let (spans, refund) =
-            split_clauses(&words("LEASE 1 2 100 TOKEN quota COST 1 REFUND"), true).unwrap();
+        let w = words("LEASE 1 2 100 TOKEN quota COST 1 REFUND");
+        let (spans, refund) = split_clauses(&w, true).unwrap();
         assert!(refund);
         assert_eq!(spans.len(), 1);
         assert_eq!(spans[0].args, words("2 100 TOKEN quota COST 1"));
-        let (spans, refund) = split_clauses(&words("CHECK 1 5 10 COST REFUND"), true).unwrap();
+        let w = words("CHECK 1 5 10 COST REFUND");
+        let (spans, refund) = split_clauses(&w, true).unwrap();
         assert!(!refund);
         assert_eq!(spans[0].args, words("5 10 COST REFUND"));
         // In a CHECK clause, TOKEN is not an option: a kind after it begins a clause.
-        let (spans, _) = split_clauses(&words("CHECK 1 TOKEN LEASE 2"), true).unwrap();
+        let w = words("CHECK 1 TOKEN LEASE 2");
+        let (spans, _) = split_clauses(&w, true).unwrap();
         assert_eq!(spans.len(), 2);
 
         // REFUND only last, and only in RL.ALL: elsewhere it is a clause's argument.
-        let (spans, refund) = split_clauses(&words("CHECK 1 REFUND 5 10"), true).unwrap();
+        let w = words("CHECK 1 REFUND 5 10");
+        let (spans, refund) = split_clauses(&w, true).unwrap();
         assert!(!refund);
         assert_eq!(spans[0].args, words("REFUND 5 10"));
-        let (spans, refund) = split_clauses(&words("CHECK 1 5 10 REFUND"), false).unwrap();
+        let w = words("CHECK 1 5 10 REFUND");
+        let (spans, refund) = split_clauses(&w, false).unwrap();
         assert!(!refund);
         assert_eq!(spans[0].args, words("5 10 REFUND"));
 
         // A clause with nothing after its kind.
-        let (spans, _) = split_clauses(&words("check quota 2"), true).unwrap();
+        let w = words("check quota 2");
+        let (spans, _) = split_clauses(&w, true).unwrap();
         assert_eq!(spans[0].index, None);
         assert_eq!(spans[1].index, Some(b"2".as_slice()));
 

@@ -4,7 +4,7 @@ use smallvec::SmallVec;
 
 use crate::core::args::Clock;
 use crate::error::Error;
-use crate::redis_api::{self, Ctx, RString};
+use crate::redis_api::{self, Ctx, Key, RString};
 
 /// What a call asks of a limiter, from its options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,8 +40,8 @@ pub struct Verdict {
 
 /// One rate-limit algorithm over one key. A call parses ([`Limiter::parse`]
 /// or, in RL.ALL, [`Limiter::parse_clause`]), the runner applies the memory
-/// rule, then [`Limiter::read`] opens the key (`WRONGTYPE`) and reads the
-/// state (errors in stored values), and one of: [`Limiter::decide`] then,
+/// rule and opens the key as [`Limiter::KIND`] (`WRONGTYPE`), then
+/// [`Limiter::read`] reads the state (errors in stored values), and one of: [`Limiter::decide`] then,
 /// for an admission that writes, [`Limiter::commit`]; [`Limiter::refund`];
 /// [`Limiter::debit`]. Nothing is written before `commit`, `refund` or
 /// `debit`, so RL.ALL can decide every clause before it writes any.
@@ -77,12 +77,13 @@ pub trait Limiter: Sized {
     /// Rules it adds to RL.ALL's cap (a QUOTA period and a lease: one).
     fn rules(args: &Self::Args<'_>) -> usize;
 
-    /// Opens the key (`write`: for writing) and reads what the decision
-    /// needs; errors in stored values.
+    /// Reads what the decision needs from the key `name`, open as
+    /// [`Limiter::KIND`] (for writing when the call writes); errors in
+    /// stored values.
     fn read(
         ctx: Ctx,
-        key: RString,
-        write: bool,
+        name: RString,
+        key: Key,
         args: Self::Args<'_>,
         clock: &Clock,
     ) -> Result<Self, Error>;

@@ -10,7 +10,7 @@ use super::sliding_log::SlidingLog;
 use crate::core::all::Kind;
 use crate::core::args::Clock;
 use crate::error::Error;
-use crate::redis_api::{self, Ctx, RString};
+use crate::redis_api::{self, Ctx, Key, RString};
 
 /// The registry of limiters RL.ALL runs: for each, its clause word
 /// (`core::all::Kind`) and its type. Defines [`AnyArgs`] and
@@ -55,9 +55,9 @@ macro_rules! limiters {
                 match self { $(AnyArgs::$kind(_) => <$ty>::KIND,)* }
             }
 
-            pub fn read(self, ctx: Ctx, key: RString, write: bool, clock: &Clock) -> Result<AnyLimiter, Error> {
+            pub fn read(self, ctx: Ctx, name: RString, key: Key, clock: &Clock) -> Result<AnyLimiter, Error> {
                 Ok(match self {
-                    $(AnyArgs::$kind(a) => AnyLimiter::$kind(<$ty>::read(ctx, key, write, a, clock)?),)*
+                    $(AnyArgs::$kind(a) => AnyLimiter::$kind(<$ty>::read(ctx, name, key, a, clock)?),)*
                 })
             }
         }

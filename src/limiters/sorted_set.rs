@@ -9,7 +9,7 @@ use std::sync::Once;
 use crate::core::int::is_safe_score;
 use crate::core::log_view::LogView;
 use crate::error::{show, Error};
-use crate::redis_api::{bytes, Ctx, Key, Kind, RString};
+use crate::redis_api::{bytes, Ctx, Key, RString};
 
 /// Members a call steps through, from the nearer end of the set, before it
 /// counts by rank instead (`ZCOUNT` / `ZRANGE`, O(log N) on a skiplist).
@@ -49,14 +49,6 @@ impl Extremes {
     pub(super) fn newest(&self) -> Option<f64> {
         self.bounds.map(|(_, highest)| highest)
     }
-}
-
-/// Opens a sorted-set key (`WRONGTYPE` otherwise; `write`: for writing)
-/// and reads its size and extremes.
-pub(super) fn open(ctx: Ctx, name: RString, write: bool) -> Result<(Key, Extremes), Error> {
-    let key = Key::open_as(ctx, name, write, Kind::SortedSet)?;
-    let extremes = Extremes::read(name, &key)?;
-    Ok((key, extremes))
 }
 
 /// The sorted set as the decision core sees it, over what [`Extremes`]

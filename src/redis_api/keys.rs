@@ -23,6 +23,7 @@ pub enum Kind {
 /// An open key, closed when dropped.
 pub struct Key {
     ptr: *mut raw::RedisModuleKey,
+    write: bool,
 }
 
 impl Key {
@@ -37,7 +38,13 @@ impl Key {
         // A missing key opened for reading is NULL: an empty key.
         Ok(Key {
             ptr: unsafe { open(ctx.0, name, mode as c_int) },
+            write,
         })
+    }
+
+    /// Opened for writing (the call writes).
+    pub fn is_writable(&self) -> bool {
+        self.write
     }
 
     /// Opens `name` for a command that keeps values of type `kind`: a key

@@ -111,17 +111,15 @@ impl Limiter for Calendar {
         call.args.periods.len()
     }
 
-    /// Opens the key and reads each current bucket's count (errors in
-    /// stored values).
+    /// Reads each current bucket's count (errors in stored values).
     fn read(
         ctx: Ctx,
         key_name: RString,
-        write: bool,
+        key: Key,
         call: QuotaCall,
         clock: &Clock,
     ) -> Result<Self, Error> {
         let QuotaCall { args, buckets } = call;
-        let key = Key::open_as(ctx, key_name, write, Kind::Hash)?;
         let mut strings = OwnedStrings::new(ctx);
         let mut fields: Vec<(RString, Option<i64>)> = Vec::with_capacity(buckets.len());
         for b in &buckets {

@@ -89,15 +89,14 @@ impl Limiter for TokenBucket {
         args.rules.len()
     }
 
-    /// Opens the key and reads each rule's TAT (errors in stored values).
+    /// Reads each rule's TAT (errors in stored values).
     fn read(
         ctx: Ctx,
         key_name: RString,
-        write: bool,
+        key: Key,
         args: ThrottleArgs,
         clock: &Clock,
     ) -> Result<Self, Error> {
-        let key = Key::open_as(ctx, key_name, write, Kind::Hash)?;
         // The rules' field names, written on the stack (no heap string).
         let mut strings = OwnedStrings::new(ctx);
         let mut fields = StrVec::with_capacity(args.rules.len());

@@ -20,7 +20,7 @@ pub mod units;
 use self::args::{parse_lease, parse_lease_clause, parse_tokens, LeaseArgs, MAX_TOKEN_LEN};
 use self::units::{decide, expiry, live_units, reap_bound, reaps, unit_name};
 use super::limiter::{Limiter, Mode, Request, Verdict};
-use super::sorted_set::{self, next_member, reseed, Extremes, RedisLog, MAX_NAME_CLASHES};
+use super::sorted_set::{next_member, reseed, Extremes, RedisLog, MAX_NAME_CLASHES};
 use crate::core::args::Clock;
 use crate::core::grid::Grid;
 use crate::core::int::is_safe_score;
@@ -108,17 +108,17 @@ impl Limiter for Lease {
         1
     }
 
-    /// Opens the key, reads the set's size and extremes, and walks the
-    /// token's units (with `COST 0`, the peek's state now, the token is
+    /// Reads the set's size and extremes and walks the token's units (with `COST 0`, the peek's state now, the token is
     /// ignored).
     fn read(
         ctx: Ctx,
         name: RString,
-        write: bool,
+        key: Key,
         args: LeaseArgs<'_>,
         clock: &Clock,
     ) -> Result<Self, Error> {
-        let (key, extremes) = sorted_set::open(ctx, name, write)?;
+        let write = key.is_writable();
+        let extremes = Extremes::read(name, &key)?;
         let mut strings = OwnedStrings::new(ctx);
         let (names, own) = match args.token.filter(|_| args.cost > 0) {
             Some(token) => walk(&key, &mut strings, token)?,

@@ -23,7 +23,7 @@ pub mod window;
 use self::args::{parse_check, CheckArgs};
 use self::window::{admission, decide, refund_units, Admission};
 use super::limiter::{Limiter, Request, Verdict};
-use super::sorted_set::{self, next_member, reseed, Extremes, RedisLog, MAX_NAME_CLASHES};
+use super::sorted_set::{next_member, reseed, Extremes, RedisLog, MAX_NAME_CLASHES};
 use crate::core::args::Clock;
 use crate::core::members;
 use crate::error::Error;
@@ -111,16 +111,16 @@ impl Limiter for SlidingLog {
         args.rules.len()
     }
 
-    /// Opens the key and reads the set's size and extremes; a score that
-    /// is not finite or outside `±(2^53-1)` is an error in a stored value.
+    /// Reads the set's size and extremes; a score that is not finite or
+    /// outside `±(2^53-1)` is an error in a stored value.
     fn read(
         ctx: Ctx,
         name: RString,
-        write: bool,
+        key: Key,
         args: CheckArgs,
         clock: &Clock,
     ) -> Result<Self, Error> {
-        let (key, extremes) = sorted_set::open(ctx, name, write)?;
+        let extremes = Extremes::read(name, &key)?;
         Ok(SlidingLog {
             ctx,
             name,
