@@ -12,7 +12,9 @@ beside RL.THROTTLE with the server's clock in the no-replica setting. Each phase
 contestant, a fixed number of requests on keys of a fixed shape) is dumped to
 its own callgrind file; the summary gives instructions per request, and
 `callgrind_annotate --inclusive=yes` of the module phases shows where the
-module's instructions go.
+module's instructions go. Each phase also prints the strings
+(RedisModule_CreateString*) and heap blocks (RedisModule_Alloc, through
+Rust's allocator) the module's own code makes per request.
 
 RL.CHECK's steady state is profiled on both encodings of its keys: ~40
 members (a listpack) and ~150 members (a skiplist, above Redis's
@@ -172,6 +174,25 @@ CALL_GROUPS = [
                                 "RM_HoldString"))),
 ]
 OWN = "the module's own instructions (parsing, decision, bookkeeping)"
+
+
+def module_made(path: Path, requests: int) -> dict:
+    """What the module's own code asks Redis to make per request (issue 17:
+    Redis allocates inside RedisModule_OpenKey and RedisModule_Replicate
+    itself, so the module's part is counted as its calls): strings
+    (RedisModule_CreateString*) and heap blocks (RedisModule_Alloc and
+    friends, which Rust's allocator calls)."""
+    g = parse_callgrind(path)
+    obj = g["obj"]
+    is_mod = {f for f, o in obj.items() if o and "libredis_ratelimit" in o}
+    strings = allocs = 0
+    for (a, b), (n, _c) in g["edges"].items():
+        if a in is_mod and b not in is_mod:
+            if b.startswith("RM_CreateString"):
+                strings += n
+            elif b in ("RM_Alloc", "RM_Calloc", "RM_Realloc", "RM_TryAlloc"):
+                allocs += n
+    return {"module_strings_per_request": strings / requests, "module_allocs_per_request": allocs / requests}
 
 
 def module_breakdown(path: Path, requests: int) -> dict:
@@ -489,7 +510,12 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None) -> dict:
             reqs = requests or len(cmds)
             results[name] = {"requests": reqs, "Ir": ir, "Ir_per_request": ir / reqs,
                              "seconds_under_valgrind": time.time() - t0, "file": str(target)}
-            print(f"{name:28s} {ir / reqs:10,.0f} Ir/request", flush=True)
+            made = module_made(target, reqs)
+            results[name].update(made)
+            extra = (f"   module: {made['module_strings_per_request']:.1f} strings created,"
+                     f" {made['module_allocs_per_request']:.1f} allocations per request"
+                     if made["module_strings_per_request"] or made["module_allocs_per_request"] else "")
+            print(f"{name:28s} {ir / reqs:10,.0f} Ir/request{extra}", flush=True)
 
         def check_cmds(kind, start=0, count=n, skiplist=False):
             cmds = []

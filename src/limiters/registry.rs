@@ -22,7 +22,11 @@ macro_rules! limiters {
             $($kind(<$ty as Limiter>::Args<'a>),)*
         }
 
-        /// A clause's state read from its key, of whichever limiter.
+        /// A clause's state read from its key, of whichever limiter. Its
+        /// size is its largest limiter's (a few hundred bytes, the stack
+        /// room that spares a call its allocations): boxing it would
+        /// allocate per clause.
+        #[allow(clippy::large_enum_variant)]
         pub enum AnyLimiter {
             $($kind($ty),)*
         }

@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use smallvec::SmallVec;
+
 use super::tat::{duplicate_window, gcra, Gcra, ThrottleRule};
 use crate::core::args::{
     lowest_cost, parse_options, rule_error, split_rules, too_many_rules, Accepts, Clock, Now,
@@ -16,9 +18,10 @@ use crate::error::Error;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ThrottleArgs {
     pub now: Now,
-    /// (A Vec: a `Gcra` is 48 bytes, and moving eight inline ones cost more,
-    /// measured, than the allocation they saved.)
-    pub rules: Vec<Gcra>,
+    /// On the stack for up to two rules (a `Gcra` is 48 bytes: eight
+    /// inline ones cost more in moves, measured, than the allocation they
+    /// saved).
+    pub rules: SmallVec<[Gcra; 2]>,
     /// 0 only in RL.THROTTLEPEEK (the state now).
     pub cost: i64,
     pub refund: bool,
@@ -36,7 +39,8 @@ pub struct ThrottleArgs {
 pub fn parse_throttle(args: &[&[u8]], write: bool, clock: &Clock) -> Result<ThrottleArgs, Error> {
     let (now, rule_args, option_args) = split_rules(args, clock)?;
 
-    let mut rules: Vec<Gcra> = Vec::with_capacity((rule_args.len() / 3).min(MAX_RULES + 1));
+    let mut rules: SmallVec<[Gcra; 2]> =
+        SmallVec::with_capacity((rule_args.len() / 3).min(MAX_RULES + 1));
     // Windows seen, for calls with many rules (a linear scan serves the rest).
     let mut windows: HashMap<i64, usize> = HashMap::new();
     for (i, triple) in rule_args.chunks(3).enumerate() {

@@ -19,7 +19,7 @@ pub mod args;
 pub mod tat;
 
 use self::args::{parse_throttle, ThrottleArgs};
-use self::tat::{format_tat, parse_tat, Gcra, TAT_BUF_LEN};
+use self::tat::{format_tat, parse_tat, Gcra, StoredTats, Tats, TAT_BUF_LEN};
 use super::hash_writes::HashWrites;
 use super::limiter::{Limiter, Request, Verdict};
 use crate::core::args::Clock;
@@ -36,11 +36,11 @@ pub struct TokenBucket {
     /// Owns the field names.
     _strings: OwnedStrings,
     fields: StrVec,
-    tats: Vec<Option<u128>>,
+    tats: StoredTats,
     server_time: i64,
     t: i64,
     /// The admission's new TATs, once decided.
-    new_tats: Option<Vec<u128>>,
+    new_tats: Option<Tats>,
     reply: [i64; 6],
 }
 
@@ -169,7 +169,7 @@ impl Limiter for TokenBucket {
 
 /// The stored TAT of each named field (`None` when missing); a value that is
 /// not one is an error in a stored value naming the key and field.
-fn read_tats(key: &Key, key_name: RString, fields: &[RString]) -> Result<Vec<Option<u128>>, Error> {
+fn read_tats(key: &Key, key_name: RString, fields: &[RString]) -> Result<StoredTats, Error> {
     fields
         .iter()
         .map(|&field| {

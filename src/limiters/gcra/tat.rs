@@ -22,7 +22,9 @@
 //! `i64`. The arithmetic saturates all the same, so a caller that breaks a
 //! precondition gets a wrong number, never a panic.
 
-use crate::core::binding::{binding_index, RuleOutcome};
+use smallvec::SmallVec;
+
+use crate::core::binding::{binding, RuleOutcome};
 use crate::core::decision::Decision;
 use crate::core::grid::Grid;
 use crate::core::int::MAX_SAFE;
@@ -184,8 +186,15 @@ pub struct Throttle {
     pub decision: Decision,
     /// Admitted: the new TAT of every rule in ns, in rule order — what
     /// RL.THROTTLE writes (each at most [`MAX_TAT_NS`]). Rejected: `None`.
-    pub new_tats: Option<Vec<u128>>,
+    pub new_tats: Option<Tats>,
 }
+
+/// TATs in ns, one per rule: on the stack for up to two rules (the usual
+/// call has one or two), so an admission allocates nothing.
+pub type Tats = SmallVec<[u128; 2]>;
+
+/// Stored TATs, one per rule (`None`: no field), on the stack as [`Tats`].
+pub type StoredTats = SmallVec<[Option<u128>; 2]>;
 
 /// One rule's arithmetic at `t_ns`, all in ns.
 struct Step {
@@ -238,7 +247,7 @@ pub fn decide_reserving(
     // The latest instant a unit may be due: `t` plus the wait accepted.
     let horizon = t_ns.saturating_add(i128::from(reserve.unwrap_or(0).max(0)) * NS);
     let cost = i128::from(cost.max(0));
-    let steps: Vec<Step> = rules
+    let steps: SmallVec<[Step; 4]> = rules
         .iter()
         .enumerate()
         .map(|(i, rule)| {
@@ -255,35 +264,31 @@ pub fn decide_reserving(
         .collect();
     let admitted = steps.iter().all(|s| s.allows(horizon));
 
-    let outcomes: Vec<RuleOutcome> = steps
-        .iter()
-        .zip(rules)
-        .map(|(s, rule)| {
-            // The state the call leaves: `L >= t_ns`.
-            let level = if admitted { s.new } else { s.base };
-            let used = level.saturating_sub(t_ns);
-            let remaining = if used > s.tolerance {
-                0
+    let outcome = |(s, rule): (&Step, &Gcra)| {
+        // The state the call leaves: `L >= t_ns`.
+        let level = if admitted { s.new } else { s.base };
+        let used = level.saturating_sub(t_ns);
+        let remaining = if used > s.tolerance {
+            0
+        } else {
+            // Both sides non-negative: truncation is the floor.
+            (s.tolerance - used)
+                .checked_div(s.interval)
+                .unwrap_or(0)
+                .min(i128::from(rule.burst))
+        };
+        let violated = !s.allows(horizon);
+        RuleOutcome {
+            violated,
+            remaining: saturate(remaining),
+            retry_after: if violated {
+                ceil_ms(s.new.saturating_sub(s.tolerance).saturating_sub(horizon))
             } else {
-                // Both sides non-negative: truncation is the floor.
-                (s.tolerance - used)
-                    .checked_div(s.interval)
-                    .unwrap_or(0)
-                    .min(i128::from(rule.burst))
-            };
-            let violated = !s.allows(horizon);
-            RuleOutcome {
-                violated,
-                remaining: saturate(remaining),
-                retry_after: if violated {
-                    ceil_ms(s.new.saturating_sub(s.tolerance).saturating_sub(horizon))
-                } else {
-                    -1
-                },
-                reset_after: ceil_ms(used),
-            }
-        })
-        .collect();
+                -1
+            },
+            reset_after: ceil_ms(used),
+        }
+    };
 
     // An admitted reservation: when its units are due, `new_i - tau_i`,
     // latest first (ties to the lower index).
@@ -293,16 +298,20 @@ pub fn decide_reserving(
         .map(|(i, s)| (i, s.new.saturating_sub(s.tolerance)))
         .reduce(|best, next| if next.1 > best.1 { next } else { best });
     let delay = due.map_or(0, |(_, at)| ceil_ms(at.saturating_sub(t_ns)).max(0));
-    let b = match due {
-        Some((i, _)) if admitted && reserve.is_some() && delay > 0 => i,
-        _ => binding_index(&outcomes),
+    // The binding rule and its outcome, in one pass without collecting.
+    let bound = match due {
+        Some((i, _)) if admitted && reserve.is_some() && delay > 0 => steps
+            .get(i)
+            .zip(rules.get(i))
+            .map(|pair| (i, outcome(pair))),
+        _ => binding(steps.iter().zip(rules).map(outcome)),
     };
     let retry_after = match reserve {
         Some(_) if admitted => delay,
         _ => -1,
     };
-    let decision = match (rules.get(b), outcomes.get(b)) {
-        (Some(rule), Some(o)) => Decision {
+    let decision = match bound.and_then(|(b, o)| rules.get(b).map(|rule| (b, rule, o))) {
+        Some((b, rule, o)) => Decision {
             limited: !admitted,
             rule: b + 1,
             limit: rule.burst,
@@ -310,7 +319,7 @@ pub fn decide_reserving(
             retry_after: if admitted { retry_after } else { o.retry_after },
             reset_after: o.reset_after,
         },
-        _ => Decision {
+        None => Decision {
             limited: false,
             rule: 1,
             limit: 0,
@@ -750,7 +759,10 @@ mod tests {
             [1, 1, 2, 0, 1500, 2500]
         );
         // A peek with cost 0 writes nothing even when "admitted".
-        assert_eq!(now(Some(6000 * MS)).new_tats, Some(vec![6000 * MS]));
+        assert_eq!(
+            now(Some(6000 * MS)).new_tats.map(|t| t.to_vec()),
+            Some(vec![6000 * MS])
+        );
     }
 
     #[test]

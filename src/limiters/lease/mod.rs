@@ -17,6 +17,8 @@
 pub mod args;
 pub mod units;
 
+use smallvec::SmallVec;
+
 use self::args::{parse_lease, parse_lease_clause, parse_tokens, LeaseArgs, MAX_TOKEN_LEN};
 use self::units::{decide, expiry, live_units, reap_bound, reaps, unit_name};
 use super::limiter::{Limiter, Mode, Request, Verdict};
@@ -27,7 +29,12 @@ use crate::core::int::is_safe_score;
 use crate::core::log_view::LogView;
 use crate::core::members;
 use crate::error::{show, Error};
-use crate::redis_api::{bytes, Ctx, Key, Kind, Native, OwnedStrings, RString};
+use crate::redis_api::{bytes, Ctx, Key, Kind, Native, OwnedStrings, RString, StrVec};
+
+/// A lease's unit names and their scores, in name order: on the stack for
+/// the usual lease of a unit or two.
+type Names = SmallVec<[RString; 2]>;
+type Scores = SmallVec<[f64; 2]>;
 
 /// A lease's state read from its key: the set's size and extremes, and
 /// the token's units (names and scores).
@@ -48,8 +55,8 @@ pub struct Lease {
     extremes: Extremes,
     /// Owns `names`.
     strings: OwnedStrings,
-    names: Vec<RString>,
-    own: Vec<f64>,
+    names: Names,
+    own: Scores,
     verdict: Option<units::Verdict>,
     /// Whether the admission was written (RL.LEASE's reply then names the
     /// token).
@@ -122,7 +129,7 @@ impl Limiter for Lease {
         let mut strings = OwnedStrings::new(ctx);
         let (names, own) = match args.token.filter(|_| args.cost > 0) {
             Some(token) => walk(&key, &mut strings, token)?,
-            None => (Vec::new(), Vec::new()),
+            None => (Names::new(), Scores::new()),
         };
         let mut token = [0u8; MAX_TOKEN_LEN];
         let token_len = args.token.map(|given| {
@@ -207,10 +214,10 @@ impl Limiter for Lease {
         for &name in dropped {
             key.zrem(name)?;
         }
-        let units: Vec<RString> = match self.token_len.and_then(|n| self.token.get(..n)) {
+        let units: StrVec = match self.token_len.and_then(|n| self.token.get(..n)) {
             Some(token) => {
                 let mut buf = [0u8; 85];
-                let mut units = Vec::with_capacity(cost as usize);
+                let mut units = StrVec::with_capacity(cost as usize);
                 for i in 0..cost as usize {
                     let name = match names.get(i) {
                         Some(&n) => n,
@@ -317,13 +324,9 @@ fn remove_units(ctx: Ctx, key_name: RString, key: &Key, names: &[RString]) -> Re
 
 /// The names and scores of a lease's units, walking `tok`, `tok#2`, ... up
 /// to the first missing name. The names are owned by `strings`.
-fn walk(
-    key: &Key,
-    strings: &mut OwnedStrings,
-    token: &[u8],
-) -> Result<(Vec<RString>, Vec<f64>), Error> {
+fn walk(key: &Key, strings: &mut OwnedStrings, token: &[u8]) -> Result<(Names, Scores), Error> {
     // Usually one unit: room for it without growing.
-    let (mut names, mut scores) = (Vec::with_capacity(2), Vec::with_capacity(2));
+    let (mut names, mut scores) = (Names::new(), Scores::new());
     let mut buf = [0u8; 85];
     for i in 1.. {
         let name = strings.bytes(unit_name(token, i, &mut buf))?;
@@ -346,9 +349,9 @@ fn add_named_lease(
     score: i64,
     cost: i64,
     token: &mut [u8; 8],
-) -> Result<Vec<RString>, Error> {
+) -> Result<StrVec, Error> {
     let mut buf = [0u8; 85];
-    let mut units: Vec<RString> = Vec::with_capacity(cost as usize);
+    let mut units = StrVec::with_capacity(cost as usize);
     for _ in 0..MAX_NAME_CLASHES {
         *token = members::name(next_member());
         units.clear();
