@@ -177,18 +177,18 @@ fn run(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
         Mode::Peek => Ok(Outcome::new(&plan::reply(&replies), admitted)),
         Mode::Admit if !admitted => Ok(Outcome::new(&plan::reply(&replies), false)),
         Mode::Admit => {
-            for (n, mut limiter) in read {
+            for (n, limiter) in read.iter_mut() {
                 let ints = limiter.commit()?;
-                if let Some(r) = replies.get_mut(n - 1) {
+                if let Some(r) = replies.get_mut(*n - 1) {
                     r.ints = ints;
                 }
             }
             Ok(Outcome::new(&plan::reply(&replies), true))
         }
         Mode::Refund => {
-            for (n, mut limiter) in read {
+            for (n, limiter) in read.iter_mut() {
                 let ints = limiter.refund()?;
-                if let Some(r) = replies.get_mut(n - 1) {
+                if let Some(r) = replies.get_mut(*n - 1) {
                     *r = ClauseReply { ints, cost: 0 };
                 }
             }

@@ -3,6 +3,7 @@
 use std::ffi::c_int;
 
 use crate::limiters::lease::args::MAX_TOKEN_LEN;
+use crate::limiters::lease::PerToken;
 use crate::redis_api::{reply_integers, reply_integers_then, Ctx};
 use crate::stats;
 
@@ -14,7 +15,7 @@ pub struct Outcome {
     reply: [i64; 7],
     len: usize,
     /// One integer per token, when the reply is that (RL.RELEASE, RL.RENEW).
-    per_token: Vec<i64>,
+    per_token: PerToken,
     /// RL.LEASE's seventh element: the lease's token, or nil.
     last: Last,
     pub(super) kind: stats::Kind,
@@ -66,7 +67,7 @@ impl Outcome {
 
     /// RL.RELEASE / RL.RENEW: one count per token, and the units and lost
     /// tokens INFO adds up.
-    pub fn per_token(counts: Vec<i64>, lost: u64) -> Outcome {
+    pub fn per_token(counts: PerToken, lost: u64) -> Outcome {
         let units = counts.iter().map(|&n| n.max(0) as u64).sum();
         let mut outcome = Self::of(&[], stats::Kind::Tokens { units, lost });
         outcome.per_token = counts;
@@ -80,7 +81,7 @@ impl Outcome {
         Outcome {
             reply,
             len,
-            per_token: Vec::new(),
+            per_token: PerToken::new(),
             last: Last::Nothing,
             kind,
         }

@@ -5,6 +5,8 @@
 
 use std::collections::HashSet;
 
+use smallvec::SmallVec;
+
 use crate::core::args::{parse_now, ranged, starts_options, Clock, Now, MAX_COST};
 use crate::core::int::MAX_SAFE;
 use crate::error::{show, Error};
@@ -34,7 +36,8 @@ pub struct LeaseArgs<'a> {
 pub struct TokensArgs<'a> {
     pub now: Now,
     pub ttl: i64,
-    pub tokens: Vec<&'a [u8]>,
+    /// On the stack for up to four tokens.
+    pub tokens: SmallVec<[&'a [u8]; 4]>,
 }
 
 /// A lease's name: 1 to 64 bytes, each printable ASCII other than space and
@@ -211,7 +214,7 @@ pub fn parse_tokens<'a>(
     Ok(TokensArgs {
         now,
         ttl,
-        tokens: rest.to_vec(),
+        tokens: rest.iter().copied().collect(),
     })
 }
 

@@ -36,6 +36,10 @@ use crate::redis_api::{bytes, Ctx, Key, Kind, Native, OwnedStrings, RString, Str
 type Names = SmallVec<[RString; 2]>;
 type Scores = SmallVec<[f64; 2]>;
 
+/// RL.RELEASE's and RL.RENEW's reply, one count per token: on the stack
+/// for up to four tokens.
+pub type PerToken = SmallVec<[i64; 4]>;
+
 /// A lease's state read from its key: the set's size and extremes, and
 /// the token's units (names and scores).
 pub struct Lease {
@@ -413,13 +417,13 @@ pub fn release(
     key_name: RString,
     args: &[&[u8]],
     clock: &Clock,
-) -> Result<Vec<i64>, Error> {
+) -> Result<PerToken, Error> {
     let parsed = parse_tokens(args, false, clock)?;
     let t = clock.resolve(parsed.now);
     let key = Key::open_as(ctx, key_name, true, Kind::SortedSet)?;
     let mut strings = OwnedStrings::new(ctx);
-    let mut counts = Vec::with_capacity(parsed.tokens.len());
-    let mut walked = Vec::with_capacity(parsed.tokens.len());
+    let mut counts = PerToken::new();
+    let mut walked: SmallVec<[Names; 4]> = SmallVec::new();
     // Every lease is read (and its scores checked) before the first write.
     // The scores it reads are the only stored values a release depends on,
     // so only those are checked (the set's extremes are not read).
@@ -434,7 +438,7 @@ pub fn release(
         counts.push(live_units(&scores, t) as i64);
         walked.push(names);
     }
-    let removed: Vec<RString> = walked.into_iter().flatten().collect();
+    let removed: StrVec = walked.into_iter().flatten().collect();
     remove_units(ctx, key_name, &key, &removed)?;
     Ok(counts)
 }
@@ -447,7 +451,7 @@ pub fn renew(
     key_name: RString,
     args: &[&[u8]],
     clock: &Clock,
-) -> Result<Vec<i64>, Error> {
+) -> Result<PerToken, Error> {
     let parsed = parse_tokens(args, true, clock)?;
     let (server_time, t) = (clock.server_time, clock.resolve(parsed.now));
     let key = Key::open_as(ctx, key_name, true, Kind::SortedSet)?;
@@ -455,8 +459,8 @@ pub fn renew(
     let existing = key.expire_at()?;
     let score = t + parsed.ttl;
     let mut strings = OwnedStrings::new(ctx);
-    let mut counts = Vec::with_capacity(parsed.tokens.len());
-    let mut renewed: Vec<RString> = Vec::new();
+    let mut counts = PerToken::new();
+    let mut renewed = StrVec::new();
     for token in &parsed.tokens {
         let (names, scores) = walk(&key, &mut strings, token)?;
         if live_units(&scores, t) == 0 {
