@@ -434,6 +434,8 @@ fn errors_in_order_with_nothing_written() {
         ("RL.ALL 2 a a x CHECK 1 5 1000".into(), "ERR key 2 repeats key 1 ('a'): the keys must be distinct"),
         ("RL.ALL 3 a b c".into(), "ERR missing now"),
         ("RL.ALL 1 a x CHECK 1 5 1000".into(), "ERR invalid now 'x'"),
+        // numkeys one too many: a clause word where now must be.
+        ("RL.ALL 2 a * CHECK 1 5 1000".into(), "ERR invalid now 'CHECK': expected '*' or an integer from 0 to 9007199254740991 (now is the argument after the 2 keys numkeys counts)"),
         ("RL.ALL 2 a b *".into(), "ERR at least one clause"),
         ("RL.ALL 1 a * 5 1000".into(), "ERR syntax error: expected a clause"),
         ("RL.ALL 1 a * CHECK".into(), "ERR missing key index for clause 1"),

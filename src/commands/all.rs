@@ -106,7 +106,15 @@ fn run(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
     let Some((&now_arg, clause_words)) = rest.split_first() else {
         return Err(Error::Arg("missing now".into()));
     };
-    parse_now(now_arg, &clock)?;
+    // A wrong `numkeys` shows as a bad `now` (a key or a clause word in
+    // its place): the error says where `now` was looked for.
+    parse_now(now_arg, &clock).map_err(|e| match e {
+        Error::Arg(m) => Error::Arg(format!(
+            "{m} (now is the argument after the {numkeys} key{} numkeys counts)",
+            if numkeys == 1 { "" } else { "s" }
+        )),
+        other => other,
+    })?;
 
     // The clauses, left to right; the cap as soon as it is passed; then
     // the keys no clause named.
