@@ -364,3 +364,43 @@ fn above_maxmemory_lease_is_refused_release_and_renew_run() {
     run(&mut con, "CONFIG SET maxmemory 0");
     assert_eq!(rl_stats(&mut con)["ratelimit_lease_errors"], 2);
 }
+
+/// A lease whose unit chain has a gap (`tok`..`tok#8`, then `tok#10`):
+/// here left by RL.CHECK's `REFUND` on the same key, which removes the
+/// greatest member name among equal scores — `tok#9`, since `tok#10` sorts
+/// before it. The walk stops at the gap, so `tok#10` is not the token's
+/// own unit; an admission of cost 10 re-scores it instead of adding a
+/// unit. The reply's `remaining` is `limit - live` after the call (SPEC
+/// RL.LEASE), the same as a peek with `COST 0` right after it answers.
+#[test]
+fn remaining_counts_a_live_unit_past_a_gap_in_the_chain_once() {
+    let s = Server::start();
+    let mut con = s.con();
+    lease(
+        &mut con,
+        &format!("RL.LEASE k {T} 20 10000 TOKEN tok COST 10"),
+    );
+    ints(&mut con, &format!("RL.CHECK k {T} 100 1000 REFUND"));
+    let names: Vec<String> = members(&mut con, "k").into_iter().map(|(m, _)| m).collect();
+    assert!(names.contains(&"tok#10".to_string()) && !names.contains(&"tok#9".to_string()));
+
+    let peek = ints(
+        &mut con,
+        &format!("RL.LEASEPEEK k {T} 20 TOKEN tok COST 10"),
+    );
+    let (reply, _) = lease(
+        &mut con,
+        &format!("RL.LEASE k {T} 20 10000 TOKEN tok COST 10"),
+    );
+    let now = ints(&mut con, &format!("RL.LEASEPEEK k {T} 20 COST 0"));
+    assert_eq!(members(&mut con, "k").len(), 10);
+    assert_eq!(now[3], 10, "state now: 20 - 10 live");
+    assert_eq!(
+        reply[3], now[3],
+        "RL.LEASE's remaining is limit - live after it"
+    );
+    assert_eq!(
+        peek[3], now[3],
+        "RL.LEASEPEEK's remaining is what RL.LEASE leaves"
+    );
+}

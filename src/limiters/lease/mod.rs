@@ -79,6 +79,30 @@ impl Lease {
     fn given_token(&self) -> Option<&[u8]> {
         self.token_len.and_then(|n| self.token.get(..n))
     }
+
+    /// The live members among the unit names an admission writes past the
+    /// token's chain (`tok#i` for `i` from the first missing name up to
+    /// `cost`): left by a gap in the chain (RL.CHECK's `REFUND` on the same
+    /// key, an operator's `ZREM`), they are re-scored, not added.
+    fn live_past_the_chain(&mut self) -> Result<u64, Error> {
+        let Some(token) = self.given_token().filter(|_| self.cost > 0) else {
+            return Ok(0);
+        };
+        let mut token_buf = [0u8; MAX_TOKEN_LEN];
+        let n = token.len();
+        token_buf[..n].copy_from_slice(token);
+        let mut buf = [0u8; 85];
+        let mut live = 0;
+        for i in self.names.len() as u64 + 1..=self.cost as u64 {
+            let name = self
+                .strings
+                .bytes(unit_name(&token_buf[..n], i, &mut buf))?;
+            if self.key.zscore(name)?.is_some_and(|s| s > self.t as f64) {
+                live += 1;
+            }
+        }
+        Ok(live)
+    }
 }
 
 impl Limiter for Lease {
@@ -167,7 +191,10 @@ impl Limiter for Lease {
     /// would (re)score to `t + ttl`.
     fn decide(&mut self) -> Result<Verdict, Error> {
         let (limit, cost, t) = (self.limit, self.cost, self.t);
-        let verdict = decide(limit, cost, t, &self.own, &mut self.view())?;
+        let mut verdict = decide(limit, cost, t, &self.own, &mut self.view())?;
+        if verdict.admitted {
+            verdict.reused = self.live_past_the_chain()?;
+        }
         self.verdict = Some(verdict);
         let top = if !self.write && self.ttl > 0 && verdict.admitted && cost > 0 {
             Some(top_after(
