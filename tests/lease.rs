@@ -404,3 +404,33 @@ fn remaining_counts_a_live_unit_past_a_gap_in_the_chain_once() {
         "RL.LEASEPEEK's remaining is what RL.LEASE leaves"
     );
 }
+
+/// The same gap in a chain, where the live unit past it holds the set's
+/// highest score (the chain renewed to a shorter lease): an admission re-scores it down to `t + ttl`, so the
+/// reply's `reset_after` (and RL.ALLPEEK's, which answers what RL.LEASE
+/// would) is `ttl`, as a peek with `COST 0` answers right after.
+#[test]
+fn reset_after_follows_a_unit_past_a_gap_that_moves_down() {
+    let s = Server::start();
+    let mut con = s.con();
+    lease(
+        &mut con,
+        &format!("RL.LEASE k {T} 20 5000 TOKEN tok COST 10"),
+    );
+    ints(&mut con, &format!("RL.CHECK k {T} 100 1000 REFUND"));
+    // A heartbeat renews the chain (`tok`..`tok#8`) only: `tok#10` alone
+    // holds the top.
+    assert_eq!(ints(&mut con, &format!("RL.RENEW k {T} 500 tok")), [8]);
+    let peek = ints(
+        &mut con,
+        &format!("RL.ALLPEEK 1 k {T} LEASE 1 20 1000 TOKEN tok COST 10"),
+    );
+    let (reply, _) = lease(
+        &mut con,
+        &format!("RL.LEASE k {T} 20 1000 TOKEN tok COST 10"),
+    );
+    let now = ints(&mut con, &format!("RL.LEASEPEEK k {T} 20 COST 0"));
+    assert_eq!(now[5], 1000, "every unit now expires at t + 1000");
+    assert_eq!(reply[5], now[5], "RL.LEASE's reset_after");
+    assert_eq!(peek[6], now[5], "RL.ALLPEEK's reset_after");
+}

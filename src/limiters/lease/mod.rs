@@ -60,6 +60,9 @@ pub struct Lease {
     /// Owns `names`.
     strings: OwnedStrings,
     names: Names,
+    /// The scores of the token's units (`names`); once an admission is
+    /// decided, followed by those of the members past a gap in the chain
+    /// that it re-scores (they move as the token's units do).
     own: Scores,
     verdict: Option<units::Verdict>,
     /// Whether the admission was written (RL.LEASE's reply then names the
@@ -83,7 +86,8 @@ impl Lease {
     /// The live members among the unit names an admission writes past the
     /// token's chain (`tok#i` for `i` from the first missing name up to
     /// `cost`): left by a gap in the chain (RL.CHECK's `REFUND` on the same
-    /// key, an operator's `ZREM`), they are re-scored, not added.
+    /// key, an operator's `ZREM`), they are re-scored, not added. Their
+    /// scores join `own`.
     fn live_past_the_chain(&mut self) -> Result<u64, Error> {
         let Some(token) = self.given_token().filter(|_| self.cost > 0) else {
             return Ok(0);
@@ -97,8 +101,9 @@ impl Lease {
             let name = self
                 .strings
                 .bytes(unit_name(&token_buf[..n], i, &mut buf))?;
-            if self.key.zscore(name)?.is_some_and(|s| s > self.t as f64) {
-                live += 1;
+            if let Some(score) = self.key.zscore(name)? {
+                live += u64::from(score > self.t as f64);
+                self.own.push(score);
             }
         }
         Ok(live)
