@@ -434,3 +434,97 @@ fn reset_after_follows_a_unit_past_a_gap_that_moves_down() {
     assert_eq!(reply[5], now[5], "RL.LEASE's reset_after");
     assert_eq!(peek[6], now[5], "RL.ALLPEEK's reset_after");
 }
+
+/// A small deterministic generator (xorshift), so a failure replays.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// Random leases on one key mixed with what leaves gaps in chains and
+/// strangers' unit names (RL.CHECK `REFUND` on the same key, RL.RENEW and
+/// RL.RELEASE of one token, a `ZADD` of `tok#i`): every admitted RL.LEASE
+/// replies `remaining = limit - live` and the `reset_after` of the set it
+/// leaves (as RL.LEASEPEEK `COST 0` answers right after), and RL.ALLPEEK's
+/// LEASE clause just before answers what RL.LEASE does.
+#[test]
+fn lease_replies_describe_the_set_they_leave() {
+    let s = Server::start();
+    let mut con = s.con();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut t = server_ms(&mut con);
+    let tokens = ["a", "b", "c", "job"];
+    let limit = 30;
+    let mut admitted = 0;
+    for i in 0..1500 {
+        t += [0, 0, 5, 1000, 20_000][rng.below(5) as usize];
+        let tok = tokens[rng.below(4) as usize];
+        match rng.below(100) {
+            0..=14 => {
+                let cost = 1 + rng.below(3);
+                ints(
+                    &mut con,
+                    &format!("RL.CHECK k {t} 1000 1000 REFUND COST {cost}"),
+                );
+                continue;
+            }
+            15..=21 => {
+                ints(&mut con, &format!("RL.RELEASE k {t} {tok}"));
+                continue;
+            }
+            22..=29 => {
+                let ttl = [10_000, 50_000][rng.below(2) as usize];
+                ints(&mut con, &format!("RL.RENEW k {t} {ttl} {tok}"));
+                continue;
+            }
+            30..=32 => {
+                let score = t + rng.below(60_000) as i64 - 1000;
+                run(
+                    &mut con,
+                    &format!("ZADD k {score} {tok}#{}", 2 + rng.below(11)),
+                );
+                continue;
+            }
+            _ => {}
+        }
+        let cost = 1 + rng.below(12);
+        let ttl = [10_000, 50_000, 200_000][rng.below(3) as usize];
+        let peek = ints(
+            &mut con,
+            &format!("RL.ALLPEEK 1 k {t} LEASE 1 {limit} {ttl} TOKEN {tok} COST {cost}"),
+        );
+        let line = format!("RL.LEASE k {t} {limit} {ttl} TOKEN {tok} COST {cost}");
+        let (reply, _) = lease(&mut con, &line);
+        let what = format!("call {i}: {line}");
+        assert_eq!(
+            peek[0], reply[0],
+            "{what}: RL.ALLPEEK {peek:?}, RL.LEASE {reply:?}"
+        );
+        assert_eq!(
+            peek[2..],
+            reply[1..],
+            "{what}: RL.ALLPEEK {peek:?}, RL.LEASE {reply:?}"
+        );
+        if reply[0] != 0 {
+            continue;
+        }
+        admitted += 1;
+        let now = ints(&mut con, &format!("RL.LEASEPEEK k {t} {limit} COST 0"));
+        let live: i64 = redis::cmd("ZCOUNT")
+            .arg("k")
+            .arg(format!("({t}"))
+            .arg("+inf")
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(reply[3], limit - live, "{what}: {reply:?}, {live} live");
+        assert_eq!(reply[3], now[3], "{what}: {reply:?}, state now {now:?}");
+        assert_eq!(reply[5], now[5], "{what}: {reply:?}, state now {now:?}");
+    }
+    assert!(admitted > 500, "{admitted} admitted");
+}
