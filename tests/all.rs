@@ -517,3 +517,49 @@ fn run_day_field(con: &mut Connection) -> String {
         .unwrap();
     field
 }
+
+/// In a call that ends with `REFUND`, an option a clause cannot take
+/// (`DEBIT`, `RESERVE`, a `REFUND` inside the clause) is still the first bad
+/// argument, named as it is without the call's `REFUND` — not reported as
+/// clashing with the call's `REFUND`, which comes after it.
+#[test]
+fn a_refund_call_names_the_clause_option_first() {
+    let s = Server::start();
+    let mut con = s.con();
+    let cases = [
+        (
+            "RL.ALL 1 a * CHECK 1 5 1000 DEBIT REFUND",
+            "ERR clause 1 (CHECK): DEBIT is not an option of a clause",
+        ),
+        (
+            "RL.ALL 1 a * CHECK 1 5 1000 COST 20 DEBIT REFUND",
+            "ERR clause 1 (CHECK): DEBIT is not an option of a clause",
+        ),
+        (
+            "RL.ALL 1 a * QUOTA 1 UTC DAY 5 DEBIT REFUND",
+            "ERR clause 1 (QUOTA): DEBIT is not an option of a clause",
+        ),
+        (
+            "RL.ALL 1 a * THROTTLE 1 5 1 1000 RESERVE 10 REFUND",
+            "ERR clause 1 (THROTTLE): RESERVE is not an option of a clause",
+        ),
+        (
+            "RL.ALL 1 a * CHECK 1 5 1000 REFUND REFUND",
+            "ERR clause 1 (CHECK): REFUND is not an option of a clause (REFUND may only be the last argument of RL.ALL)",
+        ),
+    ];
+    for (line, want) in cases {
+        assert_eq!(err(&mut con, line), want, "{line}");
+    }
+    // A refund's COST has DEBIT's range (above the rule's count), and an
+    // argument error before the option is still reported first.
+    assert_eq!(
+        ints(&mut con, "RL.ALL 1 a * CHECK 1 5 1000 COST 20 REFUND")[0],
+        0
+    );
+    assert_eq!(
+        err(&mut con, "RL.ALL 1 a * CHECK 1 5 0 DEBIT REFUND"),
+        "ERR clause 1 (CHECK): invalid window '0' for rule 1: expected an integer from 1 to 9007199254740991"
+    );
+    assert!(!exists(&mut con, "a"));
+}

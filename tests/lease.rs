@@ -364,3 +364,167 @@ fn above_maxmemory_lease_is_refused_release_and_renew_run() {
     run(&mut con, "CONFIG SET maxmemory 0");
     assert_eq!(rl_stats(&mut con)["ratelimit_lease_errors"], 2);
 }
+
+/// A lease whose unit chain has a gap (`tok`..`tok#8`, then `tok#10`):
+/// here left by RL.CHECK's `REFUND` on the same key, which removes the
+/// greatest member name among equal scores — `tok#9`, since `tok#10` sorts
+/// before it. The walk stops at the gap, so `tok#10` is not the token's
+/// own unit; an admission of cost 10 re-scores it instead of adding a
+/// unit. The reply's `remaining` is `limit - live` after the call (SPEC
+/// RL.LEASE), the same as a peek with `COST 0` right after it answers.
+#[test]
+fn remaining_counts_a_live_unit_past_a_gap_in_the_chain_once() {
+    let s = Server::start();
+    let mut con = s.con();
+    lease(
+        &mut con,
+        &format!("RL.LEASE k {T} 20 10000 TOKEN tok COST 10"),
+    );
+    ints(&mut con, &format!("RL.CHECK k {T} 100 1000 REFUND"));
+    let names: Vec<String> = members(&mut con, "k").into_iter().map(|(m, _)| m).collect();
+    assert!(names.contains(&"tok#10".to_string()) && !names.contains(&"tok#9".to_string()));
+
+    let peek = ints(
+        &mut con,
+        &format!("RL.LEASEPEEK k {T} 20 TOKEN tok COST 10"),
+    );
+    let (reply, _) = lease(
+        &mut con,
+        &format!("RL.LEASE k {T} 20 10000 TOKEN tok COST 10"),
+    );
+    let now = ints(&mut con, &format!("RL.LEASEPEEK k {T} 20 COST 0"));
+    assert_eq!(members(&mut con, "k").len(), 10);
+    assert_eq!(now[3], 10, "state now: 20 - 10 live");
+    assert_eq!(
+        reply[3], now[3],
+        "RL.LEASE's remaining is limit - live after it"
+    );
+    assert_eq!(
+        peek[3], now[3],
+        "RL.LEASEPEEK's remaining is what RL.LEASE leaves"
+    );
+}
+
+/// The same gap in a chain, where the live unit past it holds the set's
+/// highest score (the chain renewed to a shorter lease): an admission re-scores it down to `t + ttl`, so the
+/// reply's `reset_after` (and RL.ALLPEEK's, which answers what RL.LEASE
+/// would) is `ttl`, as a peek with `COST 0` answers right after.
+#[test]
+fn reset_after_follows_a_unit_past_a_gap_that_moves_down() {
+    let s = Server::start();
+    let mut con = s.con();
+    lease(
+        &mut con,
+        &format!("RL.LEASE k {T} 20 5000 TOKEN tok COST 10"),
+    );
+    ints(&mut con, &format!("RL.CHECK k {T} 100 1000 REFUND"));
+    // A heartbeat renews the chain (`tok`..`tok#8`) only: `tok#10` alone
+    // holds the top.
+    assert_eq!(ints(&mut con, &format!("RL.RENEW k {T} 500 tok")), [8]);
+    let peek = ints(
+        &mut con,
+        &format!("RL.ALLPEEK 1 k {T} LEASE 1 20 1000 TOKEN tok COST 10"),
+    );
+    let (reply, _) = lease(
+        &mut con,
+        &format!("RL.LEASE k {T} 20 1000 TOKEN tok COST 10"),
+    );
+    let now = ints(&mut con, &format!("RL.LEASEPEEK k {T} 20 COST 0"));
+    assert_eq!(now[5], 1000, "every unit now expires at t + 1000");
+    assert_eq!(reply[5], now[5], "RL.LEASE's reset_after");
+    assert_eq!(peek[6], now[5], "RL.ALLPEEK's reset_after");
+}
+
+/// A small deterministic generator (xorshift), so a failure replays.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// Random leases on one key mixed with what leaves gaps in chains and
+/// strangers' unit names (RL.CHECK `REFUND` on the same key, RL.RENEW and
+/// RL.RELEASE of one token, a `ZADD` of `tok#i`): every admitted RL.LEASE
+/// replies `remaining = limit - live` and the `reset_after` of the set it
+/// leaves (as RL.LEASEPEEK `COST 0` answers right after), and RL.ALLPEEK's
+/// LEASE clause just before answers what RL.LEASE does.
+#[test]
+fn lease_replies_describe_the_set_they_leave() {
+    let s = Server::start();
+    let mut con = s.con();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut t = server_ms(&mut con);
+    let tokens = ["a", "b", "c", "job"];
+    let limit = 30;
+    let mut admitted = 0;
+    for i in 0..1500 {
+        t += [0, 0, 5, 1000, 20_000][rng.below(5) as usize];
+        let tok = tokens[rng.below(4) as usize];
+        match rng.below(100) {
+            0..=14 => {
+                let cost = 1 + rng.below(3);
+                ints(
+                    &mut con,
+                    &format!("RL.CHECK k {t} 1000 1000 REFUND COST {cost}"),
+                );
+                continue;
+            }
+            15..=21 => {
+                ints(&mut con, &format!("RL.RELEASE k {t} {tok}"));
+                continue;
+            }
+            22..=29 => {
+                let ttl = [10_000, 50_000][rng.below(2) as usize];
+                ints(&mut con, &format!("RL.RENEW k {t} {ttl} {tok}"));
+                continue;
+            }
+            30..=32 => {
+                let score = t + rng.below(60_000) as i64 - 1000;
+                run(
+                    &mut con,
+                    &format!("ZADD k {score} {tok}#{}", 2 + rng.below(11)),
+                );
+                continue;
+            }
+            _ => {}
+        }
+        let cost = 1 + rng.below(12);
+        let ttl = [10_000, 50_000, 200_000][rng.below(3) as usize];
+        let peek = ints(
+            &mut con,
+            &format!("RL.ALLPEEK 1 k {t} LEASE 1 {limit} {ttl} TOKEN {tok} COST {cost}"),
+        );
+        let line = format!("RL.LEASE k {t} {limit} {ttl} TOKEN {tok} COST {cost}");
+        let (reply, _) = lease(&mut con, &line);
+        let what = format!("call {i}: {line}");
+        assert_eq!(
+            peek[0], reply[0],
+            "{what}: RL.ALLPEEK {peek:?}, RL.LEASE {reply:?}"
+        );
+        assert_eq!(
+            peek[2..],
+            reply[1..],
+            "{what}: RL.ALLPEEK {peek:?}, RL.LEASE {reply:?}"
+        );
+        if reply[0] != 0 {
+            continue;
+        }
+        admitted += 1;
+        let now = ints(&mut con, &format!("RL.LEASEPEEK k {t} {limit} COST 0"));
+        let live: i64 = redis::cmd("ZCOUNT")
+            .arg("k")
+            .arg(format!("({t}"))
+            .arg("+inf")
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(reply[3], limit - live, "{what}: {reply:?}, {live} live");
+        assert_eq!(reply[3], now[3], "{what}: {reply:?}, state now {now:?}");
+        assert_eq!(reply[5], now[5], "{what}: {reply:?}, state now {now:?}");
+    }
+    assert!(admitted > 500, "{admitted} admitted");
+}

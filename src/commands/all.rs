@@ -73,14 +73,29 @@ impl<'a> Clause<'a> {
         mode: Mode,
         clock: &Clock,
     ) -> Result<Clause<'a>, Error> {
-        let args = AnyArgs::parse_clause(kind, args, mode, clock).map_err(in_clause(n, kind))?;
-        match args.request() {
-            Request::Debit => return Err(not_an_option(n, kind, "DEBIT")),
-            Request::Reserve => return Err(not_an_option(n, kind, "RESERVE")),
-            Request::Refund if mode == Mode::Admit => return Err(not_an_option(n, kind, "REFUND")),
-            _ => {}
+        if mode == Mode::Refund {
+            // The clause as written, without the call's `REFUND`: an option
+            // a clause cannot take comes before that `REFUND`, so it is the
+            // first bad argument (not a clash with it). Where the clause
+            // does not parse so, the refund's own parse reports.
+            if let Ok(written) = AnyArgs::parse_clause(kind, args, Mode::Admit, clock) {
+                refuse_clause_options(n, kind, written.request(), Mode::Admit)?;
+            }
         }
+        let args = AnyArgs::parse_clause(kind, args, mode, clock).map_err(in_clause(n, kind))?;
+        refuse_clause_options(n, kind, args.request(), mode)?;
         Ok(Clause { n, key, args })
+    }
+}
+
+/// `DEBIT` and `RESERVE` are no clause's options, nor `REFUND` (only the
+/// last argument of RL.ALL, which `mode` then is).
+fn refuse_clause_options(n: usize, kind: Kind, request: Request, mode: Mode) -> Result<(), Error> {
+    match request {
+        Request::Debit => Err(not_an_option(n, kind, "DEBIT")),
+        Request::Reserve => Err(not_an_option(n, kind, "RESERVE")),
+        Request::Refund if mode == Mode::Admit => Err(not_an_option(n, kind, "REFUND")),
+        _ => Ok(()),
     }
 }
 

@@ -60,6 +60,9 @@ pub struct Lease {
     /// Owns `names`.
     strings: OwnedStrings,
     names: Names,
+    /// The scores of the token's units (`names`); once an admission is
+    /// decided, followed by those of the members past a gap in the chain
+    /// that it re-scores (they move as the token's units do).
     own: Scores,
     verdict: Option<units::Verdict>,
     /// Whether the admission was written (RL.LEASE's reply then names the
@@ -78,6 +81,32 @@ impl Lease {
 
     fn given_token(&self) -> Option<&[u8]> {
         self.token_len.and_then(|n| self.token.get(..n))
+    }
+
+    /// The live members among the unit names an admission writes past the
+    /// token's chain (`tok#i` for `i` from the first missing name up to
+    /// `cost`): left by a gap in the chain (RL.CHECK's `REFUND` on the same
+    /// key, an operator's `ZREM`), they are re-scored, not added. Their
+    /// scores join `own`.
+    fn live_past_the_chain(&mut self) -> Result<u64, Error> {
+        let Some(token) = self.given_token().filter(|_| self.cost > 0) else {
+            return Ok(0);
+        };
+        let mut token_buf = [0u8; MAX_TOKEN_LEN];
+        let n = token.len();
+        token_buf[..n].copy_from_slice(token);
+        let mut buf = [0u8; 85];
+        let mut live = 0;
+        for i in self.names.len() as u64 + 1..=self.cost as u64 {
+            let name = self
+                .strings
+                .bytes(unit_name(&token_buf[..n], i, &mut buf))?;
+            if let Some(score) = self.key.zscore(name)? {
+                live += u64::from(score > self.t as f64);
+                self.own.push(score);
+            }
+        }
+        Ok(live)
     }
 }
 
@@ -167,7 +196,10 @@ impl Limiter for Lease {
     /// would (re)score to `t + ttl`.
     fn decide(&mut self) -> Result<Verdict, Error> {
         let (limit, cost, t) = (self.limit, self.cost, self.t);
-        let verdict = decide(limit, cost, t, &self.own, &mut self.view())?;
+        let mut verdict = decide(limit, cost, t, &self.own, &mut self.view())?;
+        if verdict.admitted {
+            verdict.reused = self.live_past_the_chain()?;
+        }
         self.verdict = Some(verdict);
         let top = if !self.write && self.ttl > 0 && verdict.admitted && cost > 0 {
             Some(top_after(

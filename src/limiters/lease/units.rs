@@ -57,14 +57,19 @@ pub struct Verdict {
     /// Rejected: ms until the call would fit if nothing is released;
     /// admitted: -1.
     pub retry_after: i64,
+    /// Live members past a gap in the token's chain that the admission
+    /// re-scores as its units instead of adding them (`tok#i`, `i` from
+    /// the first missing name up to `cost`): counted in `live` already.
+    pub reused: u64,
 }
 
 impl Verdict {
     /// Live units once the call's writes are applied (as if admitted, for
-    /// a peek): the token's live units are replaced by `cost` new ones.
+    /// a peek): the token's live units are replaced by `cost` new ones,
+    /// of which `reused` were live members already.
     pub fn live_after(&self, cost: i64) -> i64 {
         if self.admitted {
-            self.live as i64 - self.held as i64 + cost
+            self.live as i64 - self.held as i64 + cost - self.reused as i64
         } else {
             self.live as i64
         }
@@ -112,6 +117,7 @@ pub fn decide<L: LogView>(
             live,
             held,
             retry_after: -1,
+            reused: 0,
         });
     }
     let k = (needed - limit) as u64;
@@ -124,6 +130,7 @@ pub fn decide<L: LogView>(
         live,
         held,
         retry_after: ceil_ms(score) - t,
+        reused: 0,
     })
 }
 
