@@ -84,7 +84,7 @@ impl Lease {
     }
 
     /// The live members among the unit names an admission writes past the
-    /// token's chain (`tok#i` for `i` from the first missing name up to
+    /// token's chain (`tok#i` for `i` after the first missing name up to
     /// `cost`): left by a gap in the chain (RL.CHECK's `REFUND` on the same
     /// key, an operator's `ZREM`), they are re-scored, not added. Their
     /// scores join `own`.
@@ -97,7 +97,9 @@ impl Lease {
         token_buf[..n].copy_from_slice(token);
         let mut buf = [0u8; 85];
         let mut live = 0;
-        for i in self.names.len() as u64 + 1..=self.cost as u64 {
+        // The walk found `names.len() + 1` missing: start after it (a new
+        // token of cost 1, the usual lease, looks nothing up).
+        for i in self.names.len() as u64 + 2..=self.cost as u64 {
             let name = self
                 .strings
                 .bytes(unit_name(&token_buf[..n], i, &mut buf))?;
