@@ -7,7 +7,7 @@ use std::ptr;
 use redis_module::raw;
 
 use super::base::{bytes, Ctx, RString};
-use super::strings::OwnedStrings;
+use super::strings::{OwnedStrings, StrVec};
 use crate::error::Error;
 
 /// The kinds of value a command distinguishes.
@@ -292,7 +292,7 @@ impl Key {
     /// Removes the `n` members at the top of the set (highest scores; among
     /// equal scores the greatest name in byte order, as the set orders them)
     /// and returns their names, for replication.
-    pub fn zrem_top(&self, strings: &mut OwnedStrings, n: u64) -> Result<Vec<RString>, Error> {
+    pub fn zrem_top(&self, strings: &mut OwnedStrings, n: u64) -> Result<StrVec, Error> {
         let names = self.members_from_end(strings, true, raw::REDISMODULE_NEGATIVE_INFINITE, n)?;
         for &name in &names {
             self.zrem(name)?;
@@ -309,11 +309,11 @@ impl Key {
         from_top: bool,
         max: f64,
         limit: u64,
-    ) -> Result<Vec<RString>, Error> {
+    ) -> Result<StrVec, Error> {
         let (start, step) = walk_from(from_top)?;
         let current = api!(RedisModule_ZsetRangeCurrentElement);
         let stop = api!(RedisModule_ZsetRangeStop);
-        let mut names = Vec::new();
+        let mut names = StrVec::new();
         let hi = if from_top {
             raw::REDISMODULE_POSITIVE_INFINITE
         } else {
