@@ -129,7 +129,7 @@ impl State {
         let mut strings = OwnedStrings::new(ctx);
         let mut fields: Vec<(RString, Option<i64>)> = Vec::with_capacity(buckets.len());
         for b in &buckets {
-            let field = strings.bytes(b.field.as_bytes())?;
+            let field = strings.kept(&b.field)?;
             let stored = key.hash_get(field, |value| {
                 value
                     .map(|v| calendar::parse_count(bytes(key_name), bytes(field), v))
