@@ -33,7 +33,7 @@ use std::sync::{Arc, Mutex};
 use jiff::tz::{Offset, TimeZone, TimeZoneDatabase};
 use jiff::Timestamp;
 
-use super::binding::{binding_index, RuleOutcome};
+use super::binding::{binding, RuleOutcome};
 use super::int::{parse_i64, MAX_SAFE};
 use super::window::Decision;
 use crate::error::{show, Error};
@@ -593,7 +593,7 @@ pub fn debit(value: i64, cost: i64) -> i64 {
 /// `t_ms`. `periods[i]` is period i with its limit, `buckets[i]` its current
 /// bucket and `counts[i]` that bucket's count (0 when missing; negative
 /// counts as 0). Admitted iff `c_i + cost <= limit_i` for every period; the
-/// binding period is chosen by [`binding_index`].
+/// binding period is chosen by [`binding`].
 pub fn decide(
     periods: &[(Period, i64)],
     buckets: &[Bucket],
@@ -608,26 +608,26 @@ pub fn decide(
     let n = periods.len();
     let admitted = (0..n).all(|i| used(i) + cost128 <= i128::from(limit(i)));
     let to_i64 = |v: i128| i64::try_from(v.max(0)).unwrap_or(i64::MAX);
-    let outcomes: Vec<RuleOutcome> = (0..n)
-        .map(|i| {
-            let after = if admitted { cost128 } else { 0 };
-            RuleOutcome {
-                violated: used(i) + cost128 > i128::from(limit(i)),
-                remaining: to_i64(i128::from(limit(i)) - used(i) - after),
-                // A cost above the limit never passes: no wait helps.
-                retry_after: if cost128 > i128::from(limit(i)) {
-                    -1
-                } else {
-                    until_end(i)
-                },
-                reset_after: until_end(i),
-            }
-        })
-        .collect();
-    let b = binding_index(&outcomes);
-    let (remaining, retry_after, reset_after) = outcomes
-        .get(b)
-        .map_or((0, -1, 0), |o| (o.remaining, o.retry_after, o.reset_after));
+    // Chosen in one pass over the periods, without collecting them.
+    let outcomes = (0..n).map(|i| {
+        let after = if admitted { cost128 } else { 0 };
+        RuleOutcome {
+            violated: used(i) + cost128 > i128::from(limit(i)),
+            remaining: to_i64(i128::from(limit(i)) - used(i) - after),
+            // A cost above the limit never passes: no wait helps.
+            retry_after: if cost128 > i128::from(limit(i)) {
+                -1
+            } else {
+                until_end(i)
+            },
+            reset_after: until_end(i),
+        }
+    });
+    let bound = binding(outcomes);
+    let b = bound.map_or(0, |(i, _)| i);
+    let (remaining, retry_after, reset_after) = bound.map_or((0, -1, 0), |(_, o)| {
+        (o.remaining, o.retry_after, o.reset_after)
+    });
     Decision {
         limited: !admitted,
         rule: b + 1,
