@@ -372,6 +372,12 @@ pub fn check_now(zone: &Zone, t_ms: i64) -> Result<(), Error> {
             "invalid now '{t_ms}': expected '*' or an integer from 0 to {MAX_NOW}"
         )));
     }
+    // Local time is `t + offset` and no offset exceeds MAX_OFFSET_MS: until
+    // 26 hours before the end, no zone is in year 10000 yet (the usual
+    // call: no offset to look up).
+    if t_ms <= MAX_NOW - MAX_OFFSET_MS {
+        return Ok(());
+    }
     let offset = Clock { tz: &zone.tz }.offset(t_ms);
     let (year, _, _) = civil_from_days((t_ms + offset).div_euclid(DAY_MS));
     if year > 9999 {
@@ -382,6 +388,9 @@ pub fn check_now(zone: &Zone, t_ms: i64) -> Result<(), Error> {
     }
     Ok(())
 }
+
+/// The largest UTC offset jiff represents (±25:59:59), in ms.
+const MAX_OFFSET_MS: i64 = 93_599_000;
 
 /// [`bucket`] without the cache.
 fn compute_bucket(zone: &Zone, period: Period, t_ms: i64) -> Result<Bucket, Error> {
@@ -972,6 +981,23 @@ mod tests {
             ms("9999-12-31T23:58:59.999Z")
         )
         .is_ok());
+        // The offset check is skipped up to MAX_OFFSET_MS before the end:
+        // jiff's largest offset, so no zone reaches year 10000 before.
+        assert_eq!(
+            MAX_OFFSET_MS,
+            i64::from(Offset::MAX.seconds()) * 1000
+        );
+        let east = zone("+23:59");
+        let last = MAX_NOW - (23 * 60 + 59) * 60_000;
+        assert!(check_now(&east, MAX_NOW - MAX_OFFSET_MS).is_ok());
+        assert!(check_now(&east, last).is_ok());
+        assert_eq!(
+            check_now(&east, last + 1),
+            Err(Error::Arg(format!(
+                "invalid now '{}': in zone +23:59 it is past the end of year 9999",
+                last + 1
+            )))
+        );
     }
 
     #[test]
