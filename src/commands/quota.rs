@@ -179,13 +179,15 @@ pub(super) struct Decided {
 impl Decided {
     /// Counts an admission in every current bucket, writes and replicates
     /// it (nothing for a refusal).
-    pub(super) fn commit(self) -> Result<(), Error> {
+    pub(super) fn commit(mut self) -> Result<(), Error> {
         if !self.admitted {
             return Ok(());
         }
-        let s = &self.state;
         // Counts and cost are at most 2^53-1 and count + cost <= limit.
-        let after: Vec<i64> = s.counts.iter().map(|&c| c + s.args.cost).collect();
+        let cost = self.state.args.cost;
+        self.state.counts.iter_mut().for_each(|c| *c += cost);
+        let s = &self.state;
+        let after = &s.counts;
         let current = Current {
             periods: &s.args.periods,
             buckets: &s.buckets,
@@ -196,7 +198,7 @@ impl Decided {
             s.key_name,
             &s.key,
             &current,
-            &after,
+            after,
             s.server_time,
             s.t,
         )
