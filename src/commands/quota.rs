@@ -102,8 +102,9 @@ struct State {
     key: Key,
     /// Owns the field names.
     _strings: OwnedStrings,
-    fields: Vec<(RString, Option<i64>)>,
-    counts: Vec<i64>,
+    /// With `counts`, on the stack: a call names at most six periods.
+    fields: smallvec::SmallVec<[(RString, Option<i64>); 6]>,
+    counts: smallvec::SmallVec<[i64; 6]>,
     server_time: i64,
     t: i64,
 }
@@ -127,7 +128,7 @@ impl State {
         let key_name = call.key;
         let key = Key::open_as(ctx, key_name, write, Kind::Hash)?;
         let mut strings = OwnedStrings::new(ctx);
-        let mut fields: Vec<(RString, Option<i64>)> = Vec::with_capacity(buckets.len());
+        let mut fields: smallvec::SmallVec<[(RString, Option<i64>); 6]> = smallvec::SmallVec::new();
         for b in &buckets {
             let field = strings.kept(&b.field)?;
             let stored = key.hash_get(field, |value| {
@@ -137,7 +138,8 @@ impl State {
             })??;
             fields.push((field, stored));
         }
-        let counts: Vec<i64> = fields.iter().map(|(_, c)| c.unwrap_or(0)).collect();
+        let counts: smallvec::SmallVec<[i64; 6]> =
+            fields.iter().map(|(_, c)| c.unwrap_or(0)).collect();
         Ok(State {
             ctx,
             args,
