@@ -35,6 +35,7 @@ impl CallContext {
     /// shows it only as INFO's `server_time_usec` — a whole INFO section, so
     /// read only where the live clock and the cached one can differ by more
     /// than the call's own run time (inside a transaction or a script).
+    #[inline]
     pub fn read(ctx: Ctx) -> Result<CallContext, Error> {
         if let Some(cached) = unsafe { raw::RedisModule_CachedMicroseconds } {
             return Ok(CallContext {
