@@ -484,7 +484,7 @@ pub struct QuotaArgs {
     pub now: Now,
     pub zone: Zone,
     /// Each period once, with its limit, in argument order.
-    pub periods: Vec<(Period, i64)>,
+    pub periods: smallvec::SmallVec<[(Period, i64); 6]>,
     /// 0 only in RL.QUOTAPEEK (the state now).
     pub cost: i64,
     pub refund: bool,
@@ -514,7 +514,7 @@ pub fn parse_quota(args: &[&[u8]], write: bool, clock: &Clock) -> Result<QuotaAr
     // `now` comes first: one whose local time in the zone is past year 9999
     // is reported before any later argument.
     check_now(&zone, clock.resolve(now))?;
-    let mut periods: Vec<(Period, i64)> = Vec::with_capacity(2);
+    let mut periods: smallvec::SmallVec<[(Period, i64); 6]> = smallvec::SmallVec::new();
     let mut rest = rest;
     while let [name, tail @ ..] = rest {
         let Some(period) = Period::parse(name) else {
