@@ -30,7 +30,11 @@ Instruction counts are deterministic, so unlike the timing bench they do not
 move with other load on the machine; they are not time (cache misses and
 branch mispredictions cost nothing here).
 
-Usage: profile_callgrind.py [--out DIR] [--calls N] [--setting none|replica|aof[,...]|all]
+`--counters` runs only the RL.DAYHOUR, RL.QUOTA and RL.LOCKCOUNT phases
+(module and Lua; no prefill, no redis-cell): a quick before/after of those
+commands (a few minutes instead of the whole run).
+
+Usage: profile_callgrind.py [--out DIR] [--calls N] [--setting none|replica|aof[,...]|all] [--counters]
 """
 
 from __future__ import annotations
@@ -350,14 +354,17 @@ def main(argv=None) -> int:
     ap.add_argument("--setting", default="all",
                     help="none, replica, aof, several of them comma-separated (none,replica), or all three in "
                          "turn (default)")
+    ap.add_argument("--counters", action="store_true",
+                    help="only the RL.DAYHOUR, RL.QUOTA and RL.LOCKCOUNT phases (and their Lua)")
     args = ap.parse_args(argv)
     if not shutil.which("valgrind"):
         print("valgrind not found (apt-get install valgrind)", file=sys.stderr)
         return 2
     # redis-cell's CL.THROTTLE, a contestant with no replica (0.2.2 replicates nothing)
-    cell = subprocess.run([str(B.ROOT / "scripts" / "build_redis_cell.sh")], capture_output=True, text=True)
-    cell_so = cell.stdout.strip() if cell.returncode == 0 else None
-    if cell_so is None:
+    cell = None if args.counters else subprocess.run([str(B.ROOT / "scripts" / "build_redis_cell.sh")],
+                                                     capture_output=True, text=True)
+    cell_so = cell.stdout.strip() if cell is not None and cell.returncode == 0 else None
+    if cell is not None and cell_so is None:
         print(f"redis-cell not built, CL.THROTTLE left out: {cell.stderr.strip()[-400:]}", file=sys.stderr)
     settings = list(SETTINGS) if args.setting == "all" else args.setting.split(",")
     if not settings or any(x not in SETTINGS for x in settings):
@@ -366,7 +373,8 @@ def main(argv=None) -> int:
     summary = {}
     for setting in settings:
         print(f"\n== setting: {SETTINGS[setting]}", flush=True)
-        summary[setting] = profile(setting, out / setting, args.calls, cell_so if setting == "none" else None)
+        summary[setting] = profile(setting, out / setting, args.calls, cell_so if setting == "none" else None,
+                                   counters_only=args.counters)
     if len(summary) > 1:
         print("\n" + side_by_side(summary))
         (out / "settings.txt").write_text(side_by_side(summary))
@@ -393,8 +401,9 @@ def side_by_side(summary: dict) -> str:
     return "\n".join(L) + "\n"
 
 
-def profile(setting: str, out: Path, n: int, cell_so: str | None) -> dict:
-    """One run of every phase under callgrind in `setting`; returns the results."""
+def profile(setting: str, out: Path, n: int, cell_so: str | None, counters_only: bool = False) -> dict:
+    """One run of every phase under callgrind in `setting` (only the counter
+    commands' with `counters_only`); returns the results."""
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("callgrind.out.*"):
         old.unlink()
@@ -443,6 +452,9 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None) -> dict:
         sha = {name: ctl.script_load((B.LUA_DIR / f"{name}.lua").read_text())
                for name in ("check_uuid", "dayhour", "lockcount", "gcra", "semaphore", "all_refund")}
         base = int(ctl.time()[0]) * 1000
+
+        def wanted(name):
+            return not counters_only or name.split("-")[0] in ("dayhour", "quota", "lockcount")
 
         def send(cmds, per=1):
             for part in B.chunks(cmds, 100):
@@ -494,9 +506,12 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None) -> dict:
                     a += [s, "p%07d" % j]
                 pre.append(B.enc("ZADD", f"sc:{size}", *a))
             scale[size] = (sc[-1], p)
-        send(pre)
+        if not counters_only:
+            send(pre)
 
         def phase(name, cmds, per=1, requests=None):
+            if not wanted(name):
+                return
             callgrind_control("-z", pid)
             t0 = time.time()
             send(cmds, per)
@@ -538,23 +553,26 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None) -> dict:
 
         # warm-up (allocations, script cache), not collected
         warm = keys  # one visit per key; the phases continue the clock from there
-        send(check_cmds("module", 0, warm))
-        send(check_cmds("lua", 0, warm))
-        send(check_cmds("native", 0, warm), per=len(RULES) + 3)
+        if not counters_only:
+            send(check_cmds("module", 0, warm))
+            send(check_cmds("lua", 0, warm))
+            send(check_cmds("native", 0, warm), per=len(RULES) + 3)
         phase("check-module", check_cmds("module", warm))
         phase("check-lua-uuid", check_cmds("lua", warm))
         phase("check-native", check_cmds("native", warm), per=len(RULES) + 3, requests=n)
         # the same on skiplist-encoded keys of ~150 members
-        send(check_cmds("module", 0, warm, True))
-        send(check_cmds("lua", 0, warm, True))
-        send(check_cmds("native", 0, warm, True), per=len(RULES) + 3)
+        if not counters_only:
+            send(check_cmds("module", 0, warm, True))
+            send(check_cmds("lua", 0, warm, True))
+            send(check_cmds("native", 0, warm, True), per=len(RULES) + 3)
         phase("check-skiplist-module", check_cmds("module", warm, skiplist=True))
         phase("check-skiplist-lua-uuid", check_cmds("lua", warm, skiplist=True))
         phase("check-skiplist-native", check_cmds("native", warm, skiplist=True), per=len(RULES) + 3,
               requests=n)
         encodings = {}
         for shape, prefixes, want, entries in (("listpack", ("mod:", "lua:", "nat:"), "listpack", 40),
-                                               ("skiplist", ("mods:", "luas:", "nats:"), "skiplist", SL_ENTRIES)):
+                                               ("skiplist", ("mods:", "luas:", "nats:"), "skiplist", SL_ENTRIES)
+                                               )[:0 if counters_only else 2]:
             row = {}
             for prefix in prefixes:
                 pipe = ctl.pipeline(transaction=False)
@@ -611,12 +629,13 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None) -> dict:
                         for i in range(count)]
             return [B.enc("RL.THROTTLE", f"ths:{i % keys}", "*", *B.TH_RULE) for i in range(count)]
 
-        for kind in ("module", "lua", "check"):
+        for kind in ("module", "lua", "check") if not counters_only else ():
             send(throttle_cmds(kind, 0, warm))
         phase("throttle-module", throttle_cmds("module", warm, n))
         phase("throttle-lua", throttle_cmds("lua", warm, n))
         phase("throttle-check-1rule", throttle_cmds("check", warm, n))
-        send(clock_cmds("module", warm))
+        if not counters_only:
+            send(clock_cmds("module", warm))
         phase("throttle-module-star", clock_cmds("module", n))
         if cell_so:
             send(clock_cmds("cell", warm))
@@ -672,7 +691,8 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None) -> dict:
             has_leases = True
         except redis.ResponseError:  # unknown command
             has_leases = False
-        lease_sizes = B.Config.__dataclass_fields__["lease_sizes"].default_factory() if has_leases else []
+        lease_sizes = B.Config.__dataclass_fields__["lease_sizes"].default_factory() \
+            if has_leases and not counters_only else []
         for size in lease_sizes:
             pre = []
             for c in ("module", "lua"):

@@ -34,11 +34,12 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
 
 /// `MODULE UNLOAD`: frees what the module allocated outside the keyspace —
 /// RL.QUOTA's zone and bucket caches (and jiff's cache of parsed zones
-/// behind them) and the detached context `redis_module!` made at load.
+/// behind them), its kept field names and the detached context `redis_module!` made at load.
 /// They live in Redis's allocator, so each unload and load would otherwise
 /// leave them behind (`used_memory` grows).
 fn deinit(_ctx: &Context) -> Status {
     limiters::calendar::buckets::free_caches();
+    redis_api::free_kept_strings();
     redis_api::free_module_context();
     Status::Ok
 }

@@ -27,7 +27,7 @@ pub use calls::command_exists;
 pub use keys::{Key, Kind};
 pub use replication::{Native, NATIVE_COMMANDS};
 pub use replies::{reply_error, reply_integers, reply_integers_then};
-pub use strings::{OwnedStrings, StrVec};
+pub use strings::{free_kept_strings, OwnedStrings, StrVec};
 
 /// Frees the detached thread-safe context that `redis_module!` makes at
 /// load for its logging (`redis_module::MODULE_CONTEXT`) and clears it, so

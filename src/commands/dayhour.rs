@@ -29,10 +29,16 @@ pub fn dayhour(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
     let hour_key = Key::open(ctx, hour_name, true)?;
     counter_keys::require_string(&day_key)?;
     counter_keys::require_string(&hour_key)?;
-    let day = counter_keys::read(&day_key, "daykey")?;
-    let hour = counter_keys::read(&hour_key, "hourkey")?;
+    let day = counter_keys::read_value(&day_key, "daykey")?;
+    let hour = counter_keys::read_value(&hour_key, "hourkey")?;
 
-    let out = decide(day, hour, &parsed, context.server_time);
+    let mut out = decide(day, hour, &parsed, context.server_time);
+    if out.writes.is_some() {
+        // Admitted: the writes keep each key's expiry, so read them now.
+        let day = counter_keys::with_expiry(&day_key, day)?;
+        let hour = counter_keys::with_expiry(&hour_key, hour)?;
+        out = decide(day, hour, &parsed, context.server_time);
+    }
     if let Some((day_write, hour_write)) = out.writes {
         counter_keys::write(ctx, day_name, &day_key, &day_write)?;
         counter_keys::write(ctx, hour_name, &hour_key, &hour_write)?;

@@ -45,16 +45,23 @@ fn run(
     } else {
         unsafe { std::slice::from_raw_parts(argv, argc as usize) }
     };
-    let result = catch_unwind(AssertUnwindSafe(|| handler(ctx, args))).unwrap_or_else(|_| {
+    // The reply is sent where the outcome was made: an `Outcome` is large
+    // (RL.LEASE's token inline), and moving it out costs two copies a call.
+    // Sending it cannot panic (no indexing, no allocation).
+    let result = catch_unwind(AssertUnwindSafe(|| match handler(ctx, args) {
+        Ok(ref outcome) => {
+            stats.record(outcome.kind);
+            Ok(outcome.send(ctx))
+        }
+        Err(e) => Err(e),
+    }))
+    .unwrap_or_else(|_| {
         Err(Error::Internal(
             "internal error in the ratelimit module".into(),
         ))
     });
     match result {
-        Ok(outcome) => {
-            stats.record(outcome.kind);
-            outcome.send(ctx)
-        }
+        Ok(status) => status,
         Err(e) => {
             stats.record(stats::Kind::Error);
             reply_error(ctx, &e.reply_text())

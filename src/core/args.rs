@@ -45,14 +45,24 @@ pub(crate) fn expected(lo: i64, hi: i64) -> String {
     format!("expected an integer from {lo} to {hi}")
 }
 
+#[inline]
 pub(crate) fn ranged(arg: &[u8], what: &str, lo: i64, hi: i64) -> Result<i64, Error> {
-    parse_in_range(arg, lo, hi).ok_or_else(|| {
-        Error::Arg(format!(
-            "invalid {what} '{}': {}",
-            show(arg),
-            expected(lo, hi)
-        ))
-    })
+    match parse_in_range(arg, lo, hi) {
+        Some(v) => Ok(v),
+        None => Err(range_error(arg, what, lo, hi)),
+    }
+}
+
+/// [`ranged`]'s error, out of the way of the parsing inlined where it is
+/// called.
+#[cold]
+#[inline(never)]
+fn range_error(arg: &[u8], what: &str, lo: i64, hi: i64) -> Error {
+    Error::Arg(format!(
+        "invalid {what} '{}': {}",
+        show(arg),
+        expected(lo, hi)
+    ))
 }
 
 fn duration(arg: &[u8], what: &str) -> Result<i64, Error> {

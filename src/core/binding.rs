@@ -20,12 +20,6 @@ pub struct RuleOutcome {
     pub reset_after: i64,
 }
 
-/// The 0-based index of the binding rule among `outcomes` (0 when empty).
-/// The call is rejected iff any outcome is violated.
-pub fn binding_index(outcomes: &[RuleOutcome]) -> usize {
-    binding(outcomes.iter().copied()).map_or(0, |(i, _)| i)
-}
-
 /// The binding rule and its outcome, in one pass and without allocating
 /// (RL.CHECK's hot path): the best violated rule if any, else the best
 /// admitted one. `None` when there is no rule.
@@ -117,7 +111,8 @@ mod tests {
             ),
         ];
         for (name, outcomes, want) in cases {
-            assert_eq!(binding_index(outcomes), *want, "{name}");
+            let index = binding(outcomes.iter().copied()).map_or(0, |(i, _)| i);
+            assert_eq!(index, *want, "{name}");
         }
     }
 }

@@ -18,6 +18,18 @@ pub fn parse_i64(bytes: &[u8]) -> Option<i64> {
         [b'0', ..] => return None,
         _ => {}
     }
+    if digits.len() <= 18 {
+        // Below 10^18: no overflow possible, no check per digit.
+        let mut value: i64 = 0;
+        for &b in digits {
+            let digit = b.wrapping_sub(b'0');
+            if digit > 9 {
+                return None;
+            }
+            value = value * 10 + i64::from(digit);
+        }
+        return Some(if negative { -value } else { value });
+    }
     let mut value: i64 = 0;
     for &b in digits {
         if !b.is_ascii_digit() {
@@ -82,6 +94,11 @@ mod tests {
             ("-5", -5),
             ("1000", 1000),
             ("9007199254740991", MAX_SAFE),
+            // Either side of the unchecked path's 18 digits.
+            ("999999999999999999", 999_999_999_999_999_999),
+            ("-999999999999999999", -999_999_999_999_999_999),
+            ("1000000000000000000", 1_000_000_000_000_000_000),
+            ("-1000000000000000000", -1_000_000_000_000_000_000),
             ("9223372036854775807", i64::MAX),
             ("-9223372036854775808", i64::MIN),
         ];
@@ -105,6 +122,11 @@ mod tests {
             "1e3",
             "0x10",
             "abc",
+            // The bytes either side of the digits.
+            "1/",
+            "1:",
+            "-12345678901234567/",
+            "12345678901234567:",
             "9223372036854775808",
             "-9223372036854775809",
             "99999999999999999999999",

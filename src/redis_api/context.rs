@@ -12,7 +12,10 @@ use crate::error::Error;
 /// The context of one call, read once when it starts.
 #[derive(Debug, Clone, Copy)]
 pub struct CallContext {
-    flags: c_int,
+    /// The context flags, read when the clock needs them (Redis 7.0);
+    /// otherwise the OOM rule asks for what it needs (see
+    /// [`CallContext::refuse_if_oom`]).
+    flags: Option<c_int>,
     /// The time Redis checks key expiry against during this call, in ms.
     pub server_time: i64,
 }
@@ -32,14 +35,16 @@ impl CallContext {
     /// shows it only as INFO's `server_time_usec` — a whole INFO section, so
     /// read only where the live clock and the cached one can differ by more
     /// than the call's own run time (inside a transaction or a script).
+    #[inline]
     pub fn read(ctx: Ctx) -> Result<CallContext, Error> {
-        let flags = match unsafe { raw::RedisModule_GetContextFlags } {
-            Some(get) => unsafe { get(ctx.0) },
-            None => 0,
-        };
-        let server_time = if let Some(cached) = unsafe { raw::RedisModule_CachedMicroseconds } {
-            unsafe { cached() }.div_euclid(1000)
-        } else if flags & FROZEN_CLOCK != 0 {
+        if let Some(cached) = unsafe { raw::RedisModule_CachedMicroseconds } {
+            return Ok(CallContext {
+                flags: None,
+                server_time: unsafe { cached() }.div_euclid(1000),
+            });
+        }
+        let flags = context_flags(ctx.0);
+        let server_time = if flags & FROZEN_CLOCK != 0 {
             match info_server_time_usec(ctx) {
                 Some(us) => us.div_euclid(1000),
                 None => ctx.milliseconds()?,
@@ -47,7 +52,10 @@ impl CallContext {
         } else {
             ctx.milliseconds()?
         };
-        Ok(CallContext { flags, server_time })
+        Ok(CallContext {
+            flags: Some(flags),
+            server_time,
+        })
     }
 
     /// SPEC "Memory": while the server is above `maxmemory`, a call that can
@@ -55,11 +63,38 @@ impl CallContext {
     /// commands are registered without `deny-oom` (so that refunds,
     /// RL.RELEASE and RL.RENEW, which only shrink state, still run) and call
     /// this after their argument checks, before reading any key.
+    ///
+    /// Redis's own test (`REDISMODULE_CTX_FLAGS_OOM`) is `getMaxmemoryState`
+    /// failing: the memory it counts above `maxmemory`. The flags were read
+    /// for the clock on Redis 7.0; elsewhere the used-memory ratio (that
+    /// memory over `maxmemory`, 0 without one, from the same function)
+    /// answers for less than all the flags cost, and the flags are asked
+    /// only when it cannot tell (exactly 1.0: a float hides a few bytes),
+    /// without the call's context (these servers take none for the flags
+    /// that are not the client's).
     pub fn refuse_if_oom(&self) -> Result<(), Error> {
-        if self.flags & raw::REDISMODULE_CTX_FLAGS_OOM as c_int != 0 {
+        let oom = match self.flags {
+            Some(flags) => flags & OOM != 0,
+            None => match unsafe { raw::RedisModule_GetUsedMemoryRatio }.map(|r| unsafe { r() }) {
+                Some(ratio) if ratio < 1.0 => false,
+                Some(ratio) if ratio > 1.0 => true,
+                _ => context_flags(std::ptr::null_mut()) & OOM != 0,
+            },
+        };
+        if oom {
             return Err(Error::OutOfMemory);
         }
         Ok(())
+    }
+}
+
+const OOM: c_int = raw::REDISMODULE_CTX_FLAGS_OOM as c_int;
+
+/// The context flags of a call (0 when the server cannot tell).
+fn context_flags(ctx: *mut raw::RedisModuleCtx) -> c_int {
+    match unsafe { raw::RedisModule_GetContextFlags } {
+        Some(get) => unsafe { get(ctx) },
+        None => 0,
     }
 }
 

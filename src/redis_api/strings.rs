@@ -2,6 +2,8 @@
 //! frees, and short lists of them kept on the stack.
 
 use std::ffi::c_char;
+use std::ptr;
+use std::sync::{Arc, Mutex};
 
 use redis_module::raw;
 use smallvec::SmallVec;
@@ -30,6 +32,49 @@ impl OwnedStrings {
         Ok(s)
     }
 
+    /// A string of `text` kept across calls: created at its first use, then
+    /// shared (a reference count taken for this call, given back when
+    /// dropped). For RL.QUOTA's field names: calls in one bucket name the
+    /// same fields, which [`crate::core::calendar::bucket`] hands out as
+    /// one shared text; a string is found by that text's address (which a
+    /// kept string holds on to, so no other text takes it).
+    pub fn kept(&mut self, text: &Arc<str>) -> Result<RString, Error> {
+        let (create, retain) = (
+            api!(RedisModule_CreateString),
+            api!(RedisModule_RetainString),
+        );
+        let Ok(mut kept) = KEPT.lock() else {
+            return self.bytes(text.as_bytes());
+        };
+        let s = match kept.iter().find(|k| Arc::ptr_eq(&k.text, text)) {
+            Some(k) => k.string,
+            None => {
+                // Created without a context: freed only by the cache.
+                let s =
+                    unsafe { create(ptr::null_mut(), text.as_ptr().cast::<c_char>(), text.len()) };
+                if kept.len() >= KEPT_MAX {
+                    if let (Some(old), Some(free)) =
+                        (kept.pop(), unsafe { raw::RedisModule_FreeString })
+                    {
+                        unsafe { free(ptr::null_mut(), old.string) };
+                    }
+                }
+                kept.insert(
+                    0,
+                    Kept {
+                        text: text.clone(),
+                        string: s,
+                    },
+                );
+                s
+            }
+        };
+        // This call's reference: a string evicted while the call runs lives on.
+        unsafe { retain(ptr::null_mut(), s) };
+        self.items.push(s);
+        Ok(s)
+    }
+
     /// Takes ownership of a string the server created for the module.
     pub fn adopt(&mut self, s: RString) {
         self.items.push(s);
@@ -51,6 +96,33 @@ impl Drop for OwnedStrings {
             }
         }
     }
+}
+
+/// A string kept across calls with the text it was made from.
+struct Kept {
+    text: Arc<str>,
+    string: RString,
+}
+
+// Only Redis's main thread runs commands and unloads the module.
+unsafe impl Send for Kept {}
+
+/// How many strings [`OwnedStrings::kept`] keeps (most recent first).
+const KEPT_MAX: usize = 16;
+
+/// The strings kept across calls. A static rather than a thread-local, for
+/// the reasons `core::calendar`'s caches are.
+static KEPT: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
+
+/// Frees the strings kept across calls (at `MODULE UNLOAD`).
+pub fn free_kept_strings() {
+    let Ok(mut kept) = KEPT.lock() else { return };
+    if let Some(free) = unsafe { raw::RedisModule_FreeString } {
+        for k in kept.iter() {
+            unsafe { free(ptr::null_mut(), k.string) };
+        }
+    }
+    *kept = Vec::new();
 }
 
 /// A short list of strings — an argument vector for `RedisModule_Replicate`'s

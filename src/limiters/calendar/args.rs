@@ -1,6 +1,8 @@
 //! RL.QUOTA's and RL.QUOTAPEEK's arguments: `now zone period limit [...]
 //! [COST cost] [REFUND | DEBIT]` after the key.
 
+use smallvec::SmallVec;
+
 use super::buckets::{check_now, parse_zone, Period, Zone, MAX_NOW};
 use crate::core::args::{expected, lowest_cost, parse_now, parse_options, Accepts, Clock, Now};
 use crate::core::int::{parse_in_range, MAX_SAFE};
@@ -13,7 +15,8 @@ pub struct QuotaArgs {
     pub now: Now,
     pub zone: Zone,
     /// Each period once, with its limit, in argument order.
-    pub periods: Vec<(Period, i64)>,
+    /// On the stack (a call names each of the six periods at most once).
+    pub periods: SmallVec<[(Period, i64); 6]>,
     /// 0 only in RL.QUOTAPEEK (the state now).
     pub cost: i64,
     pub refund: bool,
@@ -43,7 +46,7 @@ pub fn parse_quota(args: &[&[u8]], write: bool, clock: &Clock) -> Result<QuotaAr
     // `now` comes first: one whose local time in the zone is past year 9999
     // is reported before any later argument.
     check_now(&zone, clock.resolve(now))?;
-    let mut periods: Vec<(Period, i64)> = Vec::with_capacity(2);
+    let mut periods: SmallVec<[(Period, i64); 6]> = SmallVec::new();
     let mut rest = rest;
     while let [name, tail @ ..] = rest {
         let Some(period) = Period::parse(name) else {

@@ -33,7 +33,7 @@ use std::sync::{Arc, Mutex};
 use jiff::tz::{Offset, TimeZone, TimeZoneDatabase};
 use jiff::Timestamp;
 
-use crate::core::binding::{binding_index, RuleOutcome};
+use crate::core::binding::{binding, RuleOutcome};
 use crate::core::decision::Decision;
 use crate::core::int::{parse_i64, MAX_SAFE};
 use crate::error::{show, Error};
@@ -372,6 +372,12 @@ pub fn check_now(zone: &Zone, t_ms: i64) -> Result<(), Error> {
             "invalid now '{t_ms}': expected '*' or an integer from 0 to {MAX_NOW}"
         )));
     }
+    // Local time is `t + offset` and no offset exceeds MAX_OFFSET_MS: until
+    // 26 hours before the end, no zone is in year 10000 yet (the usual
+    // call: no offset to look up).
+    if t_ms <= MAX_NOW - MAX_OFFSET_MS {
+        return Ok(());
+    }
     let offset = Clock { tz: &zone.tz }.offset(t_ms);
     let (year, _, _) = civil_from_days((t_ms + offset).div_euclid(DAY_MS));
     if year > 9999 {
@@ -382,6 +388,9 @@ pub fn check_now(zone: &Zone, t_ms: i64) -> Result<(), Error> {
     }
     Ok(())
 }
+
+/// The largest UTC offset jiff represents (±25:59:59), in ms.
+const MAX_OFFSET_MS: i64 = 93_599_000;
 
 /// [`bucket`] without the cache.
 fn compute_bucket(zone: &Zone, period: Period, t_ms: i64) -> Result<Bucket, Error> {
@@ -593,7 +602,7 @@ pub fn debit(value: i64, cost: i64) -> i64 {
 /// `t_ms`. `periods[i]` is period i with its limit, `buckets[i]` its current
 /// bucket and `counts[i]` that bucket's count (0 when missing; negative
 /// counts as 0). Admitted iff `c_i + cost <= limit_i` for every period; the
-/// binding period is chosen by [`binding_index`].
+/// binding period is chosen by [`binding`].
 pub fn decide(
     periods: &[(Period, i64)],
     buckets: &[Bucket],
@@ -608,26 +617,26 @@ pub fn decide(
     let n = periods.len();
     let admitted = (0..n).all(|i| used(i) + cost128 <= i128::from(limit(i)));
     let to_i64 = |v: i128| i64::try_from(v.max(0)).unwrap_or(i64::MAX);
-    let outcomes: Vec<RuleOutcome> = (0..n)
-        .map(|i| {
-            let after = if admitted { cost128 } else { 0 };
-            RuleOutcome {
-                violated: used(i) + cost128 > i128::from(limit(i)),
-                remaining: to_i64(i128::from(limit(i)) - used(i) - after),
-                // A cost above the limit never passes: no wait helps.
-                retry_after: if cost128 > i128::from(limit(i)) {
-                    -1
-                } else {
-                    until_end(i)
-                },
-                reset_after: until_end(i),
-            }
-        })
-        .collect();
-    let b = binding_index(&outcomes);
-    let (remaining, retry_after, reset_after) = outcomes
-        .get(b)
-        .map_or((0, -1, 0), |o| (o.remaining, o.retry_after, o.reset_after));
+    // Chosen in one pass over the periods, without collecting them.
+    let outcomes = (0..n).map(|i| {
+        let after = if admitted { cost128 } else { 0 };
+        RuleOutcome {
+            violated: used(i) + cost128 > i128::from(limit(i)),
+            remaining: to_i64(i128::from(limit(i)) - used(i) - after),
+            // A cost above the limit never passes: no wait helps.
+            retry_after: if cost128 > i128::from(limit(i)) {
+                -1
+            } else {
+                until_end(i)
+            },
+            reset_after: until_end(i),
+        }
+    });
+    let bound = binding(outcomes);
+    let b = bound.map_or(0, |(i, _)| i);
+    let (remaining, retry_after, reset_after) = bound.map_or((0, -1, 0), |(_, o)| {
+        (o.remaining, o.retry_after, o.reset_after)
+    });
     Decision {
         limited: !admitted,
         rule: b + 1,
@@ -972,6 +981,23 @@ mod tests {
             ms("9999-12-31T23:58:59.999Z")
         )
         .is_ok());
+        // The offset check is skipped up to MAX_OFFSET_MS before the end:
+        // jiff's largest offset, so no zone reaches year 10000 before.
+        assert_eq!(
+            MAX_OFFSET_MS,
+            i64::from(Offset::MAX.seconds()) * 1000
+        );
+        let east = zone("+23:59");
+        let last = MAX_NOW - (23 * 60 + 59) * 60_000;
+        assert!(check_now(&east, MAX_NOW - MAX_OFFSET_MS).is_ok());
+        assert!(check_now(&east, last).is_ok());
+        assert_eq!(
+            check_now(&east, last + 1),
+            Err(Error::Arg(format!(
+                "invalid now '{}': in zone +23:59 it is past the end of year 9999",
+                last + 1
+            )))
+        );
     }
 
     #[test]

@@ -17,6 +17,8 @@
 pub mod args;
 pub mod buckets;
 
+use smallvec::SmallVec;
+
 use self::args::{parse_quota, QuotaArgs};
 use self::buckets::Bucket;
 use super::hash_writes::HashWrites;
@@ -25,6 +27,12 @@ use crate::core::args::Clock;
 use crate::core::int::decimal;
 use crate::error::Error;
 use crate::redis_api::{bytes, Ctx, Key, Kind, OwnedStrings, RString};
+
+/// Each current bucket's field with its count as stored (with `counts`,
+/// on the stack: a call names at most six periods).
+type Fields = SmallVec<[(RString, Option<i64>); 6]>;
+/// The counts the decision takes.
+type Counts = SmallVec<[i64; 6]>;
 
 /// RL.QUOTA's arguments and the current bucket of each period at `now`.
 pub struct QuotaCall {
@@ -43,8 +51,9 @@ pub struct Calendar {
     key: Key,
     /// Owns the field names.
     _strings: OwnedStrings,
-    fields: Vec<(RString, Option<i64>)>,
-    counts: Vec<i64>,
+    /// With `counts`, on the stack: a call names at most six periods.
+    fields: Fields,
+    counts: Counts,
     server_time: i64,
     t: i64,
     verdict: Verdict,
@@ -121,9 +130,9 @@ impl Limiter for Calendar {
     ) -> Result<Self, Error> {
         let QuotaCall { args, buckets } = call;
         let mut strings = OwnedStrings::new(ctx);
-        let mut fields: Vec<(RString, Option<i64>)> = Vec::with_capacity(buckets.len());
+        let mut fields = Fields::new();
         for b in &buckets {
-            let field = strings.bytes(b.field.as_bytes())?;
+            let field = strings.kept(&b.field)?;
             let stored = key.hash_get(field, |value| {
                 value
                     .map(|v| buckets::parse_count(bytes(key_name), bytes(field), v))
@@ -131,7 +140,7 @@ impl Limiter for Calendar {
             })??;
             fields.push((field, stored));
         }
-        let counts: Vec<i64> = fields.iter().map(|(_, c)| c.unwrap_or(0)).collect();
+        let counts: Counts = fields.iter().map(|(_, c)| c.unwrap_or(0)).collect();
         Ok(Calendar {
             ctx,
             buckets,
@@ -167,9 +176,11 @@ impl Limiter for Calendar {
 
     /// Counts the admission in every current bucket.
     fn commit(&mut self) -> Result<[i64; 6], Error> {
-        // Counts and cost are at most 2^53-1 and count + cost <= limit.
-        let after: Vec<i64> = self.counts.iter().map(|&c| c + self.args.cost).collect();
-        self.record(&after)?;
+        // Counts and cost are at most 2^53-1 and count + cost <= limit;
+        // added in place (the counts are not read again).
+        let cost = self.args.cost;
+        self.counts.iter_mut().for_each(|c| *c += cost);
+        self.record(&self.counts)?;
         Ok(self.verdict.reply)
     }
 
@@ -196,7 +207,7 @@ impl Limiter for Calendar {
 
     fn debit(&mut self) -> Result<[i64; 6], Error> {
         let cost = self.args.cost;
-        let after: Vec<i64> = self
+        let after: Counts = self
             .counts
             .iter()
             .map(|&c| buckets::debit(c, cost))
