@@ -35,7 +35,7 @@ impl OwnedStrings {
     /// A string of `text` kept across calls: created at its first use, then
     /// shared (a reference count taken for this call, given back when
     /// dropped). For RL.QUOTA's field names: calls in one bucket name the
-    /// same fields, which [`crate::core::calendar::bucket`] hands out as
+    /// same fields, which `limiters::calendar::buckets::bucket` hands out as
     /// one shared text; a string is found by that text's address (which a
     /// kept string holds on to, so no other text takes it).
     pub fn kept(&mut self, text: &Arc<str>) -> Result<RString, Error> {
@@ -111,7 +111,7 @@ unsafe impl Send for Kept {}
 const KEPT_MAX: usize = 16;
 
 /// The strings kept across calls. A static rather than a thread-local, for
-/// the reasons `core::calendar`'s caches are.
+/// the reasons `limiters::calendar::buckets`'s caches are.
 static KEPT: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
 
 /// Frees the strings kept across calls (at `MODULE UNLOAD`).
