@@ -33,11 +33,14 @@ use crate::redis_api::{bytes, Ctx, Key, Kind, OwnedStrings, RString};
 type Fields = SmallVec<[(RString, Option<i64>); 6]>;
 /// The counts the decision takes.
 type Counts = SmallVec<[i64; 6]>;
+/// The current bucket of each period: on the stack for the usual one or
+/// two periods.
+type Buckets = SmallVec<[Bucket; 2]>;
 
 /// RL.QUOTA's arguments and the current bucket of each period at `now`.
 pub struct QuotaCall {
     args: QuotaArgs,
-    buckets: Vec<Bucket>,
+    buckets: Buckets,
 }
 
 /// A calendar quota read from its key: each current bucket's field with
@@ -46,7 +49,7 @@ pub struct QuotaCall {
 pub struct Calendar {
     ctx: Ctx,
     args: QuotaArgs,
-    buckets: Vec<Bucket>,
+    buckets: Buckets,
     key_name: RString,
     key: Key,
     /// Owns the field names.
@@ -98,7 +101,7 @@ impl Limiter for Calendar {
             .periods
             .iter()
             .map(|&(period, _)| buckets::bucket(&args.zone, period, t))
-            .collect::<Result<Vec<Bucket>, Error>>()?;
+            .collect::<Result<Buckets, Error>>()?;
         Ok(QuotaCall { args, buckets })
     }
 
