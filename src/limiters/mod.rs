@@ -14,14 +14,14 @@
 //!
 //! Dependencies run one way: `commands` → `limiters` → `core`, `redis_api`.
 
-#[cfg(test)]
-mod args_tests;
 pub mod calendar;
 pub mod gcra;
 mod hash_writes;
 pub mod lease;
 pub mod sliding_log;
 mod sorted_set;
+#[cfg(test)]
+mod tests;
 
 mod limiter;
 mod registry;
