@@ -19,6 +19,22 @@ pub enum Request {
     Debit,
 }
 
+impl Request {
+    /// From a parser's options (at most one of them is set: the parsers
+    /// refuse a second).
+    pub fn of(refund: bool, debit: bool, reserve: bool) -> Request {
+        if refund {
+            Request::Refund
+        } else if debit {
+            Request::Debit
+        } else if reserve {
+            Request::Reserve
+        } else {
+            Request::Admit
+        }
+    }
+}
+
 /// What RL.ALL does with its clauses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {

@@ -106,13 +106,7 @@ impl Limiter for Calendar {
     }
 
     fn request(call: &QuotaCall) -> Request {
-        if call.args.refund {
-            Request::Refund
-        } else if call.args.debit {
-            Request::Debit
-        } else {
-            Request::Admit
-        }
+        Request::of(call.args.refund, call.args.debit, false)
     }
 
     fn cost(call: &QuotaCall) -> i64 {

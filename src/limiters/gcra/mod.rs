@@ -70,15 +70,7 @@ impl Limiter for TokenBucket {
     }
 
     fn request(args: &ThrottleArgs) -> Request {
-        if args.refund {
-            Request::Refund
-        } else if args.debit {
-            Request::Debit
-        } else if args.reserve.is_some() {
-            Request::Reserve
-        } else {
-            Request::Admit
-        }
+        Request::of(args.refund, args.debit, args.reserve.is_some())
     }
 
     fn cost(args: &ThrottleArgs) -> i64 {

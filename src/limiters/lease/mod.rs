@@ -150,8 +150,8 @@ impl Limiter for Lease {
         1
     }
 
-    /// Reads the set's size and extremes and walks the token's units (with `COST 0`, the peek's state now, the token is
-    /// ignored).
+    /// Reads the set's size and extremes and walks the token's units
+    /// (with `COST 0`, the peek's state now, the token is ignored).
     fn read(
         ctx: Ctx,
         name: RString,

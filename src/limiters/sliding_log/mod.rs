@@ -94,13 +94,7 @@ impl Limiter for SlidingLog {
     }
 
     fn request(args: &CheckArgs) -> Request {
-        if args.refund {
-            Request::Refund
-        } else if args.debit {
-            Request::Debit
-        } else {
-            Request::Admit
-        }
+        Request::of(args.refund, args.debit, false)
     }
 
     fn cost(args: &CheckArgs) -> i64 {
