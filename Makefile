@@ -38,7 +38,12 @@ port-free:
 test: build
 	@scripts/deps.sh python
 	@scripts/deps.sh node
-	$(MAKE) --no-print-directory unit rust-it py-it
+	$(MAKE) --no-print-directory unit rust-it py-it $(EXTRA_TESTS)
+
+# Each client, example and packaging step adds its own targets in mk/*.mk and
+# appends its test target to EXTRA_TESTS there, so `make test` runs it.
+EXTRA_TESTS :=
+-include $(sort $(wildcard mk/*.mk))
 
 # The pure decision core, no server.
 unit:
