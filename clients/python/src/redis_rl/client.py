@@ -22,6 +22,8 @@ from .args import Duration, Now, Zone
 from .commands import Bucket, Call, Clause, Key, Mode, Period, Rule
 from .decisions import AllDecision, DayHourDecision, Decision, LeaseDecision, LockDecision
 from .errors import ModuleNotLoadedError, RateLimitError
+from .policy import Policy, PolicyDecision
+from .scope import Acquire, AsyncAcquire, AsyncPermit, Permit
 
 # A probe RL.ALLPEEK with DETAILS: writes nothing, tells whether the engine
 # answers per-rule states (SPEC "DETAILS").
@@ -161,6 +163,31 @@ class RateLimiter(_Limiter):
     def all_peek(self, clauses: Sequence[Clause], *, details: bool = False, now: Now = None) -> AllDecision:
         return self.run(c.all_call(clauses, details=details, now=now, peek=True))
 
+    # --- policies and scopes ---
+
+    def decide(self, policy: Policy, key: str, *, cost: int = 1, estimate: int | None = None,
+               zone: Zone | None = None, subkeys: Mapping[str, str] | None = None,
+               overrides: Mapping[str, int] | None = None) -> PolicyDecision:
+        """Decides ``key`` under ``policy`` in one call. An admitted decision
+        that took a lease or an estimate must be ended: prefer ``acquire``, or
+        call ``finish(decision, used=...)``."""
+        if not self._checked:
+            self.ensure_module()
+        plan = policy.plan(key, cost=cost, estimate=estimate, zone=zone, subkeys=subkeys, overrides=overrides,
+                           details=bool(self.details_supported))
+        return plan.decision(self.run(plan.call))
+
+    def finish(self, decision: PolicyDecision, used: int | None = None) -> None:
+        """Releases the decision's lease and settles its estimate to ``used``."""
+        permit = Permit(self, decision)
+        if used is not None:
+            permit.used(used)
+        permit.close()
+
+    def acquire(self, policy: Policy, key: str, **kw: Any) -> Acquire:
+        """``with rl.acquire(policy, key, estimate=N) as permit: ...; permit.used(u)``."""
+        return Acquire(self, policy, key, kw)
+
 
 class AsyncRateLimiter(_Limiter):
     """Typed RL commands over ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``."""
@@ -259,6 +286,27 @@ class AsyncRateLimiter(_Limiter):
     async def all_peek(self, clauses: Sequence[Clause], *, details: bool = False,
                        now: Now = None) -> AllDecision:
         return await self.run(c.all_call(clauses, details=details, now=now, peek=True))
+
+    # --- policies and scopes ---
+
+    async def decide(self, policy: Policy, key: str, *, cost: int = 1, estimate: int | None = None,
+                     zone: Zone | None = None, subkeys: Mapping[str, str] | None = None,
+                     overrides: Mapping[str, int] | None = None) -> PolicyDecision:
+        if not self._checked:
+            await self.ensure_module()
+        plan = policy.plan(key, cost=cost, estimate=estimate, zone=zone, subkeys=subkeys, overrides=overrides,
+                           details=bool(self.details_supported))
+        return plan.decision(await self.run(plan.call))
+
+    async def finish(self, decision: PolicyDecision, used: int | None = None) -> None:
+        permit = AsyncPermit(self, decision)
+        if used is not None:
+            permit.used(used)
+        await permit.close()
+
+    def acquire(self, policy: Policy, key: str, **kw: Any) -> AsyncAcquire:
+        """``async with rl.acquire(policy, key, estimate=N) as permit: ...``."""
+        return AsyncAcquire(self, policy, key, kw)
 
 
 def _parse_all(calls: Sequence[Call], replies: Sequence[Any]) -> list[Any]:
