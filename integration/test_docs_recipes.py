@@ -1,30 +1,34 @@
-"""The README's recipes, run as written there (section "Recipes")."""
+"""The recipes of docs/guides/recipes.md, run from the files the guide shows
+verbatim (docs/recipes/*.py; integration/test_docs.py checks the page and
+the files agree): no copy of a recipe lives in the test tree."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
-import uuid
+from pathlib import Path
 
-import redis
+import pytest
 
 from replay_workload import rl
+from servers import Cluster, redis_cli
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docs" / "recipes"))
+
+from call_redis_py import check_ocr  # noqa: E402
+from export_slots import start_export  # noqa: E402
+from llm_debit_after import chat  # noqa: E402
+from llm_gateway import complete, llm_keys  # noqa: E402
+from login_lockout import login  # noqa: E402
+from ocr_jobs import run_ocr_job  # noqa: E402
+from rate_limit_headers import rate_limit_headers, token_bucket_headers  # noqa: E402
+from refund_on_failure import call_ocr  # noqa: E402
+from sms_codes import send_code  # noqa: E402
+from vendor_reserve import call_vendor  # noqa: E402
 
 
-# --- Recipe: login lockout that counts failures only -------------------------
-
-def login(r: redis.Redis, user: str, password_ok: bool, *, n: int = 5) -> str:
-    """Locks on the n-th failure within 15 minutes, for 30 minutes."""
-    lock, count = f"login:{{{user}}}:lock", f"login:{{{user}}}:fails"
-    if r.exists(lock):                      # 1. check the lock before trying
-        return "locked"
-    if password_ok:
-        r.delete(count)                     # 2. success: forget the failures
-        return "ok"
-    limited, _, _ = r.execute_command(      # 3. failure: count it; the n-th locks
-        "RL.LOCKCOUNT", lock, count, 900_000, n - 1, 1_800_000)
-    return "locked" if limited else "bad password"
-
+# --- Login lockout that counts failures only ---------------------------------
 
 def test_login_lockout_locks_on_the_nth_failure_and_success_resets(r):
     assert [login(r, "ada", False) for _ in range(4)] == ["bad password"] * 4
@@ -38,23 +42,14 @@ def test_login_lockout_locks_on_the_nth_failure_and_success_resets(r):
     assert login(r, "ada", True) == "ok"
 
 
-# --- Recipe: refund on a downstream failure ----------------------------------
 
-def call_ocr(r: redis.Redis, user: str, downstream_ok: bool) -> int:
-    key, rules = f"rl:{{{user}}}:ocr", (10, 60_000, 100, 3_600_000)
-    reply = r.execute_command("RL.CHECK", key, "*", *rules)
-    if reply[0] == 1:
-        return 429
-    if not downstream_ok:                   # could not serve: give the unit back
-        r.execute_command("RL.CHECK", key, "*", *rules, "REFUND")
-        return 502
-    return 200
-
+# --- Refund on a downstream failure ---------------------------------------------
 
 def test_refund_on_downstream_failure(r):
-    assert [call_ocr(r, "u1", ok) for ok in [True, False, True, False]] == [200, 502, 200, 502]
+    outcome = lambda ok: call_ocr(r, "u1", lambda: ok)  # noqa: E731
+    assert [outcome(ok) for ok in [True, False, True, False]] == [200, 502, 200, 502]
     assert r.zcard("rl:{u1}:ocr") == 2      # only the served calls count
-    assert [call_ocr(r, "u1", True) for _ in range(9)] == [200] * 8 + [429]
+    assert [outcome(True) for _ in range(9)] == [200] * 8 + [429]
     # The same for a token bucket and a calendar quota.
     assert rl(r, "RL.THROTTLE", "tb:{u1}", "*", 5, 1, 1000)[3] == 4
     # A refund answers the state now: the whole burst can pass again.
@@ -64,7 +59,7 @@ def test_refund_on_downstream_failure(r):
     assert not r.exists("tb:{u1}") and not r.exists("q:{u1}")  # back to empty
 
 
-# --- Recipe: rolling out new rules --------------------------------------------
+# --- Rolling out new rules ---------------------------------------------------------
 
 def test_rolling_out_rules_keeps_history(r):
     t = 1_796_054_400_000
@@ -84,7 +79,8 @@ def test_rolling_out_rules_keeps_history(r):
     assert sorted(r.hkeys("api:{u2}")) == [b"1000", b"60000"]
 
 
-# --- RL.THROTTLE: "100k a day; 10/s with bursts of 100" -----------------------
+
+# --- docs/commands/throttle.md: "100k a day; 10/s with bursts of 100" -------------
 
 def admitted_in_first_minute(r, key, rules):
     """One request every 60 ms for a minute (1,000), explicit `now` in the past."""
@@ -97,7 +93,7 @@ def admitted_in_first_minute(r, key, rules):
 
 
 def test_day_budget_with_a_rate_rule_as_the_readme_writes_it(r):
-    # The README's example: the day rule's burst is the whole day, the rate
+    # The example of docs/commands/throttle.md: the day rule's burst is the whole day, the rate
     # rule spreads it: 100 at once, then 10 a second (599 more in 59.94 s).
     assert admitted_in_first_minute(r, "api:{key:9}", (100000, 100000, 86400000, 100, 10, 1000)) == 699
     # The example it replaced: a day rule with burst 100 refills 1.157/s, so
@@ -105,22 +101,8 @@ def test_day_budget_with_a_rate_rule_as_the_readme_writes_it(r):
     assert admitted_in_first_minute(r, "api:{key:8}", (100, 100000, 86400000, 10, 10, 1000)) == 169
 
 
-# --- Recipe: LLM endpoint: admit on requests, then debit the tokens ----------
 
-def chat(r: redis.Redis, user: str, prompt: str, llm) -> tuple[int, str | None]:
-    """10 requests a minute, 50,000 tokens a day (UTC); `llm(prompt)`
-    returns the answer and the tokens it used."""
-    reqs, toks = f"llm:{{{user}}}:reqs", f"llm:{{{user}}}:tokens"
-    day = ("UTC", "DAY", 50_000)
-    if r.execute_command("RL.QUOTAPEEK", toks, "*", *day, "COST", 0)[3] == 0:
-        return 429, None                    # 1. today's tokens are spent (or overspent)
-    if r.execute_command("RL.CHECK", reqs, "*", 10, 60_000)[0] == 1:
-        return 429, None                    # 2. admit on requests
-    text, used = llm(prompt)                # 3. serve: only now is the cost known
-    if used:                                # 4. charge it: a debit is never refused
-        r.execute_command("RL.QUOTA", toks, "*", *day, "COST", used, "DEBIT")
-    return 200, text
-
+# --- LLM endpoint: admit on requests, then debit the tokens ------------------------
 
 def test_llm_endpoint_debits_the_tokens_the_answer_used(r):
     big = lambda prompt: (prompt.upper(), 20_000)  # noqa: E731
@@ -139,22 +121,8 @@ def test_llm_endpoint_debits_the_tokens_the_answer_used(r):
     assert rl(r, "RL.QUOTAPEEK", "llm:{u8}:tokens", "*", "UTC", "DAY", 50_000, "COST", 0)[3] == 49_900
 
 
-# --- Recipe: outbound API client that waits ----------------------------------
 
-def call_vendor(r: redis.Redis, send, cancel: threading.Event, max_wait_ms: int = 5_000):
-    """The vendor allows 10 calls a second, no burst: reserve a slot, sleep
-    the delay the server gave, then call; a caller that gives up while
-    waiting frees its slot."""
-    key, rule = "vendor:{acme}", (1, 10, 1000)
-    limited, _, _, _, delay_ms, _ = r.execute_command(
-        "RL.THROTTLE", key, "*", *rule, "RESERVE", max_wait_ms)
-    if limited:
-        return "busy"                       # the wait would exceed max_wait_ms
-    if cancel.wait(delay_ms / 1000):        # sleep the delay, unless the caller gives up
-        r.execute_command("RL.THROTTLE", key, "*", *rule, "REFUND")  # free the slot
-        return "cancelled"
-    return send()
-
+# --- Outbound API client that waits ----------------------------------------------
 
 def test_outbound_client_waits_its_turn_and_frees_a_cancelled_slot(server):
     sent: list[float] = []
@@ -203,21 +171,8 @@ def test_outbound_client_waits_its_turn_and_frees_a_cancelled_slot(server):
     r.close()
 
 
-# --- Recipe: at most 3 OCR jobs per user in flight, and 100 a day -------------
 
-def run_ocr_job(r, user, job_id, work, ttl=30_000):
-    slots, day = f"ocr:{{{user}}}:running", f"ocr:{{{user}}}:day"
-    if r.execute_command("RL.LEASE", slots, "*", 3, ttl, "TOKEN", job_id)[0] == 1:
-        return 429                              # 3 running: Retry-After from reply[4]
-    try:
-        if r.execute_command("RL.QUOTA", day, "*", "Asia/Shanghai", "DAY", 100)[0] == 1:
-            return 429                          # 100 today
-        def heartbeat():                        # every ttl/3 while working
-            return r.execute_command("RL.RENEW", slots, "*", ttl, job_id)[0] > 0
-        return 200 if work(heartbeat) else 500  # heartbeat() False: the lease is lost, stop
-    finally:
-        r.execute_command("RL.RELEASE", slots, "*", job_id)
-
+# --- At most 3 OCR jobs per user in flight, and 100 a day -----------------------------
 
 def test_three_ocr_jobs_in_flight_and_a_daily_quota(r):
     seen = []
@@ -246,18 +201,8 @@ def test_three_ocr_jobs_in_flight_and_a_daily_quota(r):
     assert not r.exists("ocr:{u3}:running")
 
 
-# --- Recipe: 60 a minute AND 2 in flight --------------------------------------
 
-def start_export(r, user, job_id):
-    rate, slots = f"exp:{{{user}}}:rate", f"exp:{{{user}}}:running"
-    reply = r.execute_command(
-        "RL.ALL", 2, rate, slots, "*",
-        "THROTTLE", 1, 60, 60, 60_000,          # 60 a minute, all at once if need be
-        "LEASE", 2, 2, 300_000, "TOKEN", job_id)  # 2 in flight; a retry finds its own lease
-    if reply[0] == 1:
-        return 429, reply[5]                    # reply[1]: 1 the rate, 2 the slots
-    return 200, 0                               # RL.RELEASE slots when the export ends
-
+# --- 60 a minute AND 2 in flight --------------------------------------------------
 
 def test_sixty_a_minute_and_two_in_flight(r):
     assert start_export(r, "u4", "e1") == (200, 0)
@@ -275,23 +220,8 @@ def test_sixty_a_minute_and_two_in_flight(r):
     assert not r.exists("exp:{u4}:running")
 
 
-# --- Recipe: SMS codes per phone AND per IP AND a global budget ---------------
 
-SMS = ("CHECK", 1, 1, 60_000, 5, 86_400_000,    # per phone: 1 a minute, 5 a day
-       "CHECK", 2, 20, 3_600_000,               # per IP: 20 an hour
-       "QUOTA", 3, "UTC", "DAY", 10_000)        # every phone: 10,000 a UTC day
-
-
-def send_code(r, phone, ip, deliver):
-    keys = (f"sms:phone:{phone}", f"sms:ip:{ip}", "sms:global")
-    reply = r.execute_command("RL.ALL", 3, *keys, "*", *SMS)
-    if reply[0] == 1:
-        return 429, reply[1]                    # which limit: 1 phone, 2 IP, 3 global
-    if not deliver(phone):
-        r.execute_command("RL.ALL", 3, *keys, "*", *SMS, "REFUND")
-        return 502, 0
-    return 200, 0
-
+# --- SMS codes per phone AND per IP AND a global budget ---------------------------
 
 def test_sms_per_phone_and_per_ip_and_a_global_budget(r):
     ok, down = (lambda phone: True), (lambda phone: False)
@@ -316,46 +246,154 @@ def test_sms_per_phone_and_per_ip_and_a_global_budget(r):
     assert not r.exists("sms:phone:+33600000100", "sms:ip:198.51.100.2")
 
 
-# --- Recipe: an LLM endpoint under Cluster -----------------------------------
 
-def complete(r, user, prompt, llm, zone="Europe/Paris", estimate=2_000):
-    rate, tokens, running = (f"llm:{{{user}}}:{k}" for k in ("rate", "tokens", "running"))
-    day = (zone, "DAY", 100_000)
-    request_id = uuid.uuid4().hex
-    reply = r.execute_command(
-        "RL.ALL", 3, rate, tokens, running, "*",
-        "THROTTLE", 1, 60, 60, 60_000,
-        "QUOTA", 2, *day, "COST", estimate,
-        "LEASE", 3, 2, 120_000, "TOKEN", request_id)
-    if reply[0] == 1:
-        return 429, reply[5]                    # Retry-After: ceil(reply[5] / 1000)
+
+# --- LLM gateway: requests, tokens, in flight, and a global budget ----------------
+
+class ModelDown(RuntimeError):
+    pass
+
+
+def fails(max_tokens):
+    raise ModelDown("the model raised")
+
+
+def tokens_left(r, api_key, cluster=False, zone="Europe/Paris"):
+    tokens = llm_keys(api_key, cluster)[1]
+    return int(rl(r, "RL.QUOTAPEEK", tokens, "*", zone, "DAY", 100_000, "COST", 0)[3])
+
+
+def test_llm_gateway_settles_the_estimate_inside_the_finally(r):
+    zone = "Europe/Paris"
+    assert complete(r, "k1", zone, 2_000, lambda n: 500) == (200, {}, 500)
+    assert tokens_left(r, "k1") == 100_000 - 500            # 1,500 of the estimate refunded
+    assert complete(r, "k1", zone, 2_000, lambda n: 7_000) == (200, {}, 7_000)
+    assert tokens_left(r, "k1") == 100_000 - 7_500          # 5,000 beyond it debited
+    assert complete(r, "k1", zone, 2_000, lambda n: 2_000)[0] == 200
+    assert tokens_left(r, "k1") == 100_000 - 9_500
+    assert not r.exists(llm_keys("k1")[2])                  # every lease given back
+
+
+def test_llm_gateway_a_raising_model_charges_nothing_and_leaves_no_lease(r):
+    zone = "Europe/Paris"
+    for _ in range(3):                                      # the issue's three raises
+        with pytest.raises(ModelDown):
+            complete(r, "k2", zone, 2_000, fails)
+    assert tokens_left(r, "k2") == 100_000                  # charged 0, not 6,000
+    assert not r.exists(llm_keys("k2")[2])                  # no lease left
+    # The requests still count against the rate and the global budget.
+    rate_now = rl(r, "RL.THROTTLEPEEK", llm_keys("k2")[0], "*", 10, 60, 60_000, "COST", 0)
+    assert rate_now[3] == 7
+    assert r.zcard(llm_keys("k2")[3]) == 3
+
+
+def test_llm_gateway_refusals_and_their_retry_after(r):
+    zone = "Europe/Paris"
+    rate, tokens, inflight, everyone = llm_keys("k3")
+    # Two requests in flight: the third gets a short fixed Retry-After, and
+    # no limit is charged (the rate, the tokens and the global budget).
+    for token in ("a", "b"):
+        assert rl(r, "RL.LEASE", inflight, "*", 2, 60_000, "TOKEN", token)[0] == 0
+    assert complete(r, "k3", zone, 2_000, lambda n: 1) == (429, {"Retry-After": "1"}, 0)
+    assert not r.exists(rate) and not r.exists(tokens) and not r.exists(everyone)
+    rl(r, "RL.RELEASE", inflight, "*", "a", "b")
+    # An estimate above the day's budget: waiting cannot help, no Retry-After.
+    assert complete(r, "k3", zone, 100_001, lambda n: 1) == (429, {}, 0)
+    # The rate: 10 at once, then one a second.
+    for _ in range(10):
+        assert complete(r, "k3", zone, 10, lambda n: 10)[0] == 200
+    assert complete(r, "k3", zone, 10, lambda n: 10) == (429, {"Retry-After": "1"}, 0)
+    # The global budget, shared by every key: once 1,000 requests are in
+    # its minute, another key is refused by clause 4.
+    rl(r, "RL.CHECK", everyone, "*", 1_000, 60_000, "COST", 1_000 - 10, "DEBIT")
+    status, headers, _ = complete(r, "k4", zone, 10, lambda n: 10)
+    assert status == 429 and 55 <= int(headers["Retry-After"]) <= 60
+    assert not r.exists(llm_keys("k4")[0])
+
+
+@pytest.fixture(scope="module")
+def llm_cluster():
+    if redis_cli() is None:
+        pytest.skip("redis-cli is needed to create a cluster")
+    cl = Cluster(3)
+    cl.start()
     try:
-        text, used = llm(prompt)
+        yield cl
     finally:
-        r.execute_command("RL.RELEASE", running, "*", request_id)
-    if used > estimate:                         # a debit is never refused
-        r.execute_command("RL.QUOTA", tokens, "*", *day, "COST", used - estimate, "DEBIT")
-    elif used < estimate:
-        r.execute_command("RL.QUOTA", tokens, "*", *day, "COST", estimate - used, "REFUND")
-    return 200, text
+        cl.stop()
 
 
-def test_llm_endpoint_admits_on_an_estimate_and_settles(r):
-    day = ("Europe/Paris", "DAY", 100_000)
-    left = lambda: int(rl(r, "RL.QUOTAPEEK", "llm:{ada}:tokens", "*", *day, "COST", 0)[3])
-    assert complete(r, "ada", "hi", lambda p: ("hello", 500)) == (200, "hello")
-    assert left() == 100_000 - 500                  # the estimate's unused 1,500 refunded
-    assert complete(r, "ada", "essay", lambda p: ("...", 7_000)) == (200, "...")
-    assert left() == 100_000 - 7_500                # 5,000 beyond the estimate debited
-    assert not r.exists("llm:{ada}:running")        # every lease released
-    # Two in flight: a third request waits, charged nothing.
-    held = [rl(r, "RL.LEASE", "llm:{ada}:running", "*", 2, 120_000, "TOKEN", t) for t in ("a", "b")]
-    assert [h[0] for h in held] == [0, 0]
-    status, retry = complete(r, "ada", "third", lambda p: ("x", 1))
-    assert status == 429 and 0 < retry <= 120_000
-    assert left() == 100_000 - 7_500
-    # Within 2,000 tokens of the day's budget the estimate no longer fits.
-    rl(r, "RL.RELEASE", "llm:{ada}:running", "*", "a", "b")
-    rl(r, "RL.QUOTA", "llm:{ada}:tokens", "*", *day, "COST", 91_000, "DEBIT")
-    status, retry = complete(r, "ada", "more", lambda p: ("x", 1))
-    assert status == 429 and retry > 0              # tomorrow, local midnight
+def test_llm_gateway_under_cluster_one_slot_and_the_same_settlement(llm_cluster):
+    rc = llm_cluster.client()
+    try:
+        slots = {rc.keyslot(k) for key in ("k1", "k2") for k in llm_keys(key, cluster=True)}
+        assert len(slots) == 1                              # one RL.ALL, one slot, with the global key
+        assert complete(rc, "k1", "Asia/Tokyo", 2_000, lambda n: 300, cluster=True) == (200, {}, 300)
+        assert complete(rc, "k2", "Asia/Tokyo", 2_000, lambda n: 2_500, cluster=True) == (200, {}, 2_500)
+        with pytest.raises(ModelDown):
+            complete(rc, "k2", "Asia/Tokyo", 2_000, fails, cluster=True)
+        assert tokens_left(rc, "k1", True, "Asia/Tokyo") == 100_000 - 300
+        assert tokens_left(rc, "k2", True, "Asia/Tokyo") == 100_000 - 2_500
+        assert not rc.exists(llm_keys("k1", True)[2]) and not rc.exists(llm_keys("k2", True)[2])
+        assert rc.zcard(llm_keys("k1", True)[3]) == 3       # the global budget counts both keys
+    finally:
+        rc.close()
+
+
+# --- HTTP headers -------------------------------------------------------------------
+
+def test_token_bucket_headers_q_and_w_are_the_rate_r_is_up_to_the_burst(r):
+    # 60 a minute with bursts of 10: q=60;w=60, r counts what can pass now.
+    reply = rl(r, "RL.THROTTLE", "h:rate", "*", 10, 60, 60_000)
+    assert token_bucket_headers(reply, "rate", 60, 60_000) == {
+        "RateLimit-Policy": '"rate";q=60;w=60', "RateLimit": '"rate";r=9;t=1'}
+    # 10 a second with bursts of 100: r may be above q (a burst is available).
+    reply = rl(r, "RL.THROTTLE", "h:burst", "*", 100, 10, 1000)
+    assert token_bucket_headers(reply, "api", 10, 1000) == {
+        "RateLimit-Policy": '"api";q=10;w=1', "RateLimit": '"api";r=99;t=1'}
+    reply = rl(r, "RL.THROTTLE", "h:burst", "*", 100, 10, 1000, "COST", 99)
+    reply = rl(r, "RL.THROTTLE", "h:burst", "*", 100, 10, 1000)
+    assert reply[0] == 1
+    assert token_bucket_headers(reply, "api", 10, 1000)["Retry-After"] == "1"
+
+
+def has_details(r):
+    try:
+        r.execute_command("RL.ALLPEEK", 1, "details:probe", "*", "CHECK", 1, 1, 1000, "DETAILS")
+        return True
+    except Exception:
+        return False
+
+
+GATEWAY_LIMITS = [("rate", 60, 60), ("tokens", 100_000, 86_400), ("inflight", 2, None), ("global", 1_000, 60)]
+
+
+def gateway_call(api_key, cost, lease, *extra):
+    rate, tokens, inflight, everyone = llm_keys(api_key)
+    return ["RL.ALL", 4, rate, tokens, inflight, everyone, "*",
+            "THROTTLE", 1, 10, 60, 60_000, "QUOTA", 2, "UTC", "DAY", 100_000, "COST", cost,
+            "LEASE", 3, 2, 60_000, "TOKEN", lease, "CHECK", 4, 1_000, 60_000, *extra]
+
+
+def test_rate_limit_headers_for_every_limit_from_details(r):
+    if not has_details(r):
+        pytest.skip("this module build has no RL.ALL DETAILS yet")
+    ok = rl(r, *gateway_call("h1", 2_000, "a", "DETAILS"))
+    headers = rate_limit_headers(ok, GATEWAY_LIMITS)
+    reset_day = headers["RateLimit"].split(", ")[1]          # seconds to UTC midnight
+    assert headers["RateLimit-Policy"] == \
+        '"rate";q=60;w=60, "tokens";q=100000;w=86400, "inflight";q=2, "global";q=1000;w=60'
+    assert headers["RateLimit"] == f'"rate";r=9;t=1, {reset_day}, "inflight";r=1;t=60, "global";r=999;t=60'
+    assert reset_day.startswith('"tokens";r=98000;t=')
+    assert "Retry-After" not in headers                     # a 200 carries no Retry-After
+    rl(r, "RL.LEASE", llm_keys("h1")[2], "*", 2, 60_000, "TOKEN", "b")
+    refused = rl(r, *gateway_call("h1", 2_000, "c", "DETAILS"))
+    headers = rate_limit_headers(refused, GATEWAY_LIMITS)
+    assert refused[:3] == [1, 3, 1] and headers["Retry-After"] == "1"
+    too_big = rl(r, *gateway_call("h1", 100_001, "d", "DETAILS"))
+    assert too_big[:2] == [1, 2] and "Retry-After" not in rate_limit_headers(too_big, GATEWAY_LIMITS)
+
+
+def test_calling_it_from_a_service(r):
+    assert check_ocr(r, 42) == (0, 9, -1)
+    assert r.zcard("rl:{user:42}:ocr") == 1
