@@ -27,6 +27,15 @@ from refund_on_failure import call_ocr  # noqa: E402
 from sms_codes import send_code  # noqa: E402
 from vendor_reserve import call_vendor  # noqa: E402
 
+# The Python package (clients/python), imported from its source: the recipe
+# that shows its call runs against the same servers as the raw one.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "clients" / "python" / "src"))
+try:
+    import llm_gateway_redis_rl as pkg_gateway  # noqa: E402
+    from redis_rl import RateLimiter  # noqa: E402
+except ImportError:  # the package is not in this tree
+    pkg_gateway = None
+
 
 # --- Login lockout that counts failures only ---------------------------------
 
@@ -338,6 +347,28 @@ def test_llm_gateway_under_cluster_one_slot_and_the_same_settlement(llm_cluster)
         assert rc.zcard(llm_keys("k1", True)[3]) == 3       # the global budget counts both keys
     finally:
         rc.close()
+
+
+def test_llm_gateway_with_the_python_package(r, llm_cluster):
+    if pkg_gateway is None:
+        pytest.skip("clients/python is not in this tree")
+    from datetime import timedelta
+    for client, zone in ((r, "Europe/Paris"), (llm_cluster.client(), "Asia/Tokyo")):
+        limiter = RateLimiter(client)
+        before = client.zcard("llm:{llm}:global")
+        day = lambda key: int(sum(int(v) for v in client.hvals(f"llm:{{llm}}:{key}:tokens")))  # noqa: E731
+        assert pkg_gateway.complete(limiter, "p1", zone, 2_000, lambda n: 500) == (200, None, 500)
+        assert day("p1") == 500                             # the estimate settled to the usage
+        for _ in range(3):                                  # a raising model: charged 0, no lease
+            with pytest.raises(ModelDown):
+                pkg_gateway.complete(limiter, "p1", zone, 2_000, fails)
+        assert day("p1") == 500 and not client.exists("llm:{llm}:p1:inflight")
+        for token in ("a", "b"):                            # two in flight: Retry-After 1 s
+            client.execute_command("RL.LEASE", "llm:{llm}:p2:inflight", "*", 2, 60_000, "TOKEN", token)
+        assert pkg_gateway.complete(limiter, "p2", zone, 10, lambda n: 1) == (429, timedelta(seconds=1), 0)
+        assert not client.exists("llm:{llm}:p2:tokens")    # the refusal charged nothing
+        assert client.zcard("llm:{llm}:global") == before + 4  # every admitted request, any key
+        client.close()
 
 
 # --- HTTP headers -------------------------------------------------------------------
