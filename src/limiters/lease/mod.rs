@@ -486,9 +486,11 @@ pub fn release(
     // so only those are checked (the set's extremes are not read).
     for token in &parsed.tokens {
         let (names, scores) = walk(&key, &mut strings, token)?;
-        if let Some(&bad) = scores.iter().find(|&&s| !is_safe_score(s)) {
+        // The same message as every other command's (the score itself is
+        // not shown: 1e300 would print as a 301-digit integer).
+        if scores.iter().any(|&s| !is_safe_score(s)) {
             return Err(Error::Stored(format!(
-                "sorted set at '{}' holds a score that is not finite or outside -9007199254740991..9007199254740991 ({bad})",
+                "sorted set at '{}' holds a score that is not finite or outside -9007199254740991..9007199254740991",
                 show(bytes(key_name))
             )));
         }

@@ -1,0 +1,25 @@
+# The Python client (clients/python) and its FastAPI example (examples/python).
+# `make python-test` makes the package's own venv (clients/python/.venv) from
+# pinned requirements and runs its pytest suite (real redis-server 7.0 from
+# apt, standalone and a three-primary Cluster, module $(RL_MODULE)).
+
+PYC_DIR := $(CURDIR)/clients/python
+PYC_VENV := $(PYC_DIR)/.venv
+PYC_PY := $(PYC_VENV)/bin/python
+
+.PHONY: python-venv python-test example-python bench-python bench-clients
+
+EXTRA_TESTS += python-test
+
+# Rebuilt when the pinned requirements or the package metadata change.
+$(PYC_VENV)/.stamp: $(PYC_DIR)/requirements-test.txt $(PYC_DIR)/pyproject.toml
+	@scripts/deps.sh system
+	@test -x $(PYC_PY) || python3 -m venv $(PYC_VENV)
+	$(PYC_PY) -m pip install -q --disable-pip-version-check -r $(PYC_DIR)/requirements-test.txt
+	$(PYC_PY) -m pip install -q --disable-pip-version-check --no-deps -e $(PYC_DIR)
+	@touch $@
+
+python-venv: $(PYC_VENV)/.stamp
+
+python-test: build python-venv
+	cd $(PYC_DIR) && RL_SERVER=redis7 $(PYC_PY) -m pytest -q -p no:cacheprovider tests $(wildcard $(CURDIR)/examples/python/tests)
