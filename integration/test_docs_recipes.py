@@ -31,7 +31,10 @@ from vendor_reserve import call_vendor  # noqa: E402
 # that shows its call runs against the same servers as the raw one.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "clients" / "python" / "src"))
 try:
+    import export_slots_redis_rl as pkg_export  # noqa: E402
     import llm_gateway_redis_rl as pkg_gateway  # noqa: E402
+    import refund_on_failure_redis_rl as pkg_refund  # noqa: E402
+    import vendor_reserve_redis_rl as pkg_vendor  # noqa: E402
     from redis_rl import RateLimiter  # noqa: E402
 except ImportError:  # the package is not in this tree
     pkg_gateway = None
@@ -428,3 +431,53 @@ def test_rate_limit_headers_for_every_limit_from_details(r):
 def test_calling_it_from_a_service(r):
     assert check_ocr(r, 42) == (0, 9, -1)
     assert r.zcard("rl:{user:42}:ocr") == 1
+
+
+# --- The Python package's calls next to the raw recipes ---------------------------
+
+needs_package = pytest.mark.skipif(pkg_gateway is None, reason="clients/python is not in this tree")
+
+
+@needs_package
+def test_refund_with_the_python_package(r):
+    limiter = RateLimiter(r)
+    outcome = lambda ok: pkg_refund.call_ocr(limiter, "u1", lambda: ok)  # noqa: E731
+    assert [outcome(ok) for ok in [True, False, True, False]] == [200, 502, 200, 502]
+    assert r.zcard("rl:{u1}:ocr") == 2
+    assert [outcome(True) for _ in range(9)] == [200] * 8 + [429]
+
+
+@needs_package
+def test_vendor_reservation_with_the_python_package(r):
+    limiter = RateLimiter(r)
+    sent = []
+    send = lambda: sent.append(time.monotonic()) or "ok"  # noqa: E731
+    assert [pkg_vendor.call_vendor(limiter, send, threading.Event()) for _ in range(3)] == ["ok"] * 3
+    assert all(b - a >= 0.08 for a, b in zip(sent, sent[1:]))   # 100 ms apart
+    cancel = threading.Event()
+    cancel.set()
+    before = rl(r, "RL.THROTTLEPEEK", "vendor:{acme}", "*", 1, 10, 1000, "COST", 0)
+    assert pkg_vendor.call_vendor(limiter, send, cancel) == "cancelled"
+    after = rl(r, "RL.THROTTLEPEEK", "vendor:{acme}", "*", 1, 10, 1000, "COST", 0)
+    assert after[5] <= before[5]                                 # the slot was given back
+    rl(r, "RL.THROTTLE", "vendor:{acme}", "*", 1, 10, 1000, "COST", 100, "DEBIT")
+    assert pkg_vendor.call_vendor(limiter, send, threading.Event()) == "busy"
+
+
+@needs_package
+def test_export_slots_with_the_python_package(r):
+    from datetime import timedelta
+    limiter = RateLimiter(r)
+    seen = []
+
+    def nested(depth):
+        def export():
+            if depth < 2:
+                seen.append(pkg_export.run_export(limiter, "u4", nested(depth + 1)))
+            return f"export {depth}"
+        return export
+
+    assert pkg_export.run_export(limiter, "u4", nested(0)) == (200, "export 0")
+    assert seen == [(429, timedelta(seconds=1)), (200, "export 1")]  # the third in flight refused
+    assert not r.exists("exp:{u4}:running")                     # both slots given back
+    assert rl(r, "RL.THROTTLEPEEK", "exp:{u4}:rate", "*", 60, 60, 60_000, "COST", 0)[3] == 58
