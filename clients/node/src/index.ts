@@ -21,3 +21,7 @@ export type {
 } from "./build";
 export type { Call, Transport, RedisLike } from "./transport";
 export { transportFor } from "./transport";
+export { Policy } from "./policy";
+export type { PolicyOptions, LimitOptions, Limit, LimitKind, FailureMode } from "./policy";
+export { RateLimiter, Permit } from "./limiter";
+export type { LimitState, PolicyDecision, DecideOptions, AcquireOptions, RateLimiterOptions } from "./limiter";

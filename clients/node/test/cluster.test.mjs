@@ -5,7 +5,7 @@
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
-import { RateLimitClient, RateLimitError } from "redis-ratelimit";
+import { RateLimitClient, RateLimitError, RateLimiter, Policy } from "redis-ratelimit";
 
 const require = createRequire(import.meta.url);
 const calculateSlot = require("cluster-key-slot");
@@ -77,6 +77,24 @@ for (const [clientName, make] of Object.entries(makers)) {
       assert.ok(replies[30] instanceof RateLimitError);
       assert.match(replies[30].message, /^ERR invalid count '0'/);
       assert.equal(await cluster.infoField("errorstats", "errorstat_MOVED"), 0);
+    });
+
+    test("policies and permits (decide, lease, settle + release pipelined): zero MOVED", async () => {
+      await cluster.resetStats();
+      const limiter = new RateLimiter(rl);
+      const p = new Policy("llm", { prefix: `${clientName}:`, details: false })
+        .tokenBucket("rate", 60, 60_000, 10)
+        .concurrency("inflight", 2, 60_000)
+        .quota("tokens", "UTC", "day", 100_000, { cost: "estimate" });
+      for (let i = 0; i < 12; i++) {
+        await limiter.withPermit(p, `key${i}`, { estimate: 100 }, async (permit) => permit.used(40));
+        const left = await rl.quotaPeek(`${clientName}:llm:{key${i}}:tokens`, "UTC", { day: 100_000 }, { cost: 0 });
+        assert.equal(left.remaining, 99_960);
+      }
+      const sms = new Policy("sms", { prefix: `${clientName}:` }).slidingWindow("short", 2, 10_000);
+      for (let i = 0; i < 12; i++) assert.equal((await limiter.decide(sms, `phone${i}`)).limited, false);
+      assert.equal(await cluster.infoField("errorstats", "errorstat_MOVED"), 0);
+      limiter.close();
     });
 
     test("50 concurrent callers on one key admit exactly the limit", async () => {
