@@ -46,7 +46,7 @@ def decision_overhead(server: Server) -> None:
     rl.ensure_module()
     policy = Policy("bench", [sliding_window("minute", 10**12, timedelta(minutes=1)),
                               token_bucket("rate", 10**6, timedelta(seconds=1), burst=10**6),
-                              quota("day", "day", 10**15, zone="UTC")], prefix="pkg:")
+                              quota("day", "UTC", "day", 10**15)], prefix="pkg:")
     bare_args = policy.plan("user", details=bool(rl.details_supported)).call.args
     bare_args = tuple(a.replace("pkg:", "bare:", 1) if isinstance(a, str) else a for a in bare_args)
 

@@ -75,6 +75,9 @@ def test_ocr_limits_change_at_run_time_across_instances(app, redis_server, detai
         off = h.post("/seed001/ocr", headers={"X-User": "other"})
         problem(off, 429, "rate-limited")
         assert "Retry-After" not in off.headers
+        assert off.headers["RateLimit-Policy"].startswith('"day";q=0;w=86400, "hour";q=7;w=3600')
+        if details:  # a refusal: each rule's own peek at the request's cost
+            assert off.headers["RateLimit"].startswith('"day";r=0;t=') and '"hour";r=6;' in off.headers["RateLimit"]
         later = App(redis_url=f"redis://127.0.0.1:{redis_server.port}", prefix="one:")
         assert later.http.get("/admin/limits/ocr").json() == {"day": 0, "hour": 7}
         later.stop()
@@ -114,7 +117,7 @@ def test_login_lockout(app):
     assert got[5].headers["Retry-After"] == "30" and got[5].headers["RateLimit"] == '"login";r=0;t=30'
 
 
-def test_llm_inflight_tokens_and_failures(app, redis_server):
+def test_llm_inflight_tokens_and_failures(app, redis_server, details):
     h = app.http
     key = {"X-Api-Key": "k1", "X-Zone": "Asia/Tokyo"}
     raw = redis_server.client()
@@ -144,6 +147,11 @@ def test_llm_inflight_tokens_and_failures(app, redis_server):
     assert ok.json() == {"used_tokens": 50} and used() == 650
     assert ok.headers["RateLimit-Policy"] == \
         '"rate";q=60;w=60, "inflight";q=2, "tokens";q=100000;w=86400, "global";q=1000;w=60'
+    if details:  # every item: what remains with this request counted (its estimate of 100 included)
+        items = ok.headers["RateLimit"].split(", ")
+        assert [i.split(";")[0] for i in items] == ['"rate"', '"inflight"', '"tokens"', '"global"']
+        assert items[1] == '"inflight";r=1;t=60' and items[2].startswith('"tokens";r=99300;')
+        assert items[3].startswith('"global";r=') and items[0].startswith('"rate";r=')
     # a client that goes away: the lease is back when the model call ends
     with pytest.raises(httpx.TimeoutException):
         h.post("/llm/complete", json={"max_tokens": 10}, headers={**key, "X-Sleep-Ms": "800"}, timeout=0.2)

@@ -97,10 +97,10 @@ def token_bucket(name: str, rate: int, per: a.Duration, burst: int | None = None
                  shared=shared, metered=metered, problem=problem)
 
 
-def quota(name: str, period: Period | str, limit: int, *, zone: a.Zone | None = None, shared: bool = False,
+def quota(name: str, zone: a.Zone | None, period: Period | str, limit: int, *, shared: bool = False,
           metered: bool = False, problem: str | None = None) -> Limit:
     """At most ``limit`` per natural ``period`` (minute ... year) in ``zone`` (RL.QUOTA).
-    Without ``zone`` each decision names it (``zone=...``)."""
+    ``zone`` None: each decision names it (``zone=...``)."""
     return Limit(_name(name), "quota", a.integer(limit, "limit", 0), period=Period.of(period),
                  zone=None if zone is None else a.zone_arg(zone), shared=shared, metered=metered, problem=problem)
 
