@@ -15,8 +15,9 @@ def llm_keys(api_key, cluster=False):
     # Under Cluster every key of one RL.ALL must be in one hash slot, and the
     # global budget is one key decided with every caller's limits: so every
     # key carries the same hash tag, {llm} (this endpoint's limits then live
-    # on one node). Standalone, the names are free.
-    tag = "{llm}" if cluster else ""
+    # on one node; the names are those of the Python package's policy).
+    # Standalone, the names are free.
+    tag = "{llm}:" if cluster else ""
     return (f"llm:{tag}{api_key}:rate", f"llm:{tag}{api_key}:tokens",
             f"llm:{tag}{api_key}:inflight", f"llm:{tag}global")
 

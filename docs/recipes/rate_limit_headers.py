@@ -10,14 +10,15 @@ def rate_limit_headers(reply, limits):
     """`reply`: RL.ALL ... DETAILS. `limits`: (name, q, w in seconds or None
     for an in-flight limit) per rule, in the order DETAILS lists them (clause
     by clause, each clause's rules in the order it gives them)."""
-    rules = [rule for clause in reply[7] for rule in clause]
+    clauses = reply[7:]                         # after the seven integers: one array per clause
+    rules = [rule for clause in clauses for rule in clause]
     policy = ", ".join(f'"{name}";q={q}' + (f";w={w}" if w else "") for name, q, w in limits)
     state = ", ".join(f'"{name}";r={rule[3]};t={math.ceil(rule[5] / 1000)}'
                       for (name, _, _), rule in zip(limits, rules))
     headers = {"RateLimit-Policy": policy, "RateLimit": state}
     if reply[0] == 1:                           # 429: Retry-After from the binding rule
         clause, rule = reply[1], reply[2]
-        binding = sum(len(c) for c in reply[7][:clause - 1]) + rule - 1
+        binding = sum(len(c) for c in clauses[:clause - 1]) + rule - 1
         if limits[binding][2] is None:          # an in-flight limit: a slot frees when a request ends
             headers["Retry-After"] = str(INFLIGHT_RETRY_AFTER_S)
         elif reply[5] != -1:                    # -1: waiting cannot help, no Retry-After

@@ -53,7 +53,10 @@ class RuleState:
 
     @classmethod
     def _fields(cls, reply: Sequence[Any]) -> dict[str, Any]:
-        limited, rule, limit, remaining, retry, reset = (_int(v) for v in reply[:6])
+        limited, rule, limit, remaining, retry, reset = reply[:6]
+        for v in (limited, rule, limit, remaining, retry, reset):
+            if type(v) is not int:
+                _int(v)
         return dict(limited=limited == 1, rule=rule, limit=limit, remaining=remaining,
                     retry_after=None if retry < 0 else _ms(retry), reset_after=_ms(reset))
 
@@ -103,13 +106,16 @@ class AllDecision(Decision):
     def from_reply(cls, reply: Sequence[Any]) -> "AllDecision":
         if not isinstance(reply, (list, tuple)) or len(reply) not in range(7, 7 + 65):
             raise RateLimitError(f"unexpected RL.ALL reply {reply!r}")
-        limited, clause, *rest = reply[:7]
-        fields = cls._fields([limited, *rest])
+        limited, clause, rule, limit, remaining, retry, reset = reply[:7]
+        for v in (limited, clause, rule, limit, remaining, retry, reset):
+            if type(v) is not int:
+                _int(v)
         details = None
         if len(reply) > 7:
             details = tuple(tuple(RuleState.from_reply(rule) for rule in clause_states)
                             for clause_states in reply[7:])
-        return cls(**fields, clause=_int(clause), details=details)
+        return cls(limited == 1, rule, limit, remaining, None if retry < 0 else _ms(retry), _ms(reset),
+                   clause, details)
 
 
 @dataclass(frozen=True, slots=True)
