@@ -276,11 +276,27 @@ def tokens_left(r, api_key, cluster=False, zone="Europe/Paris"):
     return int(rl(r, "RL.QUOTAPEEK", tokens, "*", zone, "DAY", 100_000, "COST", 0)[3])
 
 
+def status_and_used(result):
+    """(status, tokens used) of complete(); its headers, checked apart."""
+    return result[0], result[2]
+
+
+def retry_after(result):
+    return result[1].get("Retry-After")
+
+
 def test_llm_gateway_settles_the_estimate_inside_the_finally(r):
     zone = "Europe/Paris"
-    assert complete(r, "k1", zone, 2_000, lambda n: 500) == (200, {}, 500)
+    first = complete(r, "k1", zone, 2_000, lambda n: 500)
+    assert status_and_used(first) == (200, 500)
+    # A 200 carries every limit (the estimate counted in "tokens") and no Retry-After.
+    assert first[1]["RateLimit-Policy"] == \
+        '"rate";q=60;w=60, "tokens";q=100000;w=86400, "inflight";q=2, "global";q=1000;w=60'
+    assert first[1]["RateLimit"].startswith('"rate";r=9;t=1, "tokens";r=98000;t=')
+    assert first[1]["RateLimit"].endswith(', "inflight";r=1;t=60, "global";r=999;t=60')
+    assert retry_after(first) is None
     assert tokens_left(r, "k1") == 100_000 - 500            # 1,500 of the estimate refunded
-    assert complete(r, "k1", zone, 2_000, lambda n: 7_000) == (200, {}, 7_000)
+    assert status_and_used(complete(r, "k1", zone, 2_000, lambda n: 7_000)) == (200, 7_000)
     assert tokens_left(r, "k1") == 100_000 - 7_500          # 5,000 beyond it debited
     assert complete(r, "k1", zone, 2_000, lambda n: 2_000)[0] == 200
     assert tokens_left(r, "k1") == 100_000 - 9_500
@@ -307,11 +323,14 @@ def test_llm_gateway_refusals_and_their_retry_after(r):
     # no limit is charged (the rate, the tokens and the global budget).
     for token in ("a", "b"):
         assert rl(r, "RL.LEASE", inflight, "*", 2, 60_000, "TOKEN", token)[0] == 0
-    assert complete(r, "k3", zone, 2_000, lambda n: 1) == (429, {"Retry-After": "1"}, 0)
+    refused = complete(r, "k3", zone, 2_000, lambda n: 1)
+    assert status_and_used(refused) == (429, 0) and retry_after(refused) == "1"
+    assert '"inflight";r=0;t=60' in refused[1]["RateLimit"]   # the lease's ttl: not the Retry-After
     assert not r.exists(rate) and not r.exists(tokens) and not r.exists(everyone)
     rl(r, "RL.RELEASE", inflight, "*", "a", "b")
     # An estimate above the day's budget: waiting cannot help, no Retry-After.
-    assert complete(r, "k3", zone, 100_001, lambda n: 1) == (429, {}, 0)
+    too_big = complete(r, "k3", zone, 100_001, lambda n: 1)
+    assert status_and_used(too_big) == (429, 0) and retry_after(too_big) is None
     # The rate: 10 at once, then one a second. A bucket 11 s in debt (burst
     # 10, T 1 s: one request, then a debit of 10) admits in 2 s (1 s if the
     # machine stalls for a second).
@@ -344,8 +363,8 @@ def test_llm_gateway_under_cluster_one_slot_and_the_same_settlement(llm_cluster)
     try:
         slots = {rc.keyslot(k) for key in ("k1", "k2") for k in llm_keys(key, cluster=True)}
         assert len(slots) == 1                              # one RL.ALL, one slot, with the global key
-        assert complete(rc, "k1", "Asia/Tokyo", 2_000, lambda n: 300, cluster=True) == (200, {}, 300)
-        assert complete(rc, "k2", "Asia/Tokyo", 2_000, lambda n: 2_500, cluster=True) == (200, {}, 2_500)
+        assert status_and_used(complete(rc, "k1", "Asia/Tokyo", 2_000, lambda n: 300, cluster=True)) == (200, 300)
+        assert status_and_used(complete(rc, "k2", "Asia/Tokyo", 2_000, lambda n: 2_500, cluster=True)) == (200, 2_500)
         with pytest.raises(ModelDown):
             complete(rc, "k2", "Asia/Tokyo", 2_000, fails, cluster=True)
         assert tokens_left(rc, "k1", True, "Asia/Tokyo") == 100_000 - 300

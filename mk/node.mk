@@ -6,7 +6,7 @@
 NODE_PKG := clients/node
 NODE_EXAMPLE := examples/node
 
-.PHONY: node-deps node-build node-test
+.PHONY: node-deps node-build node-test example-node
 
 EXTRA_TESTS += node-test
 
@@ -22,5 +22,12 @@ node-deps:
 node-build: node-deps
 	npm run --prefix $(NODE_PKG) build
 
+# The package's suite, then the example app's HTTP tests (standalone, two
+# instances, Redis stopped/paused and back, a three-primary Cluster).
 node-test: node-build
 	cd $(NODE_PKG) && RL_MODULE=$(RL_MODULE) npm test
+	cd $(NODE_EXAMPLE) && RL_MODULE=$(RL_MODULE) npm test
+
+# The example app in the foreground: PORT (8080), REDIS_URL or REDIS_CLUSTER, RL_PREFIX.
+example-node: node-build
+	cd $(NODE_EXAMPLE) && node server.js

@@ -7,7 +7,7 @@ from redis_rl import Policy, RateLimitExceeded, concurrency, quota, sliding_wind
 # global limit shared by every API key (llm:{llm}:global).
 LLM = Policy("llm", [
     token_bucket("rate", 60, timedelta(minutes=1), burst=10),
-    quota("tokens", "day", 100_000, metered=True),      # the estimate, settled to permit.used(n)
+    quota("tokens", None, "day", 100_000, metered=True),  # zone per call; the estimate, settled to permit.used(n)
     concurrency("inflight", 2, timedelta(seconds=60)),
     sliding_window("global", 1_000, timedelta(minutes=1), shared=True),
 ], tag="llm")

@@ -84,3 +84,13 @@ export function settleMode(opts: { refund?: boolean; debit?: boolean }): "REFUND
   if (opts.refund && opts.debit) throw new RangeError("invalid options: DEBIT and REFUND exclude each other");
   return opts.refund ? "REFUND" : opts.debit ? "DEBIT" : undefined;
 }
+
+/** Whether RL.QUOTA would take `value` as a zone (an IANA name as spelled, or `+HH:MM`); for request validation. */
+export function isZone(value: unknown): boolean {
+  try {
+    zone(value);
+    return true;
+  } catch {
+    return false;
+  }
+}

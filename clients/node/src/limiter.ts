@@ -78,6 +78,8 @@ export class RateLimiter {
   readonly probeInterval: number;
   private readonly onError: (error: unknown) => void;
   private open = false;
+  /** False once the server refused DETAILS (an older module build). */
+  detailsSupported = true;
   private probing: NodeJS.Timeout | null = null;
 
   constructor(redis: RedisLike | RateLimitClient, options: RateLimiterOptions = {}) {
@@ -205,10 +207,17 @@ export class RateLimiter {
       const state = stateOf(only.limits[0], r);
       return finish(policy, state, [state]);
     }
-    const all = await this.client.all(
-      p.clauses.map((c) => c.clause),
-      { details: policy.options.details },
-    );
+    const clauses = p.clauses.map((c) => c.clause);
+    let all: d.AllDecision;
+    try {
+      all = await this.client.all(clauses, { details: policy.options.details && this.detailsSupported });
+    } catch (e) {
+      // A module build older than DETAILS: remember, and decide without it
+      // (the decision then holds the binding limit's state only).
+      if (!(e instanceof RateLimitError && /unknown option 'DETAILS'/.test(e.message))) throw e;
+      this.detailsSupported = false;
+      all = await this.client.all(clauses);
+    }
     if (!all.details) {
       const state = stateOf(p.clauses[all.clause - 1].limits[all.rule - 1], all);
       return finish(policy, state, [state]);

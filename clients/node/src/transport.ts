@@ -63,11 +63,13 @@ interface IoRedisCommandCtor {
   new (name: string, args: readonly string[], options?: { readOnly?: boolean }): { keys?: unknown[] };
 }
 
-function ioredisCommandClass(): IoRedisCommandCtor {
-  // The caller's ioredis (a peer dependency): loaded only when an ioredis
-  // Cluster is used, so node-redis users need not install it.
+function ioredisCommandClass(cluster: any): IoRedisCommandCtor {
+  // The Command class of the caller's own ioredis copy (Redis.Command on its
+  // node connections' class), else the ioredis this package resolves (a
+  // peer dependency, loaded only here, so node-redis users need not install it).
+  const own = cluster.nodes?.("all")?.[0]?.constructor?.Command;
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  return require("ioredis").Command;
+  return own ?? require("ioredis").Command;
 }
 
 type IoPipeline = { exec(): Promise<Array<[Error | null, unknown]>> } & Record<string, any>;
@@ -90,10 +92,11 @@ function ioredisStandalone(client: any): Transport {
 }
 
 function ioredisCluster(client: any): Transport {
-  const Command = ioredisCommandClass();
+  let Command: IoRedisCommandCtor | null = null;
   // ioredis routes a Command by `keys[0]`, which it computes only for the
   // commands it knows; giving it the key routes RL commands like GET.
   const command = (c: Call) => {
+    Command ??= ioredisCommandClass(client);
     const cmd = new Command(c.args[0], c.args.slice(1), { readOnly: c.readOnly });
     cmd.keys = [c.key];
     return cmd;
