@@ -48,8 +48,11 @@ def test_sync_guard_one_failure_then_circuit_then_probe_recovers():
     guard = Guard(down)  # type: ignore[arg-type]
     assert [guard.decide(POLICY, "k") for _ in range(100)] == [None] * 100
     assert down.decides == 1  # 99 requests never touched Redis
-    time.sleep(0.6)
-    assert 1 <= down.pings <= 4  # one probe, every 250 ms
+    t0 = time.monotonic()
+    while down.pings < 2:
+        assert time.monotonic() - t0 < 3.0
+        time.sleep(0.01)
+    assert down.pings <= (time.monotonic() - t0) / 0.25 + 2  # one probe, every 250 ms
     down.up = True
     t0 = time.monotonic()
     while guard.open:
@@ -70,7 +73,7 @@ async def test_async_guard_times_out_within_budget_and_recovers():
     guard = AsyncGuard(slow)  # type: ignore[arg-type]
     t0 = time.monotonic()
     results = await asyncio.gather(*(guard.decide(POLICY, "k") for _ in range(20)))
-    assert results == [None] * 20 and time.monotonic() - t0 < 0.5  # the 100 ms budget, all at once
+    assert results == [None] * 20 and time.monotonic() - t0 < 1.0  # the 100 ms budget, all at once
     assert [await guard.decide(POLICY, "k") for _ in range(50)] == [None] * 50
     assert slow.decides == 20  # the concurrent first wave only; none once open
     slow.up = True
