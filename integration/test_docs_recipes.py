@@ -378,12 +378,18 @@ def test_llm_gateway_under_cluster_one_slot_and_the_same_settlement(llm_cluster)
 def test_llm_gateway_with_the_python_package(r, llm_cluster):
     if pkg_gateway is None:
         pytest.skip("clients/python is not in this tree")
-    from datetime import timedelta
     for client, zone in ((r, "Europe/Paris"), (llm_cluster.client(), "Asia/Tokyo")):
         limiter = RateLimiter(client)
         before = client.zcard("llm:{llm}:global")
         day = lambda key: int(sum(int(v) for v in client.hvals(f"llm:{{llm}}:{key}:tokens")))  # noqa: E731
-        assert pkg_gateway.complete(limiter, "p1", zone, 2_000, lambda n: 500) == (200, None, 500)
+        first = pkg_gateway.complete(limiter, "p1", zone, 2_000, lambda n: 500)
+        assert status_and_used(first) == (200, 500)
+        # The same headers as the raw recipe builds from RL.ALL ... DETAILS.
+        assert first[1]["RateLimit-Policy"] == \
+            '"rate";q=60;w=60, "tokens";q=100000;w=86400, "inflight";q=2, "global";q=1000;w=60'
+        assert first[1]["RateLimit"].startswith('"rate";r=9;t=1, "tokens";r=98000;t=')
+        assert first[1]["RateLimit"].endswith(', "inflight";r=1;t=60, "global";r=' + str(999 - before) + ';t=60')
+        assert retry_after(first) is None
         assert day("p1") == 500                             # the estimate settled to the usage
         for _ in range(3):                                  # a raising model: charged 0, no lease
             with pytest.raises(ModelDown):
@@ -391,7 +397,8 @@ def test_llm_gateway_with_the_python_package(r, llm_cluster):
         assert day("p1") == 500 and not client.exists("llm:{llm}:p1:inflight")
         for token in ("a", "b"):                            # two in flight: Retry-After 1 s
             client.execute_command("RL.LEASE", "llm:{llm}:p2:inflight", "*", 2, 60_000, "TOKEN", token)
-        assert pkg_gateway.complete(limiter, "p2", zone, 10, lambda n: 1) == (429, timedelta(seconds=1), 0)
+        refused = pkg_gateway.complete(limiter, "p2", zone, 10, lambda n: 1)
+        assert status_and_used(refused) == (429, 0) and retry_after(refused) == "1"
         assert not client.exists("llm:{llm}:p2:tokens")    # the refusal charged nothing
         assert client.zcard("llm:{llm}:global") == before + 4  # every admitted request, any key
         client.close()
