@@ -5,7 +5,6 @@ stopped and restarted mid-run)."""
 from __future__ import annotations
 
 import concurrent.futures as cf
-import json
 import subprocess
 import time
 
@@ -171,9 +170,15 @@ def test_redis_down_fails_open_or_closed_and_recovers(tmp_path):
         a = App(redis_url=f"redis://127.0.0.1:{s.port}", prefix="down:")
         try:
             assert a.http.get("/seed002/api/default").status_code == 200
-            port, binary, args = s.port, s.binary, s.proc.args
-            s.proc.terminate()
-            s.proc.wait(10)
+            args = s.proc.args  # to restart it on the same port
+            with cf.ThreadPoolExecutor(1) as pool:  # admitted, then Redis goes away before the settlement
+                running = pool.submit(a.http.post, "/llm/complete", json={"max_tokens": 10},
+                                      headers={"X-Api-Key": "k", "X-Zone": "UTC", "X-Sleep-Ms": "700"})
+                time.sleep(0.3)
+                s.proc.terminate()
+                s.proc.wait(10)
+                done = running.result()
+                assert done.status_code == 200 and done.json() == {"used_tokens": 5}
             for path in ["/seed002/api/default", "/seed002/api/custom"]:
                 t0 = time.monotonic()
                 r = a.http.get(path)
