@@ -32,6 +32,8 @@ from vendor_reserve import call_vendor  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "clients" / "python" / "src"))
 try:
     import export_slots_redis_rl as pkg_export  # noqa: E402
+    import login_lockout_redis_rl as pkg_login  # noqa: E402
+    import sms_codes_redis_rl as pkg_sms  # noqa: E402
     import llm_gateway_redis_rl as pkg_gateway  # noqa: E402
     import refund_on_failure_redis_rl as pkg_refund  # noqa: E402
     import vendor_reserve_redis_rl as pkg_vendor  # noqa: E402
@@ -502,3 +504,31 @@ def test_export_slots_with_the_python_package(r):
     assert seen == [(429, timedelta(seconds=1)), (200, "export 1")]  # the third in flight refused
     assert not r.exists("exp:{u4}:running")                     # both slots given back
     assert rl(r, "RL.THROTTLEPEEK", "exp:{u4}:rate", "*", 60, 60, 60_000, "COST", 0)[3] == 58
+
+
+@needs_package
+def test_login_lockout_with_the_python_package(r):
+    limiter = RateLimiter(r)
+    attempt = lambda ok: pkg_login.login(limiter, r, "ada", ok)  # noqa: E731
+    assert [attempt(False) for _ in range(4)] == ["bad password"] * 4
+    assert attempt(True) == "ok"                                 # a success clears the count
+    assert [attempt(False) for _ in range(5)] == ["bad password"] * 4 + ["locked"]
+    assert 0 < r.pttl("login:{ada}:lock") <= 1_800_000
+    assert attempt(True) == "locked"
+
+
+@needs_package
+def test_sms_codes_with_the_python_package(r):
+    limiter = RateLimiter(r)
+    ok, down = (lambda phone: True), (lambda phone: False)
+    assert pkg_sms.send_code(limiter, "+33600000001", "192.0.2.7", ok) == (200, 0)
+    assert pkg_sms.send_code(limiter, "+33600000001", "192.0.2.7", ok) == (429, 1)
+    assert pkg_sms.send_code(limiter, "+33600000002", "192.0.2.7", down) == (502, 0)
+    assert r.zcard("sms:ip:192.0.2.7") == 1                     # the undelivered code given back
+    for i in range(3, 22):
+        assert pkg_sms.send_code(limiter, f"+336000000{i:02}", "192.0.2.7", ok) == (200, 0), i
+    assert pkg_sms.send_code(limiter, "+33600000099", "192.0.2.7", ok) == (429, 2)
+    assert not r.exists("sms:phone:+33600000099")
+    field = next(iter(r.hkeys("sms:global")))
+    r.hset("sms:global", field, 10_000)
+    assert pkg_sms.send_code(limiter, "+33600000100", "198.51.100.2", ok) == (429, 3)
