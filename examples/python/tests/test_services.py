@@ -129,11 +129,17 @@ def test_llm_inflight_tokens_and_failures(app, redis_server, details):
     def inflight():
         return 2 - raw.execute_command("RL.LEASEPEEK", "one:llm:{llm}:k1:inflight", "*", 2, "COST", 0)[3]
 
+    def eventually(predicate, timeout=5.0):
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            assert time.monotonic() < deadline, "timed out"
+            time.sleep(0.02)
+
     with cf.ThreadPoolExecutor(3) as pool:
         slow = [pool.submit(h.post, "/llm/complete", json={"max_tokens": 1000},
-                            headers={**key, "X-Sleep-Ms": "1500", "X-Used-Tokens": "300"}) for _ in range(2)]
-        time.sleep(0.5)
-        assert inflight() == 2 and used() == 2000
+                            headers={**key, "X-Sleep-Ms": "3000", "X-Used-Tokens": "300"}) for _ in range(2)]
+        eventually(lambda: inflight() == 2)
+        assert used() == 2000
         third = h.post("/llm/complete", json={"max_tokens": 10}, headers=key)
         problem(third, 429, "rate-limited")
         assert third.headers["Retry-After"] == "1"
@@ -152,10 +158,12 @@ def test_llm_inflight_tokens_and_failures(app, redis_server, details):
         assert items[1] == '"inflight";r=1;t=60' and items[2].startswith('"tokens";r=99300;')
         assert items[3].startswith('"global";r=') and items[0].startswith('"rate";r=')
     # a client that goes away: the lease is back when the model call ends
+    t0 = time.monotonic()
     with pytest.raises(httpx.TimeoutException):
         h.post("/llm/complete", json={"max_tokens": 10}, headers={**key, "X-Sleep-Ms": "800"}, timeout=0.2)
-    time.sleep(1.3)
-    assert inflight() == 0
+    eventually(lambda: inflight() == 1)  # the model runs on after the client left...
+    eventually(lambda: inflight() == 0)  # ...and its lease is back when it ends
+    assert time.monotonic() - t0 < 0.8 + 0.5 + 1.0  # X-Sleep-Ms + 500 ms, and slack for a loaded machine
     raw.close()
 
 
