@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "clients" / "pyt
 try:
     import export_slots_redis_rl as pkg_export  # noqa: E402
     import login_lockout_redis_rl as pkg_login  # noqa: E402
+    import ocr_jobs_redis_rl as pkg_ocr  # noqa: E402
     import sms_codes_redis_rl as pkg_sms  # noqa: E402
     import llm_gateway_redis_rl as pkg_gateway  # noqa: E402
     import refund_on_failure_redis_rl as pkg_refund  # noqa: E402
@@ -532,3 +533,26 @@ def test_sms_codes_with_the_python_package(r):
     field = next(iter(r.hkeys("sms:global")))
     r.hset("sms:global", field, 10_000)
     assert pkg_sms.send_code(limiter, "+33600000100", "198.51.100.2", ok) == (429, 3)
+
+
+@needs_package
+def test_ocr_jobs_with_the_python_package(r):
+    limiter = RateLimiter(r)
+    seen = []
+
+    def nested(depth):
+        def work(heartbeat):
+            assert heartbeat()
+            seen.append(pkg_ocr.run_ocr_job(limiter, "u3", f"job-{depth + 1}", nested(depth + 1)))
+            return heartbeat()
+        return work
+
+    assert pkg_ocr.run_ocr_job(limiter, "u3", "job-0", nested(0)) == 200
+    assert seen == [429, 200, 200]                               # the fourth in flight refused
+    assert not r.exists("ocr:{u3}:running")
+    assert rl(r, "RL.QUOTAPEEK", "ocr:{u3}:day", "*", "Asia/Shanghai", "DAY", 100, "COST", 0)[3] == 97
+
+    def loses_its_lease(heartbeat):
+        r.delete("ocr:{u3}:running")
+        return heartbeat()
+    assert pkg_ocr.run_ocr_job(limiter, "u3", "job-9", loses_its_lease) == 500
