@@ -12,7 +12,7 @@ spring-deps:
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless maven; }
 
 spring-test: spring-deps build
-	RL_MODULE=$(RL_MODULE) $(SPRING_MVN) verify
+	RL_MODULE=$(RL_MODULE) mvn -B -ntp -f clients/java/spring/pom.xml verify
 
 # The example app in the foreground: PORT, REDIS_URL or REDIS_CLUSTER, RL_PREFIX
 # (shared/SERVICES.md); the Redis it names must have the module loaded.

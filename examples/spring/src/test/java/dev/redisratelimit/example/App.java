@@ -8,6 +8,9 @@ import org.springframework.context.ConfigurableApplicationContext;
 
 /** One running instance of the example app (its own Spring context and port), started as `make example-java` would. */
 final class App implements AutoCloseable {
+    // The tests' output stays readable in `make test`; warnings and errors still show.
+    static final String QUIET = "--logging.level.root=WARN";
+
     final ConfigurableApplicationContext context;
     final int port;
     final Http http;
@@ -23,7 +26,7 @@ final class App implements AutoCloseable {
         env.put("PORT", "0");
         env.put("REDIS_URL", redisUrl);
         env.put("RL_PREFIX", prefix);
-        return new App(ExampleApp.start(env));
+        return new App(ExampleApp.start(env, QUIET));
     }
 
     static App cluster(String seeds, String prefix) {
@@ -32,7 +35,7 @@ final class App implements AutoCloseable {
         env.put("REDIS_CLUSTER", seeds);
         env.put("REDIS_URL", "redis://127.0.0.1:1"); // ignored when REDIS_CLUSTER is set
         env.put("RL_PREFIX", prefix);
-        return new App(ExampleApp.start(env));
+        return new App(ExampleApp.start(env, QUIET));
     }
 
     @Override
