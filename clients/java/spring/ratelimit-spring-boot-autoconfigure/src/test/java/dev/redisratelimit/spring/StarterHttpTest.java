@@ -105,6 +105,15 @@ class StarterHttpTest {
     }
 
     @Test
+    void aClassLevelPolicyCoversEveryMethodOfTheClass() {
+        int ok = 0;
+        for (int i = 0; i < 6; i++) {
+            ok += http().get(i % 2 == 0 ? "/cls/a" : "/cls/b", "X-Forwarded-For", "192.0.2." + i).statusCode() == 200 ? 1 : 0;
+        }
+        assertThat(ok).isEqualTo(3);
+    }
+
+    @Test
     void aQuotaOfZeroRefusesWithoutRetryAfter() {
         HttpResponse<String> r = http().get("/off");
         assertThat(r.statusCode()).isEqualTo(429);
