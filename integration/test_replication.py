@@ -327,6 +327,58 @@ def test_all_stream_carries_each_clauses_native_effects():
         assert pc.exists(*keys) == 0
 
 
+def test_all_details_replicates_what_the_call_without_does():
+    """DETAILS changes only the reply: an admitted, a refused and a refunded
+    RL.ALL with it replicate exactly what the same calls without it do
+    (the sliding log's random member names aside), and the seven integers
+    are the same."""
+    keys = ["{d}:c", "{d}:t", "{d}:q", "{d}:l"]
+
+    def named(cmds):
+        # The sliding log's members are named at random: compared by place.
+        out = []
+        for c in cmds:
+            if c[0].upper() == b"ZADD" and c[1] == b"{d}:c":
+                c = c[:3] + [b"<member>"] * (len(c) - 3)
+            elif c[0].upper() == b"ZREM" and c[1] == b"{d}:c":
+                c = c[:2] + [b"<member>"] * (len(c) - 2)
+            out.append(c)
+        return out
+
+    with servers() as pool:
+        primary = started(pool, Server(args=PRIMARY_ARGS))
+        replica = start_replica(primary, module=False)
+        pool.append(replica)
+        pc = primary.client()
+        # A `now` ahead of the server clock: no lag, so both runs compute
+        # the same expiries.
+        t = server_ms(pc) + 60_000
+        call = ("RL.ALL", 4, *keys, t, "CHECK", 1, 2, 10000, 5, H, "THROTTLE", 2, 5, 1, 1000, 10, 5, 60000,
+                "QUOTA", 3, "UTC", "hour", 10, "day", 50, "LEASE", 4, 1, H, "TOKEN", "job")
+        refused = list(call)
+        refused[6] = t + 1
+        refused[-1] = "other"  # the lease holds one unit: full for another token
+        runs = []
+        for tail in ((), ("DETAILS",)):
+            pc.flushall()
+            stream = ReplStream(primary)
+            try:
+                replies = [rl(pc, *call, *tail), rl(pc, *refused, *tail), rl(pc, *call, "REFUND", *tail)]
+                pc.set("marker", "1")
+                got = effects(stream.until([b"SET", b"marker", b"1"]))
+            finally:
+                stream.close()
+            runs.append((replies, named(got)))
+            wait_in_sync(primary, replica)
+            assert keyspace(replica.client()) == keyspace(pc)
+        (plain, plain_stream), (detailed, detailed_stream) = runs
+        assert [r[0] for r in plain] == [0, 1, 0], plain
+        assert [r[:7] for r in detailed] == plain
+        assert all(len(r) == 11 for r in detailed), detailed
+        assert detailed_stream == plain_stream
+        assert plain_stream[0] == [b"MULTI"] and len(plain_stream) > 10, plain_stream
+
+
 def test_late_replica_does_not_extend_expiry():
     """A replica that applies the writes a second late holds the same
     absolute expiry times and scores as the primary (effects, not commands

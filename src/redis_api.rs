@@ -26,7 +26,7 @@ mod strings;
 pub use calls::command_exists;
 pub use keys::{Key, Kind};
 pub use replication::{Native, NATIVE_COMMANDS};
-pub use replies::{reply_error, reply_integers, reply_integers_then};
+pub use replies::{reply_error, reply_integers, reply_integers_then, reply_integers_then_groups};
 pub use strings::{free_kept_strings, OwnedStrings, StrVec};
 
 /// Frees the detached thread-safe context that `redis_module!` makes at

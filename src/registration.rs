@@ -196,7 +196,7 @@ const COMMANDS: &[Command] = &[
         numkeys: true,
         keys: &[RW_UPDATE],
         acl: "write sortedset hash slow",
-        summary: "One all-or-nothing decision over several keys, each under one limiter clause (CHECK, THROTTLE, QUOTA, LEASE): admits and records in every clause only when every clause admits; refunds every clause (REFUND).",
+        summary: "One all-or-nothing decision over several keys, each under one limiter clause (CHECK, THROTTLE, QUOTA, LEASE): admits and records in every clause only when every clause admits; refunds every clause (REFUND); DETAILS adds every rule's own state to the reply.",
         complexity: "The sum of its clauses' complexities (at most 64 keys and 64 rules).",
     },
     Command {
@@ -207,7 +207,7 @@ const COMMANDS: &[Command] = &[
         numkeys: true,
         keys: &[KeySpecFlags::READ_ONLY.union(KeySpecFlags::ACCESS)],
         acl: "read sortedset hash slow",
-        summary: "What RL.ALL would answer now, without writing anything; COST 0 answers a clause's state now.",
+        summary: "What RL.ALL would answer now, without writing anything; COST 0 answers a clause's state now; DETAILS adds every rule's own state.",
         complexity: "The sum of its clauses' peeks' complexities (at most 64 keys and 64 rules).",
     },
 ];

@@ -449,7 +449,7 @@ fn errors_in_order_with_nothing_written() {
         ("RL.ALL 1 a * CHECK 1 5 1000 COST 6".into(), "ERR clause 1 (CHECK): invalid cost '6'"),
         ("RL.ALL 1 a * CHECK 1 5 1000 DEBIT".into(), "ERR clause 1 (CHECK): DEBIT is not an option of a clause"),
         ("RL.ALL 1 a * THROTTLE 1 5 1 1000 RESERVE 10".into(), "ERR clause 1 (THROTTLE): RESERVE is not an option of a clause"),
-        ("RL.ALL 2 a b * CHECK 1 5 1000 REFUND CHECK 2 5 1000".into(), "ERR clause 1 (CHECK): REFUND is not an option of a clause (REFUND may only be the last argument of RL.ALL)"),
+        ("RL.ALL 2 a b * CHECK 1 5 1000 REFUND CHECK 2 5 1000".into(), "ERR clause 1 (CHECK): REFUND is not an option of a clause (REFUND may only end the call, or come right before a last DETAILS)"),
         ("RL.ALLPEEK 1 a * CHECK 1 5 1000 REFUND".into(), "ERR clause 1 (CHECK): syntax error"),
         (
             format!("RL.ALL 2 a b * CHECK 1 {many_rules} CHECK 2 {many_rules}"),
@@ -545,7 +545,7 @@ fn a_refund_call_names_the_clause_option_first() {
         ),
         (
             "RL.ALL 1 a * CHECK 1 5 1000 REFUND REFUND",
-            "ERR clause 1 (CHECK): REFUND is not an option of a clause (REFUND may only be the last argument of RL.ALL)",
+            "ERR clause 1 (CHECK): REFUND is not an option of a clause (REFUND may only end the call, or come right before a last DETAILS)",
         ),
     ];
     for (line, want) in cases {

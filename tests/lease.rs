@@ -338,6 +338,19 @@ fn errors_write_nothing() {
     ] {
         assert!(err(&mut con, line).contains("not finite"), "{line}");
     }
+    // A huge finite score (1e300) gets the same message from every lease
+    // command and from the sliding-window log: the score is not printed.
+    run(&mut con, "ZADD huge 1e300 x");
+    let want = "ERR sorted set at 'huge' holds a score that is not finite or outside -9007199254740991..9007199254740991";
+    for line in [
+        "RL.LEASE huge * 2 5000",
+        "RL.LEASEPEEK huge * 2",
+        "RL.RELEASE huge * x",
+        "RL.RENEW huge * 5 x",
+        "RL.CHECK huge * 2 1000",
+    ] {
+        assert_eq!(err(&mut con, line), want, "{line}");
+    }
 }
 
 #[test]

@@ -1,7 +1,7 @@
-// Appended by integration/test_cluster_clients.py to the README's ioredis
+// Appended by integration/test_cluster_clients.py to docs/recipes/cluster_ioredis.js, the ioredis
 // snippet (which defines `rl` and `rlPipeline`). Reads {port, mode, single,
 // pipeline} as JSON on stdin and prints the replies as JSON. mode "plain"
-// sends the same calls with `cluster.call`, as the README used to suggest.
+// sends the same calls with `cluster.call`, as an earlier README suggested.
 const { Cluster } = require("ioredis");
 
 (async () => {

@@ -1,4 +1,4 @@
-// Appended by integration/test_cluster_clients.py to the README's node-redis
+// Appended by integration/test_cluster_clients.py to docs/recipes/cluster_node_redis.js, the node-redis
 // snippet (which defines `rl` and `rlPipeline`). Reads {port, single,
 // pipeline} as JSON on stdin and prints the replies as JSON.
 (async () => {

@@ -1,7 +1,10 @@
-//! `RL.ALL numkeys key [key ...] now clause [clause ...] [REFUND]` and
-//! `RL.ALLPEEK` (no `REFUND`, `COST 0` allowed, a `LEASE` clause's `TOKEN`
-//! optional; writes nothing): one all-or-nothing decision over several keys,
-//! each key under one clause (`CHECK`, `THROTTLE`, `QUOTA` or `LEASE`).
+//! `RL.ALL numkeys key [key ...] now clause [clause ...] [REFUND] [DETAILS]`
+//! and `RL.ALLPEEK` (no `REFUND`, `COST 0` allowed, a `LEASE` clause's
+//! `TOKEN` optional; writes nothing): one all-or-nothing decision over
+//! several keys, each key under one clause (`CHECK`, `THROTTLE`, `QUOTA` or
+//! `LEASE`). `DETAILS` adds every rule's own state to the reply, each
+//! limiter reporting its rules ([`Phase`]) once the call has decided (and
+//! written).
 //!
 //! The runner over many limiters (`crate::limiters`, through
 //! [`AnyLimiter`]): the same steps `super::runner` runs over one. In the
@@ -20,10 +23,10 @@
 use smallvec::{smallvec, SmallVec};
 
 use super::outcome::Outcome;
-use crate::core::all::{self as plan, ClauseReply, Kind};
+use crate::core::all::{self as plan, ClauseReply, Kind, Tail};
 use crate::core::args::{parse_now, Clock};
 use crate::error::Error;
-use crate::limiters::{AnyArgs, AnyLimiter, Mode, Request};
+use crate::limiters::{AnyArgs, AnyLimiter, Mode, Phase, Request, RuleReplies};
 use crate::redis_api::{bytes, CallContext, Ctx, Key, RString};
 
 pub fn all(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
@@ -44,13 +47,18 @@ fn in_clause(n: usize, kind: Kind) -> impl Fn(Error) -> Error {
 
 fn not_an_option(n: usize, kind: Kind, option: &str) -> Error {
     Error::Arg(format!(
-        "clause {n} ({}): {option} is not an option of a clause{}",
+        "clause {n} ({}): {option} is not an option of a clause",
+        kind.name()
+    ))
+}
+
+/// A `REFUND` or `DETAILS` that does not end the call.
+fn misplaced(n: usize, kind: Kind, tail: Tail) -> Error {
+    Error::Arg(format!(
+        "clause {n} ({}): {} is not an option of a clause ({})",
         kind.name(),
-        if option == "REFUND" {
-            " (REFUND may only be the last argument of RL.ALL)"
-        } else {
-            ""
-        }
+        tail.name(),
+        tail.rule()
     ))
 }
 
@@ -65,14 +73,30 @@ struct Clause<'a> {
 impl<'a> Clause<'a> {
     /// Checks a clause's arguments (`now` first) with its limiter's parser,
     /// as RL.ALL's mode asks, and refuses the options a clause cannot take.
+    /// A `REFUND` or `DETAILS` among them (`misplaced`: where the first one
+    /// stands after `now`, and the word to name) is the error, once the
+    /// arguments before it pass.
     fn parse(
         n: usize,
         kind: Kind,
         key: RString,
         args: &[&'a [u8]],
+        misplaced_at: Option<(usize, Tail)>,
         mode: Mode,
         clock: &Clock,
     ) -> Result<Clause<'a>, Error> {
+        if let Some((at, tail)) = misplaced_at {
+            let as_written = if mode == Mode::Peek {
+                Mode::Peek
+            } else {
+                Mode::Admit
+            };
+            let before = args.get(..1 + at).unwrap_or(args);
+            let written = AnyArgs::parse_clause(kind, before, as_written, clock)
+                .map_err(in_clause(n, kind))?;
+            refuse_clause_options(n, kind, written.request(), as_written)?;
+            return Err(misplaced(n, kind, tail));
+        }
         if mode == Mode::Refund {
             // The clause as written, without the call's `REFUND`: an option
             // a clause cannot take comes before that `REFUND`, so it is the
@@ -94,7 +118,7 @@ fn refuse_clause_options(n: usize, kind: Kind, request: Request, mode: Mode) -> 
     match request {
         Request::Debit => Err(not_an_option(n, kind, "DEBIT")),
         Request::Reserve => Err(not_an_option(n, kind, "RESERVE")),
-        Request::Refund if mode == Mode::Admit => Err(not_an_option(n, kind, "REFUND")),
+        Request::Refund if mode == Mode::Admit => Err(misplaced(n, kind, Tail::Refund)),
         _ => Ok(()),
     }
 }
@@ -133,8 +157,8 @@ fn run(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
 
     // The clauses, left to right; the cap as soon as it is passed; then
     // the keys no clause named.
-    let (spans, refund) = plan::split_clauses(clause_words, write)?;
-    let mode = match (write, refund) {
+    let (spans, ending) = plan::split_clauses(clause_words, write)?;
+    let mode = match (write, ending.refund) {
         (false, _) => Mode::Peek,
         (true, false) => Mode::Admit,
         (true, true) => Mode::Refund,
@@ -153,7 +177,15 @@ fn run(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
         clause_args.clear();
         clause_args.push(now_arg);
         clause_args.extend_from_slice(span.args);
-        let clause = Clause::parse(n, span.kind, key, &clause_args, mode, &clock)?;
+        let clause = Clause::parse(
+            n,
+            span.kind,
+            key,
+            &clause_args,
+            span.misplaced,
+            mode,
+            &clock,
+        )?;
         rules += clause.args.rules();
         plan::check_rule_cap(rules)?;
         clauses.push((k, clause));
@@ -196,9 +228,21 @@ fn run(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
         read.push((c.n, limiter));
     }
     let admitted = replies.iter().all(|r| r.ints[0] == 0);
+    let details = ending.details;
     match mode {
-        Mode::Peek => Ok(Outcome::new(&plan::reply(&replies), admitted)),
-        Mode::Admit if !admitted => Ok(Outcome::new(&plan::reply(&replies), false)),
+        Mode::Peek => {
+            let outcome = Outcome::new(&plan::reply(&replies), admitted);
+            let phase = if admitted {
+                Phase::Admitted
+            } else {
+                Phase::Rejected
+            };
+            with_details(outcome, details, &mut read, phase)
+        }
+        Mode::Admit if !admitted => {
+            let outcome = Outcome::new(&plan::reply(&replies), false);
+            with_details(outcome, details, &mut read, Phase::Rejected)
+        }
         Mode::Admit => {
             for (n, limiter) in read.iter_mut() {
                 let ints = limiter.commit()?;
@@ -206,7 +250,8 @@ fn run(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
                     r.ints = ints;
                 }
             }
-            Ok(Outcome::new(&plan::reply(&replies), true))
+            let outcome = Outcome::new(&plan::reply(&replies), true);
+            with_details(outcome, details, &mut read, Phase::Admitted)
         }
         Mode::Refund => {
             for (n, limiter) in read.iter_mut() {
@@ -215,7 +260,30 @@ fn run(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
                     *r = ClauseReply { ints, cost: 0 };
                 }
             }
-            Ok(Outcome::refund(&plan::reply(&replies)))
+            let outcome = Outcome::refund(&plan::reply(&replies));
+            with_details(outcome, details, &mut read, Phase::Refunded)
         }
     }
+}
+
+/// The reply, with every clause's rules after the seven integers when the
+/// call ends with `DETAILS`: each limiter reports its own, placed in
+/// clause order (`read` is in key order, each with its clause's number).
+fn with_details(
+    outcome: Outcome,
+    details: bool,
+    read: &mut [(usize, AnyLimiter)],
+    phase: Phase,
+) -> Result<Outcome, Error> {
+    if !details {
+        return Ok(outcome);
+    }
+    let mut clauses: Vec<RuleReplies> = (0..read.len()).map(|_| RuleReplies::new()).collect();
+    for (n, limiter) in read.iter_mut() {
+        let slot = clauses
+            .get_mut(*n - 1)
+            .ok_or_else(|| Error::Internal("clause number out of range".into()))?;
+        *slot = limiter.details(phase)?;
+    }
+    Ok(outcome.with_details(clauses))
 }

@@ -4,7 +4,8 @@ use std::ffi::c_int;
 
 use crate::limiters::lease::args::MAX_TOKEN_LEN;
 use crate::limiters::lease::PerToken;
-use crate::redis_api::{reply_integers, reply_integers_then, Ctx};
+use crate::limiters::RuleReplies;
+use crate::redis_api::{reply_integers, reply_integers_then, reply_integers_then_groups, Ctx};
 use crate::stats;
 
 /// A successful call: the integers of the reply and whether the request was
@@ -18,6 +19,9 @@ pub struct Outcome {
     per_token: PerToken,
     /// RL.LEASE's seventh element: the lease's token, or nil.
     last: Last,
+    /// RL.ALL's and RL.ALLPEEK's `DETAILS`: per clause, one array per rule
+    /// after the integers (empty otherwise: no allocation).
+    details: Vec<RuleReplies>,
     pub(super) kind: stats::Kind,
 }
 
@@ -83,13 +87,24 @@ impl Outcome {
             len,
             per_token: PerToken::new(),
             last: Last::Nothing,
+            details: Vec::new(),
             kind,
         }
+    }
+
+    /// RL.ALL / RL.ALLPEEK with `DETAILS`: the integers, then per clause
+    /// an array of its rules' six-integer arrays.
+    pub fn with_details(mut self, details: Vec<RuleReplies>) -> Outcome {
+        self.details = details;
+        self
     }
 
     pub(super) fn send(&self, ctx: Ctx) -> c_int {
         match &self.last {
             _ if !self.per_token.is_empty() => reply_integers(ctx, &self.per_token),
+            _ if !self.details.is_empty() => {
+                reply_integers_then_groups(ctx, &self.reply[..self.len], &self.details)
+            }
             Last::Nothing => reply_integers(ctx, &self.reply[..self.len]),
             Last::Nil => reply_integers_then(ctx, &self.reply[..self.len], None),
             Last::Token(buf, n) => reply_integers_then(ctx, &self.reply[..self.len], buf.get(..*n)),

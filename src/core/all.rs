@@ -85,18 +85,60 @@ pub struct Span<'b, 'a> {
     pub kind: Kind,
     pub index: Option<&'a [u8]>,
     pub args: &'b [&'a [u8]],
+    /// A `REFUND` or `DETAILS` among `args` that does not end the call:
+    /// where the first such word stands in `args`, and the word the error
+    /// names (`DETAILS` when one of them is, else `REFUND`).
+    pub misplaced: Option<(usize, Tail)>,
 }
 
-/// The clauses after `now`, and whether the call ends with `REFUND`
-/// (`refund_allowed`: RL.ALL, not its peek). A clause ends where the next
-/// kind begins; the argument after `COST` or `TOKEN` is that option's value,
-/// never a kind nor `REFUND`. On the stack for up to four clauses.
+/// The words that may only end RL.ALL (`REFUND`, then `DETAILS`) or
+/// RL.ALLPEEK (`DETAILS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tail {
+    Refund,
+    Details,
+}
+
+impl Tail {
+    pub fn name(self) -> &'static str {
+        match self {
+            Tail::Refund => "REFUND",
+            Tail::Details => "DETAILS",
+        }
+    }
+
+    /// Why the word cannot stand where it does.
+    pub fn rule(self) -> &'static str {
+        match self {
+            Tail::Refund => "REFUND may only end the call, or come right before a last DETAILS",
+            Tail::Details => "DETAILS may only be the last argument of the call",
+        }
+    }
+}
+
+/// What ends the call: `REFUND` (RL.ALL only), `DETAILS` (both).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ending {
+    pub refund: bool,
+    pub details: bool,
+}
+
+/// The clauses after `now`, and what ends the call (`refund_allowed`:
+/// RL.ALL, not its peek). A clause ends where the next kind begins; the
+/// argument after `COST` or `TOKEN` is that option's value, never a kind,
+/// `REFUND` nor `DETAILS`. `DETAILS` ends the call only as its last
+/// argument, `REFUND` only as its last or right before a last `DETAILS`;
+/// elsewhere either stays among its clause's arguments and is marked there
+/// ([`Span::misplaced`]), so that the arguments before it are checked
+/// first. On the stack for up to four clauses.
 pub fn split_clauses<'b, 'a>(
     args: &'b [&'a [u8]],
     refund_allowed: bool,
-) -> Result<(SmallVec<[Span<'b, 'a>; 4]>, bool), Error> {
+) -> Result<(SmallVec<[Span<'b, 'a>; 4]>, Ending), Error> {
     let mut spans: SmallVec<[Span<'b, 'a>; 4]> = SmallVec::new();
-    let mut refund = false;
+    let mut ending = Ending::default();
+    let is_details = |w: &[u8]| w.eq_ignore_ascii_case(b"DETAILS");
+    let is_refund = |w: &[u8]| refund_allowed && w.eq_ignore_ascii_case(b"REFUND");
     // Where the last clause's arguments start (after its index).
     let mut start = 0;
     let mut i = 0;
@@ -108,13 +150,22 @@ pub fn split_clauses<'b, 'a>(
                 kind,
                 index: None,
                 args: &[],
+                misplaced: None,
             });
             start = i;
             continue;
         }
-        if refund_allowed && is_last && word.eq_ignore_ascii_case(b"REFUND") && !spans.is_empty() {
-            refund = true;
-            continue;
+        if !spans.is_empty() {
+            if is_last && is_details(word) {
+                ending.details = true;
+                continue;
+            }
+            let before_last_details =
+                i + 1 == args.len() && args.get(i).is_some_and(|w| is_details(w));
+            if is_refund(word) && (is_last || before_last_details) {
+                ending.refund = true;
+                continue;
+            }
         }
         let Some(span) = spans.last_mut() else {
             return Err(Error::Arg(format!(
@@ -126,6 +177,22 @@ pub fn split_clauses<'b, 'a>(
             span.index = Some(word);
             start = i;
             continue;
+        }
+        let tail = if is_details(word) {
+            Some(Tail::Details)
+        } else if is_refund(word) {
+            Some(Tail::Refund)
+        } else {
+            None
+        };
+        if let Some(tail) = tail {
+            let at = i - 1 - start;
+            span.misplaced = match span.misplaced {
+                None => Some((at, tail)),
+                // The first one's place; DETAILS named before REFUND.
+                Some((first, _)) if tail == Tail::Details => Some((first, Tail::Details)),
+                kept => kept,
+            };
         }
         let takes_value = word.eq_ignore_ascii_case(b"COST")
             || (span.kind == Kind::Lease && word.eq_ignore_ascii_case(b"TOKEN"));
@@ -139,7 +206,7 @@ pub fn split_clauses<'b, 'a>(
             "at least one clause (CHECK, THROTTLE, QUOTA or LEASE) is required".into(),
         ));
     }
-    Ok((spans, refund))
+    Ok((spans, ending))
 }
 
 /// The 0-based key a clause names with its index argument, checked to be
@@ -380,39 +447,46 @@ mod tests {
     #[test]
     fn clauses_split_where_a_kind_begins() {
         let w = words("CHECK 1 5 1000 throttle 2 1 1 10 COST 2");
-        let (spans, refund) = split_clauses(&w, true).unwrap();
-        assert!(!refund);
+        let (spans, ending) = split_clauses(&w, true).unwrap();
+        assert_eq!(ending, Ending::default());
         assert_eq!(spans.len(), 2);
         assert_eq!(spans[0].kind, Kind::Check);
         assert_eq!(spans[0].index, Some(b"1".as_slice()));
         assert_eq!(spans[0].args, words("5 1000"));
         assert_eq!(spans[1].kind, Kind::Throttle);
         assert_eq!(spans[1].args, words("1 1 10 COST 2"));
+        assert_eq!(spans[1].misplaced, None);
 
-        // TOKEN's and COST's values are never kinds, nor REFUND.
+        // TOKEN's and COST's values are never kinds, nor REFUND or DETAILS.
         let w = words("LEASE 1 2 100 TOKEN quota COST 1 REFUND");
-        let (spans, refund) = split_clauses(&w, true).unwrap();
-        assert!(refund);
+        let (spans, ending) = split_clauses(&w, true).unwrap();
+        assert!(ending.refund && !ending.details);
         assert_eq!(spans.len(), 1);
         assert_eq!(spans[0].args, words("2 100 TOKEN quota COST 1"));
         let w = words("CHECK 1 5 10 COST REFUND");
-        let (spans, refund) = split_clauses(&w, true).unwrap();
-        assert!(!refund);
+        let (spans, ending) = split_clauses(&w, true).unwrap();
+        assert!(!ending.refund);
         assert_eq!(spans[0].args, words("5 10 COST REFUND"));
+        assert_eq!(spans[0].misplaced, None);
+        let w = words("LEASE 1 2 100 TOKEN details");
+        let (spans, ending) = split_clauses(&w, true).unwrap();
+        assert_eq!(ending, Ending::default());
+        assert_eq!(spans[0].args, words("2 100 TOKEN details"));
+        let w = words("LEASE 1 2 100 COST DETAILS DETAILS");
+        let (spans, ending) = split_clauses(&w, false).unwrap();
+        assert!(ending.details);
+        assert_eq!(spans[0].args, words("2 100 COST DETAILS"));
         // In a CHECK clause, TOKEN is not an option: a kind after it begins a clause.
         let w = words("CHECK 1 TOKEN LEASE 2");
         let (spans, _) = split_clauses(&w, true).unwrap();
         assert_eq!(spans.len(), 2);
 
-        // REFUND only last, and only in RL.ALL: elsewhere it is a clause's argument.
-        let w = words("CHECK 1 REFUND 5 10");
-        let (spans, refund) = split_clauses(&w, true).unwrap();
-        assert!(!refund);
-        assert_eq!(spans[0].args, words("REFUND 5 10"));
+        // REFUND only in RL.ALL: in its peek it is a clause's argument.
         let w = words("CHECK 1 5 10 REFUND");
-        let (spans, refund) = split_clauses(&w, false).unwrap();
-        assert!(!refund);
+        let (spans, ending) = split_clauses(&w, false).unwrap();
+        assert!(!ending.refund);
         assert_eq!(spans[0].args, words("5 10 REFUND"));
+        assert_eq!(spans[0].misplaced, None);
 
         // A clause with nothing after its kind.
         let w = words("check quota 2");
@@ -423,6 +497,7 @@ mod tests {
         for (input, want) in [
             ("", "at least one clause"),
             ("REFUND", "syntax error: expected a clause"),
+            ("DETAILS", "syntax error: expected a clause"),
             ("5 CHECK 1 5 10", "syntax error: expected a clause (CHECK, THROTTLE, QUOTA or LEASE) after now, got '5'"),
         ] {
             match split_clauses(&words(input), true) {
@@ -430,6 +505,111 @@ mod tests {
                 other => panic!("{input}: {other:?}"),
             }
         }
+    }
+
+    /// `REFUND` then `DETAILS` end the call, each at most once; elsewhere
+    /// the first such word of a clause is marked where it stands, named
+    /// `DETAILS` when the clause holds a misplaced `DETAILS`.
+    #[test]
+    fn refund_and_details_end_the_call() {
+        use Tail::{Details, Refund};
+        // input, refund allowed, refund, details, last clause's args, misplaced
+        type Case = (
+            &'static str,
+            bool,
+            bool,
+            bool,
+            &'static str,
+            Option<(usize, Tail)>,
+        );
+        let cases: &[Case] = &[
+            ("CHECK 1 5 10 DETAILS", true, false, true, "5 10", None),
+            (
+                "CHECK 1 5 10 refund details",
+                true,
+                true,
+                true,
+                "5 10",
+                None,
+            ),
+            ("CHECK 1 5 10 DETAILS", false, false, true, "5 10", None),
+            (
+                "CHECK 1 5 10 DETAILS REFUND",
+                true,
+                true,
+                false,
+                "5 10 DETAILS",
+                Some((2, Details)),
+            ),
+            (
+                "CHECK 1 5 10 REFUND DETAILS DETAILS",
+                true,
+                false,
+                true,
+                "5 10 REFUND DETAILS",
+                Some((2, Details)),
+            ),
+            (
+                "CHECK 1 5 10 DETAILS DETAILS",
+                true,
+                false,
+                true,
+                "5 10 DETAILS",
+                Some((2, Details)),
+            ),
+            (
+                "CHECK 1 5 10 REFUND REFUND",
+                true,
+                true,
+                false,
+                "5 10 REFUND",
+                Some((2, Refund)),
+            ),
+            (
+                "CHECK 1 5 10 REFUND REFUND DETAILS",
+                true,
+                true,
+                true,
+                "5 10 REFUND",
+                Some((2, Refund)),
+            ),
+            (
+                "CHECK 1 5 REFUND 10",
+                true,
+                false,
+                false,
+                "5 REFUND 10",
+                Some((1, Refund)),
+            ),
+            (
+                "CHECK 1 5 10 COST 2 DETAILS DETAILS",
+                false,
+                false,
+                true,
+                "5 10 COST 2 DETAILS",
+                Some((4, Details)),
+            ),
+            (
+                "CHECK 1 5 DETAILS 10 CHECK 2 5 10",
+                true,
+                false,
+                false,
+                "5 10",
+                None,
+            ),
+        ];
+        for &(input, allowed, refund, details, last, misplaced) in cases {
+            let w = words(input);
+            let (spans, ending) = split_clauses(&w, allowed).unwrap();
+            assert_eq!(ending, Ending { refund, details }, "{input}");
+            let span = spans.last().unwrap();
+            assert_eq!(span.args, words(last), "{input}");
+            assert_eq!(span.misplaced, misplaced, "{input}");
+        }
+        let w = words("CHECK 1 5 DETAILS 10 CHECK 2 5 10");
+        let (spans, _) = split_clauses(&w, true).unwrap();
+        assert_eq!(spans[0].args, words("5 DETAILS 10"));
+        assert_eq!(spans[0].misplaced, Some((1, Details)));
     }
 
     #[test]

@@ -46,6 +46,26 @@ pub enum Mode {
     Peek,
 }
 
+/// Which state RL.ALL's `DETAILS` reports for each rule of a clause (SPEC
+/// "RL.ALL", `DETAILS`): each rule alone, as the clause's command or peek
+/// given only that rule answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// The call admits: each rule's `COST 0` peek right after the call's
+    /// writes (in RL.ALLPEEK: after the writes RL.ALL would make); a lease:
+    /// RL.LEASE's reply.
+    Admitted,
+    /// The call refuses: each rule's peek at the clause's cost (a lease:
+    /// RL.LEASEPEEK's), nothing written.
+    Rejected,
+    /// After the call's `REFUND`: each rule's `COST 0` peek.
+    Refunded,
+}
+
+/// One six-integer array per rule, in the clause's order: on the stack for
+/// the usual one or two rules.
+pub type RuleReplies = SmallVec<[[i64; 6]; 2]>;
+
 /// A decision not yet written: the reply's six integers and whether it
 /// admits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,6 +138,12 @@ pub trait Limiter: Sized {
     /// Records `cost` units whatever the rules say (SPEC "Debits"); the
     /// state now.
     fn debit(&mut self) -> Result<[i64; 6], Error>;
+
+    /// RL.ALL's `DETAILS`: each rule alone, in the order the call gives
+    /// them, `rule` its 1-based index. Called after [`Limiter::decide`]
+    /// (`Admitted` in RL.ALLPEEK, `Rejected`), after [`Limiter::commit`]
+    /// (`Admitted` in RL.ALL) or after [`Limiter::refund`] (`Refunded`).
+    fn details(&mut self, phase: Phase) -> Result<RuleReplies, Error>;
 
     /// RL.LEASE's seventh reply element: `Some(Some(token))` admitted,
     /// `Some(None)` (nil) refused; `None` for every other reply (six

@@ -26,5 +26,5 @@ mod tests;
 mod limiter;
 mod registry;
 
-pub use limiter::{Limiter, Mode, Request};
+pub use limiter::{Limiter, Mode, Phase, Request, RuleReplies};
 pub use registry::{AnyArgs, AnyLimiter};

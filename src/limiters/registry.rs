@@ -5,7 +5,7 @@
 use super::calendar::Calendar;
 use super::gcra::TokenBucket;
 use super::lease::Lease;
-use super::limiter::{Limiter, Mode, Request, Verdict};
+use super::limiter::{Limiter, Mode, Phase, Request, RuleReplies, Verdict};
 use super::sliding_log::SlidingLog;
 use crate::core::all::Kind;
 use crate::core::args::Clock;
@@ -77,6 +77,10 @@ macro_rules! limiters {
 
             pub fn refund(&mut self) -> Result<[i64; 6], Error> {
                 match self { $(AnyLimiter::$kind(l) => l.refund(),)* }
+            }
+
+            pub fn details(&mut self, phase: Phase) -> Result<RuleReplies, Error> {
+                match self { $(AnyLimiter::$kind(l) => l.details(phase),)* }
             }
         }
     };

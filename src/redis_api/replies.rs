@@ -42,6 +42,31 @@ pub fn reply_integers_then(ctx: Ctx, values: &[i64], last: Option<&[u8]>) -> c_i
     raw::REDISMODULE_OK as c_int
 }
 
+/// Replies with an array of integers followed by one array per group, each
+/// holding one array of six integers per row (RL.ALL's `DETAILS`: per
+/// clause, per rule).
+pub fn reply_integers_then_groups<G>(ctx: Ctx, values: &[i64], groups: &[G]) -> c_int
+where
+    G: std::ops::Deref<Target = [[i64; 6]]>,
+{
+    let (Some(array), Some(int)) = (unsafe { raw::RedisModule_ReplyWithArray }, unsafe {
+        raw::RedisModule_ReplyWithLongLong
+    }) else {
+        return raw::REDISMODULE_ERR as c_int;
+    };
+    unsafe { array(ctx.0, (values.len() + groups.len()) as _) };
+    for &v in values {
+        unsafe { int(ctx.0, v) };
+    }
+    for group in groups {
+        unsafe { array(ctx.0, group.len() as _) };
+        for row in group.iter() {
+            reply_integers(ctx, row);
+        }
+    }
+    raw::REDISMODULE_OK as c_int
+}
+
 /// Replies with an error; `text` carries its own prefix (`ERR`, `WRONGTYPE`).
 pub fn reply_error(ctx: Ctx, text: &str) -> c_int {
     let Some(reply) = (unsafe { raw::RedisModule_ReplyWithError }) else {

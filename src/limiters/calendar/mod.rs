@@ -22,7 +22,7 @@ use smallvec::SmallVec;
 use self::args::{parse_quota, QuotaArgs};
 use self::buckets::Bucket;
 use super::hash_writes::HashWrites;
-use super::limiter::{Limiter, Request, Verdict};
+use super::limiter::{Limiter, Phase, Request, RuleReplies, Verdict};
 use crate::core::args::Clock;
 use crate::core::int::decimal;
 use crate::error::Error;
@@ -211,6 +211,34 @@ impl Limiter for Calendar {
             .collect();
         self.record(&after)?;
         Ok(self.state_now(&after))
+    }
+
+    /// Each period alone on its current bucket's count: the count the
+    /// admission writes (the stored count plus the cost, as
+    /// [`Limiter::commit`] sums it; at `COST 0`), the stored one (at the
+    /// clause's cost), or the one the refund left (at `COST 0`).
+    fn details(&mut self, phase: Phase) -> Result<RuleReplies, Error> {
+        let cost = self.args.cost;
+        let mut out = RuleReplies::new();
+        for (i, &(_, stored)) in self.fields.iter().enumerate() {
+            let (count, at) = match phase {
+                Phase::Admitted => (stored.unwrap_or(0).saturating_add(cost), 0),
+                Phase::Rejected => (stored.unwrap_or(0), cost),
+                Phase::Refunded => (
+                    stored.map_or(0, |v| buckets::refund(v, cost).unwrap_or(0)),
+                    0,
+                ),
+            };
+            let (Some(period), Some(bucket)) =
+                (self.args.periods.get(i..=i), self.buckets.get(i..=i))
+            else {
+                return Err(Error::Internal("a bucket without its period".into()));
+            };
+            let mut reply = buckets::decide(period, bucket, &[count], at, self.t).reply();
+            reply[1] = i as i64 + 1;
+            out.push(reply);
+        }
+        Ok(out)
     }
 }
 

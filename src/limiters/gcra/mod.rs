@@ -21,7 +21,7 @@ pub mod tat;
 use self::args::{parse_throttle, ThrottleArgs};
 use self::tat::{format_tat, parse_tat, Gcra, StoredTats, Tats, TAT_BUF_LEN};
 use super::hash_writes::HashWrites;
-use super::limiter::{Limiter, Request, Verdict};
+use super::limiter::{Limiter, Phase, Request, RuleReplies, Verdict};
 use crate::core::args::Clock;
 use crate::error::Error;
 use crate::redis_api::{bytes, Ctx, Key, Kind, OwnedStrings, RString, StrVec};
@@ -156,6 +156,39 @@ impl Limiter for TokenBucket {
         self.write(&new_tats)?;
         let after: Vec<Option<u128>> = new_tats.into_iter().map(Some).collect();
         Ok(tat::decide(&self.args.rules, 0, t, &after).decision.reply())
+    }
+
+    /// Each rule alone on its TAT: the one the admission writes (at
+    /// `COST 0`), the stored one (at the clause's cost), or the one the
+    /// refund left (at `COST 0`).
+    fn details(&mut self, phase: Phase) -> Result<RuleReplies, Error> {
+        let (rules, cost, t) = (&self.args.rules, self.args.cost, self.t);
+        let refunded = match phase {
+            Phase::Refunded => tat::refund(rules, cost, t, &self.tats),
+            _ => Vec::new(),
+        };
+        let mut out = RuleReplies::new();
+        for (i, rule) in rules.iter().enumerate() {
+            let (at, tat) = match phase {
+                Phase::Admitted => {
+                    let written = self.new_tats.as_ref().and_then(|n| n.get(i).copied());
+                    let Some(tat) = written else {
+                        return Err(Error::Internal(
+                            "details of an admission not decided".into(),
+                        ));
+                    };
+                    (0, Some(tat))
+                }
+                Phase::Rejected => (cost, self.tats.get(i).copied().flatten()),
+                Phase::Refunded => (0, refunded.get(i).copied().flatten()),
+            };
+            let mut reply = tat::decide(std::slice::from_ref(rule), at, t, &[tat])
+                .decision
+                .reply();
+            reply[1] = i as i64 + 1;
+            out.push(reply);
+        }
+        Ok(out)
     }
 }
 

@@ -21,7 +21,7 @@ use smallvec::SmallVec;
 
 use self::args::{parse_lease, parse_lease_clause, parse_tokens, LeaseArgs, MAX_TOKEN_LEN};
 use self::units::{decide, expiry, live_units, reap_bound, reaps, unit_name};
-use super::limiter::{Limiter, Mode, Request, Verdict};
+use super::limiter::{Limiter, Mode, Phase, Request, RuleReplies, Verdict};
 use super::sorted_set::{next_member, reseed, Extremes, RedisLog, MAX_NAME_CLASHES};
 use crate::core::args::Clock;
 use crate::core::grid::Grid;
@@ -68,6 +68,8 @@ pub struct Lease {
     /// Whether the admission was written (RL.LEASE's reply then names the
     /// token).
     written: bool,
+    /// The last reply made: the decision's, the admission's, the refund's.
+    reply: [i64; 6],
 }
 
 impl Lease {
@@ -190,6 +192,7 @@ impl Limiter for Lease {
             own,
             verdict: None,
             written: false,
+            reply: [0; 6],
         })
     }
 
@@ -213,8 +216,9 @@ impl Limiter for Lease {
         } else {
             self.newest()
         };
+        self.reply = verdict.reply(limit, cost, top, t).ints();
         Ok(Verdict {
-            reply: verdict.reply(limit, cost, top, t).ints(),
+            reply: self.reply,
             admitted: verdict.admitted,
         })
     }
@@ -314,7 +318,8 @@ impl Limiter for Lease {
         }
         ctx.signal_modified(key_name)?;
         self.written = true;
-        Ok(verdict.reply(limit, cost, Some(top), t).ints())
+        self.reply = verdict.reply(limit, cost, Some(top), t).ints();
+        Ok(self.reply)
     }
 
     /// RL.RELEASE of the token (RL.ALL's `REFUND`); the state now, as
@@ -323,11 +328,29 @@ impl Limiter for Lease {
         remove_units(self.ctx, self.name, &self.key, &self.names)?;
         self.extremes = Extremes::read(self.name, &self.key)?;
         let verdict = decide(self.limit, 0, self.t, &[], &mut self.view())?;
-        Ok(verdict.reply(self.limit, 0, self.newest(), self.t).ints())
+        self.reply = verdict.reply(self.limit, 0, self.newest(), self.t).ints();
+        Ok(self.reply)
     }
 
     fn debit(&mut self) -> Result<[i64; 6], Error> {
         Err(Error::Internal("a lease takes no DEBIT".into()))
+    }
+
+    /// The one rule: RL.LEASE's reply when admitted (in RL.ALLPEEK, what
+    /// RL.LEASE would answer), RL.LEASEPEEK's at the clause's cost when
+    /// refused (the `ttl` not counted), RL.LEASEPEEK's with `COST 0` after
+    /// the refund.
+    fn details(&mut self, phase: Phase) -> Result<RuleReplies, Error> {
+        let reply = match (phase, self.verdict) {
+            (Phase::Rejected, Some(verdict)) => verdict
+                .reply(self.limit, self.cost, self.newest(), self.t)
+                .ints(),
+            (Phase::Rejected, None) => {
+                return Err(Error::Internal("details of a lease not decided".into()))
+            }
+            (Phase::Admitted | Phase::Refunded, _) => self.reply,
+        };
+        Ok(RuleReplies::from_slice(&[reply]))
     }
 
     /// RL.LEASE's seventh element: the token when admitted, nil when not;
@@ -463,9 +486,11 @@ pub fn release(
     // so only those are checked (the set's extremes are not read).
     for token in &parsed.tokens {
         let (names, scores) = walk(&key, &mut strings, token)?;
-        if let Some(&bad) = scores.iter().find(|&&s| !is_safe_score(s)) {
+        // The same message as every other command's (the score itself is
+        // not shown: 1e300 would print as a 301-digit integer).
+        if scores.iter().any(|&s| !is_safe_score(s)) {
             return Err(Error::Stored(format!(
-                "sorted set at '{}' holds a score that is not finite or outside -9007199254740991..9007199254740991 ({bad})",
+                "sorted set at '{}' holds a score that is not finite or outside -9007199254740991..9007199254740991",
                 show(bytes(key_name))
             )));
         }

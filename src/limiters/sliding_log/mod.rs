@@ -22,7 +22,7 @@ pub mod window;
 
 use self::args::{parse_check, CheckArgs};
 use self::window::{admission, decide, refund_units, Admission};
-use super::limiter::{Limiter, Request, Verdict};
+use super::limiter::{Limiter, Phase, Request, RuleReplies, Verdict};
 use super::sorted_set::{next_member, reseed, Extremes, RedisLog, MAX_NAME_CLASHES};
 use crate::core::args::Clock;
 use crate::core::members;
@@ -39,6 +39,9 @@ pub struct SlidingLog {
     server_time: i64,
     t: i64,
     verdict: Verdict,
+    /// Whether [`Limiter::commit`] wrote (the set then differs from
+    /// `extremes`).
+    committed: bool,
 }
 
 impl SlidingLog {
@@ -127,6 +130,7 @@ impl Limiter for SlidingLog {
                 reply: [0; 6],
                 admitted: false,
             },
+            committed: false,
         })
     }
 
@@ -142,6 +146,7 @@ impl Limiter for SlidingLog {
 
     fn commit(&mut self) -> Result<[i64; 6], Error> {
         self.record()?;
+        self.committed = true;
         Ok(self.verdict.reply)
     }
 
@@ -175,6 +180,38 @@ impl Limiter for SlidingLog {
         self.record()?;
         self.reread()?;
         self.state_now()
+    }
+
+    /// Each rule alone over the set. Admitted and written: the set read
+    /// again, at `COST 0`. Admitted in RL.ALLPEEK: at the clause's cost on
+    /// the set as it is — the same answer, since the admission's `cost`
+    /// members scored `t` lie in every window and leave the newest score
+    /// at `max(newest, t)`, and its trim removes only members no window
+    /// counts.
+    fn details(&mut self, phase: Phase) -> Result<RuleReplies, Error> {
+        let cost = match phase {
+            Phase::Admitted if self.committed => {
+                self.reread()?;
+                0
+            }
+            Phase::Admitted | Phase::Rejected => self.args.cost,
+            Phase::Refunded => 0,
+        };
+        let (t, newest) = (self.t, self.newest());
+        let mut out = RuleReplies::new();
+        for (i, rule) in self.args.rules.iter().enumerate() {
+            let mut reply = decide(
+                std::slice::from_ref(rule),
+                cost,
+                t,
+                newest,
+                &mut self.view(),
+            )?
+            .reply();
+            reply[1] = i as i64 + 1;
+            out.push(reply);
+        }
+        Ok(out)
     }
 }
 

@@ -1,0 +1,28 @@
+export { RateLimitClient } from "./client";
+export type { Decision, LeaseDecision, AllDecision, RuleState, DayHourDecision, LockCountDecision } from "./decisions";
+export { ReplyShapeError } from "./decisions";
+export * from "./errors";
+export type {
+  WindowRule,
+  BucketRule,
+  Period,
+  Periods,
+  CallOptions,
+  CostOptions,
+  WriteOptions,
+  ThrottleOptions,
+  ThrottlePeekOptions,
+  LeaseOptions,
+  LeasePeekOptions,
+  DayHourOptions,
+  LockCountOptions,
+  Clause,
+  AllOptions,
+} from "./build";
+export type { Call, Transport, RedisLike } from "./transport";
+export { transportFor } from "./transport";
+export { Policy } from "./policy";
+export type { PolicyOptions, LimitOptions, Limit, LimitKind, FailureMode } from "./policy";
+export { RateLimiter, Permit } from "./limiter";
+export type { LimitState, PolicyDecision, DecideOptions, AcquireOptions, RateLimiterOptions } from "./limiter";
+export { isZone } from "./args";

@@ -1,0 +1,234 @@
+// Policies decided in one call, permits that release the lease and settle
+// the estimate on return, throw and abort, and the Redis-down budget and
+// circuit — against a real redis-server.
+import { test, describe, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { createRequire } from "node:module";
+import { Policy, RateLimiter, RateLimitedError, RateLimitUnavailableError } from "redis-ratelimit";
+
+const require = createRequire(import.meta.url);
+const Redis = require("ioredis");
+const { Server, supportsDetails, sleep, waitUntil } = require("./support/servers.cjs");
+
+let server;
+let redis;
+let admin;
+let limiter;
+let DETAILS;
+before(async () => {
+  server = await new Server().start();
+  DETAILS = await supportsDetails(server.port);
+  redis = new Redis({ host: "127.0.0.1", port: server.port });
+  admin = server.client();
+  limiter = new RateLimiter(redis);
+});
+after(async () => {
+  limiter?.close();
+  redis?.disconnect();
+  admin?.disconnect();
+  await server?.stop();
+});
+
+const calls = async (cmd) => {
+  const m = new RegExp(`^cmdstat_${cmd.replace(".", "\\.")}:calls=(\\d+)`, "m").exec(await admin.info("commandstats"));
+  return m ? Number(m[1]) : 0;
+};
+
+describe("one call per decision", () => {
+  test("a one-rule policy sends one RL.CHECK, keyed <prefix><policy>:{<key>}:<limit>", async () => {
+    const p = new Policy("api", { prefix: "t1:" }).slidingWindow("custom", 2, 30_000);
+    const [check0, all0] = [await calls("rl.check"), await calls("rl.all")];
+    const first = await limiter.decide(p, "10.0.0.1");
+    assert.equal(await calls("rl.check"), check0 + 1);
+    assert.equal(await calls("rl.all"), all0);
+    assert.deepEqual(
+      { limited: first.limited, name: first.binding.name, limit: first.binding.limit, window: first.binding.window, remaining: first.binding.remaining },
+      { limited: false, name: "custom", limit: 2, window: 30_000, remaining: 1 },
+    );
+    assert.equal(Number(await admin.zcard("t1:api:{10.0.0.1}:custom")), 1);
+    await limiter.decide(p, "10.0.0.1");
+    const third = await limiter.decide(p, "10.0.0.1");
+    assert.equal(third.limited, true);
+    assert.equal(third.problem, "rate-limited");
+    assert.ok(third.retryAfter > 29_000 && third.retryAfter <= 30_000, String(third.retryAfter));
+    assert.ok(Object.isFrozen(third) && Object.isFrozen(third.binding) && Object.isFrozen(third.limits));
+  });
+
+  test("several limits: one RL.ALL; windows on one key share a CHECK clause; a duplicate rule names its problem", async () => {
+    const p = new Policy("sms", { prefix: "t2:", details: DETAILS })
+      .slidingWindow("short", 2, 10_000)
+      .slidingWindow("long", 5, 3_600_000)
+      .slidingWindow("duplicate", 1, 5_000, { subkey: true, problem: "duplicate" });
+    const all0 = await calls("rl.all");
+    const a = await limiter.decide(p, "123", { subkeys: { duplicate: "body-a" } });
+    assert.equal(await calls("rl.all"), all0 + 1);
+    assert.equal(a.limited, false);
+    assert.equal(Number(await admin.zcard("t2:sms:{123}:short")), 1, "short and long share the key of the first window");
+    assert.equal(Number(await admin.zcard("t2:sms:{123}:duplicate:body-a")), 1);
+    if (DETAILS) {
+      assert.deepEqual(
+        a.limits.map((s) => [s.name, s.limit, s.remaining]),
+        [["short", 2, 1], ["long", 5, 4], ["duplicate", 1, 0]],
+      );
+    }
+    const dup = await limiter.decide(p, "123", { subkeys: { duplicate: "body-a" } });
+    assert.equal(dup.limited, true);
+    if (DETAILS) assert.equal(dup.problem, "duplicate");
+    assert.equal(Number(await admin.zcard("t2:sms:{123}:short")), 1, "a refusal writes nothing");
+    const b = await limiter.decide(p, "123", { subkeys: { duplicate: "body-b" } });
+    assert.equal(b.limited, false);
+    const c = await limiter.decide(p, "123", { subkeys: { duplicate: "body-c" } });
+    assert.equal(c.limited, true);
+    assert.equal(c.problem, "rate-limited");
+    assert.equal(c.binding.name, "short");
+  });
+
+  test("a lockout policy: max calls per window, then locked with its own problem", async () => {
+    const p = new Policy("login", { prefix: "t3:" }).lockout("login", 5, 10_000, 30_000);
+    for (let i = 1; i <= 5; i++) {
+      const d = await limiter.decide(p, "1.2.3.4:/login");
+      assert.deepEqual([d.limited, d.binding.remaining], [false, 5 - i]);
+    }
+    const locking = await limiter.decide(p, "1.2.3.4:/login");
+    assert.deepEqual([locking.limited, locking.problem, locking.binding.remaining], [true, "locked", 0]);
+    assert.ok(locking.retryAfter > 29_000 && locking.retryAfter <= 30_000);
+    const still = await limiter.decide(p, "1.2.3.4:/login");
+    assert.equal(still.problem, "locked");
+  });
+
+  test("bad input is refused before any call", async () => {
+    const p = new Policy("q", { prefix: "t4:" }).quota("day", null, "day", 5);
+    const before0 = await calls("rl.quota");
+    await assert.rejects(limiter.decide(p, "u"), /zone per call/);
+    await assert.rejects(limiter.decide(p, "u", { zone: "Mars/Base" }), RangeError);
+    await assert.rejects(limiter.decide(p, "", { zone: "UTC" }), /invalid key/);
+    await assert.rejects(limiter.decide(p, "u", { zone: "UTC", cost: 0 }), /cost/);
+    assert.equal(await calls("rl.quota"), before0);
+    assert.throws(() => new Policy("g").slidingWindow("global", 1, 1000, { global: true }), /fixed tag/);
+    assert.throws(() => new Policy("l").slidingWindow("a", 1, 1000).lockout("b", 1, 1, 1), /stands alone/);
+  });
+});
+
+describe("permits: the lease released and the estimate settled, whatever happens", () => {
+  const llm = () =>
+    new Policy("llm", { prefix: "t5:", tag: "llm", details: DETAILS })
+      .tokenBucket("rate", 60, 60_000, 10)
+      .concurrency("inflight", 2, 60_000)
+      .quota("tokens", null, "day", 100_000, { cost: "estimate" })
+      .slidingWindow("global", 1000, 60_000, { global: true });
+  const tokensLeft = async (apiKey, zone = "UTC") =>
+    (await limiter.client.quotaPeek(`t5:llm:{llm}:${apiKey}:tokens`, zone, { day: 100_000 }, { cost: 0 })).remaining;
+  const inFlight = async (apiKey) => (await limiter.client.leasePeek(`t5:llm:{llm}:${apiKey}:inflight`, { limit: 2, cost: 0 })).remaining;
+
+  test("return: settled to the usage reported, lease released", async () => {
+    const out = await limiter.withPermit(llm(), "k1", { estimate: 1000, zone: "UTC" }, async (permit) => {
+      assert.equal(await tokensLeft("k1"), 99_000);
+      assert.equal(await inFlight("k1"), 1);
+      permit.used(300);
+      return "answer";
+    });
+    assert.equal(out, "answer");
+    assert.equal(await tokensLeft("k1"), 99_700);
+    assert.equal(await inFlight("k1"), 2);
+  });
+
+  test("usage above the estimate is debited", async () => {
+    await limiter.withPermit(llm(), "k1b", { estimate: 100, zone: "Asia/Shanghai" }, async (permit) => permit.used(250));
+    assert.equal(await tokensLeft("k1b", "Asia/Shanghai"), 99_750);
+  });
+
+  test("throw: nothing used, everything given back, the error passes through", async () => {
+    await assert.rejects(
+      limiter.withPermit(llm(), "k2", { estimate: 5000, zone: "UTC" }, async () => {
+        throw new Error("model failed");
+      }),
+      /model failed/,
+    );
+    assert.equal(await tokensLeft("k2"), 100_000);
+    assert.equal(await inFlight("k2"), 2);
+  });
+
+  test("abort: released at once, while the work is still running", async () => {
+    const controller = new AbortController();
+    let workSignal;
+    const work = limiter.withPermit(llm(), "k3", { estimate: 800, zone: "UTC", signal: controller.signal }, async (permit) => {
+      workSignal = permit.signal;
+      await sleep(400);
+      permit.used(800); // reported after the abort: ignored, the call was given up
+    });
+    await sleep(50);
+    assert.equal(await inFlight("k3"), 1);
+    controller.abort();
+    await waitUntil("the lease released after the abort", async () => (await inFlight("k3")) === 2, 300, 10);
+    assert.equal(await tokensLeft("k3"), 100_000);
+    assert.equal(workSignal.aborted, true);
+    await work;
+    assert.equal(await tokensLeft("k3"), 100_000, "closing twice settles once");
+  });
+
+  test("Symbol.asyncDispose closes the permit (await using)", async () => {
+    const permit = await limiter.acquire(llm(), "k4", { estimate: 10, zone: "UTC" });
+    assert.equal(permit.admitted, true);
+    permit.used(4);
+    await permit[Symbol.asyncDispose]();
+    assert.equal(await tokensLeft("k4"), 99_996);
+    assert.equal(await inFlight("k4"), 2);
+  });
+
+  test("a third call in flight is refused by the lease, Retry-After 1 s, and takes nothing", async () => {
+    const p = llm();
+    const a = await limiter.acquire(p, "k5", { estimate: 10, zone: "UTC" });
+    const b = await limiter.acquire(p, "k5", { estimate: 10, zone: "UTC" });
+    const c = await limiter.acquire(p, "k5", { estimate: 10, zone: "UTC" });
+    assert.deepEqual([a.admitted, b.admitted, c.admitted], [true, true, false]);
+    assert.equal(c.decision.binding.name, "inflight");
+    assert.equal(c.decision.retryAfter, 1000);
+    assert.equal(await tokensLeft("k5"), 99_980);
+    await assert.rejects(limiter.withPermit(p, "k5", { estimate: 10, zone: "UTC" }, async () => 1), RateLimitedError);
+    await Promise.all([a.close(), b.close(), c.close()]);
+    assert.equal(await inFlight("k5"), 2);
+    assert.equal(await tokensLeft("k5"), 100_000);
+  });
+
+  test("decide() refuses a policy that holds a lease", async () => {
+    await assert.rejects(limiter.decide(llm(), "k6", { zone: "UTC" }), /acquire/);
+  });
+});
+
+describe("Redis down: within the budget, no storm, back soon after", () => {
+  test("stopped, then restarted: unavailable within 500 ms, fail fast while down, decisions again within 2 s", async () => {
+    const own = await new Server().start();
+    const client = new Redis({ host: "127.0.0.1", port: own.port, retryStrategy: (n) => Math.min(n * 50, 500) });
+    client.on("error", () => {});
+    const l = new RateLimiter(client);
+    const p = new Policy("down", { prefix: "t6:" }).slidingWindow("w", 100, 60_000);
+    try {
+      assert.equal((await l.decide(p, "x")).limited, false);
+      await own.stop();
+      let t0 = Date.now();
+      await assert.rejects(l.decide(p, "x"), RateLimitUnavailableError);
+      assert.ok(Date.now() - t0 < 700, `first failure took ${Date.now() - t0} ms`);
+      assert.equal(l.circuitOpen, true);
+      t0 = Date.now();
+      await assert.rejects(l.decide(p, "x"), /circuit open/);
+      assert.ok(Date.now() - t0 < 50, "an open circuit fails at once");
+      await own.start();
+      const up = Date.now();
+      await waitUntil("decisions back", async () => !(await l.decide(p, "x").catch(() => ({ limited: true }))).limited, 5000, 50);
+      assert.ok(Date.now() - up < 2000, `back after ${Date.now() - up} ms`);
+      // Paused (connections accepted, never answered): the budget holds too.
+      own.pause();
+      t0 = Date.now();
+      await assert.rejects(l.decide(p, "x"), RateLimitUnavailableError);
+      assert.ok(Date.now() - t0 < 700);
+      own.resume();
+      const resumed = Date.now();
+      await waitUntil("decisions back after the pause", async () => !(await l.decide(p, "x").catch(() => ({ limited: true }))).limited, 5000, 50);
+      assert.ok(Date.now() - resumed < 2000);
+    } finally {
+      l.close();
+      client.disconnect();
+      await own.stop();
+    }
+  });
+});

@@ -1,0 +1,154 @@
+"""FastAPI / Starlette: a dependency (``RateLimits.depends``/``RateLimits.scope``)
+and a middleware (``RateLimitMiddleware``), both answering as clients/DESIGN.md
+says: 429 problem JSON + Retry-After + RateLimit headers, 503 when Redis is
+down and the policy fails closed. ``RateLimits.install(app)`` registers the
+handler that renders ``ProblemError``."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Mapping
+
+from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
+from starlette.requests import Request
+from starlette.responses import Response
+
+from .. import http
+from ..client import AsyncRateLimiter
+from ..guard import AsyncGuard
+from ..policy import Policy, PolicyDecision
+from ..scope import AsyncPermit
+
+Resolver = Callable[[Request], Any]  # may return a value or an awaitable
+
+
+class ProblemError(Exception):
+    """An HTTP problem answer (429, 503, 400, 401) raised from a dependency."""
+
+    def __init__(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+        super().__init__(status)
+        self.status, self.headers, self.body = status, headers, body
+
+    def response(self) -> Response:
+        r = Response(self.body, status_code=self.status)
+        for k, v in self.headers:
+            r.headers[k] = v
+        return r
+
+    @classmethod
+    def bad_request(cls, detail: str) -> "ProblemError":
+        return cls(*http.bad_request(detail))
+
+    @classmethod
+    def unauthorized(cls, detail: str) -> "ProblemError":
+        return cls(*http.unauthorized(detail))
+
+
+async def _value(resolver: Resolver | None, request: Request) -> Any:
+    if resolver is None:
+        return None
+    v = resolver(request)
+    return await v if inspect.isawaitable(v) else v
+
+
+class RateLimits:
+    """One per app: the limiter, its Redis-down guard and the trusted proxies."""
+
+    def __init__(self, limiter: AsyncRateLimiter, *,
+                 trusted_proxies: Iterable[str | http.Network] = ("127.0.0.0/8", "::1/128")) -> None:
+        self.limiter = limiter
+        self.guard = AsyncGuard(limiter)
+        self.trusted = http.networks(trusted_proxies)
+
+    def install(self, app: Any) -> None:
+        async def handler(request: Request, exc: Exception) -> Response:
+            assert isinstance(exc, ProblemError)
+            return exc.response()
+        app.add_exception_handler(ProblemError, handler)
+
+    # key resolvers
+    def client_ip(self, request: Request) -> str:
+        peer = request.client.host if request.client else None
+        return http.client_ip(peer, request.headers.get("x-forwarded-for"), self.trusted)
+
+    @staticmethod
+    def header(name: str, *, problem: str = "unauthorized") -> Callable[[Request], str]:
+        """A key from a request header (e.g. the user); missing: 401 (or 400)."""
+        def resolve(request: Request) -> str:
+            value = request.headers.get(name)
+            if not value:
+                raise (ProblemError.unauthorized if problem == "unauthorized" else ProblemError.bad_request)(
+                    f"the {name} header is required")
+            return value
+        return resolve
+
+    async def _decide(self, request: Request, policy: Policy, key: Resolver, kw: Mapping[str, Resolver | None],
+                      x_ratelimit: bool) -> tuple[PolicyDecision | None, list[tuple[str, str]]]:
+        k = await _value(key, request)
+        args = {name: await _value(r, request) for name, r in kw.items() if r is not None}
+        decision = await self.guard.decide(policy, k, **args)
+        if decision is None:
+            if policy.fail == "closed":
+                raise ProblemError(*http.unavailable(policy))
+            return None, []  # fail open: proceed without rate-limit headers
+        if decision.limited:
+            raise ProblemError(*http.refusal(decision, x_ratelimit=x_ratelimit))
+        return decision, http.rate_limit_headers(decision, x_ratelimit=x_ratelimit)
+
+    def depends(self, policy: Policy, key: Resolver, *, x_ratelimit: bool = False, cost: Resolver | None = None,
+                zone: Resolver | None = None, subkeys: Resolver | None = None,
+                overrides: Resolver | None = None) -> Callable[..., Awaitable[PolicyDecision | None]]:
+        """``Depends(limits.depends(policy, key=limits.client_ip))``: decides
+        before the endpoint; the endpoint gets the decision (None when failing open)."""
+        kw = {"cost": cost, "zone": zone, "subkeys": subkeys, "overrides": overrides}
+
+        async def dependency(request: Request, response: Response) -> PolicyDecision | None:
+            decision, headers = await self._decide(request, policy, key, kw, x_ratelimit)
+            for k, v in headers:
+                response.headers[k] = v
+            return decision
+        return dependency
+
+    def scope(self, policy: Policy, key: Resolver, *, x_ratelimit: bool = False, estimate: Resolver | None = None,
+              zone: Resolver | None = None, subkeys: Resolver | None = None,
+              overrides: Resolver | None = None) -> Callable[..., AsyncIterator[AsyncPermit | None]]:
+        """``Depends(limits.scope(policy, key=..., estimate=...))``: takes the
+        lease and the estimate before the endpoint and, when the endpoint ends
+        (return, exception, cancellation), releases and settles to
+        ``permit.used(n)``. None when failing open."""
+        kw = {"estimate": estimate, "zone": zone, "subkeys": subkeys, "overrides": overrides}
+
+        async def dependency(request: Request, response: Response) -> AsyncIterator[AsyncPermit | None]:
+            decision, headers = await self._decide(request, policy, key, kw, x_ratelimit)
+            for k, v in headers:
+                response.headers[k] = v
+            if decision is None:
+                yield None
+                return
+            async with AsyncPermit(self.limiter, decision) as permit:
+                yield permit
+        return dependency
+
+
+class RateLimitMiddleware(BaseHTTPMiddleware):
+    """Decides the requests whose path is in ``routes`` (path -> (policy, key
+    resolver)) before the app runs; adds the headers to its answer."""
+
+    def __init__(self, app: Any, *, limits: RateLimits, routes: Mapping[str, tuple[Policy, Resolver]],
+                 x_ratelimit: bool = False) -> None:
+        super().__init__(app)
+        self.limits, self.routes, self.x_ratelimit = limits, dict(routes), x_ratelimit
+
+    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        route = self.routes.get(request.url.path)
+        if route is None:
+            return await call_next(request)
+        policy, key = route
+        try:
+            _, headers = await self.limits._decide(request, policy, key, {}, self.x_ratelimit)
+        except ProblemError as e:
+            return e.response()
+        response = await call_next(request)
+        for k, v in headers:
+            response.headers[k] = v
+        return response

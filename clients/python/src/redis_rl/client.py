@@ -1,0 +1,325 @@
+"""``RateLimiter`` (sync) and ``AsyncRateLimiter`` (asyncio): one method per
+RL command over a redis-py client you already have — ``Redis``,
+``RedisCluster`` or their ``redis.asyncio`` variants.
+
+Under Cluster every call is sent to its key's primary, the slot computed here
+(redis-py's ``get_node_from_key``, CRC16 as Redis does): no ``MOVED``, and no
+``COMMAND GETKEYS`` round trip that redis-py otherwise makes for RL.ALL,
+whose keys Redis marks movable.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import redis
+import redis.asyncio
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.cluster import RedisCluster
+
+from . import commands as c
+from .args import Duration, Now, Zone
+from .commands import Bucket, Call, Clause, Key, Mode, Period, Rule
+from .decisions import AllDecision, DayHourDecision, Decision, LeaseDecision, LockDecision
+from .errors import ModuleNotLoadedError, RateLimitError
+from .policy import Policy, PolicyDecision
+from .scope import Acquire, AsyncAcquire, AsyncPermit, Permit
+
+# A probe RL.ALLPEEK with DETAILS: writes nothing, tells whether the engine
+# answers per-rule states (SPEC "DETAILS").
+_PROBE = ("RL.ALLPEEK", 1, "rl:probe", "*", "CHECK", 1, 1, 1, "COST", 0, "DETAILS")
+
+
+def _server_error(e: redis.exceptions.ResponseError) -> RateLimitError:
+    text = str(e)
+    if text.lower().startswith("unknown command") and "rl." in text.lower():
+        return ModuleNotLoadedError(f"({text})")
+    return RateLimitError(text)
+
+
+def _module_loaded(reply: Any) -> bool:
+    # COMMAND INFO answers [None] for an unknown command. (Sent as "COMMAND INFO"
+    # so redis-py keeps the raw reply: its COMMAND parser fails on None.)
+    return isinstance(reply, (list, tuple)) and len(reply) == 1 and reply[0] is not None
+
+
+class _Limiter:
+    def __init__(self, client: Any, *, check_module: bool = True) -> None:
+        self.redis = client
+        self.cluster = isinstance(client, (RedisCluster, AsyncRedisCluster))
+        self._checked = not check_module
+        self.details_supported: bool | None = None  # known after the first-use check
+
+    def _node(self, key: Key) -> Any:
+        return self.redis.get_node_from_key(key)
+
+    def _target(self, key: Key) -> dict[str, Any]:
+        return {"target_nodes": self._node(key)} if self.cluster else {}
+
+
+class RateLimiter(_Limiter):
+    """Typed RL commands over a sync ``redis.Redis`` or ``redis.cluster.RedisCluster``."""
+
+    def __init__(self, client: redis.Redis | RedisCluster, *, check_module: bool = True) -> None:
+        if isinstance(client, (redis.asyncio.Redis, AsyncRedisCluster)):
+            raise TypeError("an asyncio client: use AsyncRateLimiter")
+        super().__init__(client, check_module=check_module)
+
+    def ensure_module(self) -> None:
+        """Checks once that every primary has the module (``COMMAND INFO RL.ALL``);
+        raises ``ModuleNotLoadedError`` if not. Called before the first command."""
+        if self._checked:
+            return
+        nodes = self.redis.get_primaries() if self.cluster else [None]
+        for node in nodes:
+            target = {"target_nodes": node} if node is not None else {}
+            if not _module_loaded(self.redis.execute_command("COMMAND INFO", "RL.ALL", **target)):
+                raise ModuleNotLoadedError(f"at {node.name}" if node is not None else "")
+        try:
+            self.details_supported = len(self.redis.execute_command(*_PROBE, **self._target("rl:probe"))) > 7
+        except redis.exceptions.ResponseError:
+            self.details_supported = False
+        self._checked = True
+
+    def run(self, call: Call) -> Any:
+        """Sends one built call to its key's node and parses the reply."""
+        if not self._checked:
+            self.ensure_module()
+        try:
+            reply = self.redis.execute_command(*call.args, **self._target(call.key))
+        except redis.exceptions.ResponseError as e:
+            raise _server_error(e) from None
+        return call.parse(reply)
+
+    def run_many(self, calls: Sequence[Call]) -> list[Any]:
+        """Calls whose keys share one slot, pipelined: one round trip. An error
+        reply of any is raised after all ran."""
+        if not calls:
+            return []
+        if not self._checked:
+            self.ensure_module()
+        if self.cluster:
+            pipe = self._node(calls[0].key).redis_connection.pipeline(transaction=False)
+        else:
+            pipe = self.redis.pipeline(transaction=False)
+        for call in calls:
+            pipe.execute_command(*call.args)
+        replies = pipe.execute(raise_on_error=False)
+        return _parse_all(calls, replies)
+
+    def check(self, key: Key, rules: Sequence[Rule], *, cost: int = 1, mode: Mode = None, now: Now = None) -> Decision:
+        """RL.CHECK: sliding-window log rules ``[(count, window), ...]``; ``mode``
+        ``"refund"`` gives units back, ``"debit"`` records usage whether or not it fits."""
+        return self.run(c.check(key, rules, cost=cost, mode=mode, now=now))
+
+    def peek(self, key: Key, rules: Sequence[Rule], *, cost: int = 1, now: Now = None) -> Decision:
+        return self.run(c.peek(key, rules, cost=cost, now=now))
+
+    def throttle(self, key: Key, buckets: Sequence[Bucket], *, cost: int = 1, mode: Mode = None,
+                 reserve: Duration | None = None, now: Now = None) -> Decision:
+        """RL.THROTTLE: token buckets ``[(burst, count, window), ...]`` (GCRA)."""
+        return self.run(c.throttle(key, buckets, cost=cost, mode=mode, reserve=reserve, now=now))
+
+    def throttle_peek(self, key: Key, buckets: Sequence[Bucket], *, cost: int = 1,
+                      reserve: Duration | None = None, now: Now = None) -> Decision:
+        return self.run(c.throttle(key, buckets, cost=cost, reserve=reserve, now=now, peek=True))
+
+    def quota(self, key: Key, zone: Zone, periods: Mapping[Period | str, int], *, cost: int = 1,
+              mode: Mode = None, now: Now = None) -> Decision:
+        """RL.QUOTA: calendar periods ``{"day": 20, "hour": 5}`` in ``zone``."""
+        return self.run(c.quota(key, zone, periods, cost=cost, mode=mode, now=now))
+
+    def quota_peek(self, key: Key, zone: Zone, periods: Mapping[Period | str, int], *, cost: int = 1,
+                   now: Now = None) -> Decision:
+        return self.run(c.quota(key, zone, periods, cost=cost, now=now, peek=True))
+
+    def dayhour(self, day_key: Key, hour_key: Key, day_limit: int, hour_limit: int,
+                day_ttl: Duration, hour_ttl: Duration) -> DayHourDecision:
+        return self.run(c.dayhour(day_key, hour_key, day_limit, hour_limit, day_ttl, hour_ttl))
+
+    def lockcount(self, lock_key: Key, count_key: Key, window: Duration, max: int,
+                  lock_time: Duration) -> LockDecision:
+        return self.run(c.lockcount(lock_key, count_key, window, max, lock_time))
+
+    def lease(self, key: Key, limit: int, ttl: Duration, *, cost: int = 1, token: str | None = None,
+              now: Now = None) -> LeaseDecision:
+        return self.run(c.lease(key, limit, ttl, cost=cost, token=token, now=now))
+
+    def lease_peek(self, key: Key, limit: int, *, cost: int = 1, token: str | None = None,
+                   now: Now = None) -> Decision:
+        return self.run(c.lease_peek(key, limit, cost=cost, token=token, now=now))
+
+    def release(self, key: Key, tokens: Sequence[str] | str, *, now: Now = None) -> tuple[int, ...]:
+        return self.run(c.release(key, tokens, now=now))
+
+    def renew(self, key: Key, ttl: Duration, tokens: Sequence[str] | str, *, now: Now = None) -> tuple[int, ...]:
+        return self.run(c.renew(key, ttl, tokens, now=now))
+
+    def all(self, clauses: Sequence[Clause], *, refund: bool = False, details: bool = False,
+            now: Now = None) -> AllDecision:
+        """RL.ALL: one all-or-nothing decision over ``Clause.check/throttle/quota/lease`` clauses."""
+        return self.run(c.all_call(clauses, refund=refund, details=details, now=now))
+
+    def all_peek(self, clauses: Sequence[Clause], *, details: bool = False, now: Now = None) -> AllDecision:
+        return self.run(c.all_call(clauses, details=details, now=now, peek=True))
+
+    # --- policies and scopes ---
+
+    def decide(self, policy: Policy, key: str, *, cost: int = 1, estimate: int | None = None,
+               zone: Zone | None = None, subkeys: Mapping[str, str] | None = None,
+               overrides: Mapping[str, int] | None = None) -> PolicyDecision:
+        """Decides ``key`` under ``policy`` in one call. An admitted decision
+        that took a lease or an estimate must be ended: prefer ``acquire``, or
+        call ``finish(decision, used=...)``."""
+        if not self._checked:
+            self.ensure_module()
+        plan = policy.plan(key, cost=cost, estimate=estimate, zone=zone, subkeys=subkeys, overrides=overrides,
+                           details=bool(self.details_supported))
+        return plan.decision(self.run(plan.call))
+
+    def finish(self, decision: PolicyDecision, used: int | None = None) -> None:
+        """Releases the decision's lease and settles its estimate to ``used``."""
+        permit = Permit(self, decision)
+        if used is not None:
+            permit.used(used)
+        permit.close()
+
+    def acquire(self, policy: Policy, key: str, **kw: Any) -> Acquire:
+        """``with rl.acquire(policy, key, estimate=N) as permit: ...; permit.used(u)``."""
+        return Acquire(self, policy, key, kw)
+
+
+class AsyncRateLimiter(_Limiter):
+    """Typed RL commands over ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``."""
+
+    def __init__(self, client: redis.asyncio.Redis | AsyncRedisCluster, *, check_module: bool = True) -> None:
+        if not isinstance(client, (redis.asyncio.Redis, AsyncRedisCluster)):
+            raise TypeError("a sync client: use RateLimiter")
+        super().__init__(client, check_module=check_module)
+
+    async def ensure_module(self) -> None:
+        if self._checked:
+            return
+        if self.cluster:
+            await self.redis.initialize()
+        nodes = self.redis.get_primaries() if self.cluster else [None]
+        for node in nodes:
+            target = {"target_nodes": node} if node is not None else {}
+            if not _module_loaded(await self.redis.execute_command("COMMAND INFO", "RL.ALL", **target)):
+                raise ModuleNotLoadedError(f"at {node.name}" if node is not None else "")
+        try:
+            self.details_supported = len(await self.redis.execute_command(*_PROBE, **self._target("rl:probe"))) > 7
+        except redis.exceptions.ResponseError:
+            self.details_supported = False
+        self._checked = True
+
+    async def run(self, call: Call) -> Any:
+        if not self._checked:
+            await self.ensure_module()
+        try:
+            reply = await self.redis.execute_command(*call.args, **self._target(call.key))
+        except redis.exceptions.ResponseError as e:
+            raise _server_error(e) from None
+        return call.parse(reply)
+
+    async def run_many(self, calls: Sequence[Call]) -> list[Any]:
+        if not calls:
+            return []
+        if not self._checked:
+            await self.ensure_module()
+        pipe = self.redis.pipeline(transaction=False) if not self.cluster else self.redis.pipeline()
+        for call in calls:
+            pipe.execute_command(*call.args, **self._target(calls[0].key))
+        replies = await pipe.execute(raise_on_error=False)
+        return _parse_all(calls, replies)
+
+    async def check(self, key: Key, rules: Sequence[Rule], *, cost: int = 1, mode: Mode = None,
+                    now: Now = None) -> Decision:
+        return await self.run(c.check(key, rules, cost=cost, mode=mode, now=now))
+
+    async def peek(self, key: Key, rules: Sequence[Rule], *, cost: int = 1, now: Now = None) -> Decision:
+        return await self.run(c.peek(key, rules, cost=cost, now=now))
+
+    async def throttle(self, key: Key, buckets: Sequence[Bucket], *, cost: int = 1, mode: Mode = None,
+                       reserve: Duration | None = None, now: Now = None) -> Decision:
+        return await self.run(c.throttle(key, buckets, cost=cost, mode=mode, reserve=reserve, now=now))
+
+    async def throttle_peek(self, key: Key, buckets: Sequence[Bucket], *, cost: int = 1,
+                            reserve: Duration | None = None, now: Now = None) -> Decision:
+        return await self.run(c.throttle(key, buckets, cost=cost, reserve=reserve, now=now, peek=True))
+
+    async def quota(self, key: Key, zone: Zone, periods: Mapping[Period | str, int], *, cost: int = 1,
+                    mode: Mode = None, now: Now = None) -> Decision:
+        return await self.run(c.quota(key, zone, periods, cost=cost, mode=mode, now=now))
+
+    async def quota_peek(self, key: Key, zone: Zone, periods: Mapping[Period | str, int], *, cost: int = 1,
+                         now: Now = None) -> Decision:
+        return await self.run(c.quota(key, zone, periods, cost=cost, now=now, peek=True))
+
+    async def dayhour(self, day_key: Key, hour_key: Key, day_limit: int, hour_limit: int,
+                      day_ttl: Duration, hour_ttl: Duration) -> DayHourDecision:
+        return await self.run(c.dayhour(day_key, hour_key, day_limit, hour_limit, day_ttl, hour_ttl))
+
+    async def lockcount(self, lock_key: Key, count_key: Key, window: Duration, max: int,
+                        lock_time: Duration) -> LockDecision:
+        return await self.run(c.lockcount(lock_key, count_key, window, max, lock_time))
+
+    async def lease(self, key: Key, limit: int, ttl: Duration, *, cost: int = 1, token: str | None = None,
+                    now: Now = None) -> LeaseDecision:
+        return await self.run(c.lease(key, limit, ttl, cost=cost, token=token, now=now))
+
+    async def lease_peek(self, key: Key, limit: int, *, cost: int = 1, token: str | None = None,
+                         now: Now = None) -> Decision:
+        return await self.run(c.lease_peek(key, limit, cost=cost, token=token, now=now))
+
+    async def release(self, key: Key, tokens: Sequence[str] | str, *, now: Now = None) -> tuple[int, ...]:
+        return await self.run(c.release(key, tokens, now=now))
+
+    async def renew(self, key: Key, ttl: Duration, tokens: Sequence[str] | str, *,
+                    now: Now = None) -> tuple[int, ...]:
+        return await self.run(c.renew(key, ttl, tokens, now=now))
+
+    async def all(self, clauses: Sequence[Clause], *, refund: bool = False, details: bool = False,
+                  now: Now = None) -> AllDecision:
+        return await self.run(c.all_call(clauses, refund=refund, details=details, now=now))
+
+    async def all_peek(self, clauses: Sequence[Clause], *, details: bool = False,
+                       now: Now = None) -> AllDecision:
+        return await self.run(c.all_call(clauses, details=details, now=now, peek=True))
+
+    # --- policies and scopes ---
+
+    async def decide(self, policy: Policy, key: str, *, cost: int = 1, estimate: int | None = None,
+                     zone: Zone | None = None, subkeys: Mapping[str, str] | None = None,
+                     overrides: Mapping[str, int] | None = None) -> PolicyDecision:
+        if not self._checked:
+            await self.ensure_module()
+        plan = policy.plan(key, cost=cost, estimate=estimate, zone=zone, subkeys=subkeys, overrides=overrides,
+                           details=bool(self.details_supported))
+        return plan.decision(await self.run(plan.call))
+
+    async def finish(self, decision: PolicyDecision, used: int | None = None) -> None:
+        permit = AsyncPermit(self, decision)
+        if used is not None:
+            permit.used(used)
+        await permit.close()
+
+    def acquire(self, policy: Policy, key: str, **kw: Any) -> AsyncAcquire:
+        """``async with rl.acquire(policy, key, estimate=N) as permit: ...``."""
+        return AsyncAcquire(self, policy, key, kw)
+
+
+def _parse_all(calls: Sequence[Call], replies: Sequence[Any]) -> list[Any]:
+    out: list[Any] = []
+    error: RateLimitError | None = None
+    for call, reply in zip(calls, replies):
+        if isinstance(reply, redis.exceptions.ResponseError):
+            error = error or _server_error(reply)
+            out.append(None)
+        elif isinstance(reply, Exception):
+            raise reply
+        else:
+            out.append(call.parse(reply))
+    if error is not None:
+        raise error
+    return out

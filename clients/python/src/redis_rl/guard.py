@@ -1,0 +1,104 @@
+"""Redis slow or down: a decision waits at most the policy's budget; after a
+failure a circuit opens, so requests stop touching Redis (no reconnect storm
+per request) while one background probe PINGs it every ``probe_interval``;
+the first answer closes the circuit (back to Redis well within 2 s)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from typing import Any
+
+import redis
+
+from .client import AsyncRateLimiter, RateLimiter
+from .errors import ModuleNotLoadedError
+from .policy import Policy, PolicyDecision
+
+log = logging.getLogger("redis_rl")
+
+# What "Redis is unreachable" looks like through redis-py (and our budget).
+UNAVAILABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, TimeoutError, OSError,
+               redis.exceptions.ClusterDownError if hasattr(redis.exceptions, "ClusterDownError") else OSError)
+
+
+class AsyncGuard:
+    def __init__(self, limiter: AsyncRateLimiter, *, probe_interval: float = 0.25) -> None:
+        self.limiter = limiter
+        self.probe_interval = probe_interval
+        self.open = False
+        self._probe: asyncio.Task[None] | None = None
+
+    async def decide(self, policy: Policy, key: str, **kw: Any) -> PolicyDecision | None:
+        """The decision, or None when Redis cannot answer within the budget
+        (the caller fails open or closed, as the policy says)."""
+        if self.open:
+            return None
+        try:
+            return await asyncio.wait_for(self.limiter.decide(policy, key, **kw), policy.budget.total_seconds())
+        except ModuleNotLoadedError:
+            raise
+        except UNAVAILABLE as e:
+            self._trip(e)
+            return None
+
+    def _trip(self, e: BaseException) -> None:
+        if not self.open:
+            log.warning("redis_rl: Redis unavailable (%s); deciding without it until it answers", e or type(e).__name__)
+        self.open = True
+        if self._probe is None or self._probe.done():
+            self._probe = asyncio.get_running_loop().create_task(self._run_probe())
+
+    async def _run_probe(self) -> None:
+        while self.open:
+            await asyncio.sleep(self.probe_interval)
+            try:
+                await asyncio.wait_for(self.limiter.redis.ping(), 0.5)
+            except Exception:
+                continue
+            self.open = False
+            log.warning("redis_rl: Redis answers again")
+
+
+class Guard:
+    """The sync twin: the budget is the redis-py client's ``socket_timeout``
+    (give it ``socket_timeout=0.5, socket_connect_timeout=0.5``); the probe is
+    a daemon thread."""
+
+    def __init__(self, limiter: RateLimiter, *, probe_interval: float = 0.25) -> None:
+        self.limiter = limiter
+        self.probe_interval = probe_interval
+        self.open = False
+        self._lock = threading.Lock()
+        self._probe: threading.Thread | None = None
+
+    def decide(self, policy: Policy, key: str, **kw: Any) -> PolicyDecision | None:
+        if self.open:
+            return None
+        try:
+            return self.limiter.decide(policy, key, **kw)
+        except ModuleNotLoadedError:
+            raise
+        except UNAVAILABLE as e:
+            self._trip(e)
+            return None
+
+    def _trip(self, e: BaseException) -> None:
+        with self._lock:
+            if not self.open:
+                log.warning("redis_rl: Redis unavailable (%s); deciding without it until it answers", e)
+            self.open = True
+            if self._probe is None or not self._probe.is_alive():
+                self._probe = threading.Thread(target=self._run_probe, daemon=True, name="redis_rl-probe")
+                self._probe.start()
+
+    def _run_probe(self) -> None:
+        while self.open:
+            time.sleep(self.probe_interval)
+            try:
+                self.limiter.redis.ping()
+            except Exception:
+                continue
+            self.open = False

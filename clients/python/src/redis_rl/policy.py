@@ -1,0 +1,446 @@
+"""Policies: named limits decided together in ONE call (one RL.ALL, or one
+command for a single limit), with the keys, the per-limit states for HTTP
+headers and the settlement of estimates and leases afterwards.
+
+Keys: ``<prefix><policy>:{<key>}:<limit>`` — the hash tag around the caller's
+key, so a policy's keys share a slot. A policy with a fixed ``tag`` puts
+``{<tag>}`` there instead (``<prefix><policy>:{<tag>}:<key>:<limit>``), and
+its ``shared`` limits (one counter for all keys, e.g. a global budget) are
+``<prefix><policy>:{<tag>}:<limit>`` in the same slot. Limits of one kind on
+one key share one clause (sliding windows one CHECK, token buckets one
+THROTTLE, quota periods of one zone one QUOTA); the clause's key is named
+after its first limit.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Callable, Literal, Mapping, Sequence
+
+from . import args as a
+from . import commands as c
+from .commands import Call, Clause, Period
+from .decisions import AllDecision, Decision, LeaseDecision, LockDecision, RuleState
+
+Kind = Literal["window", "bucket", "quota", "lease", "lockout"]
+
+_PERIOD_SECONDS = {Period.MINUTE: 60, Period.HOUR: 3600, Period.DAY: 86400, Period.WEEK: 604800,
+                   Period.MONTH: 2_592_000, Period.YEAR: 31_536_000}
+
+
+class FailMode(str, enum.Enum):
+    """What a decision does when Redis is slow or down."""
+
+    OPEN = "open"  # the call proceeds, without rate-limit headers
+    CLOSED = "closed"  # the call is refused (HTTP 503)
+
+
+FAIL_OPEN = FailMode.OPEN
+FAIL_CLOSED = FailMode.CLOSED
+
+
+@dataclass(frozen=True, slots=True)
+class Limit:
+    """One named limit of a policy; build it with ``sliding_window``,
+    ``token_bucket``, ``quota``, ``concurrency`` or ``lockout``."""
+
+    name: str
+    kind: Kind
+    limit: int  # count / rate / period limit / in-flight limit / lockout max
+    window_ms: int = 0  # window / per / lockout window (0 for quota and lease)
+    burst: int = 0  # token bucket
+    period: Period | None = None  # quota
+    zone: str | None = None  # quota; None: given per decision
+    ttl_ms: int = 0  # lease TTL, lockout lock time
+    shared: bool = False  # one counter across keys (needs the policy's tag)
+    subkey: bool = False  # keyed further per decision (``subkeys={name: ...}``)
+    metered: bool = False  # costed by the estimate, settled to the usage afterwards
+    problem: str | None = None  # the problem type's last segment when this limit refuses
+
+    @property
+    def header_q(self) -> int:
+        return self.limit
+
+    @property
+    def header_w(self) -> int | None:
+        """The ``w`` of the RateLimit-Policy item in seconds (None for a lease)."""
+        if self.kind == "lease":
+            return None
+        if self.kind == "quota":
+            assert self.period is not None
+            return _PERIOD_SECONDS[self.period]
+        return -(-self.window_ms // 1000)
+
+
+def _name(name: str) -> str:
+    if not isinstance(name, str) or not name or any(ch in name for ch in '{}",; '):
+        raise ValueError(f"invalid limit name {name!r}: non-empty, without braces, quotes, commas, semicolons or spaces")
+    return name
+
+
+def sliding_window(name: str, count: int, window: a.Duration, *, shared: bool = False, subkey: bool = False,
+                   metered: bool = False, problem: str | None = None) -> Limit:
+    """At most ``count`` units in any ``window`` (a sliding-window log, RL.CHECK)."""
+    return Limit(_name(name), "window", a.integer(count, "count", 1), a.millis(window, "window"),
+                 shared=shared, subkey=subkey, metered=metered, problem=problem)
+
+
+def token_bucket(name: str, rate: int, per: a.Duration, burst: int | None = None, *, shared: bool = False,
+                 metered: bool = False, problem: str | None = None) -> Limit:
+    """``rate`` units per ``per``, ``burst`` at once (GCRA, RL.THROTTLE); burst defaults to rate."""
+    rate = a.integer(rate, "rate", 1)
+    return Limit(_name(name), "bucket", rate, a.millis(per, "per"),
+                 burst=a.integer(burst if burst is not None else rate, "burst", 1),
+                 shared=shared, metered=metered, problem=problem)
+
+
+def quota(name: str, zone: a.Zone | None, period: Period | str, limit: int, *, shared: bool = False,
+          metered: bool = False, problem: str | None = None) -> Limit:
+    """At most ``limit`` per natural ``period`` (minute ... year) in ``zone`` (RL.QUOTA).
+    ``zone`` None: each decision names it (``zone=...``)."""
+    return Limit(_name(name), "quota", a.integer(limit, "limit", 0), period=Period.of(period),
+                 zone=None if zone is None else a.zone_arg(zone), shared=shared, metered=metered, problem=problem)
+
+
+def concurrency(name: str, limit: int, ttl: a.Duration, *, shared: bool = False,
+                problem: str | None = None) -> Limit:
+    """At most ``limit`` in flight (a lease of ``ttl``, RL.LEASE), given back when the scope ends."""
+    return Limit(_name(name), "lease", a.integer(limit, "limit", 1), ttl_ms=a.millis(ttl, "ttl"),
+                 shared=shared, problem=problem)
+
+
+def lockout(name: str, max: int, window: a.Duration, lock_time: a.Duration, *, problem: str = "locked") -> Limit:
+    """``max`` calls per fixed ``window``; the next one locks for ``lock_time`` (RL.LOCKCOUNT).
+    Alone in its policy."""
+    return Limit(_name(name), "lockout", a.integer(max, "max", 0), a.millis(window, "window"),
+                 ttl_ms=a.millis(lock_time, "lock_time"), problem=problem)
+
+
+@dataclass(frozen=True, slots=True)
+class _Group:
+    """Limits decided by one clause: same kind, same key, same metering."""
+
+    kind: Kind
+    limits: tuple[Limit, ...]
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A named set of limits decided in one call.
+
+    ``fail``: FAIL_OPEN or FAIL_CLOSED when Redis is slow or down (adapters);
+    ``budget``: how long a decision may wait; ``inflight_retry_after``: the
+    Retry-After a refusal by a concurrency limit answers (its own retry_after
+    is when a lease *expires*, far longer than a release usually takes)."""
+
+    name: str
+    limits: tuple[Limit, ...]
+    prefix: str = ""
+    tag: str | None = None
+    fail: FailMode = FAIL_CLOSED
+    budget: timedelta = timedelta(milliseconds=500)
+    inflight_retry_after: timedelta = timedelta(seconds=1)
+    groups: tuple[_Group, ...] = field(init=False, repr=False)
+    _templates: dict[Any, "_Template"] = field(init=False, repr=False, compare=False)
+    _key_parts: tuple[tuple[str, str, bool, str | None], ...] = field(init=False, repr=False, compare=False)
+
+    def __init__(self, name: str, limits: Sequence[Limit], *, prefix: str = "", tag: str | None = None,
+                 fail: FailMode | str = FAIL_CLOSED, budget: timedelta = timedelta(milliseconds=500),
+                 inflight_retry_after: timedelta = timedelta(seconds=1)) -> None:
+        set_ = object.__setattr__
+        if not isinstance(name, str) or not name or "{" in name or "}" in name:
+            raise ValueError(f"invalid policy name {name!r}")
+        if "{" in prefix or "}" in prefix:
+            raise ValueError("the prefix must not hold braces: they would move the hash tag")
+        if tag is not None and (not tag or "{" in tag or "}" in tag):
+            raise ValueError(f"invalid tag {tag!r}")
+        limits = tuple(limits)
+        if not limits:
+            raise ValueError("a policy needs at least one limit")
+        names = [lim.name for lim in limits]
+        if len(set(names)) != len(names):
+            raise ValueError("two limits share a name")
+        if any(lim.kind == "lockout" for lim in limits) and len(limits) > 1:
+            raise ValueError("a lockout is alone in its policy (RL.LOCKCOUNT is not an RL.ALL clause)")
+        if any(lim.shared for lim in limits) and tag is None:
+            raise ValueError("a shared limit needs the policy's tag, so it shares a slot with the per-key limits")
+        set_(self, "name", name)
+        set_(self, "limits", limits)
+        set_(self, "prefix", prefix)
+        set_(self, "tag", tag)
+        set_(self, "fail", FailMode(fail))
+        set_(self, "budget", budget)
+        set_(self, "inflight_retry_after", inflight_retry_after)
+        set_(self, "groups", _group(limits))
+        set_(self, "_templates", {})
+        parts = []
+        for g in self.groups:
+            first = g.limits[0]
+            if tag is not None:
+                before = f"{prefix}{name}:{{{tag}}}:" + (first.name if first.shared else "")
+                after = f":{first.name}"
+            else:
+                before, after = f"{prefix}{name}:{{", f"}}:{first.name}"
+            parts.append((before, after, first.shared, first.name if first.subkey else None))
+        set_(self, "_key_parts", tuple(parts))
+
+    def limit(self, name: str) -> Limit:
+        for lim in self.limits:
+            if lim.name == name:
+                return lim
+        raise KeyError(name)
+
+    # --- keys ---
+
+    def key_of(self, group: _Group, key: str, subkeys: Mapping[str, str]) -> str:
+        first = group.limits[0]
+        if self.tag is not None:
+            base = f"{self.prefix}{self.name}:{{{self.tag}}}:" + ("" if first.shared else f"{key}:")
+        else:
+            base = f"{self.prefix}{self.name}:{{{key}}}:"
+        k = base + first.name
+        if first.subkey:
+            if first.name not in subkeys:
+                raise ValueError(f"limit {first.name!r} is keyed per decision: give subkeys={{{first.name!r}: ...}}")
+            k += ":" + str(subkeys[first.name])
+        return k
+
+    def _keys(self, key: str, subkeys: Mapping[str, str] | None) -> list[str]:
+        """Every group's key: precomputed parts around the caller's key (the hot path)."""
+        out = []
+        for before, after, shared, sub in self._key_parts:
+            k = before if shared else before + key + after
+            if sub is not None:
+                if not subkeys or sub not in subkeys:
+                    raise ValueError(f"limit {sub!r} is keyed per decision: give subkeys={{{sub!r}: ...}}")
+                k += ":" + str(subkeys[sub])
+            out.append(k)
+        return out
+
+    # --- planning one decision ---
+
+    def plan(self, key: str, *, cost: int = 1, estimate: int | None = None, zone: a.Zone | None = None,
+             subkeys: Mapping[str, str] | None = None, overrides: Mapping[str, int] | None = None,
+             token: str | None = None, details: bool = True) -> "Plan":
+        """The one call that decides ``key`` under this policy (no I/O).
+
+        Everything but the keys and the lease token is checked and laid out
+        once per shape (cost, estimate, zone, overrides, details) and kept, so
+        a decision costs little more than its keys' f-strings."""
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"invalid key {key!r}: a non-empty str")
+        shape = (cost, estimate, zone, tuple(sorted(overrides.items())) if overrides else None, details)
+        try:
+            tpl = self._templates.get(shape)
+        except TypeError:  # an unhashable argument: no caching
+            tpl = None
+        if tpl is None:
+            tpl = self._template(cost, estimate, zone, overrides, details)
+            if len(self._templates) < 1024:
+                self._templates[shape] = tpl
+        keys = self._keys(key, subkeys)
+        args = list(tpl.call.args)
+        for pos, group, suffix in tpl.key_slots:
+            args[pos] = keys[group] + suffix
+        lease_token = None
+        if tpl.token_pos is not None:
+            lease_token = a.token_arg(token) if token is not None else uuid.uuid4().hex
+            args[tpl.token_pos] = lease_token
+        call = Call(args[tpl.key_slots[0][0]], tuple(args), tpl.call.parse)
+        return Plan(self, call, tpl.clauses, keys, lease_token, tpl.estimate, tpl.cost)
+
+    def _template(self, cost: int, estimate: int | None, zone: a.Zone | None,
+                  overrides: Mapping[str, int] | None, details: bool) -> "_Template":
+        """The call with placeholder keys and token, every argument checked."""
+        overrides = dict(overrides or {})
+        unknown = set(overrides) - {lim.name for lim in self.limits}
+        if unknown:
+            raise ValueError(f"overrides name no limit of the policy: {sorted(unknown)}")
+        est = cost if estimate is None else estimate
+        zone_name = None if zone is None else a.zone_arg(zone)
+        if any(lim.metered for lim in self.limits):
+            a.integer(est, "estimate", 1)
+        clauses: list[Clause] = []
+        keys = [f"\0key{i}" for i in range(len(self.groups))]
+        for g, k in zip(self.groups, keys):
+            units = est if g.limits[0].metered else cost
+            value = lambda lim: overrides.get(lim.name, lim.limit)  # noqa: E731
+            if g.kind == "window":
+                clauses.append(Clause.check(k, [(value(lim), lim.window_ms) for lim in g.limits], units))
+            elif g.kind == "bucket":
+                clauses.append(Clause.throttle(k, [(lim.burst, value(lim), lim.window_ms) for lim in g.limits], units))
+            elif g.kind == "quota":
+                z = g.limits[0].zone or zone_name
+                if z is None:
+                    raise ValueError(f"limit {g.limits[0].name!r} has no zone: give zone=...")
+                clauses.append(Clause.quota(k, z, {lim.period: value(lim) for lim in g.limits}, units))
+            elif g.kind == "lease":
+                lim = g.limits[0]
+                clauses.append(Clause.lease(k, value(lim), lim.ttl_ms, _TOKEN, cost))
+        if self.groups[0].kind == "lockout":
+            lim = self.groups[0].limits[0]
+            call = c.lockcount(keys[0] + ":lock", keys[0] + ":count", lim.window_ms,
+                               overrides.get(lim.name, lim.limit), lim.ttl_ms)
+        elif len(clauses) == 1 and clauses[0].rules == 1:
+            call = _single(clauses[0], self.groups[0])
+        else:
+            call = c.all_call(clauses, details=details)
+        slots = []
+        for pos, arg in enumerate(call.args):
+            if isinstance(arg, str) and arg.startswith("\0key"):
+                group, _, rest = arg[4:].partition(":")
+                slots.append((pos, int(group), ":" + rest if rest else ""))
+        token_pos = call.args.index(_TOKEN) if _TOKEN in call.args else None
+        return _Template(call, tuple(clauses), tuple(slots), token_pos, est, cost)
+
+
+_TOKEN = "token-placeholder"
+
+
+@dataclass(frozen=True, slots=True)
+class _Template:
+    call: Call
+    clauses: tuple[Clause, ...]
+    key_slots: tuple[tuple[int, int, str], ...]  # (argument index, group, key suffix)
+    token_pos: int | None
+    estimate: int
+    cost: int
+
+
+def _group(limits: tuple[Limit, ...]) -> tuple[_Group, ...]:
+    groups: list[list[Limit]] = []
+    for lim in limits:
+        for g in groups:
+            head = g[0]
+            if (lim.kind in ("window", "bucket", "quota") and head.kind == lim.kind and not lim.subkey
+                    and not head.subkey and head.shared == lim.shared and head.metered == lim.metered
+                    and head.zone == lim.zone):
+                if lim.kind == "bucket" and any(o.window_ms == lim.window_ms for o in g):
+                    raise ValueError(f"token buckets {g[0].name!r} and {lim.name!r} have the same period")
+                if lim.kind == "quota" and any(o.period == lim.period for o in g):
+                    raise ValueError(f"quotas {g[0].name!r} and {lim.name!r} have the same period")
+                g.append(lim)
+                break
+        else:
+            groups.append([lim])
+    if sum(1 for g in groups if g[0].kind == "lease" and not g[0].shared) > 1:
+        raise ValueError("at most one per-key concurrency limit per policy")
+    return tuple(_Group(g[0].kind, tuple(g)) for g in groups)
+
+
+def _single(cl: Clause, g: _Group) -> Call:
+    """One clause of one rule as its own command (same arguments)."""
+    k, spec = cl.key, cl.spec
+    if cl.kind == "CHECK":
+        return Call(k, ("RL.CHECK", k, "*", *spec), Decision.from_reply)
+    if cl.kind == "THROTTLE":
+        return Call(k, ("RL.THROTTLE", k, "*", *spec), Decision.from_reply)
+    if cl.kind == "QUOTA":
+        return Call(k, ("RL.QUOTA", k, "*", *spec), Decision.from_reply)
+    limit, ttl, _, token, *cost = spec
+    return Call(k, ("RL.LEASE", k, "*", limit, ttl, "TOKEN", token, *cost), LeaseDecision.from_reply)
+
+
+@dataclass(frozen=True)
+class PolicyDecision:
+    """A policy's decision: the binding limit, every limit's state (from
+    DETAILS; only the binding one on an engine without DETAILS), the lease
+    token, and what a refusal's problem type is."""
+
+    policy: Policy
+    limited: bool
+    binding: str
+    state: RuleState
+    states: Mapping[str, RuleState]
+    raw: Any
+    plan: "Plan"
+
+    @property
+    def allowed(self) -> bool:
+        return not self.limited
+
+    @property
+    def retry_after(self) -> timedelta | None:
+        """How long to wait: the binding limit's, except the policy's
+        ``inflight_retry_after`` when a concurrency limit binds; None when
+        waiting cannot help (or admitted)."""
+        if not self.limited or self.state.retry_after is None:
+            return None
+        if self.policy.limit(self.binding).kind == "lease":
+            return self.policy.inflight_retry_after
+        return self.state.retry_after
+
+    @property
+    def problem(self) -> str:
+        """The refusal's problem type (last segment): the first refusing limit
+        with its own ``problem`` (e.g. ``duplicate``), else ``rate-limited``."""
+        for lim in self.policy.limits:
+            st = self.states.get(lim.name)
+            if lim.problem and st is not None and st.limited:
+                return lim.problem
+        return self.policy.limit(self.binding).problem or "rate-limited"
+
+
+@dataclass(slots=True)
+class Plan:
+    policy: Policy
+    call: Call
+    clauses: tuple[Clause, ...]
+    keys: list[str]
+    token: str | None
+    estimate: int
+    cost: int
+
+    def decision(self, reply: Any) -> PolicyDecision:
+        p = self.policy
+        if isinstance(reply, LockDecision):
+            lim = p.limits[0]
+            if reply.limited:
+                ttl = reply.ttl
+                st = RuleState(True, 1, lim.limit, 0, ttl, ttl if ttl is not None else timedelta(0))
+            else:
+                st = RuleState(False, 1, lim.limit, max(0, lim.limit - reply.count), None,
+                               reply.ttl or timedelta(0))
+            return PolicyDecision(p, reply.limited, lim.name, st, {lim.name: st}, reply, self)
+        if isinstance(reply, AllDecision):
+            g = p.groups[reply.clause - 1]
+            binding = g.limits[reply.rule - 1].name
+            state: RuleState = reply
+            states: dict[str, RuleState] = {}
+            if reply.details is not None:
+                for grp, clause_states in zip(p.groups, reply.details):
+                    for lim, st in zip(grp.limits, clause_states):
+                        states[lim.name] = st
+            else:
+                states[binding] = state
+            return PolicyDecision(p, reply.limited, binding, state, states, reply, self)
+        name = p.groups[0].limits[0].name
+        return PolicyDecision(p, reply.limited, name, reply, {name: reply}, reply, self)
+
+    def settlement(self, used: int | None) -> list[Call]:
+        """What ends an admitted decision: the metered clauses settled from the
+        estimate to ``used`` (REFUND or DEBIT of the difference; 0 when None),
+        and the lease released. Keys of one slot: one pipelined round trip."""
+        calls: list[Call] = []
+        u = 0 if used is None else a.integer(used, "used", 0)
+        delta = u - self.estimate
+        for g, cl, key in zip(self.policy.groups, self.clauses, self.keys):
+            if g.kind == "lease":
+                calls.append(c.release(key, [self.token] if self.token else []))
+            elif g.limits[0].metered and delta != 0:
+                mode: c.Mode = "debit" if delta > 0 else "refund"
+                n = abs(delta)
+                spec = list(cl.spec)
+                if "COST" in spec[-2:-1]:
+                    spec = spec[:-2]
+                name = {"CHECK": "RL.CHECK", "THROTTLE": "RL.THROTTLE", "QUOTA": "RL.QUOTA"}[cl.kind]
+                if cl.kind == "CHECK":
+                    n = min(n, a.MAX_COST)
+                calls.append(Call(key, (name, key, "*", *spec, "COST", n, mode.upper()), Decision.from_reply))
+        return calls
+
+
+ResolveKey = Callable[..., str]

@@ -1,0 +1,131 @@
+"""Scopes: ``with limiter.acquire(policy, key, estimate=N) as permit`` decides
+(taking the lease and the estimate up front) and, however the block ends —
+return, exception, or asyncio cancellation — releases the lease and settles
+the estimate to ``permit.used(n)`` (0 when nothing was reported), in one
+pipelined round trip. So "settle after the try/finally that releases" cannot
+be written: there is no code of yours between the two."""
+
+from __future__ import annotations
+
+import asyncio
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Mapping
+
+from .args import Zone
+from .policy import Policy, PolicyDecision
+
+if TYPE_CHECKING:
+    from .client import AsyncRateLimiter, RateLimiter
+
+
+class RateLimitExceeded(Exception):
+    """Raised on entering a scope the policy refuses; carries the decision."""
+
+    def __init__(self, decision: PolicyDecision) -> None:
+        self.decision = decision
+        super().__init__(f"{decision.policy.name}: refused by {decision.binding!r}"
+                         + (f", retry after {decision.retry_after}" if decision.retry_after else ""))
+
+
+class _PermitBase:
+    def __init__(self, decision: PolicyDecision) -> None:
+        self.decision = decision
+        self._used: int | None = None
+        self.closed = False
+
+    @property
+    def token(self) -> str | None:
+        return self.decision.plan.token
+
+    def used(self, n: int) -> None:
+        """Reports the real usage of the metered limits (e.g. tokens an LLM answer took)."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(f"used must be an int >= 0, not {n!r}")
+        self._used = n
+
+
+class Permit(_PermitBase):
+    def __init__(self, limiter: "RateLimiter", decision: PolicyDecision) -> None:
+        super().__init__(decision)
+        self._limiter = limiter
+
+    def close(self) -> None:
+        """Releases the lease and settles the estimate (once)."""
+        if self.closed or self.decision.limited:
+            return
+        self.closed = True
+        self._limiter.run_many(self.decision.plan.settlement(self._used))
+
+    def __enter__(self) -> "Permit":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class AsyncPermit(_PermitBase):
+    def __init__(self, limiter: "AsyncRateLimiter", decision: PolicyDecision) -> None:
+        super().__init__(decision)
+        self._limiter = limiter
+
+    async def close(self) -> None:
+        if self.closed or self.decision.limited:
+            return
+        self.closed = True
+        calls = self.decision.plan.settlement(self._used)
+        # Shielded: a second cancellation (a client that went away while we
+        # settle) must not leave the lease held or the estimate unsettled.
+        task = asyncio.ensure_future(self._limiter.run_many(calls))
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            await asyncio.wait([task])
+            raise
+
+    async def __aenter__(self) -> "AsyncPermit":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+
+class Acquire:
+    """``with limiter.acquire(...) as permit``: decides on entry (raising
+    RateLimitExceeded when refused), settles on exit."""
+
+    def __init__(self, limiter: "RateLimiter", policy: Policy, key: str, kw: Mapping[str, Any]) -> None:
+        self._limiter, self._policy, self._key, self._kw = limiter, policy, key, kw
+        self.permit: Permit | None = None
+
+    def __enter__(self) -> Permit:
+        decision = self._limiter.decide(self._policy, self._key, **self._kw)
+        if decision.limited:
+            raise RateLimitExceeded(decision)
+        self.permit = Permit(self._limiter, decision)
+        return self.permit
+
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        if self.permit is not None:
+            self.permit.close()
+
+
+class AsyncAcquire:
+    def __init__(self, limiter: "AsyncRateLimiter", policy: Policy, key: str, kw: Mapping[str, Any]) -> None:
+        self._limiter, self._policy, self._key, self._kw = limiter, policy, key, kw
+        self.permit: AsyncPermit | None = None
+
+    async def __aenter__(self) -> AsyncPermit:
+        decision = await self._limiter.decide(self._policy, self._key, **self._kw)
+        if decision.limited:
+            raise RateLimitExceeded(decision)
+        self.permit = AsyncPermit(self._limiter, decision)
+        return self.permit
+
+    async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        if self.permit is not None:
+            await self.permit.close()
+
+
+DecideArgs = dict[str, Any]
+__all__ = ["Acquire", "AsyncAcquire", "AsyncPermit", "Permit", "RateLimitExceeded", "Zone"]

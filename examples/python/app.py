@@ -1,0 +1,255 @@
+"""The seed services (shared/SERVICES.md) with redis_rl's ordinary API:
+policies, the FastAPI dependency, scope and middleware — no RL command
+written by hand. Run: `make example-python` (PORT, REDIS_URL or
+REDIS_CLUSTER, RL_PREFIX)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import re
+import sys
+import zoneinfo
+from datetime import timedelta
+from typing import Any
+
+import redis
+import redis.asyncio
+from fastapi import Depends, FastAPI, Request, Response
+from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+
+from redis_rl import (FAIL_OPEN, AsyncRateLimiter, Policy, concurrency, lockout, quota, sliding_window,
+                      token_bucket)
+from redis_rl.adapters.starlette import ProblemError, RateLimitMiddleware, RateLimits
+
+PREFIX = os.environ.get("RL_PREFIX", "")
+S = timedelta(seconds=1)
+SHANGHAI = zoneinfo.ZoneInfo("Asia/Shanghai")
+
+
+def redis_client() -> Any:
+    # One retry on a broken connection (a restarted Redis leaves stale pooled
+    # sockets); short timeouts so the 500 ms budget is the limit, not the socket.
+    opts: dict[str, Any] = dict(socket_timeout=0.5, socket_connect_timeout=0.5,
+                                retry=Retry(NoBackoff(), 1),
+                                retry_on_error=[redis.exceptions.ConnectionError])
+    cluster = os.environ.get("REDIS_CLUSTER")
+    if cluster:
+        seeds = [ClusterNode(h, int(p)) for h, p in (s.rsplit(":", 1) for s in cluster.split(",") if s)]
+        return RedisCluster(startup_nodes=seeds, socket_timeout=0.5, socket_connect_timeout=0.5)
+    return redis.asyncio.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379"), **opts)
+
+
+client = redis_client()
+limiter = AsyncRateLimiter(client)
+limits = RateLimits(limiter)
+
+# --- policies (SERVICES.md "Endpoints") ---
+sms = Policy("sms", [sliding_window("short", 2, 10 * S), sliding_window("long", 5, 3600 * S),
+                     sliding_window("duplicate", 1, 5 * S, subkey=True, problem="duplicate")], prefix=PREFIX)
+ocr = Policy("ocr", [quota("day", SHANGHAI, "day", 20), quota("hour", SHANGHAI, "hour", 5)],
+             prefix=PREFIX)
+api_default = Policy("api-default", [sliding_window("default", 10, 60 * S)], prefix=PREFIX, fail=FAIL_OPEN)
+api_custom = Policy("api-custom", [sliding_window("custom", 5, 30 * S)], prefix=PREFIX)
+api_user = Policy("api-user", [sliding_window("user", 3, 60 * S)], prefix=PREFIX)
+login = Policy("login", [lockout("login", 5, 10 * S, 30 * S)], prefix=PREFIX)
+llm = Policy("llm", [token_bucket("rate", 60, 60 * S, burst=10), concurrency("inflight", 2, 60 * S),
+                     quota("tokens", None, "day", 100_000, metered=True),
+                     sliding_window("global", 1000, 60 * S, shared=True)], prefix=PREFIX, tag="llm")
+
+# --- OCR limits, changed at run time: kept in Redis, refreshed every 250 ms ---
+OCR_LIMITS_KEY = f"{PREFIX}ocr:limits"
+ocr_limits = {"day": 20, "hour": 5}
+
+
+async def refresh_ocr_limits() -> None:
+    try:
+        stored = await client.hgetall(OCR_LIMITS_KEY)
+    except Exception:
+        return  # Redis down: keep the last known limits
+    if stored:
+        ocr_limits.update({k.decode(): int(v) for k, v in stored.items()})
+
+
+async def refresh_forever() -> None:
+    while True:
+        await asyncio.sleep(0.25)
+        await refresh_ocr_limits()
+
+
+@contextlib.asynccontextmanager
+async def lifespan(app: FastAPI):
+    await refresh_ocr_limits()
+    task = asyncio.create_task(refresh_forever())
+    yield
+    task.cancel()
+
+
+app = FastAPI(lifespan=lifespan)
+limits.install(app)
+
+
+class ModelError(Exception):
+    """The fake model's failure (X-Fail: 1): the scope sees it and settles to 0."""
+
+
+@app.exception_handler(ModelError)
+async def model_failed(request: Request, exc: ModelError) -> Response:
+    body = json.dumps({"type": "https://redis-ratelimit.dev/problems/model-failed", "title": "Internal Server Error",
+                       "status": 500, "detail": str(exc)})
+    return Response(body, status_code=500, media_type="application/problem+json")
+
+app.add_middleware(RateLimitMiddleware, limits=limits, x_ratelimit=True, routes={
+    "/seed002/api/default": (api_default, limits.client_ip),
+    "/seed002/api/custom": (api_custom, limits.client_ip),
+})
+
+
+async def json_body(request: Request) -> Any:
+    try:
+        return json.loads(await request.body())
+    except ValueError:
+        raise ProblemError.bad_request("the body is not valid JSON") from None
+
+
+async def phone(request: Request) -> str:
+    body = await json_body(request)
+    value = body.get("phone") if isinstance(body, dict) else None
+    if not isinstance(value, str) or not re.fullmatch(r"[0-9]{1,20}", value):
+        raise ProblemError.bad_request("phone must be 1 to 20 digits")
+    return value
+
+
+async def body_digest(request: Request) -> dict[str, str]:
+    return {"duplicate": hashlib.sha256(await request.body()).hexdigest()[:32]}
+
+
+@app.get("/health")
+async def health() -> dict[str, str]:
+    return {"status": "up"}
+
+
+@app.post("/seed000/sms", dependencies=[Depends(limits.depends(sms, key=phone, subkeys=body_digest))])
+async def send_sms() -> dict[str, bool]:
+    return {"sent": True}
+
+
+@app.post("/seed001/ocr", dependencies=[Depends(limits.depends(ocr, key=limits.header("X-User"),
+                                                               overrides=lambda r: dict(ocr_limits)))])
+async def run_ocr() -> dict[str, bool]:
+    return {"done": True}
+
+
+@app.put("/admin/limits/ocr", status_code=204)
+async def set_ocr_limits(request: Request) -> Response:
+    body = await json_body(request)
+    if (not isinstance(body, dict) or set(body) != {"day", "hour"}
+            or not all(type(v) is int and v >= 0 for v in body.values())):
+        raise ProblemError.bad_request('expected {"day": D, "hour": H} with integers >= 0')
+    await client.hset(OCR_LIMITS_KEY, mapping={"day": body["day"], "hour": body["hour"]})
+    ocr_limits.update(body)
+    return Response(status_code=204)
+
+
+@app.get("/admin/limits/ocr")
+async def get_ocr_limits() -> dict[str, int]:
+    await refresh_ocr_limits()
+    return dict(ocr_limits)
+
+
+@app.get("/seed002/api/default")
+async def api_default_endpoint() -> dict[str, str]:
+    return {"endpoint": "default"}
+
+
+@app.get("/seed002/api/custom")
+async def api_custom_endpoint() -> dict[str, str]:
+    return {"endpoint": "custom"}
+
+
+@app.get("/seed002/api/user/{user_id}",
+         dependencies=[Depends(limits.depends(api_user, key=lambda r: r.path_params["user_id"], x_ratelimit=True))])
+async def api_user_endpoint(user_id: str) -> dict[str, str]:
+    return {"user": user_id}
+
+
+@app.post("/seed004/login",
+          dependencies=[Depends(limits.depends(login, key=lambda r: f"{limits.client_ip(r)}:{r.url.path}"))])
+async def do_login() -> dict[str, bool]:
+    return {"ok": True}
+
+
+async def llm_zone(request: Request) -> str:
+    zone = request.headers.get("X-Zone", "")
+    try:
+        return zoneinfo.ZoneInfo(zone).key
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ProblemError.bad_request("X-Zone must be an IANA time zone") from None
+
+
+async def max_tokens(request: Request) -> int:
+    body = await json_body(request)
+    n = body.get("max_tokens") if isinstance(body, dict) else None
+    if type(n) is not int or not 1 <= n <= 100_000:
+        raise ProblemError.bad_request("max_tokens must be an integer from 1 to 100000")
+    return n
+
+
+async def llm_key(request: Request) -> str:
+    key = RateLimits.header("X-Api-Key")(request)
+    await llm_zone(request)
+    await max_tokens(request)
+    return key
+
+
+def header_int(request: Request, name: str, default: int) -> int:
+    """The fake model's knobs: a non-negative integer header, else the default."""
+    value = request.headers.get(name, "")
+    return int(value) if value.isdigit() else default
+
+
+@app.post("/llm/complete")
+async def complete(request: Request,
+                   # scope="function": the lease and the estimate are settled when the model
+                   # call ends, before the answer is sent (not after it).
+                   permit=Depends(limits.scope(llm, key=llm_key, estimate=max_tokens, zone=llm_zone), scope="function"),
+                   n: int = Depends(max_tokens)):
+    # The fake model: sleeps, then "uses" X-Used-Tokens (at most N) or raises.
+    await asyncio.sleep(header_int(request, "X-Sleep-Ms", 100) / 1000)
+    if request.headers.get("X-Fail") == "1":
+        raise ModelError("the model failed")
+    used = min(n, header_int(request, "X-Used-Tokens", n // 2))
+    if permit is not None:
+        permit.used(used)
+    return {"used_tokens": used}
+
+
+def main() -> None:
+    import uvicorn
+
+    from redis.cluster import ClusterNode as SyncNode
+    from redis.cluster import RedisCluster as SyncCluster
+
+    from redis_rl import RateLimiter
+    cluster = os.environ.get("REDIS_CLUSTER")
+    try:  # the module check at start, with a sync client (the app's own is bound to uvicorn's loop)
+        if cluster:
+            seeds = [SyncNode(h, int(p)) for h, p in (s.rsplit(":", 1) for s in cluster.split(",") if s)]
+            sync = SyncCluster(startup_nodes=seeds)
+        else:
+            sync = redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379"))
+        RateLimiter(sync).ensure_module()
+        sync.close()
+    except Exception as e:  # one line, non-zero exit (SERVICES.md)
+        print(f"example-python: {e}", file=sys.stderr)
+        sys.exit(1)
+    uvicorn.run(app, host="127.0.0.1", port=int(os.environ.get("PORT", "8080")), log_level="warning")
+
+
+if __name__ == "__main__":
+    main()

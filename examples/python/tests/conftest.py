@@ -1,0 +1,77 @@
+"""The example app as a real process (app.py under uvicorn) against real
+redis-server processes (integration/servers.py), driven over HTTP."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "integration"))
+
+from servers import Cluster, Server, free_port, redis_cli  # noqa: E402
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+
+
+class App:
+    def __init__(self, *, redis_url: str | None = None, cluster: str | None = None, prefix: str = "t:"):
+        self.port = free_port()
+        env = dict(os.environ, PORT=str(self.port), RL_PREFIX=prefix)
+        if cluster:
+            env["REDIS_CLUSTER"] = cluster
+        else:
+            env["REDIS_URL"] = redis_url
+        self.proc = subprocess.Popen([sys.executable, str(APP)], env=env, cwd=APP.parent,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.url = f"http://127.0.0.1:{self.port}"
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"app exited: {self.proc.stderr.read().decode()}")
+            try:
+                if httpx.get(self.url + "/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        else:
+            raise RuntimeError("app did not start")
+        self.http = httpx.Client(base_url=self.url, timeout=10)
+
+    def stop(self):
+        self.http.close()
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    with Server() as s:
+        yield s
+
+
+@pytest.fixture(scope="session")
+def app(redis_server):
+    a = App(redis_url=f"redis://127.0.0.1:{redis_server.port}", prefix="one:")
+    yield a
+    a.stop()
+
+
+@pytest.fixture(scope="session")
+def details(redis_server):
+    c = redis_server.client()
+    try:
+        return len(c.execute_command("RL.ALLPEEK", 1, "p", "*", "CHECK", 1, 1, 1, "COST", 0, "DETAILS")) > 7
+    except Exception:
+        return False
+    finally:
+        c.close()

@@ -1,0 +1,267 @@
+"""SERVICES.md over HTTP against the example app (one Redis 7.0 with the
+module; a second instance and a later one; a three-primary Cluster; Redis
+stopped and restarted mid-run)."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import subprocess
+import time
+
+import httpx
+import pytest
+
+from conftest import App, Cluster, Server, redis_cli
+
+PROBLEM = "https://redis-ratelimit.dev/problems/"
+
+
+def problem(r, status, kind):
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"] == "application/problem+json"
+    body = r.json()
+    assert body["type"] == PROBLEM + kind and body["status"] == status and body["title"] and body["detail"]
+
+
+def test_sms_rules_duplicates_and_headers(app, details):
+    h = app.http
+    ok = h.post("/seed000/sms", json={"phone": "100"})
+    assert ok.status_code == 200 and ok.json() == {"sent": True}
+    assert ok.headers["RateLimit-Policy"] == '"short";q=2;w=10, "long";q=5;w=3600, "duplicate";q=1;w=5'
+    if details:
+        assert ok.headers["RateLimit"] == '"short";r=1;t=10, "long";r=4;t=3600, "duplicate";r=0;t=5'
+    dup = h.post("/seed000/sms", json={"phone": "100"})
+    problem(dup, 429, "duplicate")
+    assert dup.headers["Retry-After"] == "5"
+    assert h.post("/seed000/sms", content=b'{"phone": "100"}').status_code == 200  # other bytes
+    third = h.post("/seed000/sms", content=b'{"phone":"100" }')
+    problem(third, 429, "rate-limited")
+    assert third.headers["Retry-After"] == "10"
+    # the refusal changed nothing: another phone is unaffected, this one still refused
+    assert h.post("/seed000/sms", json={"phone": "101"}).status_code == 200
+
+
+def test_bad_input_answered_before_redis(app):
+    h = app.http
+    problem(h.post("/seed000/sms", content=b"{nope"), 400, "bad-request")
+    problem(h.post("/seed000/sms", json={"phone": "12a"}), 400, "bad-request")
+    problem(h.post("/seed000/sms", json={"phone": "1" * 21}), 400, "bad-request")
+    problem(h.post("/seed001/ocr"), 401, "unauthorized")
+    problem(h.post("/llm/complete", json={"max_tokens": 10}, headers={"X-Zone": "UTC"}), 401, "unauthorized")
+    for zone, body in [("Mars/Base", {"max_tokens": 10}), ("UTC", {"max_tokens": 0}),
+                       ("UTC", {"max_tokens": 100_001}), ("UTC", {"max_tokens": "5"})]:
+        r = h.post("/llm/complete", json=body, headers={"X-Api-Key": "bad", "X-Zone": zone})
+        problem(r, 400, "bad-request")
+    problem(h.put("/admin/limits/ocr", json={"day": -1, "hour": 1}), 400, "bad-request")
+
+
+def test_ocr_limits_change_at_run_time_across_instances(app, redis_server, details):
+    h = app.http
+    user = {"X-User": "ocr-user"}
+    got = [h.post("/seed001/ocr", headers=user).status_code for _ in range(6)]
+    assert got == [200] * 5 + [429]
+    second = App(redis_url=f"redis://127.0.0.1:{redis_server.port}", prefix="one:")
+    try:
+        assert second.http.post("/seed001/ocr", headers=user).status_code == 429  # one service
+        assert h.put("/admin/limits/ocr", json={"day": 20, "hour": 7}).status_code == 204
+        time.sleep(1.0)
+        assert second.http.get("/admin/limits/ocr").json() == {"day": 20, "hour": 7}
+        assert second.http.post("/seed001/ocr", headers=user).status_code == 200
+        assert h.post("/seed001/ocr", headers=user).status_code == 200
+        assert h.post("/seed001/ocr", headers=user).status_code == 429  # 7 counted, nothing reset
+        assert second.http.put("/admin/limits/ocr", json={"day": 0, "hour": 7}).status_code == 204
+        time.sleep(1.0)
+        off = h.post("/seed001/ocr", headers={"X-User": "other"})
+        problem(off, 429, "rate-limited")
+        assert "Retry-After" not in off.headers
+        assert off.headers["RateLimit-Policy"].startswith('"day";q=0;w=86400, "hour";q=7;w=3600')
+        if details:  # a refusal: each rule's own peek at the request's cost
+            assert off.headers["RateLimit"].startswith('"day";r=0;t=') and '"hour";r=6;' in off.headers["RateLimit"]
+        later = App(redis_url=f"redis://127.0.0.1:{redis_server.port}", prefix="one:")
+        assert later.http.get("/admin/limits/ocr").json() == {"day": 0, "hour": 7}
+        later.stop()
+    finally:
+        h.put("/admin/limits/ocr", json={"day": 20, "hour": 5})
+        second.stop()
+
+
+def test_api_headers_ip_and_x_ratelimit(app):
+    h = app.http
+    xff = {"X-Forwarded-For": "203.0.113.9, 198.51.100.7, 127.0.0.1"}
+    r = h.get("/seed002/api/custom", headers=xff)
+    assert r.status_code == 200
+    assert r.headers["RateLimit-Policy"] == '"custom";q=5;w=30'
+    assert r.headers["RateLimit"] == '"custom";r=4;t=30'
+    assert (r.headers["X-RateLimit-Limit"], r.headers["X-RateLimit-Remaining"], r.headers["X-RateLimit-Reset"]) \
+        == ("5", "4", "30")
+    for _ in range(4):
+        assert h.get("/seed002/api/custom", headers=xff).status_code == 200
+    refused = h.get("/seed002/api/custom", headers=xff)
+    problem(refused, 429, "rate-limited")
+    assert refused.headers["X-RateLimit-Remaining"] == "0" and int(refused.headers["Retry-After"]) in (29, 30)
+    # the right-most non-loopback address is the client: another one is fresh
+    assert h.get("/seed002/api/custom", headers={"X-Forwarded-For": "198.51.100.8"}).status_code == 200
+    users = [h.get("/seed002/api/user/u7").status_code for _ in range(4)]
+    assert users == [200, 200, 200, 429]
+    assert h.get("/seed002/api/default").headers["RateLimit"] == '"default";r=9;t=60'
+
+
+def test_login_lockout(app):
+    h = app.http
+    xff = {"X-Forwarded-For": "192.0.2.44"}
+    got = [h.post("/seed004/login", headers=xff) for _ in range(7)]
+    assert [r.status_code for r in got] == [200] * 5 + [429, 429]
+    assert got[0].headers["RateLimit"] == '"login";r=4;t=10'
+    problem(got[5], 429, "locked")
+    assert got[5].headers["Retry-After"] == "30" and got[5].headers["RateLimit"] == '"login";r=0;t=30'
+
+
+def test_llm_inflight_tokens_and_failures(app, redis_server, details):
+    h = app.http
+    key = {"X-Api-Key": "k1", "X-Zone": "Asia/Tokyo"}
+    raw = redis_server.client()
+
+    def used():
+        d = raw.execute_command("RL.QUOTAPEEK", "one:llm:{llm}:k1:tokens", "*", "Asia/Tokyo", "DAY", 100_000,
+                                "COST", 0)
+        return 100_000 - d[3]
+
+    def inflight():
+        return 2 - raw.execute_command("RL.LEASEPEEK", "one:llm:{llm}:k1:inflight", "*", 2, "COST", 0)[3]
+
+    with cf.ThreadPoolExecutor(3) as pool:
+        slow = [pool.submit(h.post, "/llm/complete", json={"max_tokens": 1000},
+                            headers={**key, "X-Sleep-Ms": "1500", "X-Used-Tokens": "300"}) for _ in range(2)]
+        time.sleep(0.5)
+        assert inflight() == 2 and used() == 2000
+        third = h.post("/llm/complete", json={"max_tokens": 10}, headers=key)
+        problem(third, 429, "rate-limited")
+        assert third.headers["Retry-After"] == "1"
+        assert [f.result().json() for f in slow] == [{"used_tokens": 300}] * 2
+    assert inflight() == 0 and used() == 600
+    failed = h.post("/llm/complete", json={"max_tokens": 5000}, headers={**key, "X-Fail": "1"})
+    assert failed.status_code == 500
+    assert inflight() == 0 and used() == 600
+    ok = h.post("/llm/complete", json={"max_tokens": 100}, headers=key)
+    assert ok.json() == {"used_tokens": 50} and used() == 650
+    assert ok.headers["RateLimit-Policy"] == \
+        '"rate";q=60;w=60, "inflight";q=2, "tokens";q=100000;w=86400, "global";q=1000;w=60'
+    if details:  # every item: what remains with this request counted (its estimate of 100 included)
+        items = ok.headers["RateLimit"].split(", ")
+        assert [i.split(";")[0] for i in items] == ['"rate"', '"inflight"', '"tokens"', '"global"']
+        assert items[1] == '"inflight";r=1;t=60' and items[2].startswith('"tokens";r=99300;')
+        assert items[3].startswith('"global";r=') and items[0].startswith('"rate";r=')
+    # a client that goes away: the lease is back when the model call ends
+    with pytest.raises(httpx.TimeoutException):
+        h.post("/llm/complete", json={"max_tokens": 10}, headers={**key, "X-Sleep-Ms": "800"}, timeout=0.2)
+    time.sleep(1.3)
+    assert inflight() == 0
+    raw.close()
+
+
+def test_twenty_concurrent_clients_never_above_the_limit(app):
+    with cf.ThreadPoolExecutor(20) as pool:
+        codes = list(pool.map(lambda _: app.http.get("/seed002/api/user/conc").status_code, range(40)))
+    assert codes.count(200) == 3 and codes.count(429) == 37
+
+
+def test_redis_down_fails_open_or_closed_and_recovers(tmp_path):
+    with Server() as s:
+        a = App(redis_url=f"redis://127.0.0.1:{s.port}", prefix="down:")
+        try:
+            assert a.http.get("/seed002/api/default").status_code == 200
+            port, binary, args = s.port, s.binary, s.proc.args
+            s.proc.terminate()
+            s.proc.wait(10)
+            for path in ["/seed002/api/default", "/seed002/api/custom"]:
+                t0 = time.monotonic()
+                r = a.http.get(path)
+                assert time.monotonic() - t0 < 1.0
+                if path.endswith("default"):
+                    assert r.status_code == 200 and "RateLimit" not in r.headers
+                else:
+                    problem(r, 503, "unavailable")
+            t0 = time.monotonic()
+            problem(a.http.post("/seed000/sms", json={"phone": "5"}), 503, "unavailable")
+            assert time.monotonic() - t0 < 1.0
+            assert a.http.get("/health").status_code == 200
+            s.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                try:
+                    if s.client().ping():
+                        break
+                except Exception:
+                    time.sleep(0.02)
+            up = time.monotonic()
+            while a.http.get("/seed002/api/custom").status_code != 200:
+                assert time.monotonic() - up < 2.0, "not back within 2 s"
+                time.sleep(0.05)
+            assert "RateLimit" in a.http.get("/seed002/api/default").headers
+        finally:
+            a.stop()
+
+
+@pytest.mark.skipif(redis_cli() is None, reason="redis-cli is needed to create a cluster")
+def test_cluster_same_answers_zero_moved():
+    with Cluster(3) as cl:
+        a = App(cluster=",".join(f"127.0.0.1:{n.port}" for n in cl.nodes), prefix="cl:")
+        try:
+            for n in cl.nodes:
+                n.client().config_resetstat()
+            h = a.http
+            assert [h.post("/seed000/sms", json={"phone": "77"}).status_code,
+                    h.post("/seed000/sms", json={"phone": "77"}).status_code] == [200, 429]
+            assert [h.post("/seed001/ocr", headers={"X-User": f"u{i % 3}"}).status_code for i in range(18)].count(200) \
+                == 15
+            assert [h.get(f"/seed002/api/user/x{i % 4}").status_code for i in range(16)].count(200) == 12
+            assert [h.post("/seed004/login").status_code for _ in range(6)] == [200] * 5 + [429]
+            for i in range(4):
+                r = h.post("/llm/complete", json={"max_tokens": 10}, headers={"X-Api-Key": f"c{i}", "X-Zone": "UTC",
+                                                                               "X-Sleep-Ms": "1"})
+                assert r.json() == {"used_tokens": 5}
+            moved = sum(int(n.client().info("errorstats").get("errorstat_MOVED", {}).get("count", 0))
+                        for n in cl.nodes)
+            assert moved == 0
+        finally:
+            a.stop()
+
+
+def test_redis_accepting_but_never_answering(tmp_path):
+    import signal
+    with Server() as s:
+        a = App(redis_url=f"redis://127.0.0.1:{s.port}", prefix="stop:")
+        try:
+            assert a.http.get("/seed002/api/custom").status_code == 200
+            s.proc.send_signal(signal.SIGSTOP)  # our own server process: accepts, never answers
+            try:
+                with cf.ThreadPoolExecutor(5) as pool:
+                    def timed(path):
+                        t0 = time.monotonic()
+                        r = a.http.get(path)
+                        return r.status_code, "RateLimit" in r.headers, time.monotonic() - t0
+                    got = list(pool.map(timed, ["/seed002/api/custom", "/seed002/api/default"] * 5))
+                assert all(code == 503 for code, _, _ in got[0::2])
+                assert all(code == 200 and not headers for code, headers, _ in got[1::2])
+                assert max(t for _, _, t in got) < 1.0, got
+            finally:
+                s.proc.send_signal(signal.SIGCONT)
+            up = time.monotonic()
+            while a.http.get("/seed002/api/custom").status_code != 200:
+                assert time.monotonic() - up < 2.0, "not back within 2 s"
+                time.sleep(0.05)
+        finally:
+            a.stop()
+
+
+def test_app_refuses_to_start_without_the_module():
+    import os
+    import sys
+    from conftest import APP, free_port
+    with Server(module=False) as s:
+        env = dict(os.environ, PORT=str(free_port()), REDIS_URL=f"redis://127.0.0.1:{s.port}")
+        done = subprocess.run([sys.executable, str(APP)], env=env, capture_output=True, text=True, timeout=30)
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "module is not loaded" in lines[0], done.stderr

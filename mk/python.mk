@@ -1,0 +1,42 @@
+# The Python client (clients/python) and its FastAPI example (examples/python).
+# `make python-test` makes the package's own venv (clients/python/.venv) from
+# pinned requirements and runs its pytest suite (real redis-server 7.0 from
+# apt, standalone and a three-primary Cluster, module $(RL_MODULE)).
+
+PYC_DIR := $(CURDIR)/clients/python
+PYC_VENV := $(PYC_DIR)/.venv
+PYC_PY := $(PYC_VENV)/bin/python
+
+.PHONY: python-venv python-test example-python bench-python bench-clients
+
+EXTRA_TESTS += python-test
+
+# Rebuilt when the pinned requirements or the package metadata change.
+$(PYC_VENV)/.stamp: $(PYC_DIR)/requirements-test.txt $(PYC_DIR)/pyproject.toml
+	@scripts/deps.sh system
+	@test -x $(PYC_PY) || python3 -m venv $(PYC_VENV)
+	$(PYC_PY) -m pip install -q --disable-pip-version-check -r $(PYC_DIR)/requirements-test.txt
+	$(PYC_PY) -m pip install -q --disable-pip-version-check --no-deps -e $(PYC_DIR)
+	@touch $@
+
+python-venv: $(PYC_VENV)/.stamp
+
+# Two pytest runs (each directory has its own conftest); the example's tests
+# start app.py as a process and drive it over HTTP.
+python-test: build python-venv
+	cd $(PYC_DIR) && RL_SERVER=redis7 $(PYC_PY) -m pytest -q -p no:cacheprovider tests
+	cd $(CURDIR)/examples/python && RL_SERVER=redis7 $(PYC_PY) -m pytest -q -p no:cacheprovider tests
+
+# The example app in the foreground: PORT (8080), REDIS_URL or REDIS_CLUSTER, RL_PREFIX.
+example-python: python-venv
+	cd $(CURDIR)/examples/python && $(PYC_PY) app.py
+
+# Benchmarks (interleaved, ratios printed; not a test): a three-limit policy
+# decision vs the bare RL.ALL through the same redis-py client, and the same
+# endpoint guarded by redis_rl vs slowapi + limits' Redis storage.
+# BENCH_ROUNDS, BENCH_BLOCK, BENCH_HTTP_SECONDS, BENCH_CONCURRENCY tune it.
+bench-python: build python-venv
+	$(PYC_PY) -m pip install -q --disable-pip-version-check -r $(PYC_DIR)/requirements-bench.txt
+	cd $(PYC_DIR) && RL_SERVER=redis7 $(PYC_PY) bench/bench.py
+
+bench-clients: bench-python
