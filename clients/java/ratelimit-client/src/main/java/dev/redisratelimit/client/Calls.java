@@ -247,15 +247,15 @@ public final class Calls {
 
     // ---- RL.ALL / RL.ALLPEEK ------------------------------------------------
 
-    public static Call<AllDecision> all(List<Clause> clauses, Options options) {
+    public static Call<AllDecision> all(List<? extends Clause> clauses, Options options) {
         return allCall("RL.ALL", clauses, options, false);
     }
 
-    public static Call<AllDecision> allPeek(List<Clause> clauses, Options options) {
+    public static Call<AllDecision> allPeek(List<? extends Clause> clauses, Options options) {
         return allCall("RL.ALLPEEK", clauses, options, true);
     }
 
-    private static Call<AllDecision> allCall(String command, List<Clause> clauses, Options options, boolean peek) {
+    private static Call<AllDecision> allCall(String command, List<? extends Clause> clauses, Options options, boolean peek) {
         if (clauses.isEmpty()) {
             throw new IllegalArgumentException("at least one clause is required");
         }
