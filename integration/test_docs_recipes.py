@@ -32,6 +32,9 @@ from vendor_reserve import call_vendor  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "clients" / "python" / "src"))
 try:
     import export_slots_redis_rl as pkg_export  # noqa: E402
+    import login_lockout_redis_rl as pkg_login  # noqa: E402
+    import ocr_jobs_redis_rl as pkg_ocr  # noqa: E402
+    import sms_codes_redis_rl as pkg_sms  # noqa: E402
     import llm_gateway_redis_rl as pkg_gateway  # noqa: E402
     import refund_on_failure_redis_rl as pkg_refund  # noqa: E402
     import vendor_reserve_redis_rl as pkg_vendor  # noqa: E402
@@ -378,12 +381,18 @@ def test_llm_gateway_under_cluster_one_slot_and_the_same_settlement(llm_cluster)
 def test_llm_gateway_with_the_python_package(r, llm_cluster):
     if pkg_gateway is None:
         pytest.skip("clients/python is not in this tree")
-    from datetime import timedelta
     for client, zone in ((r, "Europe/Paris"), (llm_cluster.client(), "Asia/Tokyo")):
         limiter = RateLimiter(client)
         before = client.zcard("llm:{llm}:global")
         day = lambda key: int(sum(int(v) for v in client.hvals(f"llm:{{llm}}:{key}:tokens")))  # noqa: E731
-        assert pkg_gateway.complete(limiter, "p1", zone, 2_000, lambda n: 500) == (200, None, 500)
+        first = pkg_gateway.complete(limiter, "p1", zone, 2_000, lambda n: 500)
+        assert status_and_used(first) == (200, 500)
+        # The same headers as the raw recipe builds from RL.ALL ... DETAILS.
+        assert first[1]["RateLimit-Policy"] == \
+            '"rate";q=60;w=60, "tokens";q=100000;w=86400, "inflight";q=2, "global";q=1000;w=60'
+        assert first[1]["RateLimit"].startswith('"rate";r=9;t=1, "tokens";r=98000;t=')
+        assert first[1]["RateLimit"].endswith(', "inflight";r=1;t=60, "global";r=' + str(999 - before) + ';t=60')
+        assert retry_after(first) is None
         assert day("p1") == 500                             # the estimate settled to the usage
         for _ in range(3):                                  # a raising model: charged 0, no lease
             with pytest.raises(ModelDown):
@@ -391,7 +400,8 @@ def test_llm_gateway_with_the_python_package(r, llm_cluster):
         assert day("p1") == 500 and not client.exists("llm:{llm}:p1:inflight")
         for token in ("a", "b"):                            # two in flight: Retry-After 1 s
             client.execute_command("RL.LEASE", "llm:{llm}:p2:inflight", "*", 2, 60_000, "TOKEN", token)
-        assert pkg_gateway.complete(limiter, "p2", zone, 10, lambda n: 1) == (429, timedelta(seconds=1), 0)
+        refused = pkg_gateway.complete(limiter, "p2", zone, 10, lambda n: 1)
+        assert status_and_used(refused) == (429, 0) and retry_after(refused) == "1"
         assert not client.exists("llm:{llm}:p2:tokens")    # the refusal charged nothing
         assert client.zcard("llm:{llm}:global") == before + 4  # every admitted request, any key
         client.close()
@@ -495,3 +505,54 @@ def test_export_slots_with_the_python_package(r):
     assert seen == [(429, timedelta(seconds=1)), (200, "export 1")]  # the third in flight refused
     assert not r.exists("exp:{u4}:running")                     # both slots given back
     assert rl(r, "RL.THROTTLEPEEK", "exp:{u4}:rate", "*", 60, 60, 60_000, "COST", 0)[3] == 58
+
+
+@needs_package
+def test_login_lockout_with_the_python_package(r):
+    limiter = RateLimiter(r)
+    attempt = lambda ok: pkg_login.login(limiter, r, "ada", ok)  # noqa: E731
+    assert [attempt(False) for _ in range(4)] == ["bad password"] * 4
+    assert attempt(True) == "ok"                                 # a success clears the count
+    assert [attempt(False) for _ in range(5)] == ["bad password"] * 4 + ["locked"]
+    assert 0 < r.pttl("login:{ada}:lock") <= 1_800_000
+    assert attempt(True) == "locked"
+
+
+@needs_package
+def test_sms_codes_with_the_python_package(r):
+    limiter = RateLimiter(r)
+    ok, down = (lambda phone: True), (lambda phone: False)
+    assert pkg_sms.send_code(limiter, "+33600000001", "192.0.2.7", ok) == (200, 0)
+    assert pkg_sms.send_code(limiter, "+33600000001", "192.0.2.7", ok) == (429, 1)
+    assert pkg_sms.send_code(limiter, "+33600000002", "192.0.2.7", down) == (502, 0)
+    assert r.zcard("sms:ip:192.0.2.7") == 1                     # the undelivered code given back
+    for i in range(3, 22):
+        assert pkg_sms.send_code(limiter, f"+336000000{i:02}", "192.0.2.7", ok) == (200, 0), i
+    assert pkg_sms.send_code(limiter, "+33600000099", "192.0.2.7", ok) == (429, 2)
+    assert not r.exists("sms:phone:+33600000099")
+    field = next(iter(r.hkeys("sms:global")))
+    r.hset("sms:global", field, 10_000)
+    assert pkg_sms.send_code(limiter, "+33600000100", "198.51.100.2", ok) == (429, 3)
+
+
+@needs_package
+def test_ocr_jobs_with_the_python_package(r):
+    limiter = RateLimiter(r)
+    seen = []
+
+    def nested(depth):
+        def work(heartbeat):
+            assert heartbeat()
+            seen.append(pkg_ocr.run_ocr_job(limiter, "u3", f"job-{depth + 1}", nested(depth + 1)))
+            return heartbeat()
+        return work
+
+    assert pkg_ocr.run_ocr_job(limiter, "u3", "job-0", nested(0)) == 200
+    assert seen == [429, 200, 200]                               # the fourth in flight refused
+    assert not r.exists("ocr:{u3}:running")
+    assert rl(r, "RL.QUOTAPEEK", "ocr:{u3}:day", "*", "Asia/Shanghai", "DAY", 100, "COST", 0)[3] == 97
+
+    def loses_its_lease(heartbeat):
+        r.delete("ocr:{u3}:running")
+        return heartbeat()
+    assert pkg_ocr.run_ocr_job(limiter, "u3", "job-9", loses_its_lease) == 500

@@ -1,8 +1,9 @@
 // `make example-node`: serves the seed services on 127.0.0.1:PORT.
 // Environment: PORT, REDIS_URL (redis://127.0.0.1:6379) or REDIS_CLUSTER
-// (host:port,... seeds; wins over REDIS_URL), RL_PREFIX.
+// (host:port,... seeds; wins over REDIS_URL), RL_PREFIX, and RL_TIMEOUT_MS
+// (the decision budget, default 500).
 import Redis from "ioredis";
-import { RateLimitClient } from "redis-ratelimit";
+import { RateLimitClient, RateLimiter } from "redis-ratelimit";
 import { createApp } from "./app.js";
 
 // Reconnect at most every 500 ms: no storm against a Redis that is down, and
@@ -34,7 +35,8 @@ try {
   process.exit(1);
 }
 
-const app = createApp({ redis, prefix: process.env.RL_PREFIX ?? "" });
+const limiter = new RateLimiter(redis, { timeout: Number(process.env.RL_TIMEOUT_MS ?? 500) });
+const app = createApp({ redis, prefix: process.env.RL_PREFIX ?? "", limiter });
 await app.locals.ready;
 const port = Number(process.env.PORT ?? 8080);
 app.listen(port, "127.0.0.1", () => console.log(`example-node: listening on http://127.0.0.1:${port}`));

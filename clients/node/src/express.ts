@@ -64,10 +64,21 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
   const { limiter, policy } = options;
   const failure = options.failure ?? policy.options.failure;
   return async function rateLimitMiddleware(req: Request, res: Response, next: NextFunction) {
-    const aborted = new AbortController();
-    res.once("close", () => {
-      if (!res.writableFinished) aborted.abort(new Error("client disconnected"));
-    });
+    // Aborted when the client goes away before the response ends; made only
+    // when someone needs it (a permit, or a handler reading the signal).
+    let aborted: AbortController | null = null;
+    const abortSignal = () => {
+      if (!aborted) {
+        const controller = (aborted = new AbortController());
+        if (res.writableFinished) return controller.signal;
+        if (res.destroyed) controller.abort(new Error("client disconnected"));
+        else
+          res.once("close", () => {
+            if (!res.writableFinished) controller.abort(new Error("client disconnected"));
+          });
+      }
+      return aborted.signal;
+    };
     let opts: AcquireOptions;
     let key: string;
     try {
@@ -77,7 +88,7 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
         estimate: options.estimate?.(req),
         zone: options.zone?.(req),
         subkeys: options.subkeys?.(req),
-        signal: aborted.signal,
+        signal: policy.needsPermit ? abortSignal() : undefined,
       };
     } catch (e) {
       if (e instanceof ProblemError) return send(res, e.problem);
@@ -91,12 +102,12 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
         permit = await limiter.acquire(policy, key, opts);
         decision = permit.decision;
       } else {
-        decision = await limiter.decide(policy, key, { ...opts, signal: undefined } as AcquireOptions);
+        decision = await limiter.decide(policy, key, opts);
       }
     } catch (e) {
       if (e instanceof RateLimitUnavailableError) {
         if (failure === "closed") return send(res, unavailable(policy));
-        req.rateLimit = Object.freeze({ decision: null, permit: null, used: () => {}, signal: aborted.signal });
+        req.rateLimit = info(null, null, abortSignal);
         return next();
       }
       if (e instanceof RangeError) return send(res, problem(400, "bad-request", e.message));
@@ -115,9 +126,20 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
       res.once("finish", () => void held.close());
       res.once("close", () => void held.close());
     }
-    req.rateLimit = Object.freeze({ decision, permit, used: (n: number) => permit?.used(n), signal: aborted.signal });
+    req.rateLimit = info(decision, permit, abortSignal);
     next();
   };
+}
+
+function info(decision: PolicyDecision | null, permit: Permit | null, signal: () => AbortSignal): RateLimitInfo {
+  return Object.freeze({
+    decision,
+    permit,
+    used: (n: number) => permit?.used(n),
+    get signal() {
+      return signal();
+    },
+  });
 }
 
 /** Key resolvers for the common identities. */

@@ -186,3 +186,21 @@ def test_all_with_details_matches_raw_reply(server, raw, key):
     assert flat(p) == raw_all("RL.ALLPEEK", "b", "DETAILS")
     r = rl.all(clauses("a"), refund=True, details=True, now=t)
     assert flat(r) == raw_all("RL.ALL", "b", "REFUND", "DETAILS")
+
+
+def test_error_texts_are_the_servers_own(server, raw, key):
+    """redis-py drops "ERR " / "OOM " from error texts; RateLimitError gives them back."""
+    from redis_rl import Call, Decision
+    rl = RateLimiter(server.client())
+    # A call the typed methods would refuse, built by hand to reach the server.
+    bad = Call(key, ("RL.CHECK", key, "*", 1, 0), Decision.from_reply)
+    with pytest.raises(RateLimitError) as e:
+        rl.run(bad)
+    assert str(e.value).startswith("ERR invalid window '0' for rule 1: expected an integer from 1 to ")
+    raw.execute_command("CONFIG", "SET", "maxmemory", "1")
+    try:
+        with pytest.raises(RateLimitError) as e:
+            rl.check(key + ":oom", [(1, S)])
+        assert str(e.value) == "OOM command not allowed when used memory > 'maxmemory'."
+    finally:
+        raw.execute_command("CONFIG", "SET", "maxmemory", "0")

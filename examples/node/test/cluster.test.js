@@ -8,7 +8,7 @@ let cluster;
 let app;
 before(async () => {
   cluster = await new Cluster(3).start();
-  app = await new App({ REDIS_CLUSTER: cluster.seeds.map((s) => `${s.host}:${s.port}`).join(","), RL_PREFIX: "cl:" }).start();
+  app = await new App({ REDIS_CLUSTER: cluster.seeds.map((s) => `${s.host}:${s.port}`).join(","), RL_PREFIX: "cl:", RL_TIMEOUT_MS: "3000" }).start();
 });
 after(async () => {
   await app?.stop();

@@ -54,8 +54,9 @@ class RuleState:
     @classmethod
     def _fields(cls, reply: Sequence[Any]) -> dict[str, Any]:
         limited, rule, limit, remaining, retry, reset = reply[:6]
-        for v in (limited, rule, limit, remaining, retry, reset):
-            if type(v) is not int:
+        if not (type(limited) is type(rule) is type(limit) is type(remaining) is type(retry) is type(reset)
+                is int):
+            for v in reply[:6]:
                 _int(v)
         return dict(limited=limited == 1, rule=rule, limit=limit, remaining=remaining,
                     retry_after=None if retry < 0 else _ms(retry), reset_after=_ms(reset))
@@ -107,8 +108,9 @@ class AllDecision(Decision):
         if not isinstance(reply, (list, tuple)) or len(reply) not in range(7, 7 + 65):
             raise RateLimitError(f"unexpected RL.ALL reply {reply!r}")
         limited, clause, rule, limit, remaining, retry, reset = reply[:7]
-        for v in (limited, clause, rule, limit, remaining, retry, reset):
-            if type(v) is not int:
+        if not (type(limited) is type(clause) is type(rule) is type(limit) is type(remaining) is type(retry)
+                is type(reset) is int):
+            for v in reply[:7]:
                 _int(v)
         details = None
         if len(reply) > 7:

@@ -18,7 +18,7 @@ import enum
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Callable, Literal, Mapping, Sequence, cast
 
 from . import args as a
 from . import commands as c
@@ -276,7 +276,7 @@ class Policy:
                 z = g.limits[0].zone or zone_name
                 if z is None:
                     raise ValueError(f"limit {g.limits[0].name!r} has no zone: give zone=...")
-                clauses.append(Clause.quota(k, z, {lim.period: value(lim) for lim in g.limits}, units))
+                clauses.append(Clause.quota(k, z, {cast(Period, lim.period): value(lim) for lim in g.limits}, units))
             elif g.kind == "lease":
                 lim = g.limits[0]
                 clauses.append(Clause.lease(k, value(lim), lim.ttl_ms, _TOKEN, cost))
@@ -431,16 +431,15 @@ class Plan:
             if g.kind == "lease":
                 calls.append(c.release(key, [self.token] if self.token else []))
             elif g.limits[0].metered and delta != 0:
-                mode: c.Mode = "debit" if delta > 0 else "refund"
+                option = "DEBIT" if delta > 0 else "REFUND"
                 n = abs(delta)
                 spec = list(cl.spec)
                 if "COST" in spec[-2:-1]:
                     spec = spec[:-2]
                 name = {"CHECK": "RL.CHECK", "THROTTLE": "RL.THROTTLE", "QUOTA": "RL.QUOTA"}[cl.kind]
                 if cl.kind == "CHECK":
-                    n = min(n, a.MAX_COST)
-                calls.append(Call(key, (name, key, "*", *spec, "COST", n, mode.upper()), Decision.from_reply))
+                    n = min(n, a.MAX_COST)  # RL.CHECK's cap: one member per unit
+                calls.append(Call(key, (name, key, "*", *spec, "COST", n, option), Decision.from_reply))
         return calls
 
 
-ResolveKey = Callable[..., str]

@@ -3,7 +3,7 @@ package dev.redisratelimit.example;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import dev.redisratelimit.spring.annotation.Limit;
 import dev.redisratelimit.spring.annotation.LimitType;
-import dev.redisratelimit.spring.annotation.QuotaPeriod;
+import dev.redisratelimit.client.QuotaPeriod;
 import dev.redisratelimit.spring.annotation.RateLimited;
 import java.time.ZoneId;
 import org.springframework.web.bind.annotation.PostMapping;

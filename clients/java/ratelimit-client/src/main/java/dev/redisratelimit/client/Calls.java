@@ -247,15 +247,15 @@ public final class Calls {
 
     // ---- RL.ALL / RL.ALLPEEK ------------------------------------------------
 
-    public static Call<AllDecision> all(List<Clause> clauses, Options options) {
+    public static Call<AllDecision> all(List<? extends Clause> clauses, Options options) {
         return allCall("RL.ALL", clauses, options, false);
     }
 
-    public static Call<AllDecision> allPeek(List<Clause> clauses, Options options) {
+    public static Call<AllDecision> allPeek(List<? extends Clause> clauses, Options options) {
         return allCall("RL.ALLPEEK", clauses, options, true);
     }
 
-    private static Call<AllDecision> allCall(String command, List<Clause> clauses, Options options, boolean peek) {
+    private static Call<AllDecision> allCall(String command, List<? extends Clause> clauses, Options options, boolean peek) {
         if (clauses.isEmpty()) {
             throw new IllegalArgumentException("at least one clause is required");
         }
@@ -301,59 +301,59 @@ public final class Calls {
         long min = peek ? 0 : 1;
         String where = "clause " + index;
         if (clause instanceof Clause.Check c) {
-                args.add("CHECK");
-                args.add(Integer.toString(index));
-                long smallest = Long.MAX_VALUE;
-                for (SlidingWindow rule : c.rules()) {
-                    args.add(Long.toString(rule.count()));
-                    args.add(Long.toString(rule.windowMillis()));
-                    smallest = Math.min(smallest, rule.count());
-                }
-                boolean refund = options.mode() == Options.Mode.REFUND;
-                range(where + " cost", c.cost(), min, refund ? Limits.COST_CAP : Math.min(smallest, Limits.COST_CAP));
-                cost(args, c.cost());
+            args.add("CHECK");
+            args.add(Integer.toString(index));
+            long smallest = Long.MAX_VALUE;
+            for (SlidingWindow rule : c.rules()) {
+                args.add(Long.toString(rule.count()));
+                args.add(Long.toString(rule.windowMillis()));
+                smallest = Math.min(smallest, rule.count());
+            }
+            boolean refund = options.mode() == Options.Mode.REFUND;
+            range(where + " cost", c.cost(), min, refund ? Limits.COST_CAP : Math.min(smallest, Limits.COST_CAP));
+            cost(args, c.cost());
         } else if (clause instanceof Clause.Throttle t) {
-                args.add("THROTTLE");
-                args.add(Integer.toString(index));
-                long smallest = Long.MAX_VALUE;
-                Set<Long> windows = new HashSet<>();
-                for (TokenBucket rule : t.rules()) {
-                    if (!windows.add(rule.windowMillis())) {
-                        throw new IllegalArgumentException(where + " repeats window " + rule.windowMillis() + " ms");
-                    }
-                    args.add(Long.toString(rule.burst()));
-                    args.add(Long.toString(rule.count()));
-                    args.add(Long.toString(rule.windowMillis()));
-                    smallest = Math.min(smallest, rule.burst());
+            args.add("THROTTLE");
+            args.add(Integer.toString(index));
+            long smallest = Long.MAX_VALUE;
+            Set<Long> windows = new HashSet<>();
+            for (TokenBucket rule : t.rules()) {
+                if (!windows.add(rule.windowMillis())) {
+                    throw new IllegalArgumentException(where + " repeats window " + rule.windowMillis() + " ms");
                 }
-                boolean refund = options.mode() == Options.Mode.REFUND;
-                range(where + " cost", t.cost(), min, refund ? Limits.MAX : smallest);
-                cost(args, t.cost());
+                args.add(Long.toString(rule.burst()));
+                args.add(Long.toString(rule.count()));
+                args.add(Long.toString(rule.windowMillis()));
+                smallest = Math.min(smallest, rule.burst());
+            }
+            boolean refund = options.mode() == Options.Mode.REFUND;
+            range(where + " cost", t.cost(), min, refund ? Limits.MAX : smallest);
+            cost(args, t.cost());
         } else if (clause instanceof Clause.Quota q) {
-                args.add("QUOTA");
-                args.add(Integer.toString(index));
-                args.add(Zones.toArgument(q.zone()));
-                periods(q.limits());
-                for (QuotaLimit limit : q.limits()) {
-                    args.add(limit.period().name());
-                    args.add(Long.toString(limit.limit()));
-                }
-                range(where + " cost", q.cost(), min, Limits.MAX);
-                cost(args, q.cost());
+            args.add("QUOTA");
+            args.add(Integer.toString(index));
+            args.add(Zones.toArgument(q.zone()));
+            periods(q.limits());
+            for (QuotaLimit limit : q.limits()) {
+                args.add(limit.period().name());
+                args.add(Long.toString(limit.limit()));
+            }
+            range(where + " cost", q.cost(), min, Limits.MAX);
+            cost(args, q.cost());
         } else if (clause instanceof Clause.Lease l) {
-                args.add("LEASE");
-                args.add(Integer.toString(index));
-                Limits.positive(where + " limit", l.limit());
-                args.add(Long.toString(l.limit()));
-                args.add(Long.toString(ttlWithin(l.ttl(), options)));
-                if (l.token() != null) {
-                    args.add("TOKEN");
-                    args.add(l.token());
-                } else if (!peek) {
-                    throw new IllegalArgumentException(where + ": a LEASE clause of RL.ALL requires a TOKEN");
-                }
-                range(where + " cost", l.cost(), min, Math.min(l.limit(), Limits.COST_CAP));
-                cost(args, l.cost());
+            args.add("LEASE");
+            args.add(Integer.toString(index));
+            Limits.positive(where + " limit", l.limit());
+            args.add(Long.toString(l.limit()));
+            args.add(Long.toString(ttlWithin(l.ttl(), options)));
+            if (l.token() != null) {
+                args.add("TOKEN");
+                args.add(l.token());
+            } else if (!peek) {
+                throw new IllegalArgumentException(where + ": a LEASE clause of RL.ALL requires a TOKEN");
+            }
+            range(where + " cost", l.cost(), min, Math.min(l.limit(), Limits.COST_CAP));
+            cost(args, l.cost());
         }
     }
 

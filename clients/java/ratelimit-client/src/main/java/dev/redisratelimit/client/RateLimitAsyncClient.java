@@ -108,6 +108,11 @@ public final class RateLimitAsyncClient {
         return execute(Calls.quota(key, zone, limits, options));
     }
 
+    /** {@code zone} as a string: an IANA name or {@code +HH:MM}; an unknown one is refused before any call. */
+    public CompletionStage<Decision> quota(String key, String zone, QuotaLimit... limits) {
+        return quota(key, Zones.parse(zone), List.of(limits), Options.none());
+    }
+
     public CompletionStage<Decision> quotaPeek(String key, ZoneId zone, QuotaLimit... limits) {
         return quotaPeek(key, zone, List.of(limits), Options.none());
     }
@@ -161,7 +166,7 @@ public final class RateLimitAsyncClient {
         return all(List.of(clauses), Options.none());
     }
 
-    public CompletionStage<AllDecision> all(List<Clause> clauses, Options options) {
+    public CompletionStage<AllDecision> all(List<? extends Clause> clauses, Options options) {
         return execute(Calls.all(clauses, options));
     }
 
@@ -169,7 +174,7 @@ public final class RateLimitAsyncClient {
         return allPeek(List.of(clauses), Options.none());
     }
 
-    public CompletionStage<AllDecision> allPeek(List<Clause> clauses, Options options) {
+    public CompletionStage<AllDecision> allPeek(List<? extends Clause> clauses, Options options) {
         return execute(Calls.allPeek(clauses, options));
     }
 }

@@ -91,6 +91,11 @@ public final class RateLimitClient implements AutoCloseable {
         return join(async.quota(key, zone, limits, options));
     }
 
+    /** {@code zone} as a string: an IANA name or {@code +HH:MM}; an unknown one is refused before any call. */
+    public Decision quota(String key, String zone, QuotaLimit... limits) {
+        return join(async.quota(key, zone, limits));
+    }
+
     public Decision quotaPeek(String key, ZoneId zone, QuotaLimit... limits) {
         return join(async.quotaPeek(key, zone, limits));
     }
@@ -144,7 +149,7 @@ public final class RateLimitClient implements AutoCloseable {
         return join(async.all(clauses));
     }
 
-    public AllDecision all(List<Clause> clauses, Options options) {
+    public AllDecision all(List<? extends Clause> clauses, Options options) {
         return join(async.all(clauses, options));
     }
 
@@ -152,7 +157,7 @@ public final class RateLimitClient implements AutoCloseable {
         return join(async.allPeek(clauses));
     }
 
-    public AllDecision allPeek(List<Clause> clauses, Options options) {
+    public AllDecision allPeek(List<? extends Clause> clauses, Options options) {
         return join(async.allPeek(clauses, options));
     }
 

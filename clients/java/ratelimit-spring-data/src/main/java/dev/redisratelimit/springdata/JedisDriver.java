@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import redis.clients.jedis.AbstractPipeline;
+import redis.clients.jedis.ClusterCommandArguments;
 import redis.clients.jedis.CommandArguments;
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.JedisCluster;
@@ -38,7 +39,7 @@ final class JedisDriver {
         try (pipeline) {
             List<Response<Object>> responses = new ArrayList<>(calls.size());
             for (RedisCall call : calls) {
-                responses.add(pipeline.sendCommand(arguments(call)));
+                responses.add(pipeline.sendCommand(arguments(call, nativeConnection instanceof JedisCluster)));
             }
             pipeline.sync();
             for (Response<Object> response : responses) {
@@ -71,8 +72,9 @@ final class JedisDriver {
         }
     }
 
-    private static CommandArguments arguments(RedisCall call) {
-        CommandArguments args = new CommandArguments(command(call));
+    private static CommandArguments arguments(RedisCall call, boolean cluster) {
+        // A cluster pipeline groups commands per node by the slot of their keys.
+        CommandArguments args = cluster ? new ClusterCommandArguments(command(call)) : new CommandArguments(command(call));
         List<String> raw = call.args();
         for (int i = 0; i < raw.size(); i++) {
             if (i == call.keyIndex()) {

@@ -4,7 +4,7 @@ import dev.redisratelimit.spring.annotation.KeyBy;
 import dev.redisratelimit.spring.annotation.Limit;
 import dev.redisratelimit.spring.annotation.LimitType;
 import dev.redisratelimit.spring.annotation.OnRedisDown;
-import dev.redisratelimit.spring.annotation.QuotaPeriod;
+import dev.redisratelimit.client.QuotaPeriod;
 import dev.redisratelimit.spring.annotation.RateLimited;
 import java.util.Map;
 import org.springframework.boot.autoconfigure.SpringBootApplication;

@@ -1,5 +1,7 @@
 package dev.redisratelimit.spring.annotation;
 
+import dev.redisratelimit.client.QuotaPeriod;
+
 import java.lang.annotation.Documented;
 import java.lang.annotation.Retention;
 import java.lang.annotation.RetentionPolicy;

@@ -1,13 +1,14 @@
 package dev.redisratelimit.spring.autoconfigure;
 
+import dev.redisratelimit.client.RateLimitAsyncClient;
+import dev.redisratelimit.client.RateLimitTransport;
 import dev.redisratelimit.spring.aop.AnnotationPolicies;
+import dev.redisratelimit.springdata.SpringDataTransport;
 import dev.redisratelimit.spring.aop.RateLimitAdvisingPostProcessor;
 import dev.redisratelimit.spring.aop.RateLimitMethodInterceptor;
-import dev.redisratelimit.spring.core.LettuceTransport;
 import dev.redisratelimit.spring.core.LocalLimiter;
 import dev.redisratelimit.spring.core.RateLimiter;
 import dev.redisratelimit.spring.core.RedisAvailability;
-import dev.redisratelimit.spring.core.RedisTransport;
 import dev.redisratelimit.spring.core.RuntimeLimits;
 import dev.redisratelimit.spring.web.CallerResolver;
 import dev.redisratelimit.spring.web.DefaultCallerResolver;
@@ -15,7 +16,6 @@ import dev.redisratelimit.spring.web.DefaultRateLimitHttpAnswers;
 import dev.redisratelimit.spring.web.RateLimitExceptionHandler;
 import dev.redisratelimit.spring.web.RateLimitHttpAnswers;
 import dev.redisratelimit.spring.web.RequestBodyCachingFilter;
-import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.lettuce.core.resource.Delay;
 import java.time.Duration;
 import org.springframework.boot.data.redis.autoconfigure.ClientResourcesBuilderCustomizer;
@@ -36,13 +36,13 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Role;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
-import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.web.servlet.DispatcherServlet;
 
 /**
- * The starter's beans, each replaceable by one of your own: the transport
- * (over Spring Data Redis's Lettuce connection, so {@code spring.data.redis.*}
- * configures standalone or Cluster), the limiter, the runtime limits, the
+ * The starter's beans, each replaceable by one of your own: the Java
+ * client's transport over Spring Data Redis's connection factory (so
+ * {@code spring.data.redis.*} configures standalone or Cluster) and its async
+ * client, the limiter, the runtime limits, the
  * {@code @RateLimited} proxying, and in a servlet app the caller resolver and
  * the HTTP answers.
  */
@@ -55,28 +55,25 @@ public class RateLimitAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     @ConditionalOnBean(RedisConnectionFactory.class)
-    public RedisTransport rateLimitRedisTransport(RedisConnectionFactory factory) {
-        if (!(factory instanceof LettuceConnectionFactory lettuce)) {
-            throw new IllegalStateException("redis-ratelimit's starter sends its commands over Lettuce "
-                    + "(spring.data.redis.client-type=lettuce, the default); found " + factory.getClass().getName());
-        }
-        return new LettuceTransport(() -> {
-            @SuppressWarnings("unchecked")
-            RedisClusterAsyncCommands<byte[], byte[]> c = (RedisClusterAsyncCommands<byte[], byte[]>) lettuce.getConnection()
-                    .getNativeConnection();
-            return c;
-        });
+    public RateLimitTransport rateLimitTransport(RedisConnectionFactory factory) {
+        return SpringDataTransport.of(factory);
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    public RateLimitAsyncClient rateLimitAsyncClient(RateLimitTransport transport) {
+        return new RateLimitAsyncClient(transport);
     }
 
     @Bean(destroyMethod = "close")
     @ConditionalOnMissingBean
-    public RedisAvailability rateLimitRedisAvailability(RedisTransport transport, RateLimitProperties p) {
+    public RedisAvailability rateLimitRedisAvailability(RateLimitTransport transport, RateLimitProperties p) {
         return new RedisAvailability(transport, p.getProbeInterval(), p.getDecisionBudget());
     }
 
     @Bean
     @ConditionalOnMissingBean
-    public RuntimeLimits rateLimitRuntimeLimits(RedisTransport transport, RateLimitProperties p) {
+    public RuntimeLimits rateLimitRuntimeLimits(RateLimitTransport transport, RateLimitProperties p) {
         return new RuntimeLimits(transport, p.getPrefix(), p.getDecisionBudget().toMillis());
     }
 
@@ -93,9 +90,9 @@ public class RateLimitAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean
-    public RateLimiter rateLimiter(RedisTransport transport, RuntimeLimits limits, RedisAvailability availability, LocalLimiter local,
+    public RateLimiter rateLimiter(RateLimitAsyncClient client, RuntimeLimits limits, RedisAvailability availability, LocalLimiter local,
             RateLimitProperties p) {
-        return new RateLimiter(transport, limits, availability, local, p.getPrefix(), p.getDecisionBudget(), p.getOnRedisDown());
+        return new RateLimiter(client, limits, availability, local, p.getPrefix(), p.getDecisionBudget(), p.getOnRedisDown());
     }
 
     @Bean
@@ -108,8 +105,8 @@ public class RateLimitAutoConfiguration {
 
     @Bean
     @ConditionalOnProperty(prefix = "ratelimit", name = "verify-module", matchIfMissing = true)
-    ModuleCheck rateLimitModuleCheck(RedisTransport transport, RedisAvailability availability) {
-        return new ModuleCheck(transport, availability);
+    ModuleCheck rateLimitModuleCheck(RateLimitAsyncClient client, RedisAvailability availability) {
+        return new ModuleCheck(client, availability);
     }
 
     @Bean

@@ -2,7 +2,7 @@ package dev.redisratelimit.spring.autoconfigure;
 
 import dev.redisratelimit.spring.annotation.LimitType;
 import dev.redisratelimit.spring.annotation.OnRedisDown;
-import dev.redisratelimit.spring.annotation.QuotaPeriod;
+import dev.redisratelimit.client.QuotaPeriod;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;

@@ -1,7 +1,7 @@
 package dev.redisratelimit.spring.core;
 
 import dev.redisratelimit.spring.annotation.LimitType;
-import dev.redisratelimit.spring.annotation.QuotaPeriod;
+import dev.redisratelimit.client.QuotaPeriod;
 import java.time.Duration;
 import java.time.ZoneId;
 
@@ -79,9 +79,21 @@ public record LimitSpec(
     /** The RateLimit-Policy {@code w} in seconds, or -1 for none (an in-flight limit). */
     public long windowSeconds() {
         return switch (type) {
-            case QUOTA -> period.seconds();
+            case QUOTA -> nominalSeconds(period);
             case CONCURRENCY -> -1;
             default -> ceilSeconds(window.toMillis());
+        };
+    }
+
+    /** A calendar period's nominal length (a natural day 86400 s, an hour 3600 s): the RateLimit-Policy {@code w}. */
+    static long nominalSeconds(QuotaPeriod p) {
+        return switch (p) {
+            case MINUTE -> 60;
+            case HOUR -> 3600;
+            case DAY -> 86400;
+            case WEEK -> 604800;
+            case MONTH -> 2592000;
+            case YEAR -> 31536000;
         };
     }
 

@@ -30,7 +30,7 @@ public final class LocalLimiter {
         for (LimitSpec l : policy.spec().limits()) {
             String k = policy.name() + "|" + (l.global() ? "" : key) + "|" + l.name();
             long limit = runtime.count(policy.name(), l);
-            long span = l.type() == LimitType.QUOTA ? l.period().seconds() * 1000
+            long span = l.type() == LimitType.QUOTA ? LimitSpec.nominalSeconds(l.period()) * 1000
                     : l.type() == LimitType.CONCURRENCY ? Long.MAX_VALUE : l.window().toMillis();
             long[] w = windows.computeIfAbsent(k, x -> new long[] {now, 0});
             if (l.type() != LimitType.CONCURRENCY && now - w[0] >= span) {

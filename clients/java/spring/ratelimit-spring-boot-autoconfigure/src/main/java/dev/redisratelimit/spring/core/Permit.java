@@ -15,8 +15,8 @@ public final class Permit {
     record Lease(String key, String token) {
     }
 
-    /** An estimate charged up front; {@code command} is the clause's own command with its rules. */
-    record Estimate(int clause, String command, List<Object> rules, long charged, boolean check) {
+    /** An estimate charged up front: the clause (its key and rules) to settle with its own command. */
+    record Estimate(int clause, dev.redisratelimit.client.Clause command, long charged) {
     }
 
     private final RateLimiter limiter;

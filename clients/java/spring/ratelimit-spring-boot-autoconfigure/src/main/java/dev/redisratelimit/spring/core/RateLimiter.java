@@ -1,13 +1,25 @@
 package dev.redisratelimit.spring.core;
 
+import dev.redisratelimit.client.AllDecision;
+import dev.redisratelimit.client.Clause;
+import dev.redisratelimit.client.LockoutDecision;
+import dev.redisratelimit.client.Options;
+import dev.redisratelimit.client.QuotaLimit;
+import dev.redisratelimit.client.RateLimitAsyncClient;
+import dev.redisratelimit.client.RateLimitException;
+import dev.redisratelimit.client.RuleState;
+import dev.redisratelimit.client.SlidingWindow;
+import dev.redisratelimit.client.TokenBucket;
 import dev.redisratelimit.spring.annotation.LimitType;
 import dev.redisratelimit.spring.annotation.OnRedisDown;
 import java.time.Duration;
+import java.time.ZoneId;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -15,7 +27,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Decides a call against its policy with one Redis round trip: one RL.ALL
+ * Decides a call against its policy with one Redis round trip, through the
+ * Java client's typed calls: one RL.ALL
  * (with DETAILS, so every named limit's state comes back in the same reply)
  * or, for a lockout, one RL.LOCKCOUNT. A refusal writes nothing anywhere.
  * Waits at most the decision budget; past it, or while the circuit is open,
@@ -29,7 +42,7 @@ public final class RateLimiter {
 
     private static final Logger log = LoggerFactory.getLogger(RateLimiter.class);
 
-    private final RedisTransport transport;
+    private final RateLimitAsyncClient client;
     private final RuntimeLimits runtime;
     private final RedisAvailability availability;
     private final LocalLimiter local;
@@ -39,9 +52,9 @@ public final class RateLimiter {
     // Cleared if the loaded module predates RL.ALL's DETAILS option: headers then show the binding limit only.
     private volatile boolean details = true;
 
-    public RateLimiter(RedisTransport transport, RuntimeLimits runtime, RedisAvailability availability, LocalLimiter local,
+    public RateLimiter(RateLimitAsyncClient client, RuntimeLimits runtime, RedisAvailability availability, LocalLimiter local,
             String prefix, Duration budget, OnRedisDown defaultDown) {
-        this.transport = transport;
+        this.client = client;
         this.runtime = runtime;
         this.availability = availability;
         this.local = local;
@@ -73,111 +86,108 @@ public final class RateLimiter {
     }
 
     private Permit all(CompiledPolicy policy, CallInput in, boolean firstTry) {
-        List<Clause> clauses = policy.clauses();
-        List<Object> args = new ArrayList<>();
-        args.add(clauses.size());
-        List<String> keys = new ArrayList<>(clauses.size());
-        for (Clause c : clauses) {
-            String k = key(policy, c, in);
-            keys.add(k);
-            args.add(new RedisTransport.Key(k));
-        }
-        args.add("*");
+        List<dev.redisratelimit.spring.core.Clause> specs = policy.clauses();
+        List<Clause> clauses = new ArrayList<>(specs.size());
         List<Permit.Lease> leases = new ArrayList<>();
         List<Permit.Estimate> estimates = new ArrayList<>();
-        for (int ci = 0; ci < clauses.size(); ci++) {
-            Clause c = clauses.get(ci);
+        for (int ci = 0; ci < specs.size(); ci++) {
+            dev.redisratelimit.spring.core.Clause c = specs.get(ci);
             long cost = in.costs() != null && ci < in.costs().length ? in.costs()[ci] : 1;
-            List<Object> rules = rules(policy, c, in);
-            switch (c.type()) {
-                case SLIDING_WINDOW -> args.add("CHECK");
-                case TOKEN_BUCKET -> args.add("THROTTLE");
-                case QUOTA -> args.add("QUOTA");
-                case CONCURRENCY -> args.add("LEASE");
-                default -> throw new IllegalStateException(c.type().name());
-            }
-            args.add(ci + 1);
-            args.addAll(rules);
+            String key = key(policy, c, in);
+            Clause clause;
             if (c.type() == LimitType.CONCURRENCY) {
+                LimitSpec l = policy.limitOf(c.items().get(0));
                 String token = UUID.randomUUID().toString();
-                args.add("TOKEN");
-                args.add(token);
-                leases.add(new Permit.Lease(keys.get(ci), token));
-            } else if (cost != 1) {
-                args.add("COST");
-                args.add(cost);
+                clause = new Clause.Lease(key, runtime.count(policy.name(), l), l.ttl(), token, 1);
+                leases.add(new Permit.Lease(key, token));
+            } else {
+                clause = clause(policy, c, in, key).withCost(cost);
+                if (c.settle() != null) {
+                    estimates.add(new Permit.Estimate(ci, clause, cost));
+                }
             }
-            if (c.settle() != null) {
-                String cmd = switch (c.type()) {
-                    case SLIDING_WINDOW -> "RL.CHECK";
-                    case TOKEN_BUCKET -> "RL.THROTTLE";
-                    default -> "RL.QUOTA";
-                };
-                estimates.add(new Permit.Estimate(ci, cmd, withKey(keys.get(ci), rules), cost, c.type() == LimitType.SLIDING_WINDOW));
-            }
+            clauses.add(clause);
         }
         boolean withDetails = details;
-        if (withDetails) {
-            args.add("DETAILS");
-        }
         Object reply;
-        CompletableFuture<Object> f = transport.call("RL.ALL", args);
         try {
-            reply = f.get(budgetMs, TimeUnit.MILLISECONDS);
-        } catch (TimeoutException e) {
-            f.cancel(true);
-            availability.markDown(e);
-            return whenDown(policy, in, e);
-        } catch (InterruptedException e) {
-            f.cancel(true);
-            Thread.currentThread().interrupt();
-            throw new RateLimitUnavailableException(policy.name(), e);
-        } catch (ExecutionException e) {
-            Throwable cause = e.getCause();
-            if (transport.isUnavailable(cause)) {
-                availability.markDown(cause);
-                return whenDown(policy, in, cause);
-            }
-            String msg = String.valueOf(cause.getMessage());
-            if (withDetails && firstTry && msg.contains("DETAILS")) {
+            reply = await(client.all(clauses, withDetails ? Options.none().withDetails() : Options.none()));
+        } catch (IllegalArgumentException e) {
+            throw new RateLimitConfigurationException("rate limit '" + policy.name() + "': " + e.getMessage(), e);
+        } catch (Unavailable e) {
+            return whenDown(policy, in, e.getCause());
+        } catch (RateLimitException e) {
+            if (withDetails && firstTry && String.valueOf(e.getMessage()).contains("DETAILS")) {
                 log.warn("the loaded ratelimit module has no RL.ALL DETAILS: RateLimit headers will show the binding limit only");
                 details = false;
                 return all(policy, in, false);
             }
-            throw new RateLimitConfigurationException("Redis refused rate limit '" + policy.name() + "': " + msg, cause);
+            throw new RateLimitConfigurationException("Redis refused rate limit '" + policy.name() + "': " + e.getMessage(), e);
         }
-        Decision d = parseAll(policy, Replies.list(reply));
+        Decision d = decision(policy, (AllDecision) reply);
         if (!d.admitted()) {
             throw new RateLimitRefusedException(d);
         }
         return new Permit(this, d, leases, estimates, List.of());
     }
 
-    private Decision parseAll(CompiledPolicy policy, List<?> r) {
-        boolean limited = Replies.integer(r.get(0)) == 1;
-        int clause = (int) Replies.integer(r.get(1)) - 1;
-        int rule = (int) Replies.integer(r.get(2)) - 1;
-        List<Clause> clauses = policy.clauses();
-        int bindingItem = clauses.get(clause).items().get(rule);
+    // A CHECK, THROTTLE or QUOTA clause with the counts in force now (cost 1; the caller sets it).
+    private Clause clause(CompiledPolicy policy, dev.redisratelimit.spring.core.Clause c, CallInput in, String key) {
+        if (c.duplicate()) {
+            return new Clause.Check(key, List.of(new SlidingWindow(1, policy.spec().duplicateWindow())), 1);
+        }
+        switch (c.type()) {
+            case SLIDING_WINDOW: {
+                List<SlidingWindow> rules = new ArrayList<>();
+                for (int item : c.items()) {
+                    LimitSpec l = policy.limitOf(item);
+                    rules.add(new SlidingWindow(runtime.count(policy.name(), l), l.window()));
+                }
+                return new Clause.Check(key, rules, 1);
+            }
+            case TOKEN_BUCKET: {
+                List<TokenBucket> rules = new ArrayList<>();
+                for (int item : c.items()) {
+                    LimitSpec l = policy.limitOf(item);
+                    rules.add(new TokenBucket(l.burst(), runtime.count(policy.name(), l), l.window()));
+                }
+                return new Clause.Throttle(key, rules, 1);
+            }
+            case QUOTA: {
+                List<QuotaLimit> limits = new ArrayList<>();
+                for (int item : c.items()) {
+                    LimitSpec l = policy.limitOf(item);
+                    limits.add(new QuotaLimit(l.period(), runtime.count(policy.name(), l)));
+                }
+                return new Clause.Quota(key, ZoneId.of(in.zone() != null ? in.zone() : c.zone()), limits, 1);
+            }
+            default:
+                throw new IllegalStateException(c.type().name());
+        }
+    }
+
+    private Decision decision(CompiledPolicy policy, AllDecision r) {
+        boolean limited = r.limited();
+        List<dev.redisratelimit.spring.core.Clause> clauses = policy.clauses();
+        int bindingItem = clauses.get(r.clause() - 1).items().get(r.rule() - 1);
         int n = policy.itemNames().size();
         ItemState[] states = new ItemState[n];
         boolean duplicateRefused = false;
-        if (r.size() >= 7 + clauses.size()) {
-            for (int ci = 0; ci < clauses.size(); ci++) {
-                List<?> perRule = Replies.list(r.get(7 + ci));
-                Clause c = clauses.get(ci);
+        if (r.hasDetails()) {
+            List<List<RuleState>> details = r.details();
+            for (int ci = 0; ci < clauses.size() && ci < details.size(); ci++) {
+                dev.redisratelimit.spring.core.Clause c = clauses.get(ci);
+                List<RuleState> perRule = details.get(ci);
                 for (int j = 0; j < perRule.size() && j < c.items().size(); j++) {
-                    List<?> s = Replies.list(perRule.get(j));
+                    RuleState s = perRule.get(j);
                     int item = c.items().get(j);
-                    states[item] = state(policy, item, Replies.integer(s.get(0)) == 1, Replies.integer(s.get(3)),
-                            Replies.integer(s.get(4)), Replies.integer(s.get(5)));
-                    duplicateRefused |= c.duplicate() && states[item].limited();
+                    states[item] = state(policy, item, s.limited(), s.remaining(), s.retryAfterMillis(), s.resetAfterMillis());
+                    duplicateRefused |= c.duplicate() && s.limited();
                 }
             }
         } else {
-            states[bindingItem] = state(policy, bindingItem, limited, Replies.integer(r.get(4)), Replies.integer(r.get(5)),
-                    Replies.integer(r.get(6)));
-            duplicateRefused = limited && clauses.get(clause).duplicate();
+            states[bindingItem] = state(policy, bindingItem, limited, r.remaining(), r.retryAfterMillis(), r.resetAfterMillis());
+            duplicateRefused = limited && clauses.get(r.clause() - 1).duplicate();
         }
         List<ItemState> items = new ArrayList<>(n);
         int binding = -1;
@@ -192,8 +202,42 @@ public final class RateLimiter {
         LimitSpec bl = policy.limitOf(bindingItem);
         Decision.Kind kind = !limited ? Decision.Kind.ADMITTED
                 : duplicateRefused ? Decision.Kind.DUPLICATE : Decision.Kind.RATE_LIMITED;
-        return new Decision(policy.name(), !limited, List.copyOf(items), binding, limited ? Replies.integer(r.get(5)) : -1,
+        return new Decision(policy.name(), !limited, List.copyOf(items), binding, limited ? r.retryAfterMillis() : -1,
                 bl == null ? LimitType.SLIDING_WINDOW : bl.type(), kind, policy.spec().legacyHeaders());
+    }
+
+    /** Redis did not answer within the budget, or the connection failed: the circuit is open now. */
+    private static final class Unavailable extends RuntimeException {
+        Unavailable(Throwable cause) {
+            super(null, cause, false, false);
+        }
+    }
+
+    // Waits at most the budget; a timeout or a connection failure opens the circuit (Unavailable),
+    // an error reply is the server's RateLimitException.
+    private Object await(CompletionStage<?> stage) {
+        java.util.concurrent.CompletableFuture<?> f = stage.toCompletableFuture();
+        try {
+            return f.get(budgetMs, TimeUnit.MILLISECONDS);
+        } catch (TimeoutException e) {
+            f.cancel(true);
+            availability.markDown(e);
+            throw new Unavailable(e);
+        } catch (InterruptedException e) {
+            f.cancel(true);
+            Thread.currentThread().interrupt();
+            throw new Unavailable(e);
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause();
+            while (cause instanceof CompletionException && cause.getCause() != null) {
+                cause = cause.getCause();
+            }
+            if (cause instanceof RateLimitException rle) {
+                throw rle;
+            }
+            availability.markDown(cause);
+            throw new Unavailable(cause);
+        }
     }
 
     private ItemState state(CompiledPolicy policy, int item, boolean limited, long remaining, long retry, long reset) {
@@ -208,32 +252,19 @@ public final class RateLimiter {
         LimitSpec l = policy.spec().limits().get(0);
         String base = prefix + policy.name() + ":{" + in.key() + "}:" + l.name();
         long max = runtime.count(policy.name(), l);
-        CompletableFuture<Object> f = transport.call("RL.LOCKCOUNT", List.of(new RedisTransport.Key(base + ":lock"),
-                new RedisTransport.Key(base + ":count"), l.window().toMillis(), max, l.lockTime().toMillis()));
-        Object reply;
+        LockoutDecision r;
         try {
-            reply = f.get(budgetMs, TimeUnit.MILLISECONDS);
-        } catch (TimeoutException e) {
-            f.cancel(true);
-            availability.markDown(e);
-            return whenDown(policy, in, e);
-        } catch (InterruptedException e) {
-            f.cancel(true);
-            Thread.currentThread().interrupt();
-            throw new RateLimitUnavailableException(policy.name(), e);
-        } catch (ExecutionException e) {
-            if (transport.isUnavailable(e.getCause())) {
-                availability.markDown(e.getCause());
-                return whenDown(policy, in, e.getCause());
-            }
-            throw new RateLimitConfigurationException("Redis refused rate limit '" + policy.name() + "': " + e.getCause().getMessage(),
-                    e.getCause());
+            r = (LockoutDecision) await(client.lockcount(base + ":lock", base + ":count", l.window(), max, l.lockTime()));
+        } catch (IllegalArgumentException e) {
+            throw new RateLimitConfigurationException("rate limit '" + policy.name() + "': " + e.getMessage(), e);
+        } catch (Unavailable e) {
+            return whenDown(policy, in, e.getCause());
+        } catch (RateLimitException e) {
+            throw new RateLimitConfigurationException("Redis refused rate limit '" + policy.name() + "': " + e.getMessage(), e);
         }
-        List<?> r = Replies.list(reply);
-        boolean limited = Replies.integer(r.get(0)) == 1;
-        long count = Replies.integer(r.get(1));
-        long ttl = Replies.integer(r.get(2));
-        ItemState s = new ItemState(l.name(), max, l.windowSeconds(), limited ? 0 : Math.max(0, max - count),
+        boolean limited = r.limited();
+        long ttl = r.ttlMillis();
+        ItemState s = new ItemState(l.name(), max, l.windowSeconds(), limited ? 0 : Math.max(0, max - r.count()),
                 LimitSpec.ceilSeconds(ttl), limited, limited ? ttl : -1);
         Decision d = new Decision(policy.name(), !limited, List.of(s), 0, limited ? ttl : -1, LimitType.LOCKOUT,
                 limited ? Decision.Kind.LOCKED : Decision.Kind.ADMITTED, policy.spec().legacyHeaders());
@@ -262,35 +293,34 @@ public final class RateLimiter {
         }
     }
 
-    /** Releases leases and settles estimates in one pipelined burst, waiting at most the budget. */
+    /** Releases leases and settles estimates (sent back to back: pipelined), waiting at most the budget. */
     void finish(Permit permit, Map<Integer, Long> used) {
         if (!permit.localLeases().isEmpty()) {
             local.release(permit.localLeases());
         }
-        List<CompletableFuture<Object>> sent = new ArrayList<>();
-        for (Permit.Lease l : permit.leases()) {
-            sent.add(transport.call("RL.RELEASE", List.of(new RedisTransport.Key(l.key()), "*", l.token())));
-        }
-        for (Permit.Estimate e : permit.estimates()) {
-            long u = Math.max(0, used.getOrDefault(e.clause(), 0L));
-            long diff = u - e.charged();
-            if (diff == 0) {
-                continue;
+        List<CompletionStage<?>> sent = new ArrayList<>();
+        try {
+            for (Permit.Lease l : permit.leases()) {
+                sent.add(client.release(l.key(), l.token()));
             }
-            long n = Math.abs(diff);
-            if (e.check()) {
-                n = Math.min(n, 10_000); // RL.CHECK's cap on units per call
+            for (Permit.Estimate e : permit.estimates()) {
+                long u = Math.max(0, used.getOrDefault(e.clause(), 0L));
+                long diff = u - e.charged();
+                if (diff == 0) {
+                    continue;
+                }
+                long n = Math.abs(diff);
+                Options o = Options.none().withCost(e.command() instanceof Clause.Check ? Math.min(n, 10_000) : n);
+                o = diff < 0 ? o.withRefund() : o.withDebit();
+                sent.add(settle(e.command(), o));
             }
-            List<Object> args = new ArrayList<>(e.rules());
-            args.add("COST");
-            args.add(n);
-            args.add(diff < 0 ? "REFUND" : "DEBIT");
-            sent.add(transport.call(e.command(), args));
+        } catch (IllegalArgumentException e) {
+            log.warn("rate limit settlement not sent: {}", e.getMessage());
         }
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(budgetMs);
-        for (CompletableFuture<Object> f : sent) {
+        for (CompletionStage<?> s : sent) {
             try {
-                f.get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                s.toCompletableFuture().get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 return;
@@ -301,7 +331,19 @@ public final class RateLimiter {
         }
     }
 
-    private String key(CompiledPolicy policy, Clause c, CallInput in) {
+    // The clause's own command with REFUND or DEBIT (RL.CHECK, RL.THROTTLE or RL.QUOTA on its key).
+    private CompletionStage<?> settle(Clause clause, Options o) {
+        if (clause instanceof Clause.Check c) {
+            return client.check(c.key(), c.rules(), o);
+        }
+        if (clause instanceof Clause.Throttle t) {
+            return client.throttle(t.key(), t.rules(), o);
+        }
+        Clause.Quota q = (Clause.Quota) clause;
+        return client.quota(q.key(), q.zone(), q.limits(), o);
+    }
+
+    private String key(CompiledPolicy policy, dev.redisratelimit.spring.core.Clause c, CallInput in) {
         String tag = policy.spec().hashTag();
         StringBuilder sb = new StringBuilder(prefix).append(policy.name()).append(":{");
         if (tag != null) {
@@ -317,51 +359,5 @@ public final class RateLimiter {
             sb.append(':').append(in.bodyDigest());
         }
         return sb.toString();
-    }
-
-    // The clause's rules as its command takes them after `now` (counts as in force now).
-    private List<Object> rules(CompiledPolicy policy, Clause c, CallInput in) {
-        List<Object> out = new ArrayList<>();
-        if (c.duplicate()) {
-            out.add(1);
-            out.add(policy.spec().duplicateWindow().toMillis());
-            return out;
-        }
-        if (c.type() == LimitType.QUOTA) {
-            out.add(in.zone() != null ? in.zone() : c.zone());
-        }
-        for (int item : c.items()) {
-            LimitSpec l = policy.limitOf(item);
-            long count = runtime.count(policy.name(), l);
-            switch (l.type()) {
-                case SLIDING_WINDOW -> {
-                    out.add(count);
-                    out.add(l.window().toMillis());
-                }
-                case TOKEN_BUCKET -> {
-                    out.add(l.burst());
-                    out.add(count);
-                    out.add(l.window().toMillis());
-                }
-                case QUOTA -> {
-                    out.add(l.period().name());
-                    out.add(count);
-                }
-                case CONCURRENCY -> {
-                    out.add(count);
-                    out.add(l.ttl().toMillis());
-                }
-                default -> throw new IllegalStateException(l.type().name());
-            }
-        }
-        return out;
-    }
-
-    private static List<Object> withKey(String key, List<Object> rules) {
-        List<Object> out = new ArrayList<>(rules.size() + 2);
-        out.add(new RedisTransport.Key(key));
-        out.add("*");
-        out.addAll(rules);
-        return out;
     }
 }

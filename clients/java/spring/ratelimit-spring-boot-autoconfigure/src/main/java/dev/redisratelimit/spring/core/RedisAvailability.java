@@ -1,5 +1,7 @@
 package dev.redisratelimit.spring.core;
 
+import dev.redisratelimit.client.RateLimitTransport;
+import dev.redisratelimit.client.RedisCall;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -21,13 +23,13 @@ public final class RedisAvailability implements AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(RedisAvailability.class);
 
-    private final RedisTransport transport;
+    private final RateLimitTransport transport;
     private final long probeMs;
     private final long budgetMs;
     private final AtomicBoolean down = new AtomicBoolean();
     private final ScheduledExecutorService probe;
 
-    public RedisAvailability(RedisTransport transport, Duration probeInterval, Duration budget) {
+    public RedisAvailability(RateLimitTransport transport, Duration probeInterval, Duration budget) {
         this.transport = transport;
         this.probeMs = Math.max(10, probeInterval.toMillis());
         this.budgetMs = Math.max(10, budget.toMillis());
@@ -52,7 +54,12 @@ public final class RedisAvailability implements AutoCloseable {
     }
 
     private void probeOnce() {
-        CompletableFuture<Object> f = transport.call("PING", List.of());
+        CompletableFuture<Object> f;
+        try {
+            f = transport.execute(new RedisCall("PING", List.of(), -1)).toCompletableFuture();
+        } catch (RuntimeException e) {
+            f = CompletableFuture.failedFuture(e);
+        }
         try {
             f.get(budgetMs, TimeUnit.MILLISECONDS);
             down.set(false);

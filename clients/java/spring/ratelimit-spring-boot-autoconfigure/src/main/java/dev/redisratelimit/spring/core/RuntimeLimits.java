@@ -1,5 +1,8 @@
 package dev.redisratelimit.spring.core;
 
+import dev.redisratelimit.client.RateLimitTransport;
+import dev.redisratelimit.client.RedisCall;
+import java.nio.charset.StandardCharsets;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -22,13 +25,13 @@ public final class RuntimeLimits {
 
     private static final Logger log = LoggerFactory.getLogger(RuntimeLimits.class);
 
-    private final RedisTransport transport;
+    private final RateLimitTransport transport;
     private final String hashKey;
     private final long budgetMs;
     private volatile Map<String, Long> current = Map.of();
     private final Map<String, PolicySpec> known = new ConcurrentHashMap<>();
 
-    public RuntimeLimits(RedisTransport transport, String prefix, long budgetMs) {
+    public RuntimeLimits(RateLimitTransport transport, String prefix, long budgetMs) {
         this.transport = transport;
         this.hashKey = prefix + "ratelimit:limits";
         this.budgetMs = budgetMs;
@@ -60,8 +63,8 @@ public final class RuntimeLimits {
         if (counts.isEmpty()) {
             throw new IllegalArgumentException("no limit to set");
         }
-        List<Object> args = new java.util.ArrayList<>();
-        args.add(new RedisTransport.Key(hashKey));
+        List<String> args = new java.util.ArrayList<>();
+        args.add(hashKey);
         for (Map.Entry<String, Long> e : counts.entrySet()) {
             LimitSpec l = p.limit(e.getKey());
             if (l == null) {
@@ -72,9 +75,9 @@ public final class RuntimeLimits {
                 throw new IllegalArgumentException("limit '" + e.getKey() + "' must be an integer from " + l.minCount() + " to 2^53-1");
             }
             args.add(policy + "/" + e.getKey());
-            args.add(v);
+            args.add(Long.toString(v));
         }
-        await(transport.call("HSET", args));
+        await(transport.execute(new RedisCall("HSET", args, 0)).toCompletableFuture());
         refresh();
     }
 
@@ -103,21 +106,25 @@ public final class RuntimeLimits {
     }
 
     private Map<String, Long> read() {
-        Object reply = await(transport.call("HGETALL", List.of(new RedisTransport.Key(hashKey))));
+        Object reply = await(transport.execute(new RedisCall("HGETALL", List.of(hashKey), 0)).toCompletableFuture());
         Map<String, Long> out = new HashMap<>();
         if (reply instanceof List<?> l) {
             for (int i = 0; i + 1 < l.size(); i += 2) {
-                String field = Replies.string(l.get(i));
+                String field = text(l.get(i));
                 try {
-                    out.put(field, Long.parseLong(Replies.string(l.get(i + 1))));
+                    out.put(field, Long.parseLong(text(l.get(i + 1))));
                 } catch (NumberFormatException e) {
                     log.warn("ignoring runtime limit {}: not an integer", field);
                 }
             }
         } else if (reply instanceof Map<?, ?> m) {
-            m.forEach((k, v) -> out.put(Replies.string(k), Long.parseLong(Replies.string(v))));
+            m.forEach((k, v) -> out.put(text(k), Long.parseLong(text(v))));
         }
         return out;
+    }
+
+    private static String text(Object o) {
+        return o instanceof byte[] b ? new String(b, StandardCharsets.UTF_8) : String.valueOf(o);
     }
 
     private Object await(java.util.concurrent.CompletableFuture<Object> f) {

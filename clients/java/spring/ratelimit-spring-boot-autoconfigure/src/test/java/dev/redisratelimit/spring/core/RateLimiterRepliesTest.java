@@ -6,7 +6,12 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.redisratelimit.spring.annotation.KeyBy;
 import dev.redisratelimit.spring.annotation.LimitType;
 import dev.redisratelimit.spring.annotation.OnRedisDown;
-import dev.redisratelimit.spring.annotation.QuotaPeriod;
+import dev.redisratelimit.client.QuotaPeriod;
+import dev.redisratelimit.client.RateLimitAsyncClient;
+import dev.redisratelimit.client.RateLimitException;
+import dev.redisratelimit.client.RateLimitTransport;
+import dev.redisratelimit.client.RedisCall;
+import java.util.concurrent.CompletionStage;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -20,25 +25,18 @@ import org.junit.jupiter.api.Test;
  */
 class RateLimiterRepliesTest {
 
-    static final class Recording implements RedisTransport {
+    static final class Recording implements RateLimitTransport {
         final List<List<Object>> sent = new ArrayList<>();
         final List<Object> replies = new ArrayList<>();
 
         @Override
-        public CompletableFuture<Object> call(String command, List<Object> args) {
+        public CompletionStage<Object> execute(RedisCall call) {
             List<Object> c = new ArrayList<>();
-            c.add(command);
-            for (Object a : args) {
-                c.add(a instanceof Key k ? k.name() : a.toString());
-            }
+            c.add(call.command());
+            c.addAll(call.args());
             sent.add(c);
             Object r = replies.isEmpty() ? List.of(1L) : replies.remove(0);
             return r instanceof Throwable t ? CompletableFuture.failedFuture(t) : CompletableFuture.completedFuture(r);
-        }
-
-        @Override
-        public boolean isUnavailable(Throwable failure) {
-            return false;
         }
     }
 
@@ -51,7 +49,7 @@ class RateLimiterRepliesTest {
     }
 
     Recording transport = new Recording();
-    RateLimiter limiter = new RateLimiter(transport, new RuntimeLimits(transport, "p:", 500),
+    RateLimiter limiter = new RateLimiter(new RateLimitAsyncClient(transport), new RuntimeLimits(transport, "p:", 500),
             new RedisAvailability(transport, Duration.ofMillis(100), Duration.ofMillis(100)), new LocalLimiter(), "p:",
             Duration.ofMillis(500), OnRedisDown.FAIL_CLOSED);
 
@@ -91,7 +89,7 @@ class RateLimiterRepliesTest {
 
     @Test
     void withoutDetailsTheBindingItemAlone() {
-        transport.replies.add(new IllegalStateException("ERR clause 2 (CHECK): syntax error: unknown option 'DETAILS'"));
+        transport.replies.add(new RateLimitException("ERR clause 2 (CHECK): syntax error: unknown option 'DETAILS'"));
         transport.replies.add(List.of(0L, 1L, 2L, 5L, 3L, -1L, 3600000L));
         Decision d = limiter.acquire(sms, new CallInput("9", null, new long[] {1, 1}, "abc")).decision();
         assertThat(transport.sent.get(1)).doesNotContain("DETAILS");
