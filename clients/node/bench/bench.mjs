@@ -50,14 +50,19 @@ async function decisionOverhead(server) {
 
   const block = async (fn, parallel) => {
     const each = Math.ceil(BLOCK / parallel);
+    const cpu0 = process.cpuUsage();
     const t0 = process.hrtime.bigint();
     await Promise.all(
       Array.from({ length: parallel }, async () => {
         for (let i = 0; i < each; i++) await fn();
       }),
     );
-    return Number(process.hrtime.bigint() - t0) / 1000 / (each * parallel); // µs per decision
+    const wall = Number(process.hrtime.bigint() - t0) / 1000 / (each * parallel); // µs per decision
+    const cpu = process.cpuUsage(cpu0);
+    cpuPer = (cpu.user + cpu.system) / (each * parallel); // client CPU µs per decision (this process)
+    return wall;
   };
+  let cpuPer = 0;
   const pkg = () => limiter.decide(policy, "user");
   const raw = () => redis.call(...bare);
   for (const parallel of [1, 32]) {
@@ -66,10 +71,23 @@ async function decisionOverhead(server) {
     const ratios = [];
     const pkgTimes = [];
     const rawTimes = [];
+    const pkgCpu = [];
+    const rawCpu = [];
     const calls0 = await rlAllCalls(redis);
     for (let r = 0; r < ROUNDS; r++) {
       // Interleaved, and the order alternates per round.
-      const [a, b] = r % 2 ? [await block(raw, parallel), await block(pkg, parallel)].reverse() : [await block(pkg, parallel), await block(raw, parallel)];
+      let a, b;
+      if (r % 2) {
+        b = await block(raw, parallel);
+        rawCpu.push(cpuPer);
+        a = await block(pkg, parallel);
+        pkgCpu.push(cpuPer);
+      } else {
+        a = await block(pkg, parallel);
+        pkgCpu.push(cpuPer);
+        b = await block(raw, parallel);
+        rawCpu.push(cpuPer);
+      }
       pkgTimes.push(a);
       rawTimes.push(b);
       ratios.push(a / b);
@@ -77,7 +95,7 @@ async function decisionOverhead(server) {
     const calls = (await rlAllCalls(redis)) - calls0;
     console.log(
       `decision, ${parallel === 1 ? "one caller" : `${parallel} concurrent`}: package ${fmt(median(pkgTimes))} µs, bare RL.ALL ${fmt(median(rawTimes))} µs per decision; ` +
-        `package/bare = ${fmt(median(ratios), 3)} (median of ${ROUNDS} interleaved rounds of ${BLOCK}); RL.ALL calls counted ${calls} for ${2 * ROUNDS * Math.ceil(BLOCK / parallel) * parallel} decisions`,
+        `package/bare = ${fmt(median(ratios), 3)} (median of ${ROUNDS} interleaved rounds of ${BLOCK}); client CPU ${fmt(median(pkgCpu))} vs ${fmt(median(rawCpu))} µs per decision; RL.ALL calls counted ${calls} for ${2 * ROUNDS * Math.ceil(BLOCK / parallel) * parallel} decisions`,
     );
   }
   limiter.close();

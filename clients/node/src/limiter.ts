@@ -12,6 +12,11 @@ import * as a from "./args";
 import { groupKey, keyBase, type Group, type Limit, type LimitKind, type Policy } from "./policy";
 import type { Call, RedisLike } from "./transport";
 
+interface Pending {
+  readonly deadline: number;
+  expire: () => void;
+}
+
 /** One limit's state after a decision (what `RateLimit` / `RateLimit-Policy` send). */
 export interface LimitState {
   readonly name: string;
@@ -62,7 +67,7 @@ export interface AcquireOptions extends DecideOptions {
 }
 
 export interface RateLimiterOptions {
-  /** The longest a decision waits for Redis, ms (default 500). */
+  /** The longest a decision waits for Redis, ms (default 500; checked every tenth of it, so at most 10% more). */
   readonly timeout?: number;
   /** How often the open circuit probes Redis, ms (default 250). */
   readonly probeInterval?: number;
@@ -77,6 +82,8 @@ export class RateLimiter {
   readonly probeInterval: number;
   private readonly onError: (error: unknown) => void;
   private open = false;
+  private readonly pending = new Set<Pending>();
+  private sweeper: NodeJS.Timeout | null = null;
   /** False once the server refused DETAILS (an older module build). */
   detailsSupported = true;
   private probing: NodeJS.Timeout | null = null;
@@ -96,26 +103,34 @@ export class RateLimiter {
   /** Runs `fn` within the budget; unreachable Redis opens the circuit. Error replies pass as RateLimitError. */
   guarded<T>(fn: () => Promise<T>): Promise<T> {
     if (this.open) return Promise.reject(new RateLimitUnavailableError("Redis is unreachable (circuit open; probing)"));
-    // One promise and one timer per decision (no Promise.race): this runs on every request.
+    // No timer per decision (this runs on every request): pending decisions
+    // sit in a set that one sweep, every tenth of the budget, expires.
     return new Promise<T>((resolve, reject) => {
-      let done = false;
-      const timer = setTimeout(() => {
-        if (done) return;
-        done = true;
+      const entry: Pending = { deadline: performance.now() + this.timeout, expire: () => undefined };
+      const settle = () => {
+        if (!this.pending.delete(entry)) return false;
+        if (this.pending.size === 0 && this.sweeper) {
+          clearInterval(this.sweeper);
+          this.sweeper = null;
+        }
+        return true;
+      };
+      entry.expire = () => {
+        if (!settle()) return;
         this.trip();
         reject(new RateLimitUnavailableError(`Redis did not answer within ${this.timeout} ms`));
-      }, this.timeout);
+      };
+      this.pending.add(entry);
+      if (!this.sweeper) {
+        this.sweeper = setInterval(() => this.sweep(), Math.max(5, Math.floor(this.timeout / 10)));
+        this.sweeper.unref();
+      }
       fn().then(
         (v) => {
-          if (done) return;
-          done = true;
-          clearTimeout(timer);
-          resolve(v);
+          if (settle()) resolve(v);
         },
         (e) => {
-          if (done) return;
-          done = true;
-          clearTimeout(timer);
+          if (!settle()) return;
           // An error reply, a reply of an unexpected shape or a bad argument says
           // nothing about Redis being reachable: it passes as it is.
           if (e instanceof RateLimitError || e instanceof d.ReplyShapeError || e instanceof RangeError || e instanceof TypeError) return reject(e);
@@ -124,6 +139,11 @@ export class RateLimiter {
         },
       );
     });
+  }
+
+  private sweep(): void {
+    const now = performance.now();
+    for (const p of this.pending) if (p.deadline <= now) p.expire();
   }
 
   /** Opens the circuit and probes until Redis answers a PING within the budget. */
@@ -160,9 +180,9 @@ export class RateLimiter {
    * Decides one call of `policy` for `key`. For policies with an in-flight
    * limit or an estimate, use `acquire` (which gives them back).
    */
-  async decide(policy: Policy, key: string, options: DecideOptions = {}): Promise<PolicyDecision> {
-    if (policy.needsPermit) throw new TypeError(`policy '${policy.name}' holds a lease or an estimate: use acquire() or withPermit()`);
-    return (await this.run(policy, key, options, null)).decision;
+  decide(policy: Policy, key: string, options: DecideOptions = {}): Promise<PolicyDecision> {
+    if (policy.needsPermit) return Promise.reject(new TypeError(`policy '${policy.name}' holds a lease or an estimate: use acquire() or withPermit()`));
+    return this.run(policy, key, options, null).then((r) => r.decision);
   }
 
   /**
@@ -190,12 +210,17 @@ export class RateLimiter {
     }
   }
 
-  private async run(policy: Policy, key: string, o: DecideOptions, token: string | null) {
-    const cost = positive("cost", o.cost ?? 1);
-    const estimate = positive("estimate", o.estimate ?? cost);
-    const held = heldFor(policy, key, o, cost, estimate, token);
-    const decision = await this.guarded(() => this.send(policy, held));
-    return { decision, held, estimate };
+  private run(policy: Policy, key: string, o: DecideOptions, token: string | null): Promise<{ decision: PolicyDecision; held: Held; estimate: number }> {
+    let held: Held;
+    let estimate: number;
+    try {
+      const cost = positive("cost", o.cost ?? 1);
+      estimate = positive("estimate", o.estimate ?? cost);
+      held = heldFor(policy, key, o, cost, estimate, token);
+    } catch (e) {
+      return Promise.reject(e); // bad input: refused before any Redis call
+    }
+    return this.guarded(() => this.send(policy, held)).then((decision) => ({ decision, held, estimate }));
   }
 
   private async send(policy: Policy, h: Held): Promise<PolicyDecision> {

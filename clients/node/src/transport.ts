@@ -81,11 +81,12 @@ function ioredisExec(pipeline: IoPipeline, n: number): Promise<unknown[]> {
 function ioredisStandalone(client: any): Transport {
   return {
     kind: "ioredis",
-    send: (c) => client.call(c.args[0], ...c.args.slice(1)),
-    sendAny: (args) => client.call(args[0], ...args.slice(1)),
+    // ioredis flattens one level of array arguments (Command does args.flat()).
+    send: (c) => client.call(c.args[0], c.args.slice(1)),
+    sendAny: (args) => client.call(args[0], args.slice(1)),
     batch: (calls) => {
       const p = client.pipeline();
-      for (const c of calls) p.call(c.args[0], ...c.args.slice(1));
+      for (const c of calls) p.call(c.args[0], c.args.slice(1));
       return ioredisExec(p, calls.length);
     },
   };

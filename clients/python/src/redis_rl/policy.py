@@ -354,9 +354,26 @@ class PolicyDecision:
     limited: bool
     binding: str
     state: RuleState
-    states: Mapping[str, RuleState]
     raw: Any
-    plan: "Plan"
+    plan: "Plan" = field(repr=False, compare=False)
+    # Every limit's state by name; from DETAILS on first access of ``states``.
+    _states: list[Mapping[str, RuleState]] = field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def states(self) -> Mapping[str, RuleState]:
+        """Each limit's state by name (from DETAILS; only the binding limit's
+        on an engine without DETAILS)."""
+        if not self._states:
+            states: dict[str, RuleState] = {}
+            details = self.raw.details if isinstance(self.raw, AllDecision) else None
+            if details is not None:
+                for grp, clause_states in zip(self.policy.groups, details):
+                    for lim, st in zip(grp.limits, clause_states):
+                        states[lim.name] = st
+            else:
+                states[self.binding] = self.state
+            self._states.append(states)
+        return self._states[0]
 
     @property
     def allowed(self) -> bool:
@@ -404,21 +421,12 @@ class Plan:
             else:
                 st = RuleState(False, 1, lim.limit, max(0, lim.limit - reply.count), None,
                                reply.ttl or timedelta(0))
-            return PolicyDecision(p, reply.limited, lim.name, st, {lim.name: st}, reply, self)
+            return PolicyDecision(p, reply.limited, lim.name, st, reply, self, [{lim.name: st}])
         if isinstance(reply, AllDecision):
-            g = p.groups[reply.clause - 1]
-            binding = g.limits[reply.rule - 1].name
-            state: RuleState = reply
-            states: dict[str, RuleState] = {}
-            if reply.details is not None:
-                for grp, clause_states in zip(p.groups, reply.details):
-                    for lim, st in zip(grp.limits, clause_states):
-                        states[lim.name] = st
-            else:
-                states[binding] = state
-            return PolicyDecision(p, reply.limited, binding, state, states, reply, self)
+            binding = p.groups[reply.clause - 1].limits[reply.rule - 1].name
+            return PolicyDecision(p, reply.limited, binding, reply, reply, self)
         name = p.groups[0].limits[0].name
-        return PolicyDecision(p, reply.limited, name, reply, {name: reply}, reply, self)
+        return PolicyDecision(p, reply.limited, name, reply, reply, self, [{name: reply}])
 
     def settlement(self, used: int | None) -> list[Call]:
         """What ends an admitted decision: the metered clauses settled from the

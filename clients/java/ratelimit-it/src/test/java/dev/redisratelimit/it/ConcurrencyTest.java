@@ -25,6 +25,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.jedis.JedisConnectionFactory;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 
 /** 50 threads on one key admit exactly the limit, through each transport. */
 @ExtendWith(RedisServers.class)
@@ -70,6 +71,21 @@ class ConcurrencyTest {
             }));
         } finally {
             redis.shutdown();
+        }
+    }
+
+    @Test
+    void springDataLettuceAsync(RedisServers.Standalone server) throws Exception {
+        LettuceConnectionFactory factory = new LettuceConnectionFactory(new RedisStandaloneConfiguration("127.0.0.1", server.port()));
+        factory.afterPropertiesSet();
+        factory.start();
+        try {
+            RateLimitClient rl = new RateLimitClient(SpringDataTransport.of(factory));
+            String window = "conc:lw:" + UUID.randomUUID();
+            assertEquals(13, admitted(() -> rl.async().check(window, SlidingWindow.of(13, Duration.ofMinutes(1)))
+                    .toCompletableFuture().get().admitted()));
+        } finally {
+            factory.destroy();
         }
     }
 

@@ -35,7 +35,7 @@ class RateLimiterRepliesTest {
             c.add(call.command());
             c.addAll(call.args());
             sent.add(c);
-            Object r = replies.isEmpty() ? List.of(1L) : replies.remove(0);
+            Object r = replies.isEmpty() ? List.of(0L, 1L, 1L, 1L, -1L, 0L) : replies.remove(0);
             return r instanceof Throwable t ? CompletableFuture.failedFuture(t) : CompletableFuture.completedFuture(r);
         }
     }
