@@ -11,9 +11,10 @@ against the code and a real server.
   * a recipe: the block sits between `<!-- recipe: docs/recipes/<file> -->`
     and `<!-- /recipe -->` and is that file's text verbatim (the file is the
     one integration/test_docs_recipes.py imports and runs);
-  * an instruction or a diagram: ```` ```sh ```` whose lines all start with
-    `make ` or a `VAR=... make ` assignment, or ```` ```text ```` (syntax
-    diagrams, layouts) holding no prompt.
+  * an instruction or a diagram: ```` ```sh ```` (commands that set a
+    machine up: make, apt, tar) holding no RL command — an RL command is an
+    example, so a transcript — or ```` ```text ```` (syntax diagrams,
+    layouts) holding no prompt.
 - Inline transcripts, `` `RL.THROTTLEPEEK k 1700000000000 1 1 1000 COST 0` →
   `0 1 1 1 -1 0` ``: every command of one paragraph (a table is one) runs in
   order on an empty keyspace through `redis-cli` (raw replies, one element a
@@ -131,7 +132,6 @@ def test_the_slug_rules():
 # --- Block kinds and recipes ------------------------------------------------------
 
 RECIPE = re.compile(r"<!-- recipe: (\S+) -->\n(.*?)<!-- /recipe -->", re.S)
-MAKE_LINE = re.compile(r"^(?:[A-Z_]+=\S+ )*make [a-z-]+(?: .*)?$")
 
 
 def recipe_spans(text: str):
@@ -141,8 +141,8 @@ def recipe_spans(text: str):
 def block_kind(info: str, body: str) -> str | None:
     if body.startswith(PROMPT):
         return "transcript"
-    if info == "sh" and all(MAKE_LINE.match(line) for line in body.splitlines() if line.strip()):
-        return "instruction"
+    if info == "sh" and not re.search(r"\bRL\.", body, re.I):
+        return "instruction"  # commands to set a machine up (make, apt, tar): no RL command
     if info == "text" and PROMPT not in body:
         return "diagram"
     return None
@@ -159,7 +159,7 @@ def test_every_example_is_a_transcript_or_a_recipe(page):
         if block_kind(info, body) is None:
             line = text.count("\n", 0, start) + 1
             bad.append(f"line {line}: a ```{info} block that is neither a transcript, "
-                       f"a recipe between <!-- recipe: ... --> markers, make instructions nor a text diagram")
+                       f"a recipe between <!-- recipe: ... --> markers, an sh instruction without RL commands nor a text diagram")
     assert not bad, f"{rel(page)}:\n" + "\n".join(bad)
 
 

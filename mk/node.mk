@@ -6,7 +6,7 @@
 NODE_PKG := clients/node
 NODE_EXAMPLE := examples/node
 
-.PHONY: node-deps node-build node-test
+.PHONY: node-deps node-build node-test example-node bench-node bench-clients
 
 EXTRA_TESTS += node-test
 
@@ -22,5 +22,21 @@ node-deps:
 node-build: node-deps
 	npm run --prefix $(NODE_PKG) build
 
+# The package's suite, then the example app's HTTP tests (standalone, two
+# instances, Redis stopped/paused and back, a three-primary Cluster).
 node-test: node-build
 	cd $(NODE_PKG) && RL_MODULE=$(RL_MODULE) npm test
+	cd $(NODE_EXAMPLE) && RL_MODULE=$(RL_MODULE) npm test
+
+# The example app in the foreground: PORT (8080), REDIS_URL or REDIS_CLUSTER, RL_PREFIX.
+example-node: node-build
+	cd $(NODE_EXAMPLE) && node server.js
+
+# The package's decision against the bare RL.ALL through the same ioredis
+# client, and the same express endpoint guarded by the package against
+# express-rate-limit + rate-limit-redis; interleaved, ratios printed.
+# BENCH_ROUNDS, BENCH_BLOCK, BENCH_HTTP_SECONDS, BENCH_CONCURRENCY tune it.
+bench-node: build node-build
+	cd $(NODE_PKG) && RL_MODULE=$(RL_MODULE) node bench/bench.mjs
+
+bench-clients: bench-node

@@ -30,3 +30,13 @@ python-test: build python-venv
 # The example app in the foreground: PORT (8080), REDIS_URL or REDIS_CLUSTER, RL_PREFIX.
 example-python: python-venv
 	cd $(CURDIR)/examples/python && $(PYC_PY) app.py
+
+# Benchmarks (interleaved, ratios printed; not a test): a three-limit policy
+# decision vs the bare RL.ALL through the same redis-py client, and the same
+# endpoint guarded by redis_rl vs slowapi + limits' Redis storage.
+# BENCH_ROUNDS, BENCH_BLOCK, BENCH_HTTP_SECONDS, BENCH_CONCURRENCY tune it.
+bench-python: build python-venv
+	$(PYC_PY) -m pip install -q --disable-pip-version-check -r $(PYC_DIR)/requirements-bench.txt
+	cd $(PYC_DIR) && RL_SERVER=redis7 $(PYC_PY) bench/bench.py
+
+bench-clients: bench-python

@@ -8,15 +8,23 @@ use redis_module::{raw, InfoContext};
 
 use crate::limiters::calendar::buckets as calendar;
 use crate::stats;
+use crate::version;
 
 pub fn add_info(ctx: &InfoContext, _for_crash_report: bool) {
-    let (Some(section), Some(field)) = (unsafe { raw::RedisModule_InfoAddSection }, unsafe {
-        raw::RedisModule_InfoAddFieldULongLong
-    }) else {
+    let (Some(section), Some(field), Some(text)) = (
+        unsafe { raw::RedisModule_InfoAddSection },
+        unsafe { raw::RedisModule_InfoAddFieldULongLong },
+        unsafe { raw::RedisModule_InfoAddFieldCString },
+    ) else {
         return;
     };
     // NULL: the module's own section, named after the module.
     unsafe { section(ctx.ctx, ptr::null_mut()) };
+    // The module's release first (MODULE LIST shows it only as a number, 200
+    // for 0.2.0), so a crash report or an INFO dump says which build ran.
+    if let Ok(release) = CString::new(version::TEXT) {
+        unsafe { text(ctx.ctx, c"version".as_ptr(), release.as_ptr()) };
+    }
     for s in stats::EVERY {
         for (name, value) in s.fields() {
             if let Ok(name) = CString::new(name) {
@@ -25,10 +33,7 @@ pub fn add_info(ctx: &InfoContext, _for_crash_report: bool) {
         }
     }
     // The IANA time-zone database RL.QUOTA's buckets come from.
-    if let (Some(text), Ok(version)) = (
-        unsafe { raw::RedisModule_InfoAddFieldCString },
-        CString::new(calendar::tzdb_version()),
-    ) {
-        unsafe { text(ctx.ctx, c"tzdb_version".as_ptr(), version.as_ptr()) };
+    if let Ok(tzdb) = CString::new(calendar::tzdb_version()) {
+        unsafe { text(ctx.ctx, c"tzdb_version".as_ptr(), tzdb.as_ptr()) };
     }
 }

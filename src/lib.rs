@@ -14,6 +14,7 @@ mod limiters;
 mod redis_api;
 mod registration;
 mod stats;
+mod version;
 
 use redis_module::{
     configuration::ConfigurationFlags, redis_module, Context, InfoContext, RedisResult,
@@ -56,7 +57,8 @@ const ALLOCATOR: Allocator = std::alloc::System;
 
 redis_module! {
     name: "ratelimit",
-    version: 1,
+    // MODULE LIST's `ver`: the crate's semver as one number (0.2.0 -> 200).
+    version: version::NUMBER,
     allocator: (Allocator, ALLOCATOR),
     data_types: [],
     init: init,

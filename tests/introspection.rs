@@ -60,6 +60,18 @@ fn info_counters_move_by_the_right_amounts() {
     let info: String = redis::cmd("INFO").arg("ratelimit").query(&mut con).unwrap();
     let tzdb = info_field(&info, "ratelimit_tzdb_version").expect("tzdb_version");
     assert!(tzdb.len() == 5 && tzdb.starts_with("20"), "{tzdb}");
+    assert_eq!(
+        info_field(&info, "ratelimit_version").as_deref(),
+        Some(env!("CARGO_PKG_VERSION")),
+        "INFO ratelimit shows the crate's version"
+    );
+    // Two text fields and the counters, nothing else.
+    let fields = info_map(&info);
+    let section: Vec<&String> = fields
+        .keys()
+        .filter(|k| k.starts_with("ratelimit_"))
+        .collect();
+    assert_eq!(section.len(), 62 + INFO_TEXT_FIELDS.len(), "{section:?}");
     run(&mut con, "RPUSH list a");
 
     // RL.CHECK: 2 admitted, 1 rejected, 2 errors; an arity error is not counted.
@@ -431,4 +443,32 @@ fn acl_key_permissions_follow_the_key_specs() {
         .iter_mut()
         .for_each(|x| *x += 1);
     assert_eq!(counters(&mut admin), want);
+}
+
+/// `MODULE LIST`'s `ver` is the crate's semver as Redis modules encode it
+/// (major * 10000 + minor * 100 + patch: 0.2.0 -> 200), read here from the
+/// same Cargo.toml the module was built from.
+#[test]
+fn module_list_reports_the_crate_version() {
+    let s = Server::start();
+    let mut con = s.con();
+    let list: Vec<HashMap<String, Value>> =
+        redis::cmd("MODULE").arg("LIST").query(&mut con).unwrap();
+    let ours: Vec<_> = list
+        .iter()
+        .filter(
+            |m| matches!(m.get("name"), Some(Value::BulkString(n)) if n.as_slice() == b"ratelimit"),
+        )
+        .collect();
+    assert_eq!(ours.len(), 1, "{list:?}");
+    let parts: Vec<i64> = env!("CARGO_PKG_VERSION")
+        .split(['-', '+'])
+        .next()
+        .unwrap()
+        .split('.')
+        .map(|p| p.parse().unwrap())
+        .collect();
+    let want = parts[0] * 10000 + parts[1] * 100 + parts[2];
+    assert!(want > 1, "a real version, not the old constant 1");
+    assert_eq!(ours[0].get("ver"), Some(&Value::Int(want)), "{:?}", ours[0]);
 }

@@ -1,14 +1,17 @@
 """LLM gateway. Per API key: 60 requests a minute with bursts of 10, at most 2
 in flight, 100,000 tokens a day in the caller's time zone; across every key:
 1,000 requests a minute. One RL.ALL decides the four limits (a refusal
-charges none of them); the model runs holding a lease; the `finally` gives
-the lease back and settles the token estimate to what the model used — 0
-when it raised — whatever happened."""
+charges none of them) and, with DETAILS, gives every limit's state for the
+RateLimit headers; the model runs holding a lease; the `finally` gives the
+lease back and settles the token estimate to what the model used — 0 when
+it raised — whatever happened."""
 
-import math
 import uuid
 
-INFLIGHT_RETRY_AFTER_S = 1  # a slot frees when a request ends, not at its lease's ttl
+from rate_limit_headers import rate_limit_headers
+
+# (name, q, w in seconds; None for the in-flight limit), in the call's rule order.
+LIMITS = [("rate", 60, 60), ("tokens", 100_000, 86_400), ("inflight", 2, None), ("global", 1_000, 60)]
 
 
 def llm_keys(api_key, cluster=False):
@@ -33,18 +36,19 @@ def complete(r, api_key, zone, max_tokens, model, cluster=False):
         "THROTTLE", 1, 10, 60, 60_000,          # 60 a minute, bursts of 10
         "QUOTA", 2, *day, "COST", max_tokens,   # the estimate: at most max_tokens
         "LEASE", 3, 2, 60_000, "TOKEN", lease,  # 2 in flight (a 60 s lease if we crash)
-        "CHECK", 4, 1_000, 60_000)              # every key together: 1,000 a minute
-    limited, clause, retry_after_ms = reply[0], reply[1], reply[5]
-    if limited:
-        if clause == 3:                         # in flight: retry_after is the lease's ttl, a worst case
-            return 429, {"Retry-After": str(INFLIGHT_RETRY_AFTER_S)}, 0
-        if retry_after_ms == -1:                # max_tokens above the day's budget: waiting cannot help
-            return 429, {}, 0
-        return 429, {"Retry-After": str(math.ceil(retry_after_ms / 1000))}, 0
+        "CHECK", 4, 1_000, 60_000,              # every key together: 1,000 a minute
+        "DETAILS")                              # every limit's state, for the headers
+    # RateLimit-Policy and RateLimit on every answer; on a 429, Retry-After:
+    # 1 s when the in-flight limit binds (its retry_after is the lease's ttl,
+    # a worst case), none when waiting cannot help (max_tokens above the
+    # day's budget), else the binding limit's retry_after.
+    headers = rate_limit_headers(reply, LIMITS)
+    if reply[0] == 1:
+        return 429, headers, 0
     used = 0
     try:
         used = model(max_tokens)                # raises: used stays 0
-        return 200, {}, used
+        return 200, headers, used
     finally:                                    # settle and release in one round trip
         settle = r.pipeline(transaction=False)
         if used < max_tokens:                   # give back what the estimate over-charged

@@ -52,14 +52,14 @@ limits = RateLimits(limiter)
 # --- policies (SERVICES.md "Endpoints") ---
 sms = Policy("sms", [sliding_window("short", 2, 10 * S), sliding_window("long", 5, 3600 * S),
                      sliding_window("duplicate", 1, 5 * S, subkey=True, problem="duplicate")], prefix=PREFIX)
-ocr = Policy("ocr", [quota("day", "day", 20, zone=SHANGHAI), quota("hour", "hour", 5, zone=SHANGHAI)],
+ocr = Policy("ocr", [quota("day", SHANGHAI, "day", 20), quota("hour", SHANGHAI, "hour", 5)],
              prefix=PREFIX)
 api_default = Policy("api-default", [sliding_window("default", 10, 60 * S)], prefix=PREFIX, fail=FAIL_OPEN)
 api_custom = Policy("api-custom", [sliding_window("custom", 5, 30 * S)], prefix=PREFIX)
 api_user = Policy("api-user", [sliding_window("user", 3, 60 * S)], prefix=PREFIX)
 login = Policy("login", [lockout("login", 5, 10 * S, 30 * S)], prefix=PREFIX)
 llm = Policy("llm", [token_bucket("rate", 60, 60 * S, burst=10), concurrency("inflight", 2, 60 * S),
-                     quota("tokens", "day", 100_000, metered=True),
+                     quota("tokens", None, "day", 100_000, metered=True),
                      sliding_window("global", 1000, 60 * S, shared=True)], prefix=PREFIX, tag="llm")
 
 # --- OCR limits, changed at run time: kept in Redis, refreshed every 250 ms ---
@@ -207,6 +207,12 @@ async def llm_key(request: Request) -> str:
     return key
 
 
+def header_int(request: Request, name: str, default: int) -> int:
+    """The fake model's knobs: a non-negative integer header, else the default."""
+    value = request.headers.get(name, "")
+    return int(value) if value.isdigit() else default
+
+
 @app.post("/llm/complete")
 async def complete(request: Request,
                    # scope="function": the lease and the estimate are settled when the model
@@ -214,10 +220,10 @@ async def complete(request: Request,
                    permit=Depends(limits.scope(llm, key=llm_key, estimate=max_tokens, zone=llm_zone), scope="function"),
                    n: int = Depends(max_tokens)):
     # The fake model: sleeps, then "uses" X-Used-Tokens (at most N) or raises.
-    await asyncio.sleep(int(request.headers.get("X-Sleep-Ms", "100")) / 1000)
+    await asyncio.sleep(header_int(request, "X-Sleep-Ms", 100) / 1000)
     if request.headers.get("X-Fail") == "1":
         raise ModelError("the model failed")
-    used = min(n, int(request.headers.get("X-Used-Tokens", n // 2)))
+    used = min(n, header_int(request, "X-Used-Tokens", n // 2))
     if permit is not None:
         permit.used(used)
     return {"used_tokens": used}

@@ -362,8 +362,11 @@ pub fn show(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// The text fields of `INFO ratelimit`: every other field is a counter.
+pub const INFO_TEXT_FIELDS: [&str; 2] = ["ratelimit_version", "ratelimit_tzdb_version"];
+
 /// The counters of `INFO ratelimit` as `field -> value` (all but the
-/// `tzdb_version` string).
+/// [`INFO_TEXT_FIELDS`]).
 pub fn rl_stats(con: &mut Connection) -> HashMap<String, u64> {
     let info: String = redis::cmd("INFO")
         .arg("ratelimit")
@@ -371,7 +374,7 @@ pub fn rl_stats(con: &mut Connection) -> HashMap<String, u64> {
         .expect("INFO ratelimit");
     info_map(&info)
         .into_iter()
-        .filter(|(k, _)| k.starts_with("ratelimit_") && k != "ratelimit_tzdb_version")
+        .filter(|(k, _)| k.starts_with("ratelimit_") && !INFO_TEXT_FIELDS.contains(&k.as_str()))
         .map(|(k, v)| {
             let n = v
                 .parse()

@@ -64,23 +64,49 @@ const OFFSET = /^[+-](?:[01][0-9]|2[0-3]):[0-5][0-9]$/;
  * `+HH:MM`. Checked with `Intl` (Node's ICU time-zone data), which also
  * accepts other spellings: those are refused when they differ only in case.
  */
+// Building an Intl.DateTimeFormat costs about a millisecond: zones already
+// judged are remembered (a bounded map: zones come from requests).
+const judged = new Map<string, string | null>();
+
 export function zone(value: unknown): string {
   if (typeof value !== "string" || value.length === 0) throw new RangeError(`invalid zone '${String(value)}'`);
   if (OFFSET.test(value)) return value;
+  let verdict = judged.get(value);
+  if (verdict === undefined) {
+    verdict = judgeZone(value);
+    if (judged.size >= 1024) judged.clear();
+    judged.set(value, verdict);
+  }
+  if (verdict !== null) throw new RangeError(verdict);
+  return value;
+}
+
+/** Why `value` is not a zone the module takes, or null when it is one. */
+function judgeZone(value: string): string | null {
   let resolved: string;
   try {
     resolved = new Intl.DateTimeFormat("en-US", { timeZone: value }).resolvedOptions().timeZone;
   } catch {
-    throw new RangeError(`invalid zone '${value}': not an IANA time zone`);
+    return `invalid zone '${value}': not an IANA time zone`;
   }
   if (resolved !== value && resolved.toLowerCase() === value.toLowerCase()) {
-    throw new RangeError(`invalid zone '${value}': zone names are case-sensitive (did you mean '${resolved}'?)`);
+    return `invalid zone '${value}': zone names are case-sensitive (did you mean '${resolved}'?)`;
   }
-  return value;
+  return null;
 }
 
 /** `REFUND` and `DEBIT` exclude each other; with either, COST has DEBIT's range. */
 export function settleMode(opts: { refund?: boolean; debit?: boolean }): "REFUND" | "DEBIT" | undefined {
   if (opts.refund && opts.debit) throw new RangeError("invalid options: DEBIT and REFUND exclude each other");
   return opts.refund ? "REFUND" : opts.debit ? "DEBIT" : undefined;
+}
+
+/** Whether RL.QUOTA would take `value` as a zone (an IANA name as spelled, or `+HH:MM`); for request validation. */
+export function isZone(value: unknown): boolean {
+  try {
+    zone(value);
+    return true;
+  } catch {
+    return false;
+  }
 }

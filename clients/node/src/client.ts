@@ -20,12 +20,8 @@ export class RateLimitClient {
   }
 
   /** Sends one call; error replies become `RateLimitError`, other failures pass through. */
-  async send(call: Call): Promise<unknown> {
-    try {
-      return await this.transport.send(call);
-    } catch (e) {
-      throw asRateLimitError(e);
-    }
+  send(call: Call): Promise<unknown> {
+    return this.transport.send(call).catch(rethrow);
   }
 
   /** Sends calls in one round trip per node; each slot holds a reply or a `RateLimitError`/Error. */
@@ -102,6 +98,10 @@ export class RateLimitClient {
   async allPeek(clauses: readonly b.Clause[], o: Omit<b.AllOptions, "refund"> = {}): Promise<d.AllDecision> {
     return d.allDecision("RL.ALLPEEK", await this.send(b.all("RL.ALLPEEK", clauses, o)), !!o.details);
   }
+}
+
+function rethrow(e: unknown): never {
+  throw asRateLimitError(e);
 }
 
 export function asRateLimitError(e: unknown): unknown {

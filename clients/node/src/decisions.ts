@@ -69,52 +69,86 @@ export class ReplyShapeError extends Error {
   }
 }
 
-function integer(what: string, v: unknown): number {
-  const n = typeof v === "string" ? Number(v) : v;
-  if (typeof n !== "number" || !Number.isInteger(n)) throw new ReplyShapeError(what, v);
-  return n;
+function integer(what: string, v: unknown, reply: unknown): number {
+  if (typeof v === "number" && Number.isInteger(v)) return v;
+  // node-redis with some type mappings answers numbers as strings.
+  if (typeof v === "string" && /^-?[0-9]+$/.test(v)) return Number(v);
+  throw new ReplyShapeError(what, reply);
 }
 
-function ints(what: string, reply: unknown, n: number): number[] {
-  if (!Array.isArray(reply) || reply.length < n) throw new ReplyShapeError(what, reply);
-  return reply.slice(0, n).map((v) => integer(what, v));
-}
-
-function fromSix(a: number[]): Decision {
-  const [limited, rule, limit, remaining, retry, reset] = a;
-  return {
+// Objects of one fixed shape, built field by field (no spread): decisions
+// are made on every request, and V8 keeps these fast.
+function make(what: string, r: unknown[], at: number, reply: unknown): Decision {
+  const limited = integer(what, r[at], reply);
+  const retry = integer(what, r[at + 4], reply);
+  return Object.freeze({
     limited: limited === 1,
-    rule,
-    limit,
-    remaining,
+    rule: integer(what, r[at + 1], reply),
+    limit: integer(what, r[at + 2], reply),
+    remaining: integer(what, r[at + 3], reply),
     retryAfter: retry === -1 ? null : retry,
-    resetAfter: reset,
+    resetAfter: integer(what, r[at + 5], reply),
     waitingCannotHelp: limited === 1 && retry === -1,
-  };
+  });
+}
+
+function array(what: string, reply: unknown, n: number): unknown[] {
+  if (!Array.isArray(reply) || reply.length < n) throw new ReplyShapeError(what, reply);
+  return reply;
 }
 
 export function decision(what: string, reply: unknown): Decision {
-  return Object.freeze(fromSix(ints(what, reply, 6)));
+  return make(what, array(what, reply, 6), 0, reply);
 }
 
 export function leaseDecision(reply: unknown): LeaseDecision {
-  const d = fromSix(ints("RL.LEASE", reply, 6));
-  const tok = (reply as unknown[])[6];
-  return Object.freeze({ ...d, token: tok == null ? null : String(tok) });
+  const r = array("RL.LEASE", reply, 6);
+  const limited = integer("RL.LEASE", r[0], reply);
+  const retry = integer("RL.LEASE", r[4], reply);
+  return Object.freeze({
+    limited: limited === 1,
+    rule: integer("RL.LEASE", r[1], reply),
+    limit: integer("RL.LEASE", r[2], reply),
+    remaining: integer("RL.LEASE", r[3], reply),
+    retryAfter: retry === -1 ? null : retry,
+    resetAfter: integer("RL.LEASE", r[5], reply),
+    waitingCannotHelp: limited === 1 && retry === -1,
+    token: r[6] == null ? null : String(r[6]),
+  });
 }
 
 export function allDecision(what: string, reply: unknown, details: boolean): AllDecision {
-  const [limited, clause, ...six] = ints(what, reply, 7);
+  const r = array(what, reply, 7);
   let states: RuleState[][] | null = null;
   if (details) {
-    const rest = (reply as unknown[]).slice(7);
-    states = rest.map((clauseReply) => {
-      if (!Array.isArray(clauseReply)) throw new ReplyShapeError(what, reply);
-      return Object.freeze(clauseReply.map((rule) => Object.freeze(fromSix(ints(what, rule, 6)))));
-    }) as RuleState[][];
+    states = [];
+    for (let c = 7; c < r.length; c++) {
+      const clause = r[c];
+      if (!Array.isArray(clause)) throw new ReplyShapeError(what, reply);
+      const rules: RuleState[] = [];
+      for (const rule of clause) rules.push(make(what, array(what, rule, 6), 0, reply));
+      states.push(Object.freeze(rules) as RuleState[]);
+    }
     Object.freeze(states);
   }
-  return Object.freeze({ ...fromSix([limited, ...six]), clause, details: states });
+  const limited = integer(what, r[0], reply);
+  const retry = integer(what, r[5], reply);
+  return Object.freeze({
+    limited: limited === 1,
+    rule: integer(what, r[2], reply),
+    limit: integer(what, r[3], reply),
+    remaining: integer(what, r[4], reply),
+    retryAfter: retry === -1 ? null : retry,
+    resetAfter: integer(what, r[6], reply),
+    waitingCannotHelp: limited === 1 && retry === -1,
+    clause: integer(what, r[1], reply),
+    details: states,
+  });
+}
+
+function ints(what: string, reply: unknown, n: number): number[] {
+  const r = array(what, reply, n);
+  return r.slice(0, n).map((v) => integer(what, v, reply));
 }
 
 export function dayHourDecision(reply: unknown, dayLimit: number, hourLimit: number): DayHourDecision {
@@ -131,5 +165,5 @@ export function lockCountDecision(reply: unknown): LockCountDecision {
 
 export function counts(what: string, reply: unknown): number[] {
   if (!Array.isArray(reply)) throw new ReplyShapeError(what, reply);
-  return Object.freeze(reply.map((v) => integer(what, v))) as number[];
+  return Object.freeze(reply.map((v) => integer(what, v, reply))) as number[];
 }

@@ -25,3 +25,4 @@ export { Policy } from "./policy";
 export type { PolicyOptions, LimitOptions, Limit, LimitKind, FailureMode } from "./policy";
 export { RateLimiter, Permit } from "./limiter";
 export type { LimitState, PolicyDecision, DecideOptions, AcquireOptions, RateLimiterOptions } from "./limiter";
+export { isZone } from "./args";

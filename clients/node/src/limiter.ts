@@ -5,12 +5,17 @@
  * estimate until they are closed.
  */
 import { randomUUID } from "node:crypto";
-import * as b from "./build";
 import { RateLimitClient } from "./client";
 import * as d from "./decisions";
 import { RateLimitedError, RateLimitError, RateLimitUnavailableError } from "./errors";
-import { plan, type Limit, type LimitKind, type Plan, type Policy } from "./policy";
+import * as a from "./args";
+import { groupKey, keyBase, type Group, type Limit, type LimitKind, type Policy } from "./policy";
 import type { Call, RedisLike } from "./transport";
+
+interface Pending {
+  readonly deadline: number;
+  expire: () => void;
+}
 
 /** One limit's state after a decision (what `RateLimit` / `RateLimit-Policy` send). */
 export interface LimitState {
@@ -62,7 +67,7 @@ export interface AcquireOptions extends DecideOptions {
 }
 
 export interface RateLimiterOptions {
-  /** The longest a decision waits for Redis, ms (default 500). */
+  /** The longest a decision waits for Redis, ms (default 500; checked every tenth of it, so at most 10% more). */
   readonly timeout?: number;
   /** How often the open circuit probes Redis, ms (default 250). */
   readonly probeInterval?: number;
@@ -70,7 +75,6 @@ export interface RateLimiterOptions {
   readonly onError?: (error: unknown) => void;
 }
 
-const ONE_RULE_COMMANDS = new Set(["check", "throttle", "quota", "lease"]);
 
 export class RateLimiter {
   readonly client: RateLimitClient;
@@ -78,6 +82,10 @@ export class RateLimiter {
   readonly probeInterval: number;
   private readonly onError: (error: unknown) => void;
   private open = false;
+  private readonly pending = new Set<Pending>();
+  private sweeper: NodeJS.Timeout | null = null;
+  /** False once the server refused DETAILS (an older module build). */
+  detailsSupported = true;
   private probing: NodeJS.Timeout | null = null;
 
   constructor(redis: RedisLike | RateLimitClient, options: RateLimiterOptions = {}) {
@@ -93,21 +101,49 @@ export class RateLimiter {
   }
 
   /** Runs `fn` within the budget; unreachable Redis opens the circuit. Error replies pass as RateLimitError. */
-  async guarded<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.open) throw new RateLimitUnavailableError("Redis is unreachable (circuit open; probing)");
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new RateLimitUnavailableError(`Redis did not answer within ${this.timeout} ms`)), this.timeout);
+  guarded<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.open) return Promise.reject(new RateLimitUnavailableError("Redis is unreachable (circuit open; probing)"));
+    // No timer per decision (this runs on every request): pending decisions
+    // sit in a set that one sweep, every tenth of the budget, expires.
+    return new Promise<T>((resolve, reject) => {
+      const entry: Pending = { deadline: performance.now() + this.timeout, expire: () => undefined };
+      const settle = () => {
+        if (!this.pending.delete(entry)) return false;
+        if (this.pending.size === 0 && this.sweeper) {
+          clearInterval(this.sweeper);
+          this.sweeper = null;
+        }
+        return true;
+      };
+      entry.expire = () => {
+        if (!settle()) return;
+        this.trip();
+        reject(new RateLimitUnavailableError(`Redis did not answer within ${this.timeout} ms`));
+      };
+      this.pending.add(entry);
+      if (!this.sweeper) {
+        this.sweeper = setInterval(() => this.sweep(), Math.max(5, Math.floor(this.timeout / 10)));
+        this.sweeper.unref();
+      }
+      fn().then(
+        (v) => {
+          if (settle()) resolve(v);
+        },
+        (e) => {
+          if (!settle()) return;
+          // An error reply, a reply of an unexpected shape or a bad argument says
+          // nothing about Redis being reachable: it passes as it is.
+          if (e instanceof RateLimitError || e instanceof d.ReplyShapeError || e instanceof RangeError || e instanceof TypeError) return reject(e);
+          this.trip();
+          reject(e instanceof RateLimitUnavailableError ? e : new RateLimitUnavailableError(`Redis is unreachable: ${(e as Error)?.message}`, e));
+        },
+      );
     });
-    try {
-      return await Promise.race([fn(), timeout]);
-    } catch (e) {
-      if (e instanceof RateLimitError) throw e;
-      this.trip();
-      throw e instanceof RateLimitUnavailableError ? e : new RateLimitUnavailableError(`Redis is unreachable: ${(e as Error)?.message}`, e);
-    } finally {
-      clearTimeout(timer);
-    }
+  }
+
+  private sweep(): void {
+    const now = performance.now();
+    for (const p of this.pending) if (p.deadline <= now) p.expire();
   }
 
   /** Opens the circuit and probes until Redis answers a PING within the budget. */
@@ -144,9 +180,9 @@ export class RateLimiter {
    * Decides one call of `policy` for `key`. For policies with an in-flight
    * limit or an estimate, use `acquire` (which gives them back).
    */
-  async decide(policy: Policy, key: string, options: DecideOptions = {}): Promise<PolicyDecision> {
-    if (policy.needsPermit) throw new TypeError(`policy '${policy.name}' holds a lease or an estimate: use acquire() or withPermit()`);
-    return (await this.run(policy, key, options, null)).decision;
+  decide(policy: Policy, key: string, options: DecideOptions = {}): Promise<PolicyDecision> {
+    if (policy.needsPermit) return Promise.reject(new TypeError(`policy '${policy.name}' holds a lease or an estimate: use acquire() or withPermit()`));
+    return this.run(policy, key, options, null).then((r) => r.decision);
   }
 
   /**
@@ -156,8 +192,8 @@ export class RateLimiter {
    */
   async acquire(policy: Policy, key: string, options: AcquireOptions = {}): Promise<Permit> {
     const token = policy.limits.some((l) => l.kind === "concurrency") ? randomUUID() : null;
-    const { decision, planned, estimate } = await this.run(policy, key, options, token);
-    return new Permit(this, decision, decision.limited ? null : planned, estimate, token, options.signal);
+    const { decision, held, estimate } = await this.run(policy, key, options, token);
+    return new Permit(this, policy, decision, decision.limited ? null : held, estimate, token, options.signal);
   }
 
   /**
@@ -174,18 +210,24 @@ export class RateLimiter {
     }
   }
 
-  private async run(policy: Policy, key: string, o: DecideOptions, token: string | null) {
-    const cost = b_int("cost", o.cost ?? 1);
-    const estimate = b_int("estimate", o.estimate ?? cost);
-    const planned = plan(policy, key, { cost, estimate, zone: o.zone, subkeys: o.subkeys }, token);
-    const decision = await this.guarded(() => this.send(policy, planned));
-    return { decision, planned, estimate };
+  private run(policy: Policy, key: string, o: DecideOptions, token: string | null): Promise<{ decision: PolicyDecision; held: Held; estimate: number }> {
+    let held: Held;
+    let estimate: number;
+    try {
+      const cost = positive("cost", o.cost ?? 1);
+      estimate = positive("estimate", o.estimate ?? cost);
+      held = heldFor(policy, key, o, cost, estimate, token);
+    } catch (e) {
+      return Promise.reject(e); // bad input: refused before any Redis call
+    }
+    return this.guarded(() => this.send(policy, held)).then((decision) => ({ decision, held, estimate }));
   }
 
-  private async send(policy: Policy, p: Plan): Promise<PolicyDecision> {
-    if (p.lockout) {
-      const l = p.lockout.limit;
-      const r = await this.client.lockcount(p.lockout.lockKey, p.lockout.countKey, { window: l.window!, max: l.limit, lockTime: l.lockTime! });
+  private async send(policy: Policy, h: Held): Promise<PolicyDecision> {
+    const c = policy.compile();
+    if (c.lockout) {
+      const l = c.lockout;
+      const r = await this.client.lockcount(`${h.base}:${l.name}:lock`, `${h.base}:${l.name}:count`, { window: l.window!, max: l.limit, lockTime: l.lockTime! });
       const state: LimitState = Object.freeze({
         name: l.name,
         kind: l.kind,
@@ -198,60 +240,73 @@ export class RateLimiter {
       });
       return finish(policy, state, [state]);
     }
-    const rules = p.clauses.reduce((n, c) => n + c.limits.length, 0);
-    if (p.clauses.length === 1 && rules === 1 && ONE_RULE_COMMANDS.has(p.clauses[0].clause.kind)) {
-      const only = p.clauses[0];
-      const r = await this.one(only.clause);
-      const state = stateOf(only.limits[0], r);
+    if (c.groups.length === 1 && c.rules === 1) {
+      // One limit, one rule: its own command, whose reply is that limit's state.
+      const g = c.groups[0];
+      const args = [g.command, h.keys[0], "*"];
+      if (g.kind === "quota") args.push(h.zones[0]!);
+      args.push(...g.rules);
+      if (h.costs[0] !== 1) args.push("COST", String(h.costs[0]));
+      if (g.kind === "lease") args.push("TOKEN", h.token!);
+      const r = d.decision(g.command, await this.client.send({ key: h.keys[0], readOnly: false, args }));
+      const state = stateOf(g.limits[0], r);
       return finish(policy, state, [state]);
     }
-    const all = await this.client.all(
-      p.clauses.map((c) => c.clause),
-      { details: policy.options.details },
-    );
+    const details = policy.options.details && this.detailsSupported;
+    const args = ["RL.ALL", String(c.groups.length), ...h.keys, "*"];
+    c.groups.forEach((g, i) => {
+      args.push(g.word, String(i + 1));
+      if (g.kind === "quota") args.push(h.zones[i]!);
+      args.push(...g.rules);
+      if (g.kind === "lease") args.push("TOKEN", h.token!);
+      if (h.costs[i] !== 1) args.push("COST", String(h.costs[i]));
+    });
+    let all: d.AllDecision;
+    try {
+      all = d.allDecision("RL.ALL", await this.client.send({ key: h.keys[0], readOnly: false, args: details ? [...args, "DETAILS"] : args }), details);
+    } catch (e) {
+      // A module build older than DETAILS: remember, and decide without it
+      // (the decision then holds the binding limit's state only).
+      if (!(details && e instanceof RateLimitError && /unknown option 'DETAILS'/.test(e.message))) throw e;
+      this.detailsSupported = false;
+      all = d.allDecision("RL.ALL", await this.client.send({ key: h.keys[0], readOnly: false, args }), false);
+    }
+    const bound = c.groups[all.clause - 1]?.limits[all.rule - 1];
+    if (!bound) throw new d.ReplyShapeError("RL.ALL", [all.clause, all.rule]);
     if (!all.details) {
-      const state = stateOf(p.clauses[all.clause - 1].limits[all.rule - 1], all);
+      const state = stateOf(bound, all);
       return finish(policy, state, [state]);
     }
-    const byLimit = new Map<Limit, LimitState>();
-    p.clauses.forEach((c, ci) => c.limits.forEach((l, ri) => byLimit.set(l, stateOf(l, all.details![ci][ri]))));
-    const binding = byLimit.get(p.clauses[all.clause - 1].limits[all.rule - 1])!;
-    return finish(
-      policy,
-      binding,
-      policy.limits.map((l) => byLimit.get(l)!),
+    const states: LimitState[] = [];
+    let binding: LimitState | undefined;
+    c.groups.forEach((g, ci) =>
+      g.limits.forEach((l, ri) => {
+        const rule = all.details![ci]?.[ri];
+        if (!rule) throw new d.ReplyShapeError("RL.ALL", all.details);
+        const st = stateOf(l, rule);
+        states[policy.limits.indexOf(l)] = st;
+        if (l === bound) binding = st;
+      }),
     );
-  }
-
-  private one(c: b.Clause): Promise<d.Decision> {
-    switch (c.kind) {
-      case "check":
-        return this.client.check(c.key, c.rules, { cost: c.cost });
-      case "throttle":
-        return this.client.throttle(c.key, c.rules, { cost: c.cost });
-      case "quota":
-        return this.client.quota(c.key, c.zone, c.periods, { cost: c.cost });
-      case "lease":
-        return this.client.lease(c.key, { limit: c.limit, ttl: c.ttl, token: c.token, cost: c.cost });
-    }
+    return finish(policy, binding!, states);
   }
 
   /** The calls that give back a permit's lease and settle its estimate to `used`. */
-  settlementCalls(p: Plan, estimate: number, used: number, token: string | null): Call[] {
+  settlementCalls(policy: Policy, h: Held, estimate: number, used: number): Call[] {
     const calls: Call[] = [];
-    for (const { clause: c, costKind } of p.clauses) {
-      if (c.kind === "lease") {
-        if (token) calls.push(b.release(c.key, token));
-        continue;
+    policy.compile().groups.forEach((g, i) => {
+      const key = h.keys[i];
+      if (g.kind === "lease") {
+        if (h.token) calls.push({ key, readOnly: false, args: ["RL.RELEASE", key, "*", h.token] });
+        return;
       }
-      if (costKind !== "estimate" || used === estimate) continue;
-      const mode = used < estimate ? { refund: true } : { debit: true };
-      let cost = Math.abs(estimate - used);
-      if (c.kind === "check") cost = Math.min(cost, 10000); // RL.CHECK's cap (one member per unit)
-      if (c.kind === "check") calls.push(b.check("RL.CHECK", c.key, c.rules, { ...mode, cost }));
-      if (c.kind === "throttle") calls.push(b.throttle("RL.THROTTLE", c.key, c.rules, { ...mode, cost }));
-      if (c.kind === "quota") calls.push(b.quota("RL.QUOTA", c.key, c.zone, c.periods, { ...mode, cost }));
-    }
+      if (g.costKind !== "estimate" || used === estimate) return;
+      const cost = Math.min(Math.abs(estimate - used), g.maxSettle);
+      const args = [g.command, key, "*"];
+      if (g.kind === "quota") args.push(h.zones[i]!);
+      args.push(...g.rules, "COST", String(cost), used < estimate ? "REFUND" : "DEBIT");
+      calls.push({ key, readOnly: false, args });
+    });
     return calls;
   }
 
@@ -272,9 +327,40 @@ export class RateLimiter {
   }
 }
 
-function b_int(what: string, v: number): number {
-  if (!Number.isInteger(v) || v < 1 || v > Number.MAX_SAFE_INTEGER) throw new RangeError(`invalid ${what} '${v}': expected an integer from 1 to ${Number.MAX_SAFE_INTEGER}`);
-  return v;
+function positive(what: string, v: unknown): number {
+  return a.int(what, v, 1, a.MAX);
+}
+
+/** What one call of a policy names: its keys, zones and costs per group, and its lease token. */
+export interface Held {
+  readonly base: string;
+  readonly keys: readonly string[];
+  readonly zones: readonly (string | null)[];
+  readonly costs: readonly number[];
+  readonly token: string | null;
+}
+
+/** Checks a call's arguments against the compiled policy, before any Redis call. */
+function heldFor(policy: Policy, key: string, o: DecideOptions, cost: number, estimate: number, token: string | null): Held {
+  const c = policy.compile();
+  const base = keyBase(policy, key);
+  const keys: string[] = [];
+  const zones: (string | null)[] = [];
+  const costs: number[] = [];
+  c.groups.forEach((g: Group) => {
+    keys.push(groupKey(policy, base, g, o.subkeys));
+    let zone: string | null = null;
+    if (g.kind === "quota") {
+      zone = g.zone ?? o.zone ?? null;
+      if (zone === null) throw new RangeError(`quota '${g.name}' takes its zone per call: pass zone`);
+      a.zone(zone);
+    }
+    zones.push(zone);
+    const n = g.costKind === "estimate" ? estimate : cost;
+    if (n > g.maxCost) throw new RangeError(`invalid ${g.costKind === "estimate" ? "estimate" : "cost"} '${n}' for '${g.name}': at most ${g.maxCost}`);
+    costs.push(n);
+  });
+  return { base, keys, zones, costs, token };
 }
 
 function stateOf(l: Limit, r: d.Decision): LimitState {
@@ -320,15 +406,16 @@ export class Permit implements AsyncDisposable {
 
   constructor(
     private readonly limiter: RateLimiter,
+    private readonly policy: Policy,
     readonly decision: PolicyDecision,
-    private readonly planned: Plan | null,
+    private readonly held: Held | null,
     /** Units taken up front on the estimate limits. */
     readonly estimate: number,
     /** The lease's token (null without an in-flight limit or when refused). */
     readonly token: string | null,
     signal?: AbortSignal,
   ) {
-    if (signal && planned) {
+    if (signal && held) {
       const onAbort = () => {
         this.abort.abort(signal.reason);
         void this.close();
@@ -361,8 +448,8 @@ export class Permit implements AsyncDisposable {
   close(): Promise<void> {
     if (!this.closing) {
       this.unlisten();
-      this.closing = this.planned
-        ? this.limiter.settle(this.limiter.settlementCalls(this.planned, this.estimate, this.usedUnits ?? 0, this.token)).catch((e) => this.limiter.report(e))
+      this.closing = this.held
+        ? this.limiter.settle(this.limiter.settlementCalls(this.policy, this.held, this.estimate, this.usedUnits ?? 0)).catch((e) => this.limiter.report(e))
         : Promise.resolve();
     }
     return this.closing;

@@ -11,7 +11,8 @@
  * per-call discriminator (`subkeys: { duplicate: sha }`) after its name.
  */
 import * as a from "./args";
-import type { Clause, Period } from "./build";
+import * as b from "./build";
+import type { Period } from "./build";
 import { PERIODS } from "./build";
 
 export type FailureMode = "open" | "closed";
@@ -83,6 +84,7 @@ export class Policy {
   readonly name: string;
   readonly options: Required<Omit<PolicyOptions, "tag">> & { tag: string | null };
   readonly limits: Limit[] = [];
+  private compiled: Compiled | null = null;
 
   constructor(name: string, options: PolicyOptions = {}) {
     if (!NAME.test(name)) throw new RangeError(`invalid policy name '${name}': 1 to 64 letters, digits, '_', '.', '-'`);
@@ -109,6 +111,7 @@ export class Policy {
     }
     if (this.limits.length >= a.MAX_RULES) throw new RangeError(`too many limits: at most ${a.MAX_RULES}`);
     this.limits.push(limit);
+    this.compiled = null;
     return this;
   }
 
@@ -124,6 +127,7 @@ export class Policy {
     a.int(`rate of '${name}'`, rate, 1, a.MAX);
     a.duration(`per of '${name}'`, per);
     a.int(`burst of '${name}'`, burst, 1, a.MAX);
+    b.throttle("RL.THROTTLE", name, { burst, count: rate, window: per }); // the module's exact-arithmetic bounds
     return this.add({ name, kind: "tokenBucket", limit: rate, window: per, burst, options });
   }
 
@@ -159,7 +163,13 @@ export class Policy {
     if (!l) throw new RangeError(`no limit '${name}' in policy '${this.name}'`);
     a.int(`limit of '${name}'`, value, l.kind === "quota" || l.kind === "lockout" ? 0 : 1, a.MAX);
     l.limit = value;
+    this.compiled = null;
     return this;
+  }
+
+  /** The argument templates of this policy (rebuilt after a change). */
+  compile(): Compiled {
+    return (this.compiled ??= compile(this));
   }
 
   /** Whether a call must hold a permit (an in-flight limit or an estimate to settle). */
@@ -177,93 +187,102 @@ function checkKeyPart(what: string, v: unknown): string {
   return v;
 }
 
-export interface CallShape {
-  readonly cost: number;
-  readonly estimate: number;
-  readonly zone?: string;
-  readonly subkeys?: Readonly<Record<string, string>>;
-}
-
-/** One clause of the decision and the limits its rules stand for, in rule order. */
-export interface PlannedClause {
-  readonly clause: Clause;
+/**
+ * A policy compiled to argument templates (once, and again after a
+ * `setLimit`): sliding windows on one key share a CHECK clause, quota
+ * periods of one zone a QUOTA clause; every number is checked and turned
+ * into a string here, so a decision only adds keys, zone, cost and token.
+ */
+export interface Group {
+  readonly kind: "check" | "throttle" | "quota" | "lease";
+  /** The clause word of RL.ALL. */
+  readonly word: "CHECK" | "THROTTLE" | "QUOTA" | "LEASE";
+  /** The command deciding this group alone (and settling it). */
+  readonly command: "RL.CHECK" | "RL.THROTTLE" | "RL.QUOTA" | "RL.LEASE";
   readonly limits: readonly Limit[];
   readonly costKind: "request" | "estimate";
+  /** The group's key is `<base>:<name>` (plus `:<subkey>` when `subkey`). */
+  readonly name: string;
+  readonly global: boolean;
+  readonly subkey: boolean;
+  /** The rules after key/now (after the zone for a quota). */
+  readonly rules: readonly string[];
+  /** A quota's zone; null: per call. */
+  readonly zone: string | null;
+  /** The largest admission cost the module takes for this group. */
+  readonly maxCost: number;
+  /** The largest settlement (REFUND/DEBIT) cost. */
+  readonly maxSettle: number;
 }
 
-export interface Plan {
-  readonly clauses: readonly PlannedClause[];
-  /** Set for a lockout policy (RL.LOCKCOUNT). */
-  readonly lockout?: { readonly limit: Limit; readonly lockKey: string; readonly countKey: string };
+export interface Compiled {
+  readonly groups: readonly Group[];
+  readonly rules: number;
+  readonly lockout: Limit | null;
+  readonly hasLease: boolean;
 }
 
-export function keyOf(policy: Policy, key: string, limit: Limit, subkeys?: Readonly<Record<string, string>>): string {
-  checkKeyPart("key", key);
-  const { prefix, tag } = policy.options;
-  let k = tag === null ? `${prefix}${policy.name}:{${key}}` : limit.options.global ? `${prefix}${policy.name}:{${tag}}` : `${prefix}${policy.name}:{${tag}}:${key}`;
-  k += `:${limit.name}`;
-  if (limit.options.subkey) {
-    const sub = subkeys?.[limit.name];
-    if (typeof sub !== "string" || sub.length === 0) throw new RangeError(`limit '${limit.name}' needs subkeys.${limit.name}`);
-    k += `:${sub}`;
-  }
-  return k;
-}
-
-/** The clauses a call sends: sliding windows on one key share a CHECK clause, quota periods of one zone a QUOTA clause. */
-export function plan(policy: Policy, key: string, shape: CallShape, token: string | null): Plan {
+export function compile(policy: Policy): Compiled {
   if (policy.limits.length === 0) throw new RangeError(`policy '${policy.name}' has no limit`);
   const first = policy.limits[0];
-  if (first.kind === "lockout") {
-    const base = keyOf(policy, key, first);
-    return { clauses: [], lockout: { limit: first, lockKey: `${base}:lock`, countKey: `${base}:count` } };
-  }
-  type Group = { kind: LimitKind; limits: Limit[]; key: string; costKind: "request" | "estimate"; zone?: string; shareable: boolean };
-  const groups: Group[] = [];
+  if (first.kind === "lockout") return { groups: [], rules: 1, lockout: first, hasLease: false };
+  type Draft = { kind: LimitKind; limits: Limit[]; costKind: "request" | "estimate"; shareable: boolean };
+  const drafts: Draft[] = [];
   for (const l of policy.limits) {
     const costKind = l.options.cost ?? "request";
     const shareable = !l.options.subkey && (l.kind === "slidingWindow" || l.kind === "quota");
-    let zone: string | undefined;
-    if (l.kind === "quota") {
-      zone = l.zone ?? shape.zone;
-      if (zone === undefined) throw new RangeError(`quota '${l.name}' takes its zone per call: pass zone`);
-      a.zone(zone);
-    }
     const g = shareable
-      ? groups.find(
+      ? drafts.find(
           (x) =>
             x.shareable &&
             x.kind === l.kind &&
             x.costKind === costKind &&
             !!x.limits[0].options.global === !!l.options.global &&
-            x.zone === zone &&
+            x.limits[0].zone === l.zone &&
             (l.kind !== "quota" || !x.limits.some((y) => y.period === l.period)),
         )
       : undefined;
     if (g) g.limits.push(l);
-    else groups.push({ kind: l.kind, limits: [l], key: keyOf(policy, key, l, shape.subkeys), costKind, zone, shareable });
+    else drafts.push({ kind: l.kind, limits: [l], costKind, shareable });
   }
-  const clauses = groups.map((g): PlannedClause => {
-    const cost = g.costKind === "estimate" ? shape.estimate : shape.cost;
-    const c = cost === 1 ? undefined : cost;
+  const groups = drafts.map((g): Group => {
+    const base = { limits: g.limits, costKind: g.costKind, name: g.limits[0].name, global: !!g.limits[0].options.global, subkey: !!g.limits[0].options.subkey };
+    const minOf = (f: (l: Limit) => number) => Math.min(...g.limits.map(f));
     switch (g.kind) {
       case "slidingWindow":
-        return { limits: g.limits, costKind: g.costKind, clause: { kind: "check", key: g.key, rules: g.limits.map((l) => ({ count: l.limit, window: l.window! })), cost: c } };
+        return { ...base, kind: "check", word: "CHECK", command: "RL.CHECK", zone: null, rules: g.limits.flatMap((l) => [String(l.limit), String(l.window)]), maxCost: Math.min(minOf((l) => l.limit), a.MAX_UNIT_COST), maxSettle: a.MAX_UNIT_COST };
       case "tokenBucket":
-        return { limits: g.limits, costKind: g.costKind, clause: { kind: "throttle", key: g.key, rules: g.limits.map((l) => ({ burst: l.burst!, count: l.limit, window: l.window! })), cost: c } };
+        return { ...base, kind: "throttle", word: "THROTTLE", command: "RL.THROTTLE", zone: null, rules: g.limits.flatMap((l) => [String(l.burst), String(l.limit), String(l.window)]), maxCost: minOf((l) => l.burst!), maxSettle: a.MAX };
       case "quota":
-        return {
-          limits: g.limits,
-          costKind: g.costKind,
-          clause: { kind: "quota", key: g.key, zone: g.zone!, periods: Object.fromEntries(g.limits.map((l) => [l.period!, l.limit])), cost: c },
-        };
+        return { ...base, kind: "quota", word: "QUOTA", command: "RL.QUOTA", zone: g.limits[0].zone ?? null, rules: g.limits.flatMap((l) => [l.period!.toUpperCase(), String(l.limit)]), maxCost: a.MAX, maxSettle: a.MAX };
       case "concurrency": {
         const l = g.limits[0];
-        return { limits: g.limits, costKind: g.costKind, clause: { kind: "lease", key: g.key, limit: l.limit, ttl: l.ttl!, token: token ?? undefined, cost: c } };
+        return { ...base, kind: "lease", word: "LEASE", command: "RL.LEASE", zone: null, rules: [String(l.limit), String(l.ttl)], maxCost: Math.min(l.limit, a.MAX_UNIT_COST), maxSettle: 0 };
       }
       default:
         throw new RangeError(`unexpected limit kind ${g.kind}`);
     }
   });
-  return { clauses };
+  // Built from checked limits; the throttle rules' exact-arithmetic bounds are checked by build.ts.
+  for (const g of groups) if (g.kind === "throttle") b.throttle("RL.THROTTLE", "k", g.limits.map((l) => ({ burst: l.burst!, count: l.limit, window: l.window! })));
+  return { groups, rules: policy.limits.length, lockout: null, hasLease: groups.some((g) => g.kind === "lease") };
+}
+
+/** The key base of a call: `<prefix><policy>:{<key>}` or, with a tag, `<prefix><policy>:{<tag>}:<key>`. */
+export function keyBase(policy: Policy, key: string): string {
+  checkKeyPart("key", key);
+  const { prefix, tag } = policy.options;
+  return tag === null ? `${prefix}${policy.name}:{${key}}` : `${prefix}${policy.name}:{${tag}}:${key}`;
+}
+
+export function groupKey(policy: Policy, base: string, g: Group | Limit, subkeys?: Readonly<Record<string, string>>): string {
+  const global = "global" in g ? g.global : !!g.options.global;
+  const subkey = "subkey" in g ? g.subkey : !!g.options.subkey;
+  let k = global ? `${policy.options.prefix}${policy.name}:{${policy.options.tag}}:${g.name}` : `${base}:${g.name}`;
+  if (subkey) {
+    const sub = subkeys?.[g.name];
+    if (typeof sub !== "string" || sub.length === 0) throw new RangeError(`limit '${g.name}' needs subkeys.${g.name}`);
+    k += `:${sub}`;
+  }
+  return k;
 }

@@ -63,11 +63,13 @@ interface IoRedisCommandCtor {
   new (name: string, args: readonly string[], options?: { readOnly?: boolean }): { keys?: unknown[] };
 }
 
-function ioredisCommandClass(): IoRedisCommandCtor {
-  // The caller's ioredis (a peer dependency): loaded only when an ioredis
-  // Cluster is used, so node-redis users need not install it.
+function ioredisCommandClass(cluster: any): IoRedisCommandCtor {
+  // The Command class of the caller's own ioredis copy (Redis.Command on its
+  // node connections' class), else the ioredis this package resolves (a
+  // peer dependency, loaded only here, so node-redis users need not install it).
+  const own = cluster.nodes?.("all")?.[0]?.constructor?.Command;
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  return require("ioredis").Command;
+  return own ?? require("ioredis").Command;
 }
 
 type IoPipeline = { exec(): Promise<Array<[Error | null, unknown]>> } & Record<string, any>;
@@ -79,21 +81,23 @@ function ioredisExec(pipeline: IoPipeline, n: number): Promise<unknown[]> {
 function ioredisStandalone(client: any): Transport {
   return {
     kind: "ioredis",
-    send: (c) => client.call(c.args[0], ...c.args.slice(1)),
-    sendAny: (args) => client.call(args[0], ...args.slice(1)),
+    // ioredis flattens one level of array arguments (Command does args.flat()).
+    send: (c) => client.call(c.args[0], c.args.slice(1)),
+    sendAny: (args) => client.call(args[0], args.slice(1)),
     batch: (calls) => {
       const p = client.pipeline();
-      for (const c of calls) p.call(c.args[0], ...c.args.slice(1));
+      for (const c of calls) p.call(c.args[0], c.args.slice(1));
       return ioredisExec(p, calls.length);
     },
   };
 }
 
 function ioredisCluster(client: any): Transport {
-  const Command = ioredisCommandClass();
+  let Command: IoRedisCommandCtor | null = null;
   // ioredis routes a Command by `keys[0]`, which it computes only for the
   // commands it knows; giving it the key routes RL commands like GET.
   const command = (c: Call) => {
+    Command ??= ioredisCommandClass(client);
     const cmd = new Command(c.args[0], c.args.slice(1), { readOnly: c.readOnly });
     cmd.keys = [c.key];
     return cmd;

@@ -81,7 +81,7 @@ for (const [clientName, make] of Object.entries(makers)) {
 
     test("policies and permits (decide, lease, settle + release pipelined): zero MOVED", async () => {
       await cluster.resetStats();
-      const limiter = new RateLimiter(rl);
+      const limiter = new RateLimiter(rl, { timeout: 3000 });
       const p = new Policy("llm", { prefix: `${clientName}:`, details: false })
         .tokenBucket("rate", 60, 60_000, 10)
         .concurrency("inflight", 2, 60_000)

@@ -155,3 +155,52 @@ async def test_async_twin_matches_raw_replies(server, raw, key):
     assert (await rl.lockcount("{%s}l" % key, "{%s}n" % key, S, 1, S)).allowed
     assert not (await rl.dayhour("{%s}d" % key, "{%s}h" % key, 1, 1, S, S)).limited
     await client.aclose()
+
+
+def test_all_with_details_matches_raw_reply(server, raw, key):
+    from conftest import details_supported
+    if not details_supported(raw):
+        pytest.skip("the module at $RL_MODULE has no RL.ALL DETAILS")
+    rl = RateLimiter(server.client())
+    t = server_ms(raw)
+    tag = "{%s}" % key
+
+    def clauses(side):
+        return [Clause.check(f"{tag}:{side}:w", [(2, 10 * S), (5, timedelta(hours=1))]),
+                Clause.quota(f"{tag}:{side}:q", "Asia/Shanghai", {"day": 3, "hour": 2}),
+                Clause.lease(f"{tag}:{side}:l", 2, timedelta(seconds=60), token="tok1")]
+
+    def raw_all(name, side, *tail):
+        return raw.execute_command(name, 3, f"{tag}:{side}:w", f"{tag}:{side}:q", f"{tag}:{side}:l", t,
+                                   "CHECK", 1, 2, 10_000, 5, 3_600_000, "QUOTA", 2, "Asia/Shanghai", "DAY", 3,
+                                   "HOUR", 2, "LEASE", 3, 2, 60_000, "TOKEN", "tok1", *tail)
+
+    def flat(d):
+        return [int(d.limited), d.clause] + fields(d)[1:] + [[fields(st) for st in c] for c in d.details]
+
+    for _ in range(3):
+        d = rl.all(clauses("a"), details=True, now=t)
+        assert flat(d) == raw_all("RL.ALL", "b", "DETAILS")
+    assert d.limited and [len(c) for c in d.details] == [2, 2, 1]
+    p = rl.all_peek(clauses("a"), details=True, now=t)
+    assert flat(p) == raw_all("RL.ALLPEEK", "b", "DETAILS")
+    r = rl.all(clauses("a"), refund=True, details=True, now=t)
+    assert flat(r) == raw_all("RL.ALL", "b", "REFUND", "DETAILS")
+
+
+def test_error_texts_are_the_servers_own(server, raw, key):
+    """redis-py drops "ERR " / "OOM " from error texts; RateLimitError gives them back."""
+    from redis_rl import Call, Decision
+    rl = RateLimiter(server.client())
+    # A call the typed methods would refuse, built by hand to reach the server.
+    bad = Call(key, ("RL.CHECK", key, "*", 1, 0), Decision.from_reply)
+    with pytest.raises(RateLimitError) as e:
+        rl.run(bad)
+    assert str(e.value).startswith("ERR invalid window '0' for rule 1: expected an integer from 1 to ")
+    raw.execute_command("CONFIG", "SET", "maxmemory", "1")
+    try:
+        with pytest.raises(RateLimitError) as e:
+            rl.check(key + ":oom", [(1, S)])
+        assert str(e.value) == "OOM command not allowed when used memory > 'maxmemory'."
+    finally:
+        raw.execute_command("CONFIG", "SET", "maxmemory", "0")

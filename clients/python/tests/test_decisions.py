@@ -33,8 +33,10 @@ def test_all_reply_with_details_parses_per_clause_rule_states():
 def test_malformed_replies_raise_rate_limit_error():
     with pytest.raises(RateLimitError):
         AllDecision.from_reply([1, 2, 3])
+    with pytest.raises(RateLimitError):  # a rule state of three integers: found when details are read
+        AllDecision.from_reply([0, 1, 1, 1, 1, -1, 5, [[0, 1, 2]]]).details
     with pytest.raises(RateLimitError):
-        AllDecision.from_reply([0, 1, 1, 1, 1, -1, 5, [[0, 1, 2]]])
+        AllDecision.from_reply([0, 1, 1, 1, 1, -1, 5, 7])
     with pytest.raises(RateLimitError):
         RuleState.from_reply([0, 1, 1, 1, b"x", 5])
 

@@ -21,7 +21,7 @@ def make_app(client, prefix):
     limits = FlaskRateLimits(RateLimiter(client))
     per_ip = Policy("ip", [sliding_window("custom", 2, 30 * S)], prefix=prefix)
     opened = Policy("open", [sliding_window("default", 2, 30 * S)], prefix=prefix, fail=FAIL_OPEN)
-    jobs = Policy("jobs", [concurrency("inflight", 1, 60 * S), quota("units", "day", 100, zone="UTC", metered=True)],
+    jobs = Policy("jobs", [concurrency("inflight", 1, 60 * S), quota("units", "UTC", "day", 100, metered=True)],
                   prefix=prefix)
 
     @app.get("/ip")

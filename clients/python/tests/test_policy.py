@@ -23,7 +23,7 @@ def llm_policy(prefix: str) -> Policy:
     return Policy("llm", [
         token_bucket("rate", 60, timedelta(minutes=1), burst=10),
         concurrency("inflight", 2, timedelta(seconds=60)),
-        quota("tokens", "day", 100_000, metered=True),
+        quota("tokens", None, "day", 100_000, metered=True),
         sliding_window("global", 1000, timedelta(minutes=1), shared=True),
     ], prefix=prefix, tag="llm")
 
@@ -61,15 +61,15 @@ def test_policy_construction_refuses_bad_shapes():
     with pytest.raises(ValueError, match="alone"):
         Policy("p", [lockout("l", 5, S, S), sliding_window("a", 1, S)])
     with pytest.raises(ValueError, match="share a name"):
-        Policy("p", [sliding_window("a", 1, S), quota("a", "day", 1, zone="UTC")])
+        Policy("p", [sliding_window("a", 1, S), quota("a", "UTC", "day", 1)])
     with pytest.raises(ValueError, match="braces"):
         Policy("p", [sliding_window("a", 1, S)], prefix="x{y}")
     with pytest.raises(ValueError, match="same period"):
         Policy("p", [token_bucket("a", 1, S), token_bucket("b", 2, S)])
     with pytest.raises(ValueError, match="zone"):
-        Policy("p", [quota("a", "day", 1)]).plan("k")
+        Policy("p", [quota("a", None, "day", 1)]).plan("k")
     with pytest.raises(ValueError, match="invalid zone"):
-        Policy("p", [quota("a", "day", 1)]).plan("k", zone="Not/AZone")
+        Policy("p", [quota("a", None, "day", 1)]).plan("k", zone="Not/AZone")
     with pytest.raises(ValueError, match="subkeys"):
         Policy("p", [sliding_window("d", 1, S, subkey=True)]).plan("k")
     with pytest.raises(ValueError, match="overrides"):
@@ -169,7 +169,7 @@ def test_lockout_policy(server, key):
 
 def test_overrides_change_limits_without_reset(server, key):
     rl = RateLimiter(server.client())
-    p = Policy("ocr", [quota("day", "day", 20, zone="Asia/Shanghai"), quota("hour", "hour", 5, zone="Asia/Shanghai")],
+    p = Policy("ocr", [quota("day", "Asia/Shanghai", "day", 20), quota("hour", "Asia/Shanghai", "hour", 5)],
                prefix=key)
     assert all(rl.decide(p, "alice").allowed for _ in range(3))
     low = rl.decide(p, "alice", overrides={"hour": 2})

@@ -19,18 +19,20 @@ def blocks() -> dict[str, str]:
     for b in found:
         if "FastAPI()" in b:
             named["llm"] = b
+        elif "flask.Flask" in b:
+            named["flask"] = b
         elif "sms = Policy" in b:
             named["sms"] = b
         elif "Five" not in b and "rl.check(" in b:
             named["start"] = b
-    assert set(named) == {"llm", "sms", "start"}, list(named)
+    assert set(named) == {"llm", "sms", "start", "flask"}, list(named)
     return named
 
 
 def run(block: str, url: str) -> tuple[dict, str]:
     code = block.replace('REDIS_URL = "redis://localhost:6379"', f'REDIS_URL = "{url}"')
     assert code != block
-    ns: dict = {}
+    ns: dict = {"__name__": "__main__"}  # as when run as a script (Flask(__name__) needs a module)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(code, str(README), "exec"), ns)
@@ -57,3 +59,14 @@ def test_llm_recipe_settles_and_releases(server, raw):
     day = raw.execute_command("RL.QUOTAPEEK", "llm:{llm}:readme:tokens", "*", "UTC", "DAY", 100_000, "COST", 0)
     assert 100_000 - day[3] == 369  # 3 x 123 used, the 1000-token estimates settled
     assert raw.execute_command("RL.LEASEPEEK", "llm:{llm}:readme:inflight", "*", 2, "COST", 0)[3] == 2
+
+
+def test_flask_recipe(server):
+    ns, _ = run(blocks()["flask"], f"redis://127.0.0.1:{server.port}")
+    c = ns["app"].test_client()
+    first = c.get("/search", environ_base={"REMOTE_ADDR": "192.0.2.77"})
+    assert first.status_code == 200 and first.json == {"results": []}
+    assert first.headers["RateLimit-Policy"] == '"search";q=5;w=30'
+    assert first.headers["RateLimit"] == '"search";r=4;t=30'
+    codes = [c.get("/search", environ_base={"REMOTE_ADDR": "192.0.2.77"}).status_code for _ in range(5)]
+    assert codes == [200] * 4 + [429]

@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "integration"))
 
-from servers import Cluster, Server, free_port, redis_cli  # noqa: E402
+from servers import Cluster, Server, free_port, redis_cli  # noqa: E402,F401 (re-exported to the tests)
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 

@@ -30,9 +30,28 @@ from .scope import Acquire, AsyncAcquire, AsyncPermit, Permit
 _PROBE = ("RL.ALLPEEK", 1, "rl:probe", "*", "CHECK", 1, 1, 1, "COST", 0, "DETAILS")
 
 
-def _server_error(e: redis.exceptions.ResponseError) -> RateLimitError:
+# redis-py strips these codes from an error's text (its exception class says
+# which); everything else it keeps but "ERR ", which it strips too.
+_STRIPPED = ((redis.exceptions.OutOfMemoryError, "OOM"), (redis.exceptions.ReadOnlyError, "READONLY"),
+             (redis.exceptions.NoPermissionError, "NOPERM"), (redis.exceptions.ExecAbortError, "EXECABORT"),
+             (redis.exceptions.NoScriptError, "NOSCRIPT"))
+
+
+def server_text(e: redis.exceptions.ResponseError) -> str:
+    """The error reply as the server wrote it (redis-py drops its code)."""
     text = str(e)
-    if text.lower().startswith("unknown command") and "rl." in text.lower():
+    for cls, code in _STRIPPED:
+        if isinstance(e, cls):
+            return f"{code} {text}"
+    first = text.split(" ", 1)[0]
+    if first.isalpha() and first.isupper():  # a code redis-py keeps: WRONGTYPE, CROSSSLOT, ...
+        return text
+    return "ERR " + text
+
+
+def _server_error(e: redis.exceptions.ResponseError) -> RateLimitError:
+    text = server_text(e)
+    if text.lower().startswith("err unknown command") and "rl." in text.lower():
         return ModuleNotLoadedError(f"({text})")
     return RateLimitError(text)
 

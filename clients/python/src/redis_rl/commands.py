@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
+from typing import Any, Callable, Iterable, Literal, Mapping, NamedTuple, Sequence
 
 from . import args as a
 from .decisions import AllDecision, DayHourDecision, Decision, LeaseDecision, LockDecision
@@ -35,8 +35,10 @@ class Period(str, enum.Enum):
             raise ValueError(f"invalid period {value!r}: one of minute, hour, day, week, month, year") from None
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
+class Call(NamedTuple):
+    """One command ready to send (a NamedTuple: immutable and cheap to make
+    on the decision hot path)."""
+
     key: Key  # the key the call is routed by under Cluster
     args: tuple[Any, ...]
     parse: Callable[[Any], Any]

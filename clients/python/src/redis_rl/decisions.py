@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Sequence
 
@@ -10,7 +10,9 @@ from .errors import RateLimitError
 
 
 def _ms(value: int) -> timedelta:
-    return timedelta(milliseconds=value)
+    # Positional (days, seconds, microseconds, milliseconds): a third of the
+    # keyword form's cost, and two of these are made per decision.
+    return timedelta(0, 0, 0, value)
 
 
 def _int(value: Any) -> int:
@@ -52,16 +54,20 @@ class RuleState:
         return self.reset_after // timedelta(milliseconds=1)
 
     @classmethod
-    def _fields(cls, reply: Sequence[Any]) -> dict[str, Any]:
-        limited, rule, limit, remaining, retry, reset = (_int(v) for v in reply[:6])
-        return dict(limited=limited == 1, rule=rule, limit=limit, remaining=remaining,
-                    retry_after=None if retry < 0 else _ms(retry), reset_after=_ms(reset))
-
-    @classmethod
     def from_reply(cls, reply: Sequence[Any]) -> "RuleState":
-        if not isinstance(reply, (list, tuple)) or len(reply) != 6:
-            raise RateLimitError(f"unexpected reply {reply!r}: expected six integers")
-        return cls(**cls._fields(reply))
+        return cls(*_six(reply, 6))
+
+
+def _six(reply: Sequence[Any], size: int) -> tuple[bool, int, int, int, timedelta | None, timedelta]:
+    """RL.CHECK's six fields, positional (the hot path: a DETAILS reply has
+    one of these per rule)."""
+    if not isinstance(reply, (list, tuple)) or len(reply) != size:
+        raise RateLimitError(f"unexpected reply {reply!r}: expected {size} elements")
+    limited, rule, limit, remaining, retry, reset = reply[:6]
+    if not (type(limited) is type(rule) is type(limit) is type(remaining) is type(retry) is type(reset) is int):
+        for v in reply[:6]:
+            _int(v)
+    return limited == 1, rule, limit, remaining, None if retry < 0 else _ms(retry), _ms(reset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,9 +76,7 @@ class Decision(RuleState):
 
     @classmethod
     def from_reply(cls, reply: Sequence[Any]) -> "Decision":
-        if not isinstance(reply, (list, tuple)) or len(reply) != 6:
-            raise RateLimitError(f"unexpected reply {reply!r}: expected six integers")
-        return cls(**cls._fields(reply))
+        return cls(*_six(reply, 6))
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,12 +87,11 @@ class LeaseDecision(Decision):
 
     @classmethod
     def from_reply(cls, reply: Sequence[Any]) -> "LeaseDecision":
-        if not isinstance(reply, (list, tuple)) or len(reply) != 7:
-            raise RateLimitError(f"unexpected reply {reply!r}: expected six integers and a token")
+        fields = _six(reply, 7)
         token = reply[6]
         if isinstance(token, bytes):
             token = token.decode()
-        return cls(**cls._fields(reply), token=token)
+        return cls(*fields, token)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,19 +100,39 @@ class AllDecision(Decision):
     fields; with DETAILS, ``details[c][r]`` is clause c+1's rule r+1 state."""
 
     clause: int = 0
-    details: tuple[tuple[RuleState, ...], ...] | None = None
+    # DETAILS as received; parsed into RuleStates on first access of
+    # ``details``, so a decision read only for allowed/retry_after does not pay
+    # for one object per rule. Equality compares the seven integers.
+    raw_details: tuple[Any, ...] | None = field(default=None, repr=False, compare=False)
+    _parsed: list[Any] = field(default_factory=list, init=False, repr=False, compare=False)
+
+    @property
+    def details(self) -> tuple[tuple[RuleState, ...], ...] | None:
+        """With DETAILS: ``details[c][r]`` is clause c+1's rule r+1 state."""
+        if self.raw_details is None:
+            return None
+        if not self._parsed:
+            self._parsed.append(tuple(tuple(RuleState.from_reply(rule) for rule in clause_states)
+                                      for clause_states in self.raw_details))
+        return self._parsed[0]
 
     @classmethod
     def from_reply(cls, reply: Sequence[Any]) -> "AllDecision":
-        if not isinstance(reply, (list, tuple)) or len(reply) not in range(7, 7 + 65):
+        if not isinstance(reply, (list, tuple)) or not 7 <= len(reply) <= 7 + 64:
             raise RateLimitError(f"unexpected RL.ALL reply {reply!r}")
-        limited, clause, *rest = reply[:7]
-        fields = cls._fields([limited, *rest])
+        limited, clause, rule, limit, remaining, retry, reset = reply[:7]
+        if not (type(limited) is type(clause) is type(rule) is type(limit) is type(remaining) is type(retry)
+                is type(reset) is int):
+            for v in reply[:7]:
+                _int(v)
         details = None
         if len(reply) > 7:
-            details = tuple(tuple(RuleState.from_reply(rule) for rule in clause_states)
-                            for clause_states in reply[7:])
-        return cls(**fields, clause=_int(clause), details=details)
+            details = tuple(reply[7:])
+            for clause_states in details:
+                if not isinstance(clause_states, (list, tuple)):
+                    raise RateLimitError(f"unexpected DETAILS element {clause_states!r}: expected an array")
+        return cls(limited == 1, rule, limit, remaining, None if retry < 0 else _ms(retry), _ms(reset),
+                   clause, details)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,12 +16,15 @@ import redis
 from .client import AsyncRateLimiter, RateLimiter
 from .errors import ModuleNotLoadedError
 from .policy import Policy, PolicyDecision
+from .scope import AsyncPermit, Permit
 
 log = logging.getLogger("redis_rl")
 
-# What "Redis is unreachable" looks like through redis-py (and our budget).
+# What "Redis is unreachable" looks like through redis-py (and our budget):
+# refused or broken connections, timeouts, a cluster without a quorum or
+# without any reachable node.
 UNAVAILABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, TimeoutError, OSError,
-               redis.exceptions.ClusterDownError if hasattr(redis.exceptions, "ClusterDownError") else OSError)
+               redis.exceptions.ClusterDownError, redis.exceptions.TryAgainError, redis.exceptions.ClusterError)
 
 
 class AsyncGuard:
@@ -43,6 +46,16 @@ class AsyncGuard:
         except UNAVAILABLE as e:
             self._trip(e)
             return None
+
+    async def close(self, permit: AsyncPermit, budget: float) -> None:
+        """Ends a scope's permit within ``budget`` s; when Redis cannot be
+        reached the lease expires by its TTL and the estimate stays taken
+        (logged), instead of failing a request whose work is done."""
+        try:
+            await asyncio.wait_for(permit.close(), budget)
+        except UNAVAILABLE as e:
+            log.warning("redis_rl: could not release/settle %s: %s", permit.decision.policy.name, e)
+            self._trip(e)
 
     def _trip(self, e: BaseException) -> None:
         if not self.open:
@@ -84,6 +97,15 @@ class Guard:
         except UNAVAILABLE as e:
             self._trip(e)
             return None
+
+    def close(self, permit: Permit) -> None:
+        """Ends a scope's permit; when Redis cannot be reached the lease
+        expires by its TTL and the estimate stays taken (logged)."""
+        try:
+            permit.close()
+        except UNAVAILABLE as e:
+            log.warning("redis_rl: could not release/settle %s: %s", permit.decision.policy.name, e)
+            self._trip(e)
 
     def _trip(self, e: BaseException) -> None:
         with self._lock:

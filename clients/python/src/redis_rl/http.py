@@ -43,8 +43,8 @@ def rate_limit_headers(decision: PolicyDecision, *, x_ratelimit: bool = False) -
     for lim in p.limits:
         w = lim.header_w
         pol.append(f'"{lim.name}";q={q[lim.name]}' + (f";w={w}" if w is not None else ""))
-    rl = [f'"{lim.name}";r={st.remaining};t={_seconds_up(st.reset_after)}'
-          for lim in p.limits if (st := decision.states.get(lim.name)) is not None]
+    rl = [f'"{lim.name}";r={known.remaining};t={_seconds_up(known.reset_after)}'
+          for lim in p.limits if (known := decision.states.get(lim.name)) is not None]
     out = [("RateLimit-Policy", ", ".join(pol))]
     if rl:
         out.append(("RateLimit", ", ".join(rl)))

@@ -18,7 +18,7 @@ import enum
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Callable, Literal, Mapping, Sequence, cast
 
 from . import args as a
 from . import commands as c
@@ -97,10 +97,10 @@ def token_bucket(name: str, rate: int, per: a.Duration, burst: int | None = None
                  shared=shared, metered=metered, problem=problem)
 
 
-def quota(name: str, period: Period | str, limit: int, *, zone: a.Zone | None = None, shared: bool = False,
+def quota(name: str, zone: a.Zone | None, period: Period | str, limit: int, *, shared: bool = False,
           metered: bool = False, problem: str | None = None) -> Limit:
     """At most ``limit`` per natural ``period`` (minute ... year) in ``zone`` (RL.QUOTA).
-    Without ``zone`` each decision names it (``zone=...``)."""
+    ``zone`` None: each decision names it (``zone=...``)."""
     return Limit(_name(name), "quota", a.integer(limit, "limit", 0), period=Period.of(period),
                  zone=None if zone is None else a.zone_arg(zone), shared=shared, metered=metered, problem=problem)
 
@@ -144,6 +144,8 @@ class Policy:
     budget: timedelta = timedelta(milliseconds=500)
     inflight_retry_after: timedelta = timedelta(seconds=1)
     groups: tuple[_Group, ...] = field(init=False, repr=False)
+    _templates: dict[Any, "_Template"] = field(init=False, repr=False, compare=False)
+    _key_parts: tuple[tuple[str, str, bool, str | None], ...] = field(init=False, repr=False, compare=False)
 
     def __init__(self, name: str, limits: Sequence[Limit], *, prefix: str = "", tag: str | None = None,
                  fail: FailMode | str = FAIL_CLOSED, budget: timedelta = timedelta(milliseconds=500),
@@ -173,6 +175,17 @@ class Policy:
         set_(self, "budget", budget)
         set_(self, "inflight_retry_after", inflight_retry_after)
         set_(self, "groups", _group(limits))
+        set_(self, "_templates", {})
+        parts = []
+        for g in self.groups:
+            first = g.limits[0]
+            if tag is not None:
+                before = f"{prefix}{name}:{{{tag}}}:" + (first.name if first.shared else "")
+                after = f":{first.name}"
+            else:
+                before, after = f"{prefix}{name}:{{", f"}}:{first.name}"
+            parts.append((before, after, first.shared, first.name if first.subkey else None))
+        set_(self, "_key_parts", tuple(parts))
 
     def limit(self, name: str) -> Limit:
         for lim in self.limits:
@@ -195,15 +208,53 @@ class Policy:
             k += ":" + str(subkeys[first.name])
         return k
 
+    def _keys(self, key: str, subkeys: Mapping[str, str] | None) -> list[str]:
+        """Every group's key: precomputed parts around the caller's key (the hot path)."""
+        out = []
+        for before, after, shared, sub in self._key_parts:
+            k = before if shared else before + key + after
+            if sub is not None:
+                if not subkeys or sub not in subkeys:
+                    raise ValueError(f"limit {sub!r} is keyed per decision: give subkeys={{{sub!r}: ...}}")
+                k += ":" + str(subkeys[sub])
+            out.append(k)
+        return out
+
     # --- planning one decision ---
 
     def plan(self, key: str, *, cost: int = 1, estimate: int | None = None, zone: a.Zone | None = None,
              subkeys: Mapping[str, str] | None = None, overrides: Mapping[str, int] | None = None,
              token: str | None = None, details: bool = True) -> "Plan":
-        """The one call that decides ``key`` under this policy (no I/O)."""
+        """The one call that decides ``key`` under this policy (no I/O).
+
+        Everything but the keys and the lease token is checked and laid out
+        once per shape (cost, estimate, zone, overrides, details) and kept, so
+        a decision costs little more than its keys' f-strings."""
         if not isinstance(key, str) or not key:
             raise ValueError(f"invalid key {key!r}: a non-empty str")
-        subkeys = subkeys or {}
+        shape = (cost, estimate, zone, tuple(sorted(overrides.items())) if overrides else None, details)
+        try:
+            tpl = self._templates.get(shape)
+        except TypeError:  # an unhashable argument: no caching
+            tpl = None
+        if tpl is None:
+            tpl = self._template(cost, estimate, zone, overrides, details)
+            if len(self._templates) < 1024:
+                self._templates[shape] = tpl
+        keys = self._keys(key, subkeys)
+        args = list(tpl.call.args)
+        for pos, group, suffix in tpl.key_slots:
+            args[pos] = keys[group] + suffix
+        lease_token = None
+        if tpl.token_pos is not None:
+            lease_token = a.token_arg(token) if token is not None else uuid.uuid4().hex
+            args[tpl.token_pos] = lease_token
+        call = Call(args[tpl.key_slots[0][0]], tuple(args), tpl.call.parse)
+        return Plan(self, call, tpl.clauses, keys, lease_token, tpl.estimate, tpl.cost)
+
+    def _template(self, cost: int, estimate: int | None, zone: a.Zone | None,
+                  overrides: Mapping[str, int] | None, details: bool) -> "_Template":
+        """The call with placeholder keys and token, every argument checked."""
         overrides = dict(overrides or {})
         unknown = set(overrides) - {lim.name for lim in self.limits}
         if unknown:
@@ -213,11 +264,8 @@ class Policy:
         if any(lim.metered for lim in self.limits):
             a.integer(est, "estimate", 1)
         clauses: list[Clause] = []
-        keys: list[str] = []
-        lease_token = token
-        for g in self.groups:
-            k = self.key_of(g, key, subkeys)
-            keys.append(k)
+        keys = [f"\0key{i}" for i in range(len(self.groups))]
+        for g, k in zip(self.groups, keys):
             units = est if g.limits[0].metered else cost
             value = lambda lim: overrides.get(lim.name, lim.limit)  # noqa: E731
             if g.kind == "window":
@@ -228,24 +276,38 @@ class Policy:
                 z = g.limits[0].zone or zone_name
                 if z is None:
                     raise ValueError(f"limit {g.limits[0].name!r} has no zone: give zone=...")
-                clauses.append(Clause.quota(k, z, {lim.period: value(lim) for lim in g.limits}, units))
+                clauses.append(Clause.quota(k, z, {cast(Period, lim.period): value(lim) for lim in g.limits}, units))
             elif g.kind == "lease":
-                lease_token = lease_token or uuid.uuid4().hex
                 lim = g.limits[0]
-                clauses.append(Clause.lease(k, value(lim), lim.ttl_ms, lease_token, cost))
+                clauses.append(Clause.lease(k, value(lim), lim.ttl_ms, _TOKEN, cost))
         if self.groups[0].kind == "lockout":
             lim = self.groups[0].limits[0]
-            k = keys[0]
-            call = c.lockcount(k + ":lock", k + ":count", lim.window_ms, overrides.get(lim.name, lim.limit),
-                               lim.ttl_ms)
-            return Plan(self, call, (), keys, None, est, cost)
-        if len(clauses) == 1 and clauses[0].rules == 1:
-            cl = clauses[0]
-            call = _single(cl, self.groups[0])
+            call = c.lockcount(keys[0] + ":lock", keys[0] + ":count", lim.window_ms,
+                               overrides.get(lim.name, lim.limit), lim.ttl_ms)
+        elif len(clauses) == 1 and clauses[0].rules == 1:
+            call = _single(clauses[0], self.groups[0])
         else:
             call = c.all_call(clauses, details=details)
-        return Plan(self, call, tuple(clauses), keys, lease_token if any(g.kind == "lease" for g in self.groups)
-                    else None, est, cost)
+        slots = []
+        for pos, arg in enumerate(call.args):
+            if isinstance(arg, str) and arg.startswith("\0key"):
+                group, _, rest = arg[4:].partition(":")
+                slots.append((pos, int(group), ":" + rest if rest else ""))
+        token_pos = call.args.index(_TOKEN) if _TOKEN in call.args else None
+        return _Template(call, tuple(clauses), tuple(slots), token_pos, est, cost)
+
+
+_TOKEN = "token-placeholder"
+
+
+@dataclass(frozen=True, slots=True)
+class _Template:
+    call: Call
+    clauses: tuple[Clause, ...]
+    key_slots: tuple[tuple[int, int, str], ...]  # (argument index, group, key suffix)
+    token_pos: int | None
+    estimate: int
+    cost: int
 
 
 def _group(limits: tuple[Limit, ...]) -> tuple[_Group, ...]:
@@ -292,9 +354,26 @@ class PolicyDecision:
     limited: bool
     binding: str
     state: RuleState
-    states: Mapping[str, RuleState]
     raw: Any
-    plan: "Plan"
+    plan: "Plan" = field(repr=False, compare=False)
+    # Every limit's state by name; from DETAILS on first access of ``states``.
+    _states: list[Mapping[str, RuleState]] = field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def states(self) -> Mapping[str, RuleState]:
+        """Each limit's state by name (from DETAILS; only the binding limit's
+        on an engine without DETAILS)."""
+        if not self._states:
+            states: dict[str, RuleState] = {}
+            details = self.raw.details if isinstance(self.raw, AllDecision) else None
+            if details is not None:
+                for grp, clause_states in zip(self.policy.groups, details):
+                    for lim, st in zip(grp.limits, clause_states):
+                        states[lim.name] = st
+            else:
+                states[self.binding] = self.state
+            self._states.append(states)
+        return self._states[0]
 
     @property
     def allowed(self) -> bool:
@@ -322,7 +401,7 @@ class PolicyDecision:
         return self.policy.limit(self.binding).problem or "rate-limited"
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Plan:
     policy: Policy
     call: Call
@@ -342,24 +421,12 @@ class Plan:
             else:
                 st = RuleState(False, 1, lim.limit, max(0, lim.limit - reply.count), None,
                                reply.ttl or timedelta(0))
-            return PolicyDecision(p, reply.limited, lim.name, st, {lim.name: st}, reply, self)
+            return PolicyDecision(p, reply.limited, lim.name, st, reply, self, [{lim.name: st}])
         if isinstance(reply, AllDecision):
-            g = p.groups[reply.clause - 1]
-            binding = g.limits[reply.rule - 1].name
-            state = RuleState(reply.limited, reply.rule, reply.limit, reply.remaining, reply.retry_after,
-                              reply.reset_after)
-            states: dict[str, RuleState] = {}
-            if reply.details is not None:
-                for grp, clause_states in zip(p.groups, reply.details):
-                    for lim, st in zip(grp.limits, clause_states):
-                        states[lim.name] = st
-            else:
-                states[binding] = state
-            return PolicyDecision(p, reply.limited, binding, state, states, reply, self)
+            binding = p.groups[reply.clause - 1].limits[reply.rule - 1].name
+            return PolicyDecision(p, reply.limited, binding, reply, reply, self)
         name = p.groups[0].limits[0].name
-        state = RuleState(reply.limited, reply.rule, reply.limit, reply.remaining, reply.retry_after,
-                          reply.reset_after)
-        return PolicyDecision(p, reply.limited, name, state, {name: state}, reply, self)
+        return PolicyDecision(p, reply.limited, name, reply, reply, self, [{name: reply}])
 
     def settlement(self, used: int | None) -> list[Call]:
         """What ends an admitted decision: the metered clauses settled from the
@@ -368,20 +435,19 @@ class Plan:
         calls: list[Call] = []
         u = 0 if used is None else a.integer(used, "used", 0)
         delta = u - self.estimate
-        for g, cl in zip(self.policy.groups, self.clauses):
+        for g, cl, key in zip(self.policy.groups, self.clauses, self.keys):
             if g.kind == "lease":
-                calls.append(c.release(cl.key, [self.token] if self.token else []))
+                calls.append(c.release(key, [self.token] if self.token else []))
             elif g.limits[0].metered and delta != 0:
-                mode: c.Mode = "debit" if delta > 0 else "refund"
+                option = "DEBIT" if delta > 0 else "REFUND"
                 n = abs(delta)
                 spec = list(cl.spec)
                 if "COST" in spec[-2:-1]:
                     spec = spec[:-2]
                 name = {"CHECK": "RL.CHECK", "THROTTLE": "RL.THROTTLE", "QUOTA": "RL.QUOTA"}[cl.kind]
                 if cl.kind == "CHECK":
-                    n = min(n, a.MAX_COST)
-                calls.append(Call(cl.key, (name, cl.key, "*", *spec, "COST", n, mode.upper()), Decision.from_reply))
+                    n = min(n, a.MAX_COST)  # RL.CHECK's cap: one member per unit
+                calls.append(Call(key, (name, key, "*", *spec, "COST", n, option), Decision.from_reply))
         return calls
 
 
-ResolveKey = Callable[..., str]

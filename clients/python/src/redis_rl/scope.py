@@ -127,5 +127,4 @@ class AsyncAcquire:
             await self.permit.close()
 
 
-DecideArgs = dict[str, Any]
 __all__ = ["Acquire", "AsyncAcquire", "AsyncPermit", "Permit", "RateLimitExceeded", "Zone"]

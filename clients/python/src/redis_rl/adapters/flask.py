@@ -48,9 +48,12 @@ class FlaskRateLimits:
                 if decision.limited:
                     return _response(*http.refusal(decision, x_ratelimit=x_ratelimit))
                 if scope:
-                    with Permit(self.limiter, decision) as permit:
-                        flask.g.rate_limit_permit = permit
+                    permit = Permit(self.limiter, decision)
+                    flask.g.rate_limit_permit = permit
+                    try:
                         rv = view(*args, **kwargs)
+                    finally:  # return or exception: release and settle
+                        self.guard.close(permit)
                 else:
                     rv = view(*args, **kwargs)
                 response = flask.make_response(rv)

@@ -125,8 +125,11 @@ class RateLimits:
             if decision is None:
                 yield None
                 return
-            async with AsyncPermit(self.limiter, decision) as permit:
+            permit = AsyncPermit(self.limiter, decision)
+            try:
                 yield permit
+            finally:  # return, exception or cancellation: release and settle
+                await self.guard.close(permit, policy.budget.total_seconds())
         return dependency
 
 

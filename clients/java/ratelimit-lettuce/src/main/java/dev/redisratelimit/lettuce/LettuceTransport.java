@@ -1,0 +1,157 @@
+package dev.redisratelimit.lettuce;
+
+import dev.redisratelimit.client.RateLimitException;
+import dev.redisratelimit.client.RateLimitTransport;
+import dev.redisratelimit.client.RedisCall;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisCommandExecutionException;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
+import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
+import io.lettuce.core.codec.StringCodec;
+import io.lettuce.core.output.ArrayOutput;
+import io.lettuce.core.protocol.CommandArgs;
+import io.lettuce.core.protocol.ProtocolKeyword;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+
+/**
+ * The transport over plain Lettuce, standalone or Cluster. Each command is
+ * dispatched with its key marked as a key ({@code CommandArgs.addKey}), so
+ * Lettuce's Cluster client sends it straight to the primary that serves the
+ * key's slot (no MOVED); Lettuce writes concurrent commands back to back on
+ * one connection, so independent decisions are pipelined.
+ *
+ * <pre>{@code
+ * LettuceTransport t = LettuceTransport.create(RedisClient.create("redis://localhost:6379"));
+ * LettuceTransport c = LettuceTransport.create(RedisClusterClient.create("redis://node1:7000"));
+ * LettuceTransport shared = LettuceTransport.of(myConnection); // your StatefulRedis(Cluster)Connection<K, V>
+ * }</pre>
+ */
+public final class LettuceTransport implements RateLimitTransport {
+
+    // Arguments are encoded and replies decoded by this codec whatever the
+    // connection's own codec: a dispatched command carries its CommandArgs'
+    // codec and its output's, so one String/byte[] connection serves alike.
+    private static final StringCodec CODEC = StringCodec.UTF8;
+
+    private final RedisClusterAsyncCommands<?, ?> commands;
+    private final AutoCloseable owned;
+
+    private LettuceTransport(RedisClusterAsyncCommands<?, ?> commands, AutoCloseable owned) {
+        this.commands = commands;
+        this.owned = owned;
+    }
+
+    /** Opens its own connection from {@code client} (closed by {@link #close()}; the client stays yours). */
+    public static LettuceTransport create(RedisClient client) {
+        StatefulRedisConnection<String, String> connection = client.connect(StringCodec.UTF8);
+        return new LettuceTransport(connection.async(), connection);
+    }
+
+    /** Opens its own Cluster connection from {@code client} (closed by {@link #close()}). */
+    public static LettuceTransport create(RedisClusterClient client) {
+        StatefulRedisClusterConnection<String, String> connection = client.connect(StringCodec.UTF8);
+        return new LettuceTransport(connection.async(), connection);
+    }
+
+    /** Uses a connection you own (any codec); {@link #close()} leaves it open. */
+    public static LettuceTransport of(StatefulRedisConnection<?, ?> connection) {
+        return new LettuceTransport(connection.async(), null);
+    }
+
+    /** Uses a Cluster connection you own; {@link #close()} leaves it open. */
+    public static LettuceTransport of(StatefulRedisClusterConnection<?, ?> connection) {
+        return new LettuceTransport(connection.async(), null);
+    }
+
+    /**
+     * Uses the async commands of a connection you own (standalone or Cluster,
+     * any codec); for frameworks (Spring Data's Lettuce driver) that hand out
+     * the commands, not the connection.
+     */
+    public static LettuceTransport of(RedisClusterAsyncCommands<?, ?> commands) {
+        return new LettuceTransport(commands, null);
+    }
+
+    @Override
+    public CompletionStage<Object> execute(RedisCall call) {
+        CommandArgs<String, String> args = new CommandArgs<>(CODEC);
+        List<String> raw = call.args();
+        for (int i = 0; i < raw.size(); i++) {
+            if (i == call.keyIndex()) {
+                args.addKey(raw.get(i));
+            } else {
+                args.addValue(raw.get(i));
+            }
+        }
+        @SuppressWarnings("unchecked")
+        RedisClusterAsyncCommands<String, String> c = (RedisClusterAsyncCommands<String, String>) commands;
+        CompletableFuture<Object> reply;
+        try {
+            reply = c.dispatch(new Keyword(call.command()), new ArrayOutput<>(CODEC), args).toCompletableFuture()
+                    .thenApply(LettuceTransport::normalize);
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+        return reply.exceptionallyCompose(LettuceTransport::translate);
+    }
+
+    @Override
+    public void close() {
+        if (owned != null) {
+            try {
+                owned.close();
+            } catch (Exception e) {
+                throw new RateLimitException("closing the Lettuce connection failed", e);
+            }
+        }
+    }
+
+    /** ArrayOutput gives a list (possibly nested); a bare reply comes as a one-element list. */
+    private static Object normalize(Object reply) {
+        if (reply instanceof byte[] bytes) {
+            return new String(bytes, StandardCharsets.UTF_8);
+        }
+        if (reply instanceof List<?> list) {
+            List<Object> out = new ArrayList<>(list.size());
+            for (Object item : list) {
+                out.add(normalize(item));
+            }
+            return out;
+        }
+        if (reply instanceof java.nio.ByteBuffer buffer) {
+            return StandardCharsets.UTF_8.decode(buffer.duplicate()).toString();
+        }
+        return reply;
+    }
+
+    private static CompletionStage<Object> translate(Throwable failure) {
+        Throwable cause = failure;
+        while (cause instanceof CompletionException && cause.getCause() != null) {
+            cause = cause.getCause();
+        }
+        if (cause instanceof RedisCommandExecutionException server) {
+            return CompletableFuture.failedFuture(new RateLimitException(server.getMessage(), server));
+        }
+        return CompletableFuture.failedFuture(cause);
+    }
+
+    /** A command name Lettuce does not know (the module's). */
+    private record Keyword(String name) implements ProtocolKeyword {
+        @Override
+        public byte[] getBytes() {
+            return name.getBytes(StandardCharsets.US_ASCII);
+        }
+
+        @Override
+        public String toString() {
+            return name;
+        }
+    }
+}

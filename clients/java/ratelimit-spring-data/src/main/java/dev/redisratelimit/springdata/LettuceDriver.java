@@ -1,0 +1,22 @@
+package dev.redisratelimit.springdata;
+
+import dev.redisratelimit.client.RedisCall;
+import dev.redisratelimit.lettuce.LettuceTransport;
+import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
+import java.util.List;
+import java.util.concurrent.CompletionStage;
+
+/** Spring Data's Lettuce driver: its native async commands, through {@link LettuceTransport}. Loaded only when Lettuce is present. */
+final class LettuceDriver {
+
+    private LettuceDriver() {
+    }
+
+    static boolean handles(Object nativeConnection) {
+        return nativeConnection instanceof RedisClusterAsyncCommands<?, ?>;
+    }
+
+    static List<CompletionStage<Object>> pipeline(Object nativeConnection, List<RedisCall> calls) {
+        return LettuceTransport.of((RedisClusterAsyncCommands<?, ?>) nativeConnection).pipeline(calls);
+    }
+}

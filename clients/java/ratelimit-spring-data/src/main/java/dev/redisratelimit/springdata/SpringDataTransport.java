@@ -1,0 +1,94 @@
+package dev.redisratelimit.springdata;
+
+import dev.redisratelimit.client.RateLimitTransport;
+import dev.redisratelimit.client.RedisCall;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import org.springframework.data.redis.connection.RedisConnection;
+import org.springframework.data.redis.connection.RedisConnectionFactory;
+import org.springframework.util.ClassUtils;
+
+/**
+ * The transport over Spring Data Redis's {@link RedisConnectionFactory}, so
+ * a Spring application's RL calls use its {@code spring.data.redis.*}
+ * settings (host, Cluster nodes, TLS, auth, pool, timeouts), with either of
+ * its drivers, standalone or Cluster.
+ *
+ * <p>Each call borrows a connection from the factory and sends the command
+ * through the driver underneath it: Spring Data's generic
+ * {@code RedisConnection.execute} cannot be used, as its Lettuce driver reads
+ * an unknown command's array reply as bytes and its Cluster {@code execute}
+ * puts the routing key first (RL.ALL's key is not). So:
+ * <ul>
+ * <li>Lettuce driver: asynchronous, through the factory's shared native
+ * connection, routed by key by Lettuce's Cluster client; concurrent calls are
+ * pipelined on that connection.</li>
+ * <li>Jedis driver: blocking (a completed stage when it returns); under
+ * Cluster routed by key by {@code JedisCluster}; {@link #pipeline} uses a
+ * Jedis pipeline (a cluster pipeline under Cluster).</li>
+ * </ul>
+ */
+public final class SpringDataTransport implements RateLimitTransport {
+
+    private static final ClassLoader LOADER = SpringDataTransport.class.getClassLoader();
+    private static final boolean LETTUCE = ClassUtils.isPresent("io.lettuce.core.RedisClient", LOADER)
+            && ClassUtils.isPresent("dev.redisratelimit.lettuce.LettuceTransport", LOADER);
+    private static final boolean JEDIS = ClassUtils.isPresent("redis.clients.jedis.Jedis", LOADER);
+
+    private final RedisConnectionFactory factory;
+
+    private SpringDataTransport(RedisConnectionFactory factory) {
+        this.factory = Objects.requireNonNull(factory, "factory");
+    }
+
+    /** A transport over the factory (the factory stays yours: {@link #close()} leaves it open). */
+    public static SpringDataTransport of(RedisConnectionFactory factory) {
+        return new SpringDataTransport(factory);
+    }
+
+    public RedisConnectionFactory factory() {
+        return factory;
+    }
+
+    @Override
+    public CompletionStage<Object> execute(RedisCall call) {
+        return pipeline(List.of(call)).get(0);
+    }
+
+    @Override
+    public List<CompletionStage<Object>> pipeline(List<RedisCall> calls) {
+        RedisConnection connection;
+        try {
+            connection = factory.getConnection();
+        } catch (RuntimeException e) {
+            return failed(calls.size(), e);
+        }
+        Object nativeConnection = connection.getNativeConnection();
+        if (LETTUCE && LettuceDriver.handles(nativeConnection)) {
+            List<CompletionStage<Object>> replies = LettuceDriver.pipeline(nativeConnection, calls);
+            // The native connection is the factory's shared one (or a dedicated one
+            // this RedisConnection holds): give it back once every reply is in.
+            CompletableFuture.allOf(replies.stream().map(CompletionStage::toCompletableFuture).toArray(CompletableFuture[]::new))
+                    .whenComplete((done, failure) -> connection.close());
+            return replies;
+        }
+        try {
+            if (JEDIS && JedisDriver.handles(nativeConnection)) {
+                return JedisDriver.pipeline(nativeConnection, calls);
+            }
+            throw new IllegalStateException("unsupported Spring Data Redis driver: " + nativeConnection.getClass().getName()
+                    + " (the Lettuce driver needs dev.redisratelimit:ratelimit-lettuce on the class path)");
+        } catch (RuntimeException e) {
+            return failed(calls.size(), e);
+        } finally {
+            connection.close();
+        }
+    }
+
+    private static List<CompletionStage<Object>> failed(int n, Throwable failure) {
+        CompletionStage<Object> f = CompletableFuture.failedFuture(failure);
+        return java.util.Collections.nCopies(n, f);
+    }
+}

@@ -1,0 +1,76 @@
+/**
+ * HTTP answers shared by every adapter (clients/DESIGN.md): RFC 9457
+ * problem bodies, `Retry-After`, and the IETF `RateLimit-Policy` /
+ * `RateLimit` fields (draft-ietf-httpapi-ratelimit-headers), built from a
+ * policy decision. Framework-free so other adapters can use them.
+ */
+import type { LimitState, PolicyDecision } from "./limiter";
+import type { Policy } from "./policy";
+
+export const PROBLEM_BASE = "https://redis-ratelimit.dev/problems/";
+export const PROBLEM_JSON = "application/problem+json";
+
+export interface Problem {
+  readonly type: string;
+  readonly title: string;
+  readonly status: number;
+  readonly detail: string;
+}
+
+const TITLES: Record<number, string> = { 400: "Bad Request", 401: "Unauthorized", 429: "Too Many Requests", 503: "Service Unavailable" };
+
+export function problem(status: number, slug: string, detail: string): Problem {
+  return { type: PROBLEM_BASE + slug, title: TITLES[status] ?? "Error", status, detail };
+}
+
+/** An HTTP refusal raised by a key resolver or a validator (400, 401 ...): answered as problem JSON. */
+export class ProblemError extends Error {
+  constructor(
+    readonly status: number,
+    readonly slug: string,
+    detail: string,
+  ) {
+    super(detail);
+    this.name = "ProblemError";
+  }
+  get problem(): Problem {
+    return problem(this.status, this.slug, this.message);
+  }
+}
+
+const seconds = (ms: number) => Math.max(0, Math.ceil(ms / 1000));
+const sfString = (s: string) => `"${s.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
+
+/** `"short";q=2;w=10` — a bucket of N per W s is `q=N;w=W`, an in-flight limit has no `w`. */
+export const policyItem = (s: LimitState) => `${sfString(s.name)};q=${s.limit}` + (s.window === null ? "" : `;w=${seconds(s.window)}`);
+/** `"short";r=1;t=10`. */
+export const stateItem = (s: LimitState) => `${sfString(s.name)};r=${s.remaining};t=${seconds(s.resetAfter)}`;
+
+/** The response headers of a decision, in order. `legacy`: also `X-RateLimit-Limit/Remaining/Reset` of the binding limit. */
+export function rateLimitHeaders(d: PolicyDecision, legacy = false): Array<[string, string]> {
+  const h: Array<[string, string]> = [
+    ["RateLimit-Policy", d.limits.map(policyItem).join(", ")],
+    ["RateLimit", d.limits.map(stateItem).join(", ")],
+  ];
+  if (legacy) {
+    h.push(["X-RateLimit-Limit", String(d.binding.limit)], ["X-RateLimit-Remaining", String(d.binding.remaining)], ["X-RateLimit-Reset", String(seconds(d.binding.resetAfter))]);
+  }
+  return h;
+}
+
+/** 429: headers (Retry-After unless waiting cannot help) and the problem body. */
+export function refusal(d: PolicyDecision): { headers: Array<[string, string]>; body: Problem } {
+  let detail = `limit '${d.binding.name}' of '${d.policy}' exceeded`;
+  const headers: Array<[string, string]> = [];
+  if (d.retryAfter !== null) {
+    headers.push(["Retry-After", String(seconds(d.retryAfter))]);
+    detail += `; retry after ${seconds(d.retryAfter)} s`;
+  } else {
+    detail += "; waiting cannot help";
+  }
+  return { headers, body: problem(429, d.problem, detail) };
+}
+
+export function unavailable(policy: Policy): Problem {
+  return problem(503, "unavailable", `rate limits of '${policy.name}' cannot be decided: Redis is unreachable`);
+}

@@ -1,0 +1,132 @@
+// The express middleware in-process (the example app's HTTP tests cover the
+// SERVICES.md contract): key resolvers and `trust proxy`, default headers,
+// failure modes, and a custom in-flight Retry-After.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { createRequire } from "node:module";
+import express from "express";
+import { Policy, RateLimiter } from "redis-ratelimit";
+import { rateLimit, keys, ProblemError } from "redis-ratelimit/express";
+
+const require = createRequire(import.meta.url);
+const Redis = require("ioredis");
+const { Server, freePort } = require("./support/servers.cjs");
+
+let server;
+let redis;
+let limiter;
+before(async () => {
+  server = await new Server().start();
+  redis = new Redis({ host: "127.0.0.1", port: server.port });
+  limiter = new RateLimiter(redis, { timeout: 3000 });
+});
+after(async () => {
+  limiter?.close();
+  redis?.disconnect();
+  await server?.stop();
+});
+
+async function serve(configure) {
+  const app = express();
+  configure(app);
+  const port = await freePort();
+  const srv = await new Promise((resolve) => {
+    const s = app.listen(port, "127.0.0.1", () => resolve(s));
+  });
+  const get = async (path, headers = {}) => {
+    const res = await fetch(`http://127.0.0.1:${port}${path}`, { headers });
+    return { status: res.status, h: (n) => res.headers.get(n), body: await res.json().catch(() => null) };
+  };
+  return { get, close: () => new Promise((r) => srv.close(r)) };
+}
+
+test("keys.ip follows express's trust proxy; no X-RateLimit-* unless asked", async () => {
+  const policy = new Policy("ip", { prefix: "ex1:" }).slidingWindow("w", 1, 60_000);
+  const seen = [];
+  for (const trust of [false, "loopback"]) {
+    const s = await serve((app) => {
+      app.set("trust proxy", trust);
+      app.get("/", (req, _res, next) => (seen.push(req.ip), next()), rateLimit({ limiter, policy, key: keys.ip() }), (_req, res) => res.json({}));
+    });
+    try {
+      const r = await s.get("/", { "X-Forwarded-For": `192.0.2.${trust ? 2 : 1}` });
+      assert.equal(r.status, 200);
+      assert.equal(r.h("x-ratelimit-limit"), null);
+      assert.equal(r.h("ratelimit"), '"w";r=0;t=60');
+    } finally {
+      await s.close();
+    }
+  }
+  assert.deepEqual(seen, ["127.0.0.1", "192.0.2.2"]);
+});
+
+test("keys.user: req.user.id, 401 problem when absent; a key resolver's ProblemError is answered", async () => {
+  const policy = new Policy("user", { prefix: "ex2:" }).slidingWindow("w", 5, 60_000);
+  const s = await serve((app) => {
+    app.use((req, _res, next) => {
+      if (req.get("X-Id")) req.user = { id: req.get("X-Id") };
+      next();
+    });
+    app.get("/u", rateLimit({ limiter, policy, key: keys.user() }), (req, res) => res.json({ remaining: req.rateLimit.decision.binding.remaining }));
+    app.get("/teapot", rateLimit({ limiter, policy, key: () => { throw new ProblemError(400, "bad-request", "no tea"); } }), (_req, res) => res.json({}));
+  });
+  try {
+    assert.deepEqual((await s.get("/u", { "X-Id": "7" })).body, { remaining: 4 });
+    const anon = await s.get("/u");
+    assert.equal(anon.status, 401);
+    assert.equal(anon.body.type, "https://redis-ratelimit.dev/problems/unauthorized");
+    const tea = await s.get("/teapot");
+    assert.deepEqual(tea.body, { type: "https://redis-ratelimit.dev/problems/bad-request", title: "Bad Request", status: 400, detail: "no tea" });
+  } finally {
+    await s.close();
+  }
+});
+
+test("in-flight refusal: the policy's inFlightRetryAfter; the lease is back when the response ends", async () => {
+  const policy = new Policy("slots", { prefix: "ex3:", inFlightRetryAfter: 3 }).concurrency("slot", 1, 30_000);
+  let release;
+  const s = await serve((app) => {
+    app.get("/slow", rateLimit({ limiter, policy, key: () => "one" }), async (_req, res) => {
+      await new Promise((r) => (release = r));
+      res.json({});
+    });
+  });
+  try {
+    const first = s.get("/slow");
+    while (!release) await new Promise((r) => setTimeout(r, 10));
+    const second = await s.get("/slow");
+    assert.equal(second.status, 429);
+    assert.equal(second.h("retry-after"), "3");
+    assert.equal(second.h("ratelimit-policy"), '"slot";q=1');
+    release();
+    assert.equal((await first).status, 200);
+    const free = await limiter.client.leasePeek("ex3:slots:{one}:slot", { limit: 1, cost: 0 });
+    assert.equal(free.remaining, 1);
+  } finally {
+    await s.close();
+  }
+});
+
+test("Redis unreachable: fail open (no headers, decision null) or closed (503), per policy or per route", async () => {
+  const dead = new Redis({ host: "127.0.0.1", port: await freePort(), lazyConnect: true, retryStrategy: () => 200, maxRetriesPerRequest: null });
+  dead.on("error", () => {});
+  const l = new RateLimiter(dead, { timeout: 200 });
+  const open = new Policy("o", { failure: "open" }).slidingWindow("w", 1, 1000);
+  const closed = new Policy("c").slidingWindow("w", 1, 1000);
+  const s = await serve((app) => {
+    app.get("/open", rateLimit({ limiter: l, policy: open, key: () => "k" }), (req, res) => res.json({ decision: req.rateLimit.decision }));
+    app.get("/closed", rateLimit({ limiter: l, policy: closed, key: () => "k" }), (_req, res) => res.json({}));
+    app.get("/overridden", rateLimit({ limiter: l, policy: closed, key: () => "k", failure: "open" }), (_req, res) => res.json({}));
+  });
+  try {
+    const o = await s.get("/open");
+    assert.deepEqual([o.status, o.body, o.h("ratelimit")], [200, { decision: null }, null]);
+    const c = await s.get("/closed");
+    assert.deepEqual([c.status, c.body.type, c.body.title], [503, "https://redis-ratelimit.dev/problems/unavailable", "Service Unavailable"]);
+    assert.equal((await s.get("/overridden")).status, 200);
+  } finally {
+    await s.close();
+    l.close();
+    dead.disconnect();
+  }
+});

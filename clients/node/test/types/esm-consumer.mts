@@ -1,0 +1,33 @@
+// Compiled by types.test.mjs as a user's ES-module TypeScript would be
+// (module nodenext): the shipped .d.ts files type every public name, and
+// `await using` closes a permit.
+import { Redis } from "ioredis";
+import { Policy, RateLimiter, RateLimitClient, type Decision, type PolicyDecision, type Permit } from "redis-ratelimit";
+import { rateLimit, keys, type RateLimitInfo } from "redis-ratelimit/express";
+import express from "express";
+
+export async function run(port: number): Promise<string> {
+  const redis = new Redis({ host: "127.0.0.1", port });
+  const rl = new RateLimitClient(redis);
+  await rl.assertModuleLoaded();
+  const d: Decision = await rl.check("types:k", { count: 2, window: 1000 });
+  const limiter = new RateLimiter(redis);
+  const policy = new Policy("types", { prefix: "types:" }).concurrency("inflight", 1, 10_000).quota("tokens", "UTC", "day", 100, { cost: "estimate" });
+  let closedInside: number | null = null;
+  {
+    await using permit: Permit = await limiter.acquire(policy, "u", { estimate: 10 });
+    const decision: PolicyDecision = permit.decision;
+    closedInside = decision.limits.length;
+    permit.used(3);
+  }
+  const left = await rl.quotaPeek("types:types:{u}:tokens", "UTC", { day: 100 }, { cost: 0 });
+  const inflight = await rl.leasePeek("types:types:{u}:inflight", { limit: 1, cost: 0 });
+  const app = express();
+  app.get("/", rateLimit({ limiter, policy: new Policy("p").slidingWindow("w", 1, 1000), key: keys.ip() }), (req, res) => {
+    const info: RateLimitInfo | undefined = req.rateLimit;
+    res.json({ remaining: info?.decision?.binding.remaining });
+  });
+  limiter.close();
+  redis.disconnect();
+  return JSON.stringify({ limited: d.limited, limits: closedInside, left: left.remaining, inflight: inflight.remaining });
+}

@@ -1,0 +1,197 @@
+// The seed services (shared/SERVICES.md) with the redis-ratelimit package's
+// ordinary API: policies, the express middleware and its permits — no RL
+// command written by hand. Started by server.js (`make example-node`).
+import { createHash } from "node:crypto";
+import express from "express";
+import { Policy, RateLimiter, isZone } from "redis-ratelimit";
+import { rateLimit, keys, ProblemError, problem, PROBLEM_JSON } from "redis-ratelimit/express";
+
+const S = 1000;
+
+/** The policies of SERVICES.md "Endpoints"; `prefix` is RL_PREFIX. */
+export function policies(prefix) {
+  return {
+    sms: new Policy("sms", { prefix })
+      .slidingWindow("short", 2, 10 * S)
+      .slidingWindow("long", 5, 3600 * S)
+      .slidingWindow("duplicate", 1, 5 * S, { subkey: true, problem: "duplicate" }),
+    ocr: new Policy("ocr", { prefix }).quota("day", "Asia/Shanghai", "day", 20).quota("hour", "Asia/Shanghai", "hour", 5),
+    apiDefault: new Policy("api-default", { prefix, failure: "open" }).slidingWindow("default", 10, 60 * S),
+    apiCustom: new Policy("api-custom", { prefix }).slidingWindow("custom", 5, 30 * S),
+    apiUser: new Policy("api-user", { prefix }).slidingWindow("user", 3, 60 * S),
+    login: new Policy("login", { prefix }).lockout("login", 5, 10 * S, 30 * S),
+    // One hash tag for every key: the global budget is decided with each key's limits.
+    llm: new Policy("llm", { prefix, tag: "llm" })
+      .tokenBucket("rate", 60, 60 * S, 10)
+      .concurrency("inflight", 2, 60 * S)
+      .quota("tokens", null, "day", 100_000, { cost: "estimate" })
+      .slidingWindow("global", 1000, 60 * S, { global: true }),
+  };
+}
+
+const badRequest = (detail) => new ProblemError(400, "bad-request", detail);
+
+/** JSON bodies of any content type, with the raw bytes kept (the duplicate rule hashes them). */
+const json = express.json({
+  type: () => true,
+  strict: false,
+  verify: (req, _res, buf) => {
+    req.rawBody = buf;
+  },
+});
+
+/** Checks run before any Redis call; a failure is 400/401 problem JSON. */
+const validate = (check) => (req, res, next) => {
+  try {
+    check(req);
+    next();
+  } catch (e) {
+    next(e);
+  }
+};
+
+export function createApp({ redis, prefix = "", limiter = new RateLimiter(redis) }) {
+  const p = policies(prefix);
+  const app = express();
+  // The tests stand in for a proxy on loopback: req.ip is then the right-most
+  // X-Forwarded-For address that is not loopback (express's own rule).
+  app.set("trust proxy", "loopback");
+  app.disable("x-powered-by");
+
+  // OCR limits change at run time: kept in Redis, re-read every 250 ms.
+  const ocrLimitsKey = `${prefix}ocr:limits`;
+  const ocrLimits = { day: 20, hour: 5 };
+  const applyOcrLimits = (stored) => {
+    for (const name of ["day", "hour"]) {
+      if (stored?.[name] !== undefined && stored[name] !== null) ocrLimits[name] = Number(stored[name]);
+      p.ocr.setLimit(name, ocrLimits[name]);
+    }
+  };
+  let refreshing = false;
+  const refresh = async () => {
+    if (refreshing) return;
+    refreshing = true;
+    try {
+      applyOcrLimits(await redis.hgetall(ocrLimitsKey));
+    } catch {
+      // Redis down: keep the last known limits.
+    } finally {
+      refreshing = false;
+    }
+  };
+  const timer = setInterval(refresh, 250);
+  timer.unref();
+  app.locals.ready = refresh();
+  app.locals.stop = () => {
+    clearInterval(timer);
+    limiter.close();
+  };
+
+  app.get("/health", (_req, res) => res.json({ status: "up" }));
+
+  // 1. Multi-rule sliding window + duplicate submissions, one atomic decision.
+  app.post(
+    "/seed000/sms",
+    json,
+    validate((req) => {
+      const phone = req.body?.phone;
+      if (typeof phone !== "string" || !/^[0-9]{1,20}$/.test(phone)) throw badRequest("phone must be 1 to 20 digits");
+    }),
+    rateLimit({
+      limiter,
+      policy: p.sms,
+      key: (req) => req.body.phone,
+      subkeys: (req) => ({ duplicate: createHash("sha256").update(req.rawBody ?? "").digest("hex").slice(0, 32) }),
+    }),
+    (_req, res) => res.json({ sent: true }),
+  );
+
+  // 2. Natural day and hour in Asia/Shanghai; limits from Redis.
+  app.post("/seed001/ocr", rateLimit({ limiter, policy: p.ocr, key: keys.header("X-User") }), (_req, res) => res.json({ done: true }));
+  app.put("/admin/limits/ocr", json, async (req, res, next) => {
+    const body = req.body;
+    const ok =
+      body && typeof body === "object" && !Array.isArray(body) &&
+      Object.keys(body).sort().join() === "day,hour" &&
+      Object.values(body).every((v) => Number.isSafeInteger(v) && v >= 0);
+    if (!ok) return next(badRequest('expected {"day": D, "hour": H} with integers >= 0'));
+    try {
+      await redis.hset(ocrLimitsKey, "day", String(body.day), "hour", String(body.hour));
+    } catch (e) {
+      return next(e);
+    }
+    applyOcrLimits(body);
+    res.status(204).end();
+  });
+  app.get("/admin/limits/ocr", async (_req, res) => {
+    await refresh();
+    res.json({ ...ocrLimits });
+  });
+
+  // 3. Per IP and per path variable, with X-RateLimit-* too.
+  app.get("/seed002/api/default", rateLimit({ limiter, policy: p.apiDefault, key: keys.ip(), legacyHeaders: true }), (_req, res) => res.json({ endpoint: "default" }));
+  app.get("/seed002/api/custom", rateLimit({ limiter, policy: p.apiCustom, key: keys.ip(), legacyHeaders: true }), (_req, res) => res.json({ endpoint: "custom" }));
+  app.get("/seed002/api/user/:userId", rateLimit({ limiter, policy: p.apiUser, key: keys.param("userId"), legacyHeaders: true }), (req, res) =>
+    res.json({ user: req.params.userId }),
+  );
+
+  // 4. Count, then lock out, per (client IP, path).
+  app.post("/seed004/login", rateLimit({ limiter, policy: p.login, key: (req) => `${req.ip}:${req.path}` }), (_req, res) => res.json({ ok: true }));
+
+  // 5. LLM gateway: bucket + in-flight lease + daily token budget + global window, one call up front.
+  app.post(
+    "/llm/complete",
+    json,
+    validate((req) => {
+      if (!req.get("X-Api-Key")) throw new ProblemError(401, "unauthorized", "missing X-Api-Key header");
+      const zone = req.get("X-Zone") ?? "";
+      if (!isZone(zone)) throw badRequest("X-Zone must be an IANA time zone");
+      const n = req.body?.max_tokens;
+      if (!Number.isSafeInteger(n) || n < 1 || n > 100_000) throw badRequest("max_tokens must be an integer from 1 to 100000");
+    }),
+    rateLimit({
+      limiter,
+      policy: p.llm,
+      key: keys.header("X-Api-Key"),
+      estimate: (req) => req.body.max_tokens,
+      zone: (req) => req.get("X-Zone"),
+    }),
+    async (req, res, next) => {
+      const n = req.body.max_tokens;
+      const { signal } = req.rateLimit;
+      try {
+        await fakeModel(Number(req.get("X-Sleep-Ms") ?? 100), req.get("X-Fail") === "1", signal);
+      } catch (e) {
+        return next(e); // the permit settles to 0 when the response ends
+      }
+      const used = Math.min(n, Number(req.get("X-Used-Tokens") ?? Math.floor(n / 2)));
+      req.rateLimit.used(used);
+      res.json({ used_tokens: used });
+    },
+  );
+
+  // Problems raised above, body parsing errors, and the model's failure.
+  app.use((err, _req, res, _next) => {
+    let body;
+    if (err instanceof ProblemError) body = err.problem;
+    else if (err?.type === "entity.parse.failed") body = problem(400, "bad-request", "the body is not valid JSON");
+    else if (err instanceof ModelError) body = { type: "https://redis-ratelimit.dev/problems/model-failed", title: "Internal Server Error", status: 500, detail: err.message };
+    else body = { type: "about:blank", title: "Internal Server Error", status: 500, detail: String(err?.message ?? err) };
+    if (res.headersSent) return res.end();
+    res.status(body.status).type(PROBLEM_JSON).send(JSON.stringify(body));
+  });
+  return app;
+}
+
+class ModelError extends Error {}
+
+/** The fake model: sleeps (stopped early when the client goes away), then answers or fails. */
+function fakeModel(ms, fail, signal) {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => (fail ? reject(new ModelError("the model failed")) : resolve()), ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(t);
+      reject(new ModelError("cancelled: the client went away"));
+    }, { once: true });
+  });
+}

@@ -1,0 +1,42 @@
+// `make example-node`: serves the seed services on 127.0.0.1:PORT.
+// Environment: PORT, REDIS_URL (redis://127.0.0.1:6379) or REDIS_CLUSTER
+// (host:port,... seeds; wins over REDIS_URL), RL_PREFIX, and RL_TIMEOUT_MS
+// (the decision budget, default 500).
+import Redis from "ioredis";
+import { RateLimitClient, RateLimiter } from "redis-ratelimit";
+import { createApp } from "./app.js";
+
+// Reconnect at most every 500 ms: no storm against a Redis that is down, and
+// back within the 2 s SERVICES.md allows once it answers.
+const retryStrategy = (times) => Math.min(times * 50, 500);
+
+function connect() {
+  const cluster = process.env.REDIS_CLUSTER;
+  if (cluster) {
+    const seeds = cluster.split(",").filter(Boolean).map((s) => {
+      const i = s.lastIndexOf(":");
+      return { host: s.slice(0, i), port: Number(s.slice(i + 1)) };
+    });
+    return new Redis.Cluster(seeds, { clusterRetryStrategy: retryStrategy, redisOptions: { retryStrategy } });
+  }
+  return new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379", { retryStrategy });
+}
+
+const redis = connect();
+redis.on("error", () => {}); // reconnects are ioredis's; decisions fail open/closed per policy meanwhile
+
+try {
+  await Promise.race([
+    new RateLimitClient(redis).assertModuleLoaded(),
+    new Promise((_, reject) => setTimeout(() => reject(new Error("Redis did not answer within 10 s")), 10_000).unref()),
+  ]);
+} catch (e) {
+  console.error(`example-node: ${e.message}`);
+  process.exit(1);
+}
+
+const limiter = new RateLimiter(redis, { timeout: Number(process.env.RL_TIMEOUT_MS ?? 500) });
+const app = createApp({ redis, prefix: process.env.RL_PREFIX ?? "", limiter });
+await app.locals.ready;
+const port = Number(process.env.PORT ?? 8080);
+app.listen(port, "127.0.0.1", () => console.log(`example-node: listening on http://127.0.0.1:${port}`));

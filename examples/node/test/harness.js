@@ -1,0 +1,70 @@
+// Starts example-node processes (node server.js) against real redis-server
+// processes, and speaks HTTP to them with fetch. The servers come from the
+// package's test support (clients/node/test/support/servers.cjs).
+import { spawn } from "node:child_process";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+
+const require = createRequire(import.meta.url);
+export const { Server, Cluster, freePort, sleep, waitUntil } = require("../../../clients/node/test/support/servers.cjs");
+
+const SERVER_JS = fileURLToPath(new URL("../server.js", import.meta.url));
+
+export class App {
+  constructor(env) {
+    this.env = env;
+  }
+
+  async start() {
+    this.port = await freePort();
+    this.url = `http://127.0.0.1:${this.port}`;
+    this.output = "";
+    this.proc = spawn(process.execPath, [SERVER_JS], { env: { ...process.env, ...this.env, PORT: String(this.port) }, stdio: ["ignore", "pipe", "pipe"] });
+    this.proc.stdout.on("data", (b) => (this.output += b));
+    this.proc.stderr.on("data", (b) => (this.output += b));
+    const proc = this.proc;
+    await waitUntil(`example-node on :${this.port}`, async () => {
+      if (proc.exitCode !== null) throw new Error(`exited ${proc.exitCode}: ${this.output}`);
+      return (await fetch(`${this.url}/health`)).status === 200;
+    });
+    return this;
+  }
+
+  async stop() {
+    const proc = this.proc;
+    if (!proc || proc.exitCode !== null) return;
+    const exited = new Promise((r) => proc.once("exit", r));
+    proc.kill("SIGTERM");
+    await exited;
+  }
+
+  /** fetch with a client IP (X-Forwarded-For, the app trusts loopback proxies) and JSON bodies. */
+  async req(method, path, { ip = "203.0.113.1", headers = {}, json, body, signal } = {}) {
+    const h = { "X-Forwarded-For": ip, ...headers };
+    if (json !== undefined) {
+      body = JSON.stringify(json);
+      h["Content-Type"] = "application/json";
+    }
+    const res = await fetch(this.url + path, { method, headers: h, body, signal });
+    const text = await res.text();
+    let parsed;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = text;
+    }
+    return { status: res.status, headers: res.headers, body: parsed, h: (n) => res.headers.get(n) };
+  }
+}
+
+/** `"short";r=1;t=10, ...` → { short: { r: 1, t: 10 } } */
+export function items(field) {
+  const out = {};
+  for (const item of (field ?? "").split(",").map((s) => s.trim()).filter(Boolean)) {
+    const [name, ...params] = item.split(";");
+    out[JSON.parse(name)] = Object.fromEntries(params.map((p) => p.split("=")).map(([k, v]) => [k, Number(v)]));
+  }
+  return out;
+}
+
+export const names = (field) => Object.keys(items(field));
