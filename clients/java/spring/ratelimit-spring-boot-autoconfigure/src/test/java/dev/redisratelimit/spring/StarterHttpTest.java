@@ -114,6 +114,18 @@ class StarterHttpTest {
     }
 
     @Test
+    void aGlobalLimitBesidePerKeyLimitsIsOneCounterForEveryKey() throws Exception {
+        for (int i = 0; i < 3; i++) {
+            assertThat(http().get("/mixed", "X-Key", key()).statusCode()).isEqualTo(200);
+        }
+        HttpResponse<String> r = http().get("/mixed", "X-Key", key());
+        assertThat(r.statusCode()).isEqualTo(429);
+        assertThat(r.headers().firstValue("RateLimit").orElseThrow()).startsWith("\"per\";r=4;t=60, \"all\";r=0;");
+        // one global counter under the policy's own hash tag
+        assertThat(SharedRedis.get().cli("ZCARD", PREFIX + "mixed:{mixed}:all")).isEqualTo("3");
+    }
+
+    @Test
     void aQuotaOfZeroRefusesWithoutRetryAfter() {
         HttpResponse<String> r = http().get("/off");
         assertThat(r.statusCode()).isEqualTo(429);

@@ -47,6 +47,14 @@ public class TestApp {
             return Map.of("used", used);
         }
 
+        @GetMapping("/mixed")
+        @RateLimited(policy = "mixed", key = "#request.getHeader('X-Key')", limits = {
+                @Limit(name = "per", count = 5, window = "60s"),
+                @Limit(name = "all", count = 3, window = "60s", global = true)})
+        public Map<String, Object> mixed() {
+            return Map.of("ok", true);
+        }
+
         @GetMapping("/ocr")
         @RateLimited(policy = "ocr", by = KeyBy.USER)
         public Map<String, Object> ocr() {
