@@ -51,6 +51,10 @@ public final class RateLimiter {
     private final OnRedisDown defaultDown;
     // Cleared if the loaded module predates RL.ALL's DETAILS option: headers then show the binding limit only.
     private volatile boolean details = true;
+    // Told of every decision (Micrometer meters when the app has Micrometer); no-op otherwise.
+    private volatile DecisionObserver observer = DecisionObserver.NONE;
+    // Every registered policy by name (the Actuator endpoint lists and peeks them).
+    private final Map<String, CompiledPolicy> policies = new java.util.concurrent.ConcurrentHashMap<>();
 
     public RateLimiter(RateLimitAsyncClient client, RuntimeLimits runtime, RedisAvailability availability, LocalLimiter local,
             String prefix, Duration budget, OnRedisDown defaultDown) {
@@ -70,6 +74,17 @@ public final class RateLimiter {
     /** Registers a policy (its limits can then be changed at run time by name). */
     public void register(CompiledPolicy policy) {
         runtime.register(policy.spec());
+        policies.putIfAbsent(policy.name(), policy);
+    }
+
+    /** The policies registered so far (YAML ones at start, annotated ones as their beans are proxied), by name. */
+    public Map<String, CompiledPolicy> policies() {
+        return java.util.Collections.unmodifiableMap(policies);
+    }
+
+    /** Tells {@code observer} of every decision from now on (replacing the previous one). */
+    public void setObserver(DecisionObserver observer) {
+        this.observer = observer == null ? DecisionObserver.NONE : observer;
     }
 
     /**
@@ -79,10 +94,58 @@ public final class RateLimiter {
      * @throws RateLimitUnavailableException when Redis is down and the policy fails closed
      */
     public Permit acquire(CompiledPolicy policy, CallInput in) {
-        if (availability.isDown()) {
-            return whenDown(policy, in, null);
+        long started = System.nanoTime();
+        DecisionObserver o = observer;
+        try {
+            Permit p;
+            if (availability.isDown()) {
+                p = whenDown(policy, in, null);
+            } else {
+                p = policy.isLockout() ? lockout(policy, in) : all(policy, in, true);
+            }
+            o.decided(policy.name(), DecisionObserver.Outcome.ADMITTED, null, System.nanoTime() - started);
+            return p;
+        } catch (RateLimitRefusedException e) {
+            o.decided(policy.name(), DecisionObserver.Outcome.REFUSED, e.getDecision().kind(), System.nanoTime() - started);
+            throw e;
+        } catch (RateLimitUnavailableException e) {
+            o.decided(policy.name(), DecisionObserver.Outcome.UNAVAILABLE, null, System.nanoTime() - started);
+            throw e;
+        } catch (RuntimeException e) {
+            o.error(policy.name(), e instanceof RateLimitConfigurationException ? DecisionObserver.ErrorKind.CONFIGURATION
+                    : DecisionObserver.ErrorKind.OTHER);
+            o.decided(policy.name(), DecisionObserver.Outcome.ERROR, null, System.nanoTime() - started);
+            throw e;
         }
-        return policy.isLockout() ? lockout(policy, in) : all(policy, in, true);
+    }
+
+    /**
+     * What the policy would decide now for {@code key}, charging nothing: one
+     * RL.ALLPEEK with every clause at COST 0 (and DETAILS when the module has
+     * it). A lockout policy has no peek here (RL.LOCKCOUNT writes): null.
+     *
+     * @throws RateLimitUnavailableException when Redis does not answer within the budget
+     */
+    public Decision peek(CompiledPolicy policy, String key) {
+        if (policy.isLockout()) {
+            return null;
+        }
+        CallInput in = new CallInput(key, null, null, "");
+        List<Clause> clauses = new ArrayList<>();
+        for (dev.redisratelimit.spring.core.Clause c : policy.clauses()) {
+            String k = key(policy, c, in);
+            if (c.type() == LimitType.CONCURRENCY) {
+                LimitSpec l = policy.limitOf(c.items().get(0));
+                clauses.add(new Clause.Lease(k, runtime.count(policy.name(), l), l.ttl(), "peek", 0));
+            } else {
+                clauses.add(clause(policy, c, in, k).withCost(0));
+            }
+        }
+        try {
+            return decision(policy, (AllDecision) await(client.allPeek(clauses, details ? Options.none().withDetails() : Options.none())));
+        } catch (Unavailable e) {
+            throw new RateLimitUnavailableException(policy.name(), e.getCause());
+        }
     }
 
     private Permit all(CompiledPolicy policy, CallInput in, boolean firstTry) {
@@ -276,6 +339,10 @@ public final class RateLimiter {
 
     private Permit whenDown(CompiledPolicy policy, CallInput in, Throwable why) {
         OnRedisDown mode = policy.spec().onRedisDown() == OnRedisDown.DEFAULT ? defaultDown : policy.spec().onRedisDown();
+        DecisionObserver o = observer;
+        o.error(policy.name(), why == null ? DecisionObserver.ErrorKind.CIRCUIT_OPEN
+                : why instanceof TimeoutException ? DecisionObserver.ErrorKind.TIMEOUT : DecisionObserver.ErrorKind.CONNECTION);
+        o.fallback(policy.name(), mode);
         switch (mode) {
             case FAIL_OPEN:
                 return new Permit(this, null, List.of(), List.of(), List.of());
