@@ -182,7 +182,14 @@ export class RateLimiter {
    */
   decide(policy: Policy, key: string, options: DecideOptions = {}): Promise<PolicyDecision> {
     if (policy.needsPermit) return Promise.reject(new TypeError(`policy '${policy.name}' holds a lease or an estimate: use acquire() or withPermit()`));
-    return this.run(policy, key, options, null).then((r) => r.decision);
+    let held: Held;
+    try {
+      const cost = positive("cost", options.cost ?? 1);
+      held = heldFor(policy, key, options, cost, positive("estimate", options.estimate ?? cost), null);
+    } catch (e) {
+      return Promise.reject(e); // bad input: refused before any Redis call
+    }
+    return this.guarded(() => this.send(policy, held));
   }
 
   /**
@@ -223,72 +230,62 @@ export class RateLimiter {
     return this.guarded(() => this.send(policy, held)).then((decision) => ({ decision, held, estimate }));
   }
 
-  private async send(policy: Policy, h: Held): Promise<PolicyDecision> {
+  // A promise chain, not async functions: this runs on every request, and
+  // each async layer costs a promise and a microtask.
+  private send(policy: Policy, h: Held): Promise<PolicyDecision> {
     const c = policy.compile();
     if (c.lockout) {
       const l = c.lockout;
-      const r = await this.client.lockcount(`${h.base}:${l.name}:lock`, `${h.base}:${l.name}:count`, { window: l.window!, max: l.limit, lockTime: l.lockTime! });
-      const state: LimitState = Object.freeze({
-        name: l.name,
-        kind: l.kind,
-        limited: r.limited,
-        limit: l.limit,
-        window: l.window,
-        remaining: r.limited ? 0 : Math.max(0, l.limit - r.count),
-        retryAfter: r.limited ? r.ttl : null,
-        resetAfter: r.ttl ?? 0,
+      return this.client.lockcount(`${h.base}:${l.name}:lock`, `${h.base}:${l.name}:count`, { window: l.window!, max: l.limit, lockTime: l.lockTime! }).then((r) => {
+        const state: LimitState = Object.freeze({
+          name: l.name,
+          kind: l.kind,
+          limited: r.limited,
+          limit: l.limit,
+          window: l.window,
+          remaining: r.limited ? 0 : Math.max(0, l.limit - r.count),
+          retryAfter: r.limited ? r.ttl : null,
+          resetAfter: r.ttl ?? 0,
+        });
+        return finish(policy, state, [state]);
       });
-      return finish(policy, state, [state]);
     }
     if (c.groups.length === 1 && c.rules === 1) {
       // One limit, one rule: its own command, whose reply is that limit's state.
       const g = c.groups[0];
       const args = [g.command, h.keys[0], "*"];
       if (g.kind === "quota") args.push(h.zones[0]!);
-      args.push(...g.rules);
+      for (const r of g.rules) args.push(r);
       if (h.costs[0] !== 1) args.push("COST", String(h.costs[0]));
       if (g.kind === "lease") args.push("TOKEN", h.token!);
-      const r = d.decision(g.command, await this.client.send({ key: h.keys[0], readOnly: false, args }));
-      const state = stateOf(g.limits[0], r);
-      return finish(policy, state, [state]);
+      return this.client.send({ key: h.keys[0], readOnly: false, args }).then((reply) => {
+        const state = stateOf(g.limits[0], d.decision(g.command, reply));
+        return finish(policy, state, [state]);
+      });
     }
     const details = policy.options.details && this.detailsSupported;
-    const args = ["RL.ALL", String(c.groups.length), ...h.keys, "*"];
-    c.groups.forEach((g, i) => {
+    const args = ["RL.ALL", String(c.groups.length)];
+    for (const k of h.keys) args.push(k);
+    args.push("*");
+    for (let i = 0; i < c.groups.length; i++) {
+      const g = c.groups[i];
       args.push(g.word, String(i + 1));
       if (g.kind === "quota") args.push(h.zones[i]!);
-      args.push(...g.rules);
+      for (const r of g.rules) args.push(r);
       if (g.kind === "lease") args.push("TOKEN", h.token!);
       if (h.costs[i] !== 1) args.push("COST", String(h.costs[i]));
-    });
-    let all: d.AllDecision;
-    try {
-      all = d.allDecision("RL.ALL", await this.client.send({ key: h.keys[0], readOnly: false, args: details ? [...args, "DETAILS"] : args }), details);
-    } catch (e) {
-      // A module build older than DETAILS: remember, and decide without it
-      // (the decision then holds the binding limit's state only).
-      if (!(details && e instanceof RateLimitError && /unknown option 'DETAILS'/.test(e.message))) throw e;
-      this.detailsSupported = false;
-      all = d.allDecision("RL.ALL", await this.client.send({ key: h.keys[0], readOnly: false, args }), false);
     }
-    const bound = c.groups[all.clause - 1]?.limits[all.rule - 1];
-    if (!bound) throw new d.ReplyShapeError("RL.ALL", [all.clause, all.rule]);
-    if (!all.details) {
-      const state = stateOf(bound, all);
-      return finish(policy, state, [state]);
-    }
-    const states: LimitState[] = [];
-    let binding: LimitState | undefined;
-    c.groups.forEach((g, ci) =>
-      g.limits.forEach((l, ri) => {
-        const rule = all.details![ci]?.[ri];
-        if (!rule) throw new d.ReplyShapeError("RL.ALL", all.details);
-        const st = stateOf(l, rule);
-        states[policy.limits.indexOf(l)] = st;
-        if (l === bound) binding = st;
-      }),
+    if (details) args.push("DETAILS");
+    return this.client.send({ key: h.keys[0], readOnly: false, args }).then(
+      (reply) => fromAll(policy, d.allDecision("RL.ALL", reply, details)),
+      (e) => {
+        // A module build older than DETAILS: remember, and decide without it
+        // (the decision then holds the binding limit's state only).
+        if (!(details && e instanceof RateLimitError && /unknown option 'DETAILS'/.test(e.message))) throw e;
+        this.detailsSupported = false;
+        return this.client.send({ key: h.keys[0], readOnly: false, args: args.slice(0, -1) }).then((reply) => fromAll(policy, d.allDecision("RL.ALL", reply, false)));
+      },
     );
-    return finish(policy, binding!, states);
   }
 
   /** The calls that give back a permit's lease and settle its estimate to `used`. */
@@ -361,6 +358,30 @@ function heldFor(policy: Policy, key: string, o: DecideOptions, cost: number, es
     costs.push(n);
   });
   return { base, keys, zones, costs, token };
+}
+
+/** Every limit's state from RL.ALL's reply, in the policy's order; the binding one as the reply names it. */
+function fromAll(policy: Policy, all: d.AllDecision): PolicyDecision {
+  const groups = policy.compile().groups;
+  const bound = groups[all.clause - 1]?.limits[all.rule - 1];
+  if (!bound) throw new d.ReplyShapeError("RL.ALL", [all.clause, all.rule]);
+  if (!all.details) {
+    const state = stateOf(bound, all);
+    return finish(policy, state, [state]);
+  }
+  const states: LimitState[] = [];
+  let binding: LimitState | undefined;
+  for (let ci = 0; ci < groups.length; ci++) {
+    const limits = groups[ci].limits;
+    for (let ri = 0; ri < limits.length; ri++) {
+      const rule = all.details[ci]?.[ri];
+      if (!rule) throw new d.ReplyShapeError("RL.ALL", all.details);
+      const st = stateOf(limits[ri], rule);
+      states[policy.limits.indexOf(limits[ri])] = st;
+      if (limits[ri] === bound) binding = st;
+    }
+  }
+  return finish(policy, binding!, states);
 }
 
 function stateOf(l: Limit, r: d.Decision): LimitState {
