@@ -1551,12 +1551,14 @@ def gcra_reply(tat, now: int, rule, cost: int):
 
 def all_request(c: str, keys: tuple[str, str, str], now: int, day_limit: int, sha: str) -> bytes:
     """One request of the RL.ALL workload, encoded: `c` "all" (RL.ALL, three
-    clauses), "singles" (RL.CHECK, RL.THROTTLE, RL.QUOTA: three commands) or
-    "lua" (EVALSHA of bench/lua/all_refund.lua, whose SHA is `sha`)."""
+    clauses), "details" (the same RL.ALL ending with DETAILS: every rule's
+    state in the reply), "singles" (RL.CHECK, RL.THROTTLE, RL.QUOTA: three
+    commands) or "lua" (EVALSHA of bench/lua/all_refund.lua, whose SHA is
+    `sha`)."""
     ck, tk, qk = keys
-    if c == "all":
+    if c in ("all", "details"):
         return enc("RL.ALL", 3, ck, tk, qk, now, "CHECK", 1, *flat_rules(RULES), "THROTTLE", 2, *TH_RULE,
-                   "QUOTA", 3, QUOTA_ZONE, "DAY", day_limit)
+                   "QUOTA", 3, QUOTA_ZONE, "DAY", day_limit, *(("DETAILS",) if c == "details" else ()))
     if c == "singles":
         return (enc("RL.CHECK", ck, now, *flat_rules(RULES)) + enc("RL.THROTTLE", tk, now, *TH_RULE)
                 + enc("RL.QUOTA", qk, now, QUOTA_ZONE, "DAY", day_limit))

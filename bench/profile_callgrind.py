@@ -746,6 +746,14 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None, only: tuple[st
             has_all = True
         except redis.ResponseError:  # unknown command
             has_all = False
+        # The same RL.ALL ending with DETAILS (every rule's state in the
+        # reply), on the same keys, the schedule going on after the RL.ALL
+        # phase: what DETAILS costs (a build without it: left out)
+        try:
+            has_details = has_all and len(ctl.execute_command("RL.ALLPEEK", 1, "probe:all", "*", "CHECK", 1, 1,
+                                                              1000, "DETAILS")) > 7
+        except redis.ResponseError:  # an argument error: no DETAILS
+            has_details = False
         if has_all and any_wanted("all-"):
             a_keys, a_every = 200, 20
             a_step = period // a_keys
@@ -761,14 +769,16 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None, only: tuple[st
                     pre.append(B.enc("PEXPIRE", B.Bench.all_key_names(c, k)[0], B.MAX_WINDOW))
             send(pre)
 
-            def all_cmds(c, start, count):
-                return [B.all_request(c, B.Bench.all_key_names(c, i % a_keys), a_base + (i + 1) * a_step,
+            def all_cmds(c, start, count, keys_of=None):
+                return [B.all_request(c, B.Bench.all_key_names(keys_of or c, i % a_keys), a_base + (i + 1) * a_step,
                                       B.ALL_REFUSED_DAY_LIMIT if i % a_keys % a_every == 0 else B.ALL_DAY_LIMIT,
                                       sha["all_refund"]) for i in range(start, start + count)]
 
             for c in ("all", "singles", "lua"):
                 send(all_cmds(c, 0, a_keys), per=3 if c == "singles" else 1)
             phase("all-module", all_cmds("all", a_keys, n))
+            if has_details:
+                phase("all-module-details", all_cmds("details", a_keys + n, n, keys_of="all"))
             phase("all-singles", all_cmds("singles", a_keys, n), per=3, requests=n)
             phase("all-lua", all_cmds("lua", a_keys, n))
         conn.close()
@@ -779,7 +789,8 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None, only: tuple[st
         server.stop()
 
     for name in ("check-module", "check-skiplist-module", "scale-100-admitted", "dayhour-module", "lockcount-module", "throttle-module",
-                 "throttle-lua", "quota-module", "lease-1000-module", "all-module", "all-singles", "all-lua"):
+                 "throttle-lua", "quota-module", "lease-1000-module", "all-module", "all-module-details", "all-singles",
+                 "all-lua"):
         f = out / f"callgrind.out.{name}"
         if f.exists():
             ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=99.5", str(f)],
@@ -814,7 +825,9 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None, only: tuple[st
                             ("RL.ALL 3 clauses / RL.CHECK + RL.THROTTLE + RL.QUOTA pipelined (target 1.1)",
                              "all-module", "all-singles"),
                             ("RL.ALL 3 clauses / Lua: the 3 commands + REFUND on a refusal (target 0.4)",
-                             "all-module", "all-lua")):
+                             "all-module", "all-lua"),
+                            ("RL.ALL 3 clauses with DETAILS / without (target at most 1.10)",
+                             "all-module-details", "all-module")):
         if num in results and den in results:
             ratios[label] = results[num]["Ir_per_request"] / results[den]["Ir_per_request"]
             print(f"{label}: {ratios[label]:.3f} (instructions per request)")

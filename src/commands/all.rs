@@ -244,14 +244,16 @@ fn run(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
             with_details(outcome, details, &mut read, Phase::Rejected)
         }
         Mode::Admit => {
+            // Before the writes: each limiter computes its rules' state
+            // after them from what it read.
+            let rules = rule_details(details, &mut read, Phase::Admitted)?;
             for (n, limiter) in read.iter_mut() {
                 let ints = limiter.commit()?;
                 if let Some(r) = replies.get_mut(*n - 1) {
                     r.ints = ints;
                 }
             }
-            let outcome = Outcome::new(&plan::reply(&replies), true);
-            with_details(outcome, details, &mut read, Phase::Admitted)
+            Ok(Outcome::new(&plan::reply(&replies), true).with_details(rules))
         }
         Mode::Refund => {
             for (n, limiter) in read.iter_mut() {
@@ -267,16 +269,26 @@ fn run(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, Error> {
 }
 
 /// The reply, with every clause's rules after the seven integers when the
-/// call ends with `DETAILS`: each limiter reports its own, placed in
-/// clause order (`read` is in key order, each with its clause's number).
+/// call ends with `DETAILS`.
 fn with_details(
     outcome: Outcome,
     details: bool,
     read: &mut [(usize, AnyLimiter)],
     phase: Phase,
 ) -> Result<Outcome, Error> {
+    Ok(outcome.with_details(rule_details(details, read, phase)?))
+}
+
+/// With `DETAILS`, every clause's rules as [`Phase`] says, each limiter
+/// reporting its own, placed in clause order (`read` is in key order, each
+/// with its clause's number); without, nothing (no allocation).
+fn rule_details(
+    details: bool,
+    read: &mut [(usize, AnyLimiter)],
+    phase: Phase,
+) -> Result<Vec<RuleReplies>, Error> {
     if !details {
-        return Ok(outcome);
+        return Ok(Vec::new());
     }
     let mut clauses: Vec<RuleReplies> = (0..read.len()).map(|_| RuleReplies::new()).collect();
     for (n, limiter) in read.iter_mut() {
@@ -285,5 +297,5 @@ fn with_details(
             .ok_or_else(|| Error::Internal("clause number out of range".into()))?;
         *slot = limiter.details(phase)?;
     }
-    Ok(outcome.with_details(clauses))
+    Ok(clauses)
 }

@@ -137,8 +137,13 @@ pub fn split_clauses<'b, 'a>(
 ) -> Result<(SmallVec<[Span<'b, 'a>; 4]>, Ending), Error> {
     let mut spans: SmallVec<[Span<'b, 'a>; 4]> = SmallVec::new();
     let mut ending = Ending::default();
-    let is_details = |w: &[u8]| w.eq_ignore_ascii_case(b"DETAILS");
-    let is_refund = |w: &[u8]| refund_allowed && w.eq_ignore_ascii_case(b"REFUND");
+    // Which tail word a word is, if any: by its length first (most words
+    // are numbers of other lengths, or option names).
+    let tail_of = |w: &[u8]| match w.len() {
+        7 if w.eq_ignore_ascii_case(b"DETAILS") => Some(Tail::Details),
+        6 if refund_allowed && w.eq_ignore_ascii_case(b"REFUND") => Some(Tail::Refund),
+        _ => None,
+    };
     // Where the last clause's arguments start (after its index).
     let mut start = 0;
     let mut i = 0;
@@ -155,16 +160,22 @@ pub fn split_clauses<'b, 'a>(
             start = i;
             continue;
         }
-        if !spans.is_empty() {
-            if is_last && is_details(word) {
-                ending.details = true;
-                continue;
-            }
-            let before_last_details =
-                i + 1 == args.len() && args.get(i).is_some_and(|w| is_details(w));
-            if is_refund(word) && (is_last || before_last_details) {
-                ending.refund = true;
-                continue;
+        let tail = tail_of(word);
+        if tail.is_some() && !spans.is_empty() {
+            let before_last_details = i + 1 == args.len()
+                && args
+                    .get(i)
+                    .is_some_and(|&w| tail_of(w) == Some(Tail::Details));
+            match tail {
+                Some(Tail::Details) if is_last => {
+                    ending.details = true;
+                    continue;
+                }
+                Some(Tail::Refund) if is_last || before_last_details => {
+                    ending.refund = true;
+                    continue;
+                }
+                _ => {}
             }
         }
         let Some(span) = spans.last_mut() else {
@@ -178,13 +189,6 @@ pub fn split_clauses<'b, 'a>(
             start = i;
             continue;
         }
-        let tail = if is_details(word) {
-            Some(Tail::Details)
-        } else if is_refund(word) {
-            Some(Tail::Refund)
-        } else {
-            None
-        };
         if let Some(tail) = tail {
             let at = i - 1 - start;
             span.misplaced = match span.misplaced {

@@ -158,8 +158,9 @@ pub trait Limiter: Sized {
 
     /// RL.ALL's `DETAILS`: each rule alone, in the order the call gives
     /// them, `rule` its 1-based index. Called after [`Limiter::decide`]
-    /// (`Admitted` in RL.ALLPEEK, `Rejected`), after [`Limiter::commit`]
-    /// (`Admitted` in RL.ALL) or after [`Limiter::refund`] (`Refunded`).
+    /// and before any write (`Admitted`, `Rejected`: the state after an
+    /// admission's writes is computed, not read back), or after
+    /// [`Limiter::refund`] (`Refunded`).
     fn details(&mut self, phase: Phase) -> Result<RuleReplies, Error>;
 
     /// RL.LEASE's seventh reply element: `Some(Some(token))` admitted,

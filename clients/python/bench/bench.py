@@ -33,6 +33,7 @@ from redis_rl import Policy, RateLimiter, quota, sliding_window, token_bucket  #
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "30"))
 BLOCK = int(os.environ.get("BENCH_BLOCK", "200"))
 HTTP_SECONDS = float(os.environ.get("BENCH_HTTP_SECONDS", "4"))
+HTTP_RUNS = int(os.environ.get("BENCH_HTTP_RUNS", "3"))
 CONCURRENCY = int(os.environ.get("BENCH_CONCURRENCY", "16"))
 
 
@@ -56,33 +57,46 @@ def decision_overhead(server: Server) -> None:
             rl.decide(policy, "user")
         return (time.perf_counter() - t0) / BLOCK
 
+    def package_states_block() -> float:
+        # What an HTTP adapter does: the decision and every limit's state.
+        t0 = time.perf_counter()
+        for _ in range(BLOCK):
+            rl.decide(policy, "user").states
+        return (time.perf_counter() - t0) / BLOCK
+
     def bare_block() -> float:
         t0 = time.perf_counter()
         for _ in range(BLOCK):
             client.execute_command(*bare_args)
         return (time.perf_counter() - t0) / BLOCK
 
-    package_block(), bare_block()  # warm-up
+    blocks = {"decide": package_block, "decide+states": package_states_block, "bare": bare_block}
+    for f in blocks.values():
+        f()  # warm-up
     before = rl_all_calls(client)
-    pkg, bare = [], []
-    for r in range(ROUNDS):  # interleaved, the order alternating per round
-        first, second = (package_block, bare_block) if r % 2 == 0 else (bare_block, package_block)
-        a, b = first(), second()
-        (pkg if first is package_block else bare).append(a)
-        (bare if first is package_block else pkg).append(b)
+    times: dict[str, list[float]] = {name: [] for name in blocks}
+    order = list(blocks)
+    for r in range(ROUNDS):  # interleaved, the order rotating per round
+        for name in order[r % 3:] + order[:r % 3]:
+            times[name].append(blocks[name]())
     calls = rl_all_calls(client) - before
-    p, b = statistics.median(pkg), statistics.median(bare)
-    # Each round's two blocks ran back to back: their ratio is paired, so a
-    # load spike on a shared machine moves both; the median of those ratios.
-    paired = statistics.median(x / y for x, y in zip(pkg, bare))
-    details = "with DETAILS (every limit's state parsed)" if rl.details_supported else "without DETAILS"
+    sent = 3 * ROUNDS * BLOCK
+    decisions = 2 * ROUNDS * BLOCK
+    details = "with DETAILS" if rl.details_supported else "without DETAILS"
     print(f"== 1. a decision of a three-limit policy (sliding window + token bucket + quota), sync redis-py, {details}")
-    print(f"   redis_rl decide : {p * 1e6:8.1f} us/decision (median of {ROUNDS} blocks of {BLOCK})")
-    print(f"   bare RL.ALL     : {b * 1e6:8.1f} us/call")
-    print(f"   ratio redis_rl/bare = {paired:.3f} (median of {ROUNDS} paired rounds; added {100 * (paired - 1):+.1f}%)")
-    print(f"   RL.ALL calls counted by the server: {calls} for {2 * ROUNDS * BLOCK} sent "
-          f"({ROUNDS * BLOCK} decisions + {ROUNDS * BLOCK} bare) -> round trips per decision: "
-          f"{(calls - ROUNDS * BLOCK) / (ROUNDS * BLOCK):.2f}")
+    b = statistics.median(times["bare"])
+    for name, label in [("decide", "redis_rl decide"), ("decide+states", "redis_rl decide + states"),
+                        ("bare", "bare RL.ALL")]:
+        line = f"   {label:26s}: {statistics.median(times[name]) * 1e6:8.1f} us (median of {ROUNDS} blocks of {BLOCK})"
+        if name != "bare":
+            # Each round's blocks ran back to back: their ratio is paired, so a
+            # load spike on a shared machine moves both; the median of those ratios.
+            paired = statistics.median(x / y for x, y in zip(times[name], times["bare"]))
+            line += f"  ratio to bare {paired:.3f} ({100 * (paired - 1):+.1f}%)"
+        print(line)
+    print(f"   bare call: {b * 1e6:.1f} us. RL.ALL calls counted by the server: {calls} for {sent} sent "
+          f"({decisions} decisions + {ROUNDS * BLOCK} bare) -> round trips per decision: "
+          f"{(calls - ROUNDS * BLOCK) / decisions:.2f}")
     client.close()
 
 
@@ -144,7 +158,7 @@ def http_comparison(server: Server) -> None:
         for name in apps:
             load(apps[name][1], 1.0)  # warm-up
         order = list(apps)
-        for r in range(max(2, ROUNDS // 2)):
+        for r in range(HTTP_RUNS):
             for name in (order if r % 2 == 0 else order[::-1]):
                 results[name].append(load(apps[name][1], HTTP_SECONDS))
         print(f"== 2. GET /ping guarded per client IP, uvicorn (1 process), concurrency {CONCURRENCY}, "

@@ -477,19 +477,34 @@ impl Limiter for Lease {
         Err(Error::Internal("a lease takes no DEBIT".into()))
     }
 
-    /// The one rule: RL.LEASE's reply when admitted (in RL.ALLPEEK, what
-    /// RL.LEASE would answer), RL.LEASEPEEK's at the clause's cost when
-    /// refused (the `ttl` not counted), RL.LEASEPEEK's with `COST 0` after
-    /// the refund.
+    /// The one rule: RL.LEASE's reply when admitted (before the writes,
+    /// computed as RL.ALLPEEK's peek computes it: the `ttl` counted),
+    /// RL.LEASEPEEK's at the clause's cost when refused (the `ttl` not
+    /// counted), RL.LEASEPEEK's with `COST 0` after the refund.
     fn details(&mut self, phase: Phase) -> Result<RuleReplies, Error> {
-        let reply = match (phase, self.verdict) {
-            (Phase::Rejected, Some(verdict)) => verdict
-                .reply(self.limit, self.cost, self.newest(), self.t)
-                .ints(),
-            (Phase::Rejected, None) => {
-                return Err(Error::Internal("details of a lease not decided".into()))
+        let Some(verdict) = self.verdict else {
+            // A refund decides nothing: its reply is the state now.
+            return Ok(RuleReplies::from_slice(&[self.reply]));
+        };
+        let (limit, cost, t) = (self.limit, self.cost, self.t);
+        let reply = match phase {
+            Phase::Rejected => verdict.reply(limit, cost, self.newest(), t).ints(),
+            // Written, or decided by a peek that knows `ttl`: its reply.
+            Phase::Admitted if self.written || !self.write => self.reply,
+            Phase::Admitted => {
+                let top = if self.ttl > 0 && verdict.admitted && cost > 0 {
+                    Some(top_after(
+                        &self.key,
+                        self.newest(),
+                        &self.own,
+                        (t + self.ttl) as f64,
+                    )?)
+                } else {
+                    self.newest()
+                };
+                verdict.reply(limit, cost, top, t).ints()
             }
-            (Phase::Admitted | Phase::Refunded, _) => self.reply,
+            Phase::Refunded => self.reply,
         };
         Ok(RuleReplies::from_slice(&[reply]))
     }

@@ -39,9 +39,6 @@ pub struct SlidingLog {
     server_time: i64,
     t: i64,
     verdict: Verdict,
-    /// Whether [`Limiter::commit`] wrote (the set then differs from
-    /// `extremes`).
-    committed: bool,
 }
 
 impl SlidingLog {
@@ -130,7 +127,6 @@ impl Limiter for SlidingLog {
                 reply: [0; 6],
                 admitted: false,
             },
-            committed: false,
         })
     }
 
@@ -146,7 +142,6 @@ impl Limiter for SlidingLog {
 
     fn commit(&mut self) -> Result<[i64; 6], Error> {
         self.record()?;
-        self.committed = true;
         Ok(self.verdict.reply)
     }
 
@@ -182,18 +177,14 @@ impl Limiter for SlidingLog {
         self.state_now()
     }
 
-    /// Each rule alone over the set. Admitted and written: the set read
-    /// again, at `COST 0`. Admitted in RL.ALLPEEK: at the clause's cost on
-    /// the set as it is — the same answer, since the admission's `cost`
-    /// members scored `t` lie in every window and leave the newest score
-    /// at `max(newest, t)`, and its trim removes only members no window
-    /// counts.
+    /// Each rule alone over the set as read (before any write). Admitted:
+    /// at the clause's cost, which answers what the rule's `COST 0` peek
+    /// answers after the admission's writes — its `cost` members scored
+    /// `t` lie in every window and leave the newest score at `max(newest,
+    /// t)`, and its trim removes only members no window counts (so no
+    /// second read of the set).
     fn details(&mut self, phase: Phase) -> Result<RuleReplies, Error> {
         let cost = match phase {
-            Phase::Admitted if self.committed => {
-                self.reread()?;
-                0
-            }
             Phase::Admitted | Phase::Rejected => self.args.cost,
             Phase::Refunded => 0,
         };

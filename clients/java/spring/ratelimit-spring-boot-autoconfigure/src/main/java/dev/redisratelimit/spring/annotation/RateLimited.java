@@ -1,0 +1,70 @@
+package dev.redisratelimit.spring.annotation;
+
+import java.lang.annotation.Documented;
+import java.lang.annotation.ElementType;
+import java.lang.annotation.Inherited;
+import java.lang.annotation.Retention;
+import java.lang.annotation.RetentionPolicy;
+import java.lang.annotation.Target;
+
+/**
+ * Rate-limits a method (or every public method of a class): all its limits are
+ * decided by one Redis call (one RL.ALL) before the method runs; a refusal
+ * charges nothing and throws {@code RateLimitRefusedException} (429 in MVC).
+ *
+ * <p>The limits come from, in this order: {@link #limits()} given here (an
+ * inline policy named {@link #policy()} or {@code Class.method}); a policy of
+ * that name under {@code ratelimit.policies} in application.yml; or, with
+ * neither, the properties default ({@code ratelimit.default-limit}), one
+ * sliding window named {@code default}. A name that is none of these fails the
+ * application's start.
+ */
+@Target({ElementType.METHOD, ElementType.TYPE})
+@Retention(RetentionPolicy.RUNTIME)
+@Inherited
+@Documented
+public @interface RateLimited {
+
+    /** The policy's name: a YAML policy to use, or the name of the inline one. */
+    String policy() default "";
+
+    /** Inline limits (named: the names of the RateLimit header items). */
+    Limit[] limits() default {};
+
+    /** Whose limit it is, when {@link #key()} is empty. */
+    KeyBy by() default KeyBy.IP;
+
+    /**
+     * A SpEL expression for the caller's key: method parameters by name
+     * ({@code #userId}) or position ({@code #p0}), {@code #request}, {@code #ip},
+     * {@code #user}, {@code #path}. Parsed at start-up; null at run time is an
+     * error, never an unlimited call.
+     */
+    String key() default "";
+
+    /**
+     * A SpEL expression for the IANA zone of this call's quota limits (for
+     * example a header); empty: each quota's own {@link Limit#zone()}.
+     */
+    String zone() default "";
+
+    /**
+     * Refuse the same body again within this window after an admission
+     * (seed 000's preventDuplicate); e.g. {@code "5s"}; empty: off. The item is
+     * named {@code duplicate}, and its refusal's problem type ends /duplicate.
+     */
+    String preventDuplicate() default "";
+
+    /**
+     * A fixed Cluster hash tag for every key of this policy: required when a
+     * global limit is decided with per-key limits (defaults to the policy
+     * name then).
+     */
+    String hashTag() default "";
+
+    /** Also send X-RateLimit-Limit/Remaining/Reset (of the binding limit) for this policy, whatever ratelimit.legacy-headers says. */
+    boolean legacyHeaders() default false;
+
+    /** What to do while Redis cannot be reached; DEFAULT: ratelimit.on-redis-down. */
+    OnRedisDown onRedisDown() default OnRedisDown.DEFAULT;
+}

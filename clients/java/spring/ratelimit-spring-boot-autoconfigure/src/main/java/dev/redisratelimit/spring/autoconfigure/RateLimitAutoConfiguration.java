@@ -1,0 +1,198 @@
+package dev.redisratelimit.spring.autoconfigure;
+
+import dev.redisratelimit.client.RateLimitAsyncClient;
+import dev.redisratelimit.client.RateLimitTransport;
+import dev.redisratelimit.spring.aop.AnnotationPolicies;
+import dev.redisratelimit.springdata.SpringDataTransport;
+import dev.redisratelimit.spring.aop.RateLimitAdvisingPostProcessor;
+import dev.redisratelimit.spring.aop.RateLimitMethodInterceptor;
+import dev.redisratelimit.spring.core.LocalLimiter;
+import dev.redisratelimit.spring.core.RateLimiter;
+import dev.redisratelimit.spring.core.RedisAvailability;
+import dev.redisratelimit.spring.core.RuntimeLimits;
+import dev.redisratelimit.spring.web.CallerResolver;
+import dev.redisratelimit.spring.web.DefaultCallerResolver;
+import dev.redisratelimit.spring.web.DefaultRateLimitHttpAnswers;
+import dev.redisratelimit.spring.web.RateLimitExceptionHandler;
+import dev.redisratelimit.spring.web.RateLimitHttpAnswers;
+import dev.redisratelimit.spring.web.RequestBodyCachingFilter;
+import io.lettuce.core.resource.Delay;
+import java.time.Duration;
+import org.springframework.boot.data.redis.autoconfigure.ClientResourcesBuilderCustomizer;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.config.BeanDefinition;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.SmartLifecycle;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Role;
+import org.springframework.data.redis.connection.RedisConnectionFactory;
+import org.springframework.web.servlet.DispatcherServlet;
+
+/**
+ * The starter's beans, each replaceable by one of your own: the Java
+ * client's transport over Spring Data Redis's connection factory (so
+ * {@code spring.data.redis.*} configures standalone or Cluster) and its async
+ * client, the limiter, the runtime limits, the
+ * {@code @RateLimited} proxying, and in a servlet app the caller resolver and
+ * the HTTP answers.
+ */
+@AutoConfiguration(afterName = "org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration")
+@ConditionalOnClass(RedisConnectionFactory.class)
+@ConditionalOnProperty(prefix = "ratelimit", name = "enabled", matchIfMissing = true)
+@EnableConfigurationProperties(RateLimitProperties.class)
+public class RateLimitAutoConfiguration {
+
+    @Bean
+    @ConditionalOnMissingBean
+    @ConditionalOnBean(RedisConnectionFactory.class)
+    public RateLimitTransport rateLimitTransport(RedisConnectionFactory factory) {
+        return SpringDataTransport.of(factory);
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    public RateLimitAsyncClient rateLimitAsyncClient(RateLimitTransport transport) {
+        return new RateLimitAsyncClient(transport);
+    }
+
+    @Bean(destroyMethod = "close")
+    @ConditionalOnMissingBean
+    public RedisAvailability rateLimitRedisAvailability(RateLimitTransport transport, RateLimitProperties p) {
+        return new RedisAvailability(transport, p.getProbeInterval(), p.getDecisionBudget());
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    public RuntimeLimits rateLimitRuntimeLimits(RateLimitTransport transport, RateLimitProperties p) {
+        return new RuntimeLimits(transport, p.getPrefix(), p.getDecisionBudget().toMillis());
+    }
+
+    @Bean
+    public SmartLifecycle rateLimitRuntimeLimitsRefresher(RuntimeLimits limits, RateLimitProperties p) {
+        return new RuntimeLimitsRefresher(limits, p.getRefreshInterval().toMillis());
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    public LocalLimiter rateLimitLocalLimiter() {
+        return new LocalLimiter();
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    public RateLimiter rateLimiter(RateLimitAsyncClient client, RuntimeLimits limits, RedisAvailability availability, LocalLimiter local,
+            RateLimitProperties p) {
+        return new RateLimiter(client, limits, availability, local, p.getPrefix(), p.getDecisionBudget(), p.getOnRedisDown());
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    public AnnotationPolicies rateLimitPolicies(RateLimitProperties p, RateLimiter limiter, RuntimeLimits limits) {
+        AnnotationPolicies policies = new AnnotationPolicies(p, limiter);
+        limits.refresh(); // an instance started later applies the limits set before it started
+        return policies;
+    }
+
+    @Bean
+    @ConditionalOnProperty(prefix = "ratelimit", name = "verify-module", matchIfMissing = true)
+    ModuleCheck rateLimitModuleCheck(RateLimitAsyncClient client, RedisAvailability availability) {
+        return new ModuleCheck(client, availability);
+    }
+
+    @Bean
+    @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+    static RateLimitAdvisingPostProcessor rateLimitAdvisingPostProcessor(ObjectProvider<AnnotationPolicies> policies,
+            ObjectProvider<RateLimiter> limiter, ObjectProvider<CallerResolver> callers, ObjectProvider<RateLimitHttpAnswers> answers) {
+        return new RateLimitAdvisingPostProcessor(policies, new RateLimitMethodInterceptor(policies, limiter, callers, answers));
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = {"io.lettuce.core.resource.Delay",
+            "org.springframework.boot.data.redis.autoconfigure.ClientResourcesBuilderCustomizer"})
+    static class LettuceReconnect {
+        // Lettuce's default reconnect backoff grows to 30 s: a Redis back after an outage would go unused that long.
+        @Bean
+        ClientResourcesBuilderCustomizer rateLimitReconnectDelay(RateLimitProperties p) {
+            return builder -> {
+                Duration max = p.getMaxReconnectDelay();
+                if (max != null && !max.isZero()) {
+                    builder.reconnectDelay(Delay.exponential(Duration.ofMillis(10), max, 2, TimeUnit.MILLISECONDS));
+                }
+            };
+        }
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.SERVLET)
+    @ConditionalOnClass(DispatcherServlet.class)
+    static class ServletAnswers {
+
+        @Bean
+        @ConditionalOnMissingBean
+        CallerResolver rateLimitCallerResolver(RateLimitProperties p) {
+            return new DefaultCallerResolver(p.getUserHeader());
+        }
+
+        @Bean
+        @ConditionalOnMissingBean
+        RateLimitHttpAnswers rateLimitHttpAnswers(RateLimitProperties p) {
+            return new DefaultRateLimitHttpAnswers(p.isRateLimitHeaders(), p.isLegacyHeaders(), p.getConcurrencyRetryAfter());
+        }
+
+        @Bean
+        RateLimitExceptionHandler rateLimitExceptionHandler(RateLimitHttpAnswers answers) {
+            return new RateLimitExceptionHandler(answers);
+        }
+
+        @Bean
+        @ConditionalOnMissingBean
+        RequestBodyCachingFilter rateLimitRequestBodyCachingFilter() {
+            return new RequestBodyCachingFilter(1 << 20);
+        }
+    }
+
+    /** Reads the runtime limits every refresh interval on a daemon thread. */
+    static final class RuntimeLimitsRefresher implements SmartLifecycle {
+        private final RuntimeLimits limits;
+        private final long everyMs;
+        private ScheduledExecutorService timer;
+
+        RuntimeLimitsRefresher(RuntimeLimits limits, long everyMs) {
+            this.limits = limits;
+            this.everyMs = Math.max(50, everyMs);
+        }
+
+        @Override
+        public synchronized void start() {
+            timer = Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "ratelimit-runtime-limits");
+                t.setDaemon(true);
+                return t;
+            });
+            timer.scheduleWithFixedDelay(limits::refresh, everyMs, everyMs, TimeUnit.MILLISECONDS);
+        }
+
+        @Override
+        public synchronized void stop() {
+            if (timer != null) {
+                timer.shutdownNow();
+                timer = null;
+            }
+        }
+
+        @Override
+        public synchronized boolean isRunning() {
+            return timer != null;
+        }
+    }
+}

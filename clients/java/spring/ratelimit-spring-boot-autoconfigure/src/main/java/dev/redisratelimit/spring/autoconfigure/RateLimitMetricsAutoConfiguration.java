@@ -1,0 +1,30 @@
+package dev.redisratelimit.spring.autoconfigure;
+
+import dev.redisratelimit.spring.core.RateLimiter;
+import dev.redisratelimit.spring.metrics.MicrometerDecisionObserver;
+import io.micrometer.core.instrument.MeterRegistry;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.SmartInitializingSingleton;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.context.annotation.Bean;
+
+/**
+ * Micrometer meters per policy ({@link MicrometerDecisionObserver}) when the
+ * app has Micrometer and a MeterRegistry (spring-boot-starter-actuator brings
+ * both); {@code management.metrics.enable.ratelimit=false} (a Boot meter filter) turns them off.
+ */
+@AutoConfiguration(after = RateLimitAutoConfiguration.class,
+        afterName = {"org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration",
+                "org.springframework.boot.micrometer.metrics.autoconfigure.MetricsAutoConfiguration"})
+@ConditionalOnClass(MeterRegistry.class)
+@ConditionalOnBean({MeterRegistry.class, RateLimiter.class})
+public class RateLimitMetricsAutoConfiguration {
+
+    // Attached once every singleton exists, so a user's own RateLimiter bean is instrumented too.
+    @Bean
+    SmartInitializingSingleton rateLimitMeters(ObjectProvider<MeterRegistry> registry, ObjectProvider<RateLimiter> limiter) {
+        return () -> limiter.ifAvailable(l -> l.setObserver(new MicrometerDecisionObserver(registry.getObject())));
+    }
+}

@@ -1,0 +1,28 @@
+package dev.redisratelimit.spring.web;
+
+import dev.redisratelimit.spring.core.Decision;
+import jakarta.servlet.http.HttpServletResponse;
+import org.springframework.http.ProblemDetail;
+
+/**
+ * How decisions become HTTP: the rate-limit headers of every decided response
+ * and the problem bodies of refusals. A bean of this type replaces the
+ * default ({@link DefaultRateLimitHttpAnswers}; extend it to change one piece).
+ */
+public interface RateLimitHttpAnswers {
+
+    /** Headers of an admitted or refused call (RateLimit-Policy, RateLimit, opt-in X-RateLimit-*). */
+    void writeHeaders(HttpServletResponse response, Decision decision);
+
+    /** Retry-After seconds of a refusal, or null for none (waiting cannot help). */
+    Long retryAfterSeconds(Decision decision);
+
+    /** The 429 body. */
+    ProblemDetail refused(Decision decision);
+
+    /** The 503 body of a fail-closed policy while Redis is down. */
+    ProblemDetail unavailable(String policy);
+
+    /** The 500 body of a rate limit that cannot be applied as configured. */
+    ProblemDetail misconfigured(String message);
+}

@@ -1,0 +1,109 @@
+package dev.redisratelimit.spring;
+
+import dev.redisratelimit.spring.annotation.KeyBy;
+import dev.redisratelimit.spring.annotation.Limit;
+import dev.redisratelimit.spring.annotation.LimitType;
+import dev.redisratelimit.spring.annotation.OnRedisDown;
+import dev.redisratelimit.client.QuotaPeriod;
+import dev.redisratelimit.spring.annotation.RateLimited;
+import java.util.Map;
+import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.RequestParam;
+import org.springframework.web.bind.annotation.RestController;
+
+/** The app the starter's tests drive over HTTP: one endpoint per feature. */
+@SpringBootApplication
+public class TestApp {
+
+    @RestController
+    public static class Endpoints {
+
+        @GetMapping("/one")
+        @RateLimited(policy = "one", limits = @Limit(name = "per-key", count = 10, window = "60s"), key = "#request.getHeader('X-Key')")
+        public Map<String, Object> one() {
+            return Map.of("ok", true);
+        }
+
+        @GetMapping("/two")
+        @RateLimited(policy = "two", key = "#request.getHeader('X-Key')",
+                limits = {@Limit(name = "short", count = 2, window = "10s"), @Limit(name = "long", count = 5, window = "1h")})
+        public Map<String, Object> two() {
+            return Map.of("ok", true);
+        }
+
+        @PostMapping("/work")
+        @RateLimited(policy = "work", key = "#request.getHeader('X-Key')", limits = {
+                @Limit(name = "inflight", type = LimitType.CONCURRENCY, count = 2, ttl = "60s"),
+                @Limit(name = "tokens", type = LimitType.QUOTA, period = QuotaPeriod.DAY, count = 1000, zone = "UTC",
+                        cost = "#estimate", settle = "#result['used']")})
+        public Map<String, Object> work(@RequestParam long estimate, @RequestParam long used, @RequestParam(defaultValue = "0") long sleepMs,
+                @RequestParam(defaultValue = "false") boolean fail) throws InterruptedException {
+            Thread.sleep(sleepMs);
+            if (fail) {
+                throw new IllegalStateException("the work failed");
+            }
+            return Map.of("used", used);
+        }
+
+        @GetMapping("/mixed")
+        @RateLimited(policy = "mixed", key = "#request.getHeader('X-Key')", limits = {
+                @Limit(name = "per", count = 5, window = "60s"),
+                @Limit(name = "all", count = 3, window = "60s", global = true)})
+        public Map<String, Object> mixed() {
+            return Map.of("ok", true);
+        }
+
+        @GetMapping("/ocr")
+        @RateLimited(policy = "ocr", by = KeyBy.USER)
+        public Map<String, Object> ocr() {
+            return Map.of("ok", true);
+        }
+
+        @GetMapping("/default")
+        @RateLimited(onRedisDown = OnRedisDown.FAIL_OPEN)
+        public Map<String, Object> byDefault() {
+            return Map.of("ok", true);
+        }
+
+        @GetMapping("/closed")
+        @RateLimited(policy = "closed", limits = @Limit(name = "c", count = 3, window = "60s"), onRedisDown = OnRedisDown.FAIL_CLOSED)
+        public Map<String, Object> closed() {
+            return Map.of("ok", true);
+        }
+
+        @GetMapping("/local")
+        @RateLimited(policy = "local", limits = @Limit(name = "l", count = 3, window = "60s"), onRedisDown = OnRedisDown.LOCAL)
+        public Map<String, Object> local() {
+            return Map.of("ok", true);
+        }
+
+        @GetMapping("/nullkey")
+        @RateLimited(policy = "nullkey", limits = @Limit(name = "n", count = 5, window = "10s"), key = "#request.getHeader('X-None')")
+        public Map<String, Object> nullKey() {
+            return Map.of("ok", true);
+        }
+
+        @GetMapping("/off")
+        @RateLimited(policy = "off", limits = @Limit(name = "q", type = LimitType.QUOTA, count = 0, period = QuotaPeriod.DAY))
+        public Map<String, Object> off() {
+            return Map.of("ok", true);
+        }
+
+        @GetMapping("/bucket")
+        @RateLimited(policy = "bucket", key = "#request.getHeader('X-Key')",
+                limits = @Limit(name = "rate", type = LimitType.TOKEN_BUCKET, count = 60, window = "60s", burst = 3))
+        public Map<String, Object> bucket() {
+            return Map.of("ok", true);
+        }
+
+        @GetMapping("/login")
+        @RateLimited(policy = "login", by = KeyBy.IP_AND_PATH,
+                limits = @Limit(name = "login", type = LimitType.LOCKOUT, count = 2, window = "10s", lockTime = "30s"))
+        public Map<String, Object> login() {
+            return Map.of("ok", true);
+        }
+
+    }
+}

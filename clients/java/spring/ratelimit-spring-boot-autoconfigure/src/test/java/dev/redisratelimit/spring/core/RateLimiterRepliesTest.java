@@ -1,0 +1,133 @@
+package dev.redisratelimit.spring.core;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.redisratelimit.spring.annotation.KeyBy;
+import dev.redisratelimit.spring.annotation.LimitType;
+import dev.redisratelimit.spring.annotation.OnRedisDown;
+import dev.redisratelimit.client.QuotaPeriod;
+import dev.redisratelimit.client.RateLimitAsyncClient;
+import dev.redisratelimit.client.RateLimitException;
+import dev.redisratelimit.client.RateLimitTransport;
+import dev.redisratelimit.client.RedisCall;
+import java.util.concurrent.CompletionStage;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The command the limiter sends and how it reads RL.ALL's reply, DETAILS
+ * included, against replies shaped as SPEC.md gives them (a transport that
+ * records the command and answers a fixed reply).
+ */
+class RateLimiterRepliesTest {
+
+    static final class Recording implements RateLimitTransport {
+        final List<List<Object>> sent = new ArrayList<>();
+        final List<Object> replies = new ArrayList<>();
+
+        @Override
+        public CompletionStage<Object> execute(RedisCall call) {
+            List<Object> c = new ArrayList<>();
+            c.add(call.command());
+            c.addAll(call.args());
+            sent.add(c);
+            Object r = replies.isEmpty() ? List.of(0L, 1L, 1L, 1L, -1L, 0L) : replies.remove(0);
+            return r instanceof Throwable t ? CompletableFuture.failedFuture(t) : CompletableFuture.completedFuture(r);
+        }
+    }
+
+    static LimitSpec window(String name, long count, long seconds) {
+        return new LimitSpec(name, LimitType.SLIDING_WINDOW, count, Duration.ofSeconds(seconds), 0, null, "UTC", null, null, false, null, null);
+    }
+
+    static List<Object> rule(long limited, long rule, long limit, long remaining, long retry, long reset) {
+        return List.of(limited, rule, limit, remaining, retry, reset);
+    }
+
+    Recording transport = new Recording();
+    RateLimiter limiter = new RateLimiter(new RateLimitAsyncClient(transport), new RuntimeLimits(transport, "p:", 500),
+            new RedisAvailability(transport, Duration.ofMillis(100), Duration.ofMillis(100)), new LocalLimiter(), "p:",
+            Duration.ofMillis(500), OnRedisDown.FAIL_CLOSED);
+
+    CompiledPolicy sms = new CompiledPolicy(new PolicySpec("sms", List.of(window("short", 2, 10), window("long", 5, 3600)), KeyBy.IP, null,
+            null, Duration.ofSeconds(5), null, OnRedisDown.DEFAULT, false));
+
+    @Test
+    void oneRlAllWithDetailsAndEveryItemFromIt() {
+        transport.replies.add(List.of(0L, 1L, 1L, 2L, 1L, -1L, 10000L,
+                List.of(rule(0, 1, 2, 1, -1, 10000), rule(0, 2, 5, 4, -1, 3600000)),
+                List.of(rule(0, 1, 1, 0, -1, 5000))));
+        Permit p = limiter.acquire(sms, new CallInput("123", null, new long[] {1, 1}, "abc"));
+        assertThat(transport.sent).hasSize(1);
+        assertThat(transport.sent.get(0)).containsExactly("RL.ALL", "2", "p:sms:{123}:short+long", "p:sms:{123}:duplicate:abc", "*",
+                "CHECK", "1", "2", "10000", "5", "3600000", "CHECK", "2", "1", "5000", "DETAILS");
+        Decision d = p.decision();
+        assertThat(d.admitted()).isTrue();
+        assertThat(d.items()).containsExactly(new ItemState("short", 2, 10, 1, 10, false, -1), new ItemState("long", 5, 3600, 4, 3600, false, -1),
+                new ItemState("duplicate", 1, 5, 0, 5, false, -1));
+        assertThat(d.bindingItem().name()).isEqualTo("short");
+    }
+
+    @Test
+    void aDuplicateRefusalIsTypedDuplicateEvenWhenAnotherRuleBinds() {
+        transport.replies.add(List.of(1L, 1L, 1L, 2L, 0L, 9000L, 10000L,
+                List.of(rule(1, 1, 2, 0, 9000, 10000), rule(0, 2, 5, 2, -1, 3600000)),
+                List.of(rule(1, 1, 1, 0, 4000, 4000))));
+        assertThatThrownBy(() -> limiter.acquire(sms, new CallInput("123", null, new long[] {1, 1}, "abc")))
+                .isInstanceOfSatisfying(RateLimitRefusedException.class, e -> {
+                    Decision d = e.getDecision();
+                    assertThat(d.kind()).isEqualTo(Decision.Kind.DUPLICATE);
+                    assertThat(d.retryAfterMs()).isEqualTo(9000);
+                    assertThat(d.bindingItem().name()).isEqualTo("short");
+                    assertThat(d.items().get(1)).isEqualTo(new ItemState("long", 5, 3600, 2, 3600, false, -1));
+                });
+    }
+
+    @Test
+    void withoutDetailsTheBindingItemAlone() {
+        transport.replies.add(new RateLimitException("ERR clause 2 (CHECK): syntax error: unknown option 'DETAILS'"));
+        transport.replies.add(List.of(0L, 1L, 2L, 5L, 3L, -1L, 3600000L));
+        Decision d = limiter.acquire(sms, new CallInput("9", null, new long[] {1, 1}, "abc")).decision();
+        assertThat(transport.sent.get(1)).doesNotContain("DETAILS");
+        assertThat(d.items()).containsExactly(new ItemState("long", 5, 3600, 3, 3600, false, -1));
+    }
+
+    @Test
+    void leaseQuotaAndGlobalShareOneTagAndSettleAfterwards() {
+        LimitSpec inflight = new LimitSpec("inflight", LimitType.CONCURRENCY, 2, null, 0, null, "UTC", Duration.ofSeconds(60), null, false,
+                null, null);
+        LimitSpec tokens = new LimitSpec("tokens", LimitType.QUOTA, 100000, null, 0, QuotaPeriod.DAY, "UTC", null, null, false, "#n", "#u");
+        LimitSpec global = new LimitSpec("global", LimitType.SLIDING_WINDOW, 1000, Duration.ofSeconds(60), 0, null, "UTC", null, null, true,
+                null, null);
+        CompiledPolicy llm = new CompiledPolicy(new PolicySpec("llm", List.of(inflight, tokens, global), KeyBy.IP, null, null, null, null,
+                OnRedisDown.DEFAULT, false));
+        transport.replies.add(List.of(0L, 1L, 1L, 2L, 1L, -1L, 60000L, List.of(rule(0, 1, 2, 1, -1, 60000)),
+                List.of(rule(0, 1, 100000, 99000, -1, 3600000)), List.of(rule(0, 1, 1000, 999, -1, 60000))));
+        Permit p = limiter.acquire(llm, new CallInput("k", "Asia/Shanghai", new long[] {1, 1000, 1}, null));
+        List<Object> all = transport.sent.get(0);
+        assertThat(all.subList(0, 6)).containsExactly("RL.ALL", "3", "p:llm:{llm}:k:inflight", "p:llm:{llm}:k:tokens", "p:llm:{llm}:global", "*");
+        String token = all.get(all.indexOf("TOKEN") + 1).toString();
+        assertThat(all.subList(6, all.size())).containsExactly("LEASE", "1", "2", "60000", "TOKEN", token, "QUOTA", "2", "Asia/Shanghai",
+                "DAY", "100000", "COST", "1000", "CHECK", "3", "1000", "60000", "DETAILS");
+        transport.replies.add(List.of(1L));
+        transport.replies.add(List.of(0L, 1L, 100000L, 99700L, -1L, 3600000L));
+        p.close(java.util.Map.of(1, 300L));
+        assertThat(transport.sent.get(1)).containsExactly("RL.RELEASE", "p:llm:{llm}:k:inflight", "*", token);
+        assertThat(transport.sent.get(2)).containsExactly("RL.QUOTA", "p:llm:{llm}:k:tokens", "*", "Asia/Shanghai", "DAY", "100000", "COST",
+                "700", "REFUND");
+    }
+
+    @Test
+    void settlingAboveTheEstimateDebits() {
+        LimitSpec tokens = new LimitSpec("tokens", LimitType.QUOTA, 100, null, 0, QuotaPeriod.DAY, "UTC", null, null, false, "#n", "#u");
+        CompiledPolicy p = new CompiledPolicy(new PolicySpec("q", List.of(tokens), KeyBy.IP, null, null, null, null, OnRedisDown.DEFAULT, false));
+        transport.replies.add(List.of(0L, 1L, 1L, 100L, 90L, -1L, 1000L, List.of(rule(0, 1, 100, 90, -1, 1000))));
+        Permit permit = limiter.acquire(p, new CallInput("k", null, new long[] {10}, null));
+        permit.close(java.util.Map.of(0, 25L));
+        assertThat(transport.sent.get(1)).containsExactly("RL.QUOTA", "p:q:{k}:tokens", "*", "UTC", "DAY", "100", "COST", "15", "DEBIT");
+    }
+}

@@ -1,0 +1,42 @@
+package dev.redisratelimit.spring.test;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+
+/** A small JDK HTTP client for the tests (real requests to the running app). */
+public final class Http {
+    public static final HttpClient CLIENT = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+
+    private final String base;
+
+    public Http(int port) {
+        this.base = "http://127.0.0.1:" + port;
+    }
+
+    public HttpResponse<String> send(String method, String path, String body, String... headers) {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(20))
+                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
+        if (body != null) {
+            b.header("Content-Type", "application/json");
+        }
+        for (int i = 0; i + 1 < headers.length; i += 2) {
+            b.header(headers[i], headers[i + 1]);
+        }
+        try {
+            return CLIENT.send(b.build(), HttpResponse.BodyHandlers.ofString());
+        } catch (Exception e) {
+            throw new IllegalStateException(method + " " + path + ": " + e, e);
+        }
+    }
+
+    public HttpResponse<String> get(String path, String... headers) {
+        return send("GET", path, null, headers);
+    }
+
+    public HttpResponse<String> post(String path, String body, String... headers) {
+        return send("POST", path, body, headers);
+    }
+}

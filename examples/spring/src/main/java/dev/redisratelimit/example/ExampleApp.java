@@ -1,0 +1,35 @@
+package dev.redisratelimit.example;
+
+import java.util.HashMap;
+import java.util.Map;
+import org.springframework.boot.SpringApplication;
+import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.context.ConfigurableApplicationContext;
+
+/**
+ * The seed services (shared/SERVICES.md). Environment: PORT, REDIS_URL or
+ * REDIS_CLUSTER (host:port,... seeds; wins over REDIS_URL), RL_PREFIX.
+ */
+@SpringBootApplication
+public class ExampleApp {
+
+    public static void main(String[] args) {
+        start(System.getenv(), args);
+    }
+
+    /** Starts the app with the given environment (the tests start several instances this way). */
+    public static ConfigurableApplicationContext start(Map<String, String> env, String... args) {
+        Map<String, Object> props = new HashMap<>();
+        props.put("server.port", env.getOrDefault("PORT", "8080"));
+        props.put("ratelimit.prefix", env.getOrDefault("RL_PREFIX", ""));
+        String cluster = env.get("REDIS_CLUSTER");
+        if (cluster != null && !cluster.isBlank()) {
+            props.put("spring.data.redis.cluster.nodes", cluster);
+        } else {
+            props.put("spring.data.redis.url", env.getOrDefault("REDIS_URL", "redis://127.0.0.1:6379"));
+        }
+        SpringApplication app = new SpringApplication(ExampleApp.class);
+        app.setDefaultProperties(props);
+        return app.run(args);
+    }
+}

@@ -1,0 +1,75 @@
+package dev.redisratelimit.example;
+
+import com.fasterxml.jackson.annotation.JsonProperty;
+import dev.redisratelimit.spring.annotation.Limit;
+import dev.redisratelimit.spring.annotation.LimitType;
+import dev.redisratelimit.client.QuotaPeriod;
+import dev.redisratelimit.spring.annotation.RateLimited;
+import java.time.ZoneId;
+import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.RequestBody;
+import org.springframework.web.bind.annotation.RequestHeader;
+import org.springframework.web.bind.annotation.RestController;
+
+/**
+ * Endpoint 5: an LLM call guarded by four limits in one RL.ALL — a token
+ * bucket and two in flight per API key, a day's token budget in the caller's
+ * zone (the request's max_tokens up front, settled to the tokens used), and a
+ * global minute budget; the policy's keys share one Cluster hash tag.
+ */
+@RestController
+public class LlmComplete {
+
+    /** {"max_tokens": N}, N an integer from 1 to 100000 (else 400 before any Redis call). */
+    public record Completion(@JsonProperty("max_tokens") Object maxTokensValue) {
+        public Completion {
+            if (!(maxTokensValue instanceof Integer || maxTokensValue instanceof Long)
+                    || ((Number) maxTokensValue).longValue() < 1 || ((Number) maxTokensValue).longValue() > 100_000) {
+                throw new IllegalArgumentException("max_tokens must be an integer from 1 to 100000");
+            }
+        }
+
+        public long maxTokens() {
+            return ((Number) maxTokensValue).longValue();
+        }
+    }
+
+    /** An IANA zone name from the X-Zone header (a fixed offset or an unknown name is a 400). */
+    public record IanaZone(String id) {
+        public IanaZone {
+            if (id == null || !ZoneId.getAvailableZoneIds().contains(id)) {
+                throw new IllegalArgumentException("X-Zone must be an IANA time zone");
+            }
+        }
+    }
+
+    public record Answer(@JsonProperty("used_tokens") long usedTokens) {
+    }
+
+    /** The fake model's failure (X-Fail: 1): the app answers 500. */
+    public static class ModelFailure extends RuntimeException {
+        public ModelFailure() {
+            super("the model failed");
+        }
+    }
+
+    @PostMapping("/llm/complete")
+    @RateLimited(policy = "llm", key = "#apiKey", zone = "#zone.id()", limits = {
+            @Limit(name = "rate", type = LimitType.TOKEN_BUCKET, count = 60, window = "60s", burst = 10),
+            @Limit(name = "inflight", type = LimitType.CONCURRENCY, count = 2, ttl = "60s"),
+            @Limit(name = "tokens", type = LimitType.QUOTA, period = QuotaPeriod.DAY, count = 100_000,
+                    cost = "#body.maxTokens()", settle = "#result.usedTokens()"),
+            @Limit(name = "global", count = 1000, window = "60s", global = true)})
+    public Answer complete(@RequestHeader("X-Api-Key") String apiKey, @RequestHeader("X-Zone") IanaZone zone,
+            @RequestBody Completion body, @RequestHeader(value = "X-Sleep-Ms", defaultValue = "100") long sleepMs,
+            @RequestHeader(value = "X-Used-Tokens", required = false) Long usedTokens,
+            @RequestHeader(value = "X-Fail", required = false) String fail) throws InterruptedException {
+        Thread.sleep(Math.max(0, sleepMs));
+        if ("1".equals(fail)) {
+            throw new ModelFailure();
+        }
+        long n = body.maxTokens();
+        long used = usedTokens == null ? n / 2 : Math.max(0, Math.min(usedTokens, n));
+        return new Answer(used);
+    }
+}

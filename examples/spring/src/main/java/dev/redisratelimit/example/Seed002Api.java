@@ -1,0 +1,39 @@
+package dev.redisratelimit.example;
+
+import dev.redisratelimit.spring.annotation.Limit;
+import dev.redisratelimit.spring.annotation.OnRedisDown;
+import dev.redisratelimit.spring.annotation.RateLimited;
+import java.util.Map;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PathVariable;
+import org.springframework.web.bind.annotation.RequestMapping;
+import org.springframework.web.bind.annotation.RestController;
+
+/**
+ * Seed 002's three endpoints: the properties default per client IP (failing
+ * open while Redis is down), a custom limit per IP, and a SpEL key per path
+ * variable; each also sends X-RateLimit-*.
+ */
+@RestController
+@RequestMapping("/seed002/api")
+public class Seed002Api {
+
+    @GetMapping("/default")
+    @RateLimited(legacyHeaders = true, onRedisDown = OnRedisDown.FAIL_OPEN)
+    public Map<String, String> byDefault() {
+        return Map.of("message", "This endpoint uses default rate limiting");
+    }
+
+    @GetMapping("/custom")
+    @RateLimited(policy = "custom", legacyHeaders = true, limits = @Limit(name = "custom", count = 5, window = "30s"))
+    public Map<String, String> custom() {
+        return Map.of("message", "This endpoint uses custom rate limiting");
+    }
+
+    @GetMapping("/user/{userId}")
+    @RateLimited(policy = "user", key = "'user:' + #userId", legacyHeaders = true,
+            limits = @Limit(name = "user", count = 3, window = "60s"))
+    public Map<String, String> user(@PathVariable String userId) {
+        return Map.of("message", "This endpoint uses rate limiting per user ID");
+    }
+}

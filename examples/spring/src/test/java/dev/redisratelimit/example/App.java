@@ -1,0 +1,45 @@
+package dev.redisratelimit.example;
+
+import dev.redisratelimit.spring.test.Http;
+import java.util.HashMap;
+import java.util.Map;
+import org.springframework.boot.web.server.context.WebServerApplicationContext;
+import org.springframework.context.ConfigurableApplicationContext;
+
+/** One running instance of the example app (its own Spring context and port), started as `make example-java` would. */
+final class App implements AutoCloseable {
+    // The tests' output stays readable in `make test`; warnings and errors still show.
+    static final String QUIET = "--logging.level.root=WARN";
+
+    final ConfigurableApplicationContext context;
+    final int port;
+    final Http http;
+
+    private App(ConfigurableApplicationContext context) {
+        this.context = context;
+        this.port = ((WebServerApplicationContext) context).getWebServer().getPort();
+        this.http = new Http(port);
+    }
+
+    static App standalone(String redisUrl, String prefix) {
+        Map<String, String> env = new HashMap<>();
+        env.put("PORT", "0");
+        env.put("REDIS_URL", redisUrl);
+        env.put("RL_PREFIX", prefix);
+        return new App(ExampleApp.start(env, QUIET));
+    }
+
+    static App cluster(String seeds, String prefix) {
+        Map<String, String> env = new HashMap<>();
+        env.put("PORT", "0");
+        env.put("REDIS_CLUSTER", seeds);
+        env.put("REDIS_URL", "redis://127.0.0.1:1"); // ignored when REDIS_CLUSTER is set
+        env.put("RL_PREFIX", prefix);
+        return new App(ExampleApp.start(env, QUIET));
+    }
+
+    @Override
+    public void close() {
+        context.close();
+    }
+}
