@@ -30,11 +30,14 @@ Instruction counts are deterministic, so unlike the timing bench they do not
 move with other load on the machine; they are not time (cache misses and
 branch mispredictions cost nothing here).
 
-`--counters` runs only the RL.DAYHOUR, RL.QUOTA and RL.LOCKCOUNT phases
-(module and Lua; no prefill, no redis-cell): a quick before/after of those
-commands (a few minutes instead of the whole run).
+`--only lease,throttle` runs only the phases whose names start with one of
+those words (and the prefill and warm-up they need, nothing else): a quick
+before/after of some commands (minutes instead of the whole run).
+`--counters` is `--only dayhour,quota,lockcount` (RL.DAYHOUR, RL.QUOTA and
+RL.LOCKCOUNT, module and Lua).
 
-Usage: profile_callgrind.py [--out DIR] [--calls N] [--setting none|replica|aof[,...]|all] [--counters]
+Usage: profile_callgrind.py [--out DIR] [--calls N] [--setting none|replica|aof[,...]|all]
+                            [--only WORD[,WORD...] | --counters]
 """
 
 from __future__ import annotations
@@ -356,12 +359,19 @@ def main(argv=None) -> int:
                          "turn (default)")
     ap.add_argument("--counters", action="store_true",
                     help="only the RL.DAYHOUR, RL.QUOTA and RL.LOCKCOUNT phases (and their Lua)")
+    ap.add_argument("--only", default=None,
+                    help="only the phases whose names start with one of these comma-separated words "
+                         "(check, throttle, scale, dayhour, quota, lockcount, lease, all; "
+                         "lease-100 for one size)")
     args = ap.parse_args(argv)
+    only = tuple(w for w in (args.only or "").split(",") if w) or None
+    if args.counters:
+        only = ("dayhour", "quota", "lockcount")
     if not shutil.which("valgrind"):
         print("valgrind not found (apt-get install valgrind)", file=sys.stderr)
         return 2
     # redis-cell's CL.THROTTLE, a contestant with no replica (0.2.2 replicates nothing)
-    cell = None if args.counters else subprocess.run([str(B.ROOT / "scripts" / "build_redis_cell.sh")],
+    cell = None if only and not any("throttle-cell".startswith(w) for w in only) else subprocess.run([str(B.ROOT / "scripts" / "build_redis_cell.sh")],
                                                      capture_output=True, text=True)
     cell_so = cell.stdout.strip() if cell is not None and cell.returncode == 0 else None
     if cell is not None and cell_so is None:
@@ -374,7 +384,7 @@ def main(argv=None) -> int:
     for setting in settings:
         print(f"\n== setting: {SETTINGS[setting]}", flush=True)
         summary[setting] = profile(setting, out / setting, args.calls, cell_so if setting == "none" else None,
-                                   counters_only=args.counters)
+                                   only=only)
     if len(summary) > 1:
         print("\n" + side_by_side(summary))
         (out / "settings.txt").write_text(side_by_side(summary))
@@ -401,9 +411,9 @@ def side_by_side(summary: dict) -> str:
     return "\n".join(L) + "\n"
 
 
-def profile(setting: str, out: Path, n: int, cell_so: str | None, counters_only: bool = False) -> dict:
-    """One run of every phase under callgrind in `setting` (only the counter
-    commands' with `counters_only`); returns the results."""
+def profile(setting: str, out: Path, n: int, cell_so: str | None, only: tuple[str, ...] | None = None) -> dict:
+    """One run of every phase under callgrind in `setting` (only those whose
+    names start with a word of `only`, when given); returns the results."""
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("callgrind.out.*"):
         old.unlink()
@@ -454,7 +464,10 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None, counters_only:
         base = int(ctl.time()[0]) * 1000
 
         def wanted(name):
-            return not counters_only or name.split("-")[0] in ("dayhour", "quota", "lockcount")
+            return only is None or any(name.startswith(w) for w in only)
+
+        def any_wanted(*names):
+            return any(wanted(x) for x in names)
 
         def send(cmds, per=1):
             for part in B.chunks(cmds, 100):
@@ -506,7 +519,7 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None, counters_only:
                     a += [s, "p%07d" % j]
                 pre.append(B.enc("ZADD", f"sc:{size}", *a))
             scale[size] = (sc[-1], p)
-        if not counters_only:
+        if any_wanted("check-", "throttle-check-1rule", "scale-"):
             send(pre)
 
         def phase(name, cmds, per=1, requests=None):
@@ -553,7 +566,7 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None, counters_only:
 
         # warm-up (allocations, script cache), not collected
         warm = keys  # one visit per key; the phases continue the clock from there
-        if not counters_only:
+        if any_wanted("check-module", "check-lua-uuid", "check-native"):
             send(check_cmds("module", 0, warm))
             send(check_cmds("lua", 0, warm))
             send(check_cmds("native", 0, warm), per=len(RULES) + 3)
@@ -561,7 +574,7 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None, counters_only:
         phase("check-lua-uuid", check_cmds("lua", warm))
         phase("check-native", check_cmds("native", warm), per=len(RULES) + 3, requests=n)
         # the same on skiplist-encoded keys of ~150 members
-        if not counters_only:
+        if any_wanted("check-skiplist-"):
             send(check_cmds("module", 0, warm, True))
             send(check_cmds("lua", 0, warm, True))
             send(check_cmds("native", 0, warm, True), per=len(RULES) + 3)
@@ -572,7 +585,7 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None, counters_only:
         encodings = {}
         for shape, prefixes, want, entries in (("listpack", ("mod:", "lua:", "nat:"), "listpack", 40),
                                                ("skiplist", ("mods:", "luas:", "nats:"), "skiplist", SL_ENTRIES)
-                                               )[:0 if counters_only else 2]:
+                                               )[:2 if any_wanted("check-") else 0]:
             row = {}
             for prefix in prefixes:
                 pipe = ctl.pipeline(transaction=False)
@@ -629,12 +642,14 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None, counters_only:
                         for i in range(count)]
             return [B.enc("RL.THROTTLE", f"ths:{i % keys}", "*", *B.TH_RULE) for i in range(count)]
 
-        for kind in ("module", "lua", "check") if not counters_only else ():
-            send(throttle_cmds(kind, 0, warm))
+        for kind, name in (("module", "throttle-module"), ("lua", "throttle-lua"),
+                           ("check", "throttle-check-1rule")):
+            if wanted(name):
+                send(throttle_cmds(kind, 0, warm))
         phase("throttle-module", throttle_cmds("module", warm, n))
         phase("throttle-lua", throttle_cmds("lua", warm, n))
         phase("throttle-check-1rule", throttle_cmds("check", warm, n))
-        if not counters_only:
+        if wanted("throttle-module-star"):
             send(clock_cmds("module", warm))
         phase("throttle-module-star", clock_cmds("module", n))
         if cell_so:
@@ -692,8 +707,10 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None, counters_only:
         except redis.ResponseError:  # unknown command
             has_leases = False
         lease_sizes = B.Config.__dataclass_fields__["lease_sizes"].default_factory() \
-            if has_leases and not counters_only else []
+            if has_leases and any_wanted("lease-") else []
         for size in lease_sizes:
+            if not any_wanted(f"lease-{size}-module", f"lease-{size}-lua"):
+                continue
             pre = []
             for c in ("module", "lua"):
                 for k in range(20):
@@ -737,7 +754,7 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None, counters_only:
                                                               1000, "DETAILS")) > 7
         except redis.ResponseError:  # an argument error: no DETAILS
             has_details = False
-        if has_all and not counters_only:
+        if has_all and any_wanted("all-"):
             a_keys, a_every = 200, 20
             a_step = period // a_keys
             a_base = base + B.ALL_CLOCK_AHEAD_MS
@@ -797,11 +814,11 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None, counters_only:
                             ("RL.QUOTA / Lua seed 001", "quota-module", "dayhour-lua"),
                             ("RL.THROTTLE * / redis-cell CL.THROTTLE 0.2.2 (target 0.90)", "throttle-module-star",
                              "throttle-cell"),
-                            ("RL.LEASE + RL.RELEASE / Lua semaphore + ZREM, 10 held (target 0.5)",
+                            ("RL.LEASE + RL.RELEASE / Lua semaphore + ZREM, 10 held (target 0.8)",
                              "lease-10-module", "lease-10-lua"),
-                            ("RL.LEASE + RL.RELEASE / Lua semaphore + ZREM, 100 held (target 0.5)",
+                            ("RL.LEASE + RL.RELEASE / Lua semaphore + ZREM, 100 held (target 0.8)",
                              "lease-100-module", "lease-100-lua"),
-                            ("RL.LEASE + RL.RELEASE / Lua semaphore + ZREM, 1000 held (target 0.5)",
+                            ("RL.LEASE + RL.RELEASE / Lua semaphore + ZREM, 1000 held (target 0.8)",
                              "lease-1000-module", "lease-1000-lua"),
                             ("RL.LEASE + RL.RELEASE 1000 / 10 held (target 1.5)",
                              "lease-1000-module", "lease-10-module"),

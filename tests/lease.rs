@@ -541,3 +541,71 @@ fn lease_replies_describe_the_set_they_leave() {
     }
     assert!(admitted > 500, "{admitted} admitted");
 }
+
+/// A new token's admission adds its first unit only where the name is free
+/// (no walk first): here `tok` is free but a stranger's `tok#2` (a live
+/// unit, the set's highest) lies past it. The admission of cost 3 makes it
+/// the lease's second unit, re-scored to `t + ttl` rather than added, so
+/// it counts once in `remaining`, and `reset_after` follows it down.
+#[test]
+fn a_new_token_takes_a_strangers_later_unit_name_as_its_own() {
+    let s = Server::start();
+    let mut con = s.con();
+    run(
+        &mut con,
+        &format!("ZADD k {} tok#2 {} other", T + 5000, T + 300),
+    );
+    let (reply, token) = lease(
+        &mut con,
+        &format!("RL.LEASE k {T} 10 1000 TOKEN tok COST 3"),
+    );
+    assert_eq!(token.as_deref(), Some("tok"));
+    assert_eq!(
+        reply,
+        [0, 1, 10, 6, -1, 1000],
+        "4 live after: other + 3 units"
+    );
+    let mut got = members(&mut con, "k");
+    got.sort();
+    let at = (T + 1000).to_string();
+    assert_eq!(
+        got,
+        [
+            ("other".to_string(), (T + 300).to_string()),
+            ("tok".to_string(), at.clone()),
+            ("tok#2".to_string(), at.clone()),
+            ("tok#3".to_string(), at),
+        ]
+    );
+    // The same call again: the token's lease is walked (held 3), a renewal.
+    let (again, _) = lease(
+        &mut con,
+        &format!("RL.LEASE k {T} 10 1000 TOKEN tok COST 3"),
+    );
+    assert_eq!(again, [0, 1, 10, 6, -1, 1000]);
+    assert_eq!(members(&mut con, "k").len(), 4);
+}
+
+/// A refusal's `retry_after` is when the earliest-expiring unit goes, read
+/// from the set both when every unit is live (the lowest score is then
+/// not read up front) and when an expired one lies below it.
+#[test]
+fn a_refusal_waits_for_the_earliest_expiring_unit() {
+    let s = Server::start();
+    let mut con = s.con();
+    run(
+        &mut con,
+        &format!("ZADD k {} a {} b {} c", T + 700, T + 300, T + 500),
+    );
+    let (reply, token) = lease(&mut con, &format!("RL.LEASE k {T} 3 1000 TOKEN x"));
+    assert_eq!(token, None);
+    assert_eq!(reply, [1, 1, 3, 0, 300, 700]);
+    run(&mut con, &format!("ZADD k {} old", T - 5));
+    let (reply, _) = lease(&mut con, &format!("RL.LEASE k {T} 3 1000 TOKEN x COST 2"));
+    assert_eq!(
+        reply,
+        [1, 1, 3, 0, 500, 700],
+        "two of the three live must go"
+    );
+    assert_eq!(members(&mut con, "k").len(), 4, "a refusal writes nothing");
+}

@@ -14,6 +14,9 @@ pub struct KeyedCall<'a> {
     pub key: RString,
     /// On the stack for the usual call (up to 24 arguments after the key).
     pub args: SmallVec<[&'a [u8]; 24]>,
+    /// The same arguments as the server's strings (a lease's token is its
+    /// first unit's name: looked up and written without a copy).
+    pub strings: &'a [RString],
     pub clock: Clock,
     context: CallContext,
 }
@@ -27,6 +30,7 @@ impl<'a> KeyedCall<'a> {
         Ok(KeyedCall {
             key: *key,
             args: rest.iter().map(|&s| bytes(s)).collect(),
+            strings: rest,
             context,
             clock: Clock {
                 server_time: context.server_time,

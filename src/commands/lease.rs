@@ -11,7 +11,7 @@ use crate::redis_api::{Ctx, RString};
 /// RL.RELEASE: replies per token with the units that were live.
 pub fn release(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
     let call = KeyedCall::new(ctx, args)?;
-    let counts = lease::release(ctx, call.key, &call.args, &call.clock)?;
+    let counts = lease::release(ctx, call.key, &call.args, call.strings, &call.clock)?;
     Ok(Outcome::per_token(counts, 0))
 }
 
@@ -19,7 +19,7 @@ pub fn release(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
 /// lost, counted in INFO).
 pub fn renew(ctx: Ctx, args: &[RString]) -> Result<Outcome, Error> {
     let call = KeyedCall::new(ctx, args)?;
-    let counts = lease::renew(ctx, call.key, &call.args, &call.clock)?;
+    let counts = lease::renew(ctx, call.key, &call.args, call.strings, &call.clock)?;
     let lost = counts.iter().filter(|&&n| n == 0).count() as u64;
     Ok(Outcome::per_token(counts, lost))
 }

@@ -40,15 +40,14 @@ fn run<L: Limiter>(ctx: Ctx, args: &[RString], write: bool) -> Result<Outcome, E
         Request::Refund => Ok(Outcome::refund(&limiter.refund()?)),
         Request::Debit => Ok(Outcome::debit(&limiter.debit()?)),
         Request::Admit | Request::Reserve => {
-            let verdict = limiter.decide()?;
-            let reply = if write && verdict.admitted {
-                limiter.commit()?
+            let verdict = if write {
+                limiter.admit()?
             } else {
-                verdict.reply
+                limiter.decide()?
             };
             Ok(match limiter.token() {
-                None => Outcome::new(&reply, verdict.admitted),
-                Some(token) => Outcome::lease(&reply, token),
+                None => Outcome::new(&verdict.reply, verdict.admitted),
+                Some(token) => Outcome::lease(&verdict.reply, token),
             })
         }
     }

@@ -131,6 +131,23 @@ pub trait Limiter: Sized {
     /// reply after it.
     fn commit(&mut self) -> Result<[i64; 6], Error>;
 
+    /// A writing command's admission: decided and, when admitted, written
+    /// (the reply after the writes). RL.ALL decides every clause before it
+    /// writes any, so it calls [`Limiter::decide`] and
+    /// [`Limiter::commit`]; a single command may take this shortcut, which
+    /// a limiter can fuse where a write also answers a read (a lease's new
+    /// token: adding its unit finds whether it was held).
+    fn admit(&mut self) -> Result<Verdict, Error> {
+        let verdict = self.decide()?;
+        if !verdict.admitted {
+            return Ok(verdict);
+        }
+        Ok(Verdict {
+            reply: self.commit()?,
+            admitted: true,
+        })
+    }
+
     /// Takes back `cost` units, writes and replicates that; the state now
     /// (its peek with `COST 0`).
     fn refund(&mut self) -> Result<[i64; 6], Error>;

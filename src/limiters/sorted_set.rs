@@ -23,6 +23,9 @@ pub(super) struct Extremes {
     pub(super) len: u64,
     /// Lowest and highest scores, `None` when empty.
     pub(super) bounds: Option<(f64, f64)>,
+    /// Whether the lowest is the set's (else a stand-in, see
+    /// [`Extremes::read_above`]).
+    pub(super) lowest_exact: bool,
 }
 
 impl Extremes {
@@ -33,15 +36,50 @@ impl Extremes {
         let bounds = key.zscore_bounds()?;
         if let Some((lowest, highest)) = bounds {
             if !is_safe_score(lowest) || !is_safe_score(highest) {
-                return Err(Error::Stored(format!(
-                    "sorted set at '{}' holds a score that is not finite or outside -9007199254740991..9007199254740991",
-                    show(bytes(name))
-                )));
+                return Err(unsafe_score(name));
             }
         }
         Ok(Extremes {
             len: key.size()?,
             bounds,
+            lowest_exact: true,
+        })
+    }
+
+    /// As [`Extremes::read`], for a reader that asks nothing of the lowest
+    /// score but how it compares with `t` or below (a lease: its units score
+    /// their expiry, and `t` tells live from expired), unless some member
+    /// is at or below `t`. One walk over the members at or below `t` reads
+    /// the lowest when there is one; when there is none (every unit live,
+    /// the usual lease key) no member is read (reading one costs a string):
+    /// the lowest lies above `t >= 0`, so within range, and the next float
+    /// above `t` stands in for it — it compares with `t` and below as the
+    /// lowest does; [`RedisLog`] reads the lowest when asked for rank 0.
+    pub(super) fn read_above(name: RString, key: &Key, t: i64) -> Result<Self, Error> {
+        let edge = t as f64;
+        if edge < 0.0 {
+            return Self::read(name, key);
+        }
+        // One walk: the lowest when at or below `t`.
+        let lowest = key.zscore_lowest_through(edge)?;
+        let Some(highest) = key.zscore_from_end(true, 0)? else {
+            return Ok(Extremes {
+                len: 0,
+                bounds: None,
+                lowest_exact: true,
+            });
+        };
+        let (lowest, lowest_exact) = match lowest {
+            Some(lowest) => (lowest, true),
+            None => (f64::from_bits(edge.to_bits() + 1), false),
+        };
+        if !is_safe_score(lowest) || !is_safe_score(highest) {
+            return Err(unsafe_score(name));
+        }
+        Ok(Extremes {
+            len: key.size()?,
+            bounds: Some((lowest, highest)),
+            lowest_exact,
         })
     }
 
@@ -49,6 +87,13 @@ impl Extremes {
     pub(super) fn newest(&self) -> Option<f64> {
         self.bounds.map(|(_, highest)| highest)
     }
+}
+
+fn unsafe_score(name: RString) -> Error {
+    Error::Stored(format!(
+        "sorted set at '{}' holds a score that is not finite or outside -9007199254740991..9007199254740991",
+        show(bytes(name))
+    ))
 }
 
 /// The sorted set as the decision core sees it, over what [`Extremes`]
@@ -59,6 +104,7 @@ pub(super) struct RedisLog<'a> {
     key: &'a Key,
     len: u64,
     bounds: Option<(f64, f64)>,
+    lowest_exact: bool,
 }
 
 impl<'a> RedisLog<'a> {
@@ -69,6 +115,7 @@ impl<'a> RedisLog<'a> {
             key,
             len: extremes.len,
             bounds: extremes.bounds,
+            lowest_exact: extremes.lowest_exact,
         }
     }
 }
@@ -114,7 +161,7 @@ impl LogView for RedisLog<'_> {
         // The extremes are known already (the usual retry-after of a full
         // window is its oldest member).
         match self.bounds {
-            Some((lowest, _)) if rank == 0 => return Ok(lowest),
+            Some((lowest, _)) if rank == 0 && self.lowest_exact => return Ok(lowest),
             Some((_, highest)) if from_top == 0 => return Ok(highest),
             _ => {}
         }

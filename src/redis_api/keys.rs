@@ -391,14 +391,23 @@ impl Key {
 
     /// The score `steps` members in from the top or the bottom of the set.
     pub fn zscore_from_end(&self, from_top: bool, steps: u64) -> Result<Option<f64>, Error> {
+        self.zscore_in_range(from_top, raw::REDISMODULE_POSITIVE_INFINITE, steps)
+    }
+
+    /// The lowest score when it is `<= max`, else `None`: one walk answers
+    /// both whether a member lies at or below `max` and, if so, the lowest.
+    pub fn zscore_lowest_through(&self, max: f64) -> Result<Option<f64>, Error> {
+        self.zscore_in_range(false, max, 0)
+    }
+
+    /// The score `steps` members in from the top or the bottom of the
+    /// members scored at most `max`.
+    fn zscore_in_range(&self, from_top: bool, max: f64, steps: u64) -> Result<Option<f64>, Error> {
         let (start, step) = walk_from(from_top)?;
         let current = api!(RedisModule_ZsetRangeCurrentElement);
         let stop = api!(RedisModule_ZsetRangeStop);
         let free = api!(RedisModule_FreeString);
-        let (lo, hi) = (
-            raw::REDISMODULE_NEGATIVE_INFINITE,
-            raw::REDISMODULE_POSITIVE_INFINITE,
-        );
+        let (lo, hi) = (raw::REDISMODULE_NEGATIVE_INFINITE, max);
         if self.ptr.is_null()
             || unsafe { start(self.ptr, lo, hi, 0, 0) } != raw::REDISMODULE_OK as c_int
         {

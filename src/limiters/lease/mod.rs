@@ -36,6 +36,17 @@ use crate::redis_api::{bytes, Ctx, Key, Kind, Native, OwnedStrings, RString, Str
 type Names = SmallVec<[RString; 2]>;
 type Scores = SmallVec<[f64; 2]>;
 
+/// What a key holds before an admission's writes (see
+/// [`Lease::before_writes`]).
+#[derive(Clone, Copy)]
+struct Before {
+    existing: Option<i64>,
+    /// Expired units are those scored at or below it.
+    bound: i64,
+    has_expired: bool,
+    expired_before: u64,
+}
+
 /// RL.RELEASE's and RL.RENEW's reply, one count per token: on the stack
 /// for up to four tokens.
 pub type PerToken = SmallVec<[i64; 4]>;
@@ -59,6 +70,10 @@ pub struct Lease {
     extremes: Extremes,
     /// Owns `names`.
     strings: OwnedStrings,
+    /// Whether the token's units were walked (`names`, `own`): on first
+    /// need, so that RL.LEASE's new token can skip the walk (see
+    /// [`Lease::admit_new_token`]).
+    walked: bool,
     names: Names,
     /// The scores of the token's units (`names`); once an admission is
     /// decided, followed by those of the members past a gap in the chain
@@ -85,12 +100,179 @@ impl Lease {
         self.token_len.and_then(|n| self.token.get(..n))
     }
 
+    /// The given token, copied out (so the key can be written meanwhile).
+    fn token_copy(&self) -> Option<([u8; MAX_TOKEN_LEN], usize)> {
+        let n = self.given_token()?.len();
+        Some((self.token, n))
+    }
+
+    /// Walks the token's units (`tok`, `tok#2`, ... up to the first missing
+    /// name), once; nothing without `TOKEN` or with `COST 0` (the peek's
+    /// state now ignores the token).
+    fn walk_token(&mut self) -> Result<(), Error> {
+        if self.walked {
+            return Ok(());
+        }
+        self.walked = true;
+        if self.cost <= 0 {
+            return Ok(());
+        }
+        let Some((token, n)) = self.token_copy() else {
+            return Ok(());
+        };
+        let (names, own) = walk(&self.key, &mut self.strings, &token[..n], None)?;
+        self.names = names;
+        self.own = own;
+        Ok(())
+    }
+
+    /// What the key holds before an admission's writes: its expiry, and
+    /// whether `limit` or more expired units lie in it.
+    fn before_writes(&mut self) -> Result<Before, Error> {
+        let existing = self.key.expire_at()?;
+        let bound = reap_bound(self.t, self.server_time);
+        let has_expired = self
+            .extremes
+            .bounds
+            .is_some_and(|(lowest, _)| lowest <= bound as f64);
+        let expired_before = if has_expired {
+            let mut view = self.view();
+            let total = view.total()?;
+            total.saturating_sub(view.count_newer_than(bound)?)
+        } else {
+            0
+        };
+        Ok(Before {
+            existing,
+            bound,
+            has_expired,
+            expired_before,
+        })
+    }
+
+    /// RL.LEASE's usual call, decided and written at once: a `TOKEN` with
+    /// room for `cost` units even if it held none (`live + cost <= limit`:
+    /// admitted whatever it holds). Adding its first unit only where the
+    /// name is free (one lookup of the name, as `ZADD` does) tells whether
+    /// the token holds a lease: when it does, nothing was written and the
+    /// call goes the usual way (`None`: walk, decide, commit); when not, the
+    /// walk would have ended at once, so the remaining units are added the
+    /// same way (a member already there, left past a gap in the chain, is
+    /// re-scored as the walk-based path does) and the call finishes as
+    /// [`Limiter::commit`] does. Saves the walk's lookup of a missing name:
+    /// a scan of the whole set while it is a listpack.
+    fn admit_new_token(&mut self) -> Result<Option<[i64; 6]>, Error> {
+        if !self.write || self.walked || self.cost <= 0 {
+            return Ok(None);
+        }
+        let Some((token, n)) = self.token_copy() else {
+            return Ok(None);
+        };
+        let token = &token[..n];
+        let (limit, cost, t) = (self.limit, self.cost, self.t);
+        let live = self.view().count_newer_than(t)?;
+        if live as i64 + cost > limit {
+            return Ok(None);
+        }
+        let before = self.before_writes()?;
+        let score = (t + self.ttl) as f64;
+        let mut buf = [0u8; 85];
+        let first = self.strings.bytes(unit_name(token, 1, &mut buf))?;
+        if !self.key.zadd_new(score, first)? {
+            return Ok(None);
+        }
+        self.walked = true;
+        let mut units = StrVec::with_capacity(cost as usize);
+        units.push(first);
+        let mut reused = 0;
+        for i in 2..=cost as u64 {
+            let name = self.strings.bytes(unit_name(token, i, &mut buf))?;
+            if !self.key.zadd_new(score, name)? {
+                // Live or not, it is re-scored as a unit of this lease.
+                if let Some(old) = self.key.zscore(name)? {
+                    reused += u64::from(old > t as f64);
+                    self.own.push(old);
+                }
+                self.key.zadd(score, name, false)?;
+            }
+            units.push(name);
+        }
+        let verdict = units::Verdict {
+            admitted: true,
+            live,
+            held: 0,
+            retry_after: -1,
+            reused,
+        };
+        self.verdict = Some(verdict);
+        self.finish(verdict, before, units).map(Some)
+    }
+
+    /// The end of an admission, once its units are written (`units`, its
+    /// `cost` unit names) and those beyond `cost` removed: the expired
+    /// units removed when the expiry moves (or when `limit` or more were
+    /// found), the expiry moved, the writes replicated; the reply.
+    fn finish(
+        &mut self,
+        verdict: units::Verdict,
+        before: Before,
+        units: StrVec,
+    ) -> Result<[i64; 6], Error> {
+        let (ctx, key_name, limit, cost, t) = (self.ctx, self.name, self.limit, self.cost, self.t);
+        let key = &self.key;
+        let score = t + self.ttl;
+        // The highest score after the writes: known without a read unless
+        // one of the token's old units held the top (it may have moved
+        // down).
+        let top = match self.extremes.newest() {
+            Some(high) if self.own.iter().all(|&s| s < high) => high.max(score as f64),
+            None => score as f64,
+            Some(_) => key.zscore_from_end(true, 0)?.unwrap_or(score as f64),
+        };
+        let grid = Grid::new(bytes(key_name), self.ttl);
+        let expire_at = expiry(&grid, before.existing, top, t, self.server_time);
+        let mut reaped = 0;
+        if before.has_expired && reaps(expire_at.is_some(), before.expired_before, limit) {
+            reaped = key.zrem_through(&mut self.strings, before.bound as f64)?;
+        }
+        if let Some(at) = expire_at {
+            key.set_expire_at(at)?;
+        }
+
+        let dropped: &[RString] = self.names.get(cost as usize..).unwrap_or(&[]);
+        if !dropped.is_empty() {
+            ctx.propagate(Native::Zrem {
+                key: key_name,
+                members: dropped,
+            })?;
+        }
+        ctx.propagate(Native::Zadd {
+            key: key_name,
+            score,
+            members: &units,
+        })?;
+        if reaped > 0 {
+            ctx.propagate(Native::ZremRangeByScore {
+                key: key_name,
+                max: before.bound,
+            })?;
+        }
+        if let Some(at) = expire_at {
+            ctx.propagate(Native::Pexpireat { key: key_name, at })?;
+        }
+        ctx.signal_modified(key_name)?;
+        self.written = true;
+        self.reply = verdict.reply(limit, cost, Some(top), t).ints();
+        Ok(self.reply)
+    }
+
     /// The live members among the unit names an admission writes past the
     /// token's chain (`tok#i` for `i` after the first missing name up to
     /// `cost`): left by a gap in the chain (RL.CHECK's `REFUND` on the same
     /// key, an operator's `ZREM`), they are re-scored, not added. Their
     /// scores join `own`.
     fn live_past_the_chain(&mut self) -> Result<u64, Error> {
+        self.walk_token()?;
         let Some(token) = self.given_token().filter(|_| self.cost > 0) else {
             return Ok(0);
         };
@@ -162,12 +344,8 @@ impl Limiter for Lease {
         clock: &Clock,
     ) -> Result<Self, Error> {
         let write = key.is_writable();
-        let extremes = Extremes::read(name, &key)?;
-        let mut strings = OwnedStrings::new(ctx);
-        let (names, own) = match args.token.filter(|_| args.cost > 0) {
-            Some(token) => walk(&key, &mut strings, token)?,
-            None => (Names::new(), Scores::new()),
-        };
+        let t = clock.resolve(args.now);
+        let extremes = Extremes::read_above(name, &key, t)?;
         let mut token = [0u8; MAX_TOKEN_LEN];
         let token_len = args.token.map(|given| {
             let n = given.len().min(MAX_TOKEN_LEN);
@@ -185,11 +363,12 @@ impl Limiter for Lease {
             token,
             token_len,
             server_time: clock.server_time,
-            t: clock.resolve(args.now),
+            t,
             extremes,
-            strings,
-            names,
-            own,
+            strings: OwnedStrings::new(ctx),
+            walked: false,
+            names: Names::new(),
+            own: Scores::new(),
             verdict: None,
             written: false,
             reply: [0; 6],
@@ -200,6 +379,7 @@ impl Limiter for Lease {
     /// what RL.LEASE would: its `reset_after` counts the units the call
     /// would (re)score to `t + ttl`.
     fn decide(&mut self) -> Result<Verdict, Error> {
+        self.walk_token()?;
         let (limit, cost, t) = (self.limit, self.cost, self.t);
         let mut verdict = decide(limit, cost, t, &self.own, &mut self.view())?;
         if verdict.admitted {
@@ -231,29 +411,11 @@ impl Limiter for Lease {
         let Some(verdict) = self.verdict else {
             return Err(Error::Internal("lease written before its decision".into()));
         };
-        let (ctx, key_name, limit, cost, t) = (self.ctx, self.name, self.limit, self.cost, self.t);
-        // What the key holds before the writes: its expiry, and whether
-        // `limit` or more expired units lie in it.
-        let existing = self.key.expire_at()?;
-        let bound = reap_bound(t, self.server_time);
-        let has_expired = self
-            .extremes
-            .bounds
-            .is_some_and(|(lowest, _)| lowest <= bound as f64);
-        let expired_before = if has_expired {
-            let mut view = self.view();
-            let total = view.total()?;
-            total.saturating_sub(view.count_newer_than(bound)?)
-        } else {
-            0
-        };
-
-        let key = &self.key;
-        let strings = &mut self.strings;
-        let names = &self.names;
-        let score = t + self.ttl;
-        let dropped: &[RString] = names.get(cost as usize..).unwrap_or(&[]);
-        for &name in dropped {
+        let before = self.before_writes()?;
+        let (key, strings, names) = (&self.key, &mut self.strings, &self.names);
+        let cost = self.cost;
+        let score = (self.t + self.ttl) as f64;
+        for &name in names.get(cost as usize..).unwrap_or(&[]) {
             key.zrem(name)?;
         }
         let units: StrVec = match self.token_len.and_then(|n| self.token.get(..n)) {
@@ -265,66 +427,45 @@ impl Limiter for Lease {
                         Some(&n) => n,
                         None => strings.bytes(unit_name(token, i as u64 + 1, &mut buf))?,
                     };
-                    key.zadd(score as f64, name, false)?;
+                    key.zadd(score, name, false)?;
                     units.push(name);
                 }
                 units
             }
             None => {
                 let mut named = [0u8; 8];
-                let units = add_named_lease(key, strings, score, cost, &mut named)?;
+                let units = add_named_lease(key, strings, score as i64, cost, &mut named)?;
                 self.token[..8].copy_from_slice(&named);
                 self.token_len = Some(8);
                 units
             }
         };
-        // The highest score after the writes: known without a read unless
-        // one of the token's old units held the top (it may have moved
-        // down).
-        let top = match self.extremes.newest() {
-            Some(high) if self.own.iter().all(|&s| s < high) => high.max(score as f64),
-            None => score as f64,
-            Some(_) => key.zscore_from_end(true, 0)?.unwrap_or(score as f64),
-        };
-        let grid = Grid::new(bytes(key_name), self.ttl);
-        let expire_at = expiry(&grid, existing, top, t, self.server_time);
-        let mut reaped = 0;
-        if has_expired && reaps(expire_at.is_some(), expired_before, limit) {
-            reaped = key.zrem_through(strings, bound as f64)?;
-        }
-        if let Some(at) = expire_at {
-            key.set_expire_at(at)?;
-        }
+        self.finish(verdict, before, units)
+    }
 
-        if !dropped.is_empty() {
-            ctx.propagate(Native::Zrem {
-                key: key_name,
-                members: dropped,
-            })?;
+    /// RL.LEASE: [`Lease::admit_new_token`] when it applies, else decide
+    /// and commit.
+    fn admit(&mut self) -> Result<Verdict, Error> {
+        if let Some(reply) = self.admit_new_token()? {
+            return Ok(Verdict {
+                reply,
+                admitted: true,
+            });
         }
-        ctx.propagate(Native::Zadd {
-            key: key_name,
-            score,
-            members: &units,
-        })?;
-        if reaped > 0 {
-            ctx.propagate(Native::ZremRangeByScore {
-                key: key_name,
-                max: bound,
-            })?;
+        let verdict = self.decide()?;
+        if !verdict.admitted {
+            return Ok(verdict);
         }
-        if let Some(at) = expire_at {
-            ctx.propagate(Native::Pexpireat { key: key_name, at })?;
-        }
-        ctx.signal_modified(key_name)?;
-        self.written = true;
-        self.reply = verdict.reply(limit, cost, Some(top), t).ints();
-        Ok(self.reply)
+        Ok(Verdict {
+            reply: self.commit()?,
+            admitted: true,
+        })
     }
 
     /// RL.RELEASE of the token (RL.ALL's `REFUND`); the state now, as
     /// RL.LEASEPEEK with `COST 0` answers it.
     fn refund(&mut self) -> Result<[i64; 6], Error> {
+        self.walk_token()?;
         remove_units(self.ctx, self.name, &self.key, &self.names)?;
         self.extremes = Extremes::read(self.name, &self.key)?;
         let verdict = decide(self.limit, 0, self.t, &[], &mut self.view())?;
@@ -399,13 +540,22 @@ fn remove_units(ctx: Ctx, key_name: RString, key: &Key, names: &[RString]) -> Re
 }
 
 /// The names and scores of a lease's units, walking `tok`, `tok#2`, ... up
-/// to the first missing name. The names are owned by `strings`.
-fn walk(key: &Key, strings: &mut OwnedStrings, token: &[u8]) -> Result<(Names, Scores), Error> {
+/// to the first missing name. The names are owned by `strings`, but for
+/// `first`: the call's own argument `tok`, when given.
+fn walk(
+    key: &Key,
+    strings: &mut OwnedStrings,
+    token: &[u8],
+    first: Option<RString>,
+) -> Result<(Names, Scores), Error> {
     // Usually one unit: room for it without growing.
     let (mut names, mut scores) = (Names::new(), Scores::new());
     let mut buf = [0u8; 85];
     for i in 1.. {
-        let name = strings.bytes(unit_name(token, i, &mut buf))?;
+        let name = match first {
+            Some(s) if i == 1 && bytes(s) == token => s,
+            _ => strings.bytes(unit_name(token, i, &mut buf))?,
+        };
         let Some(score) = key.zscore(name)? else {
             break;
         };
@@ -482,15 +632,26 @@ fn top_after(key: &Key, top: Option<f64>, own: &[f64], score: f64) -> Result<f64
     }
 }
 
-/// RL.RELEASE on the arguments after the key: removes every unit of each
-/// lease; per token, the units that were live.
+/// The server's strings of the tokens, the last arguments (`strings`, the
+/// arguments after the key, as `args` are).
+fn token_strings(strings: &[RString], tokens: usize) -> &[RString] {
+    strings
+        .get(strings.len().saturating_sub(tokens)..)
+        .unwrap_or(&[])
+}
+
+/// RL.RELEASE on the arguments after the key (`args`, and `strings`, the
+/// same as the server's strings): removes every unit of each lease; per
+/// token, the units that were live.
 pub fn release(
     ctx: Ctx,
     key_name: RString,
     args: &[&[u8]],
+    strings: &[RString],
     clock: &Clock,
 ) -> Result<PerToken, Error> {
     let parsed = parse_tokens(args, false, clock)?;
+    let given = token_strings(strings, parsed.tokens.len());
     let t = clock.resolve(parsed.now);
     let key = Key::open_as(ctx, key_name, true, Kind::SortedSet)?;
     let mut strings = OwnedStrings::new(ctx);
@@ -499,8 +660,8 @@ pub fn release(
     // Every lease is read (and its scores checked) before the first write.
     // The scores it reads are the only stored values a release depends on,
     // so only those are checked (the set's extremes are not read).
-    for token in &parsed.tokens {
-        let (names, scores) = walk(&key, &mut strings, token)?;
+    for (i, token) in parsed.tokens.iter().enumerate() {
+        let (names, scores) = walk(&key, &mut strings, token, given.get(i).copied())?;
         // The same message as every other command's (the score itself is
         // not shown: 1e300 would print as a 301-digit integer).
         if scores.iter().any(|&s| !is_safe_score(s)) {
@@ -524,9 +685,11 @@ pub fn renew(
     ctx: Ctx,
     key_name: RString,
     args: &[&[u8]],
+    strings: &[RString],
     clock: &Clock,
 ) -> Result<PerToken, Error> {
     let parsed = parse_tokens(args, true, clock)?;
+    let given = token_strings(strings, parsed.tokens.len());
     let (server_time, t) = (clock.server_time, clock.resolve(parsed.now));
     let key = Key::open_as(ctx, key_name, true, Kind::SortedSet)?;
     Extremes::read(key_name, &key)?;
@@ -535,8 +698,8 @@ pub fn renew(
     let mut strings = OwnedStrings::new(ctx);
     let mut counts = PerToken::new();
     let mut renewed = StrVec::new();
-    for token in &parsed.tokens {
-        let (names, scores) = walk(&key, &mut strings, token)?;
+    for (i, token) in parsed.tokens.iter().enumerate() {
+        let (names, scores) = walk(&key, &mut strings, token, given.get(i).copied())?;
         if live_units(&scores, t) == 0 {
             counts.push(0);
             continue;
