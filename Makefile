@@ -40,7 +40,8 @@ test: build
 	@scripts/deps.sh node
 	$(MAKE) --no-print-directory unit rust-it py-it $(EXTRA_TESTS)
 
-# Each client, example and packaging step adds its own targets in mk/*.mk and
+# The client packages (clients/java, clients/python, clients/node), their
+# example apps and the packaging step add their own targets in mk/*.mk and
 # appends its test target to EXTRA_TESTS there, so `make test` runs it.
 EXTRA_TESTS :=
 -include $(sort $(wildcard mk/*.mk))
