@@ -13,7 +13,7 @@ import redis
 
 from redis_rl import Policy, sliding_window
 from redis_rl.guard import AsyncGuard, Guard
-from redis_rl.scope import AsyncPermit
+from redis_rl.scope import AsyncPermit, Permit
 
 POLICY = Policy("p", [sliding_window("w", 1, timedelta(seconds=1))], budget=timedelta(milliseconds=100))
 
@@ -170,3 +170,46 @@ async def test_async_guard_close_answers_within_its_budget_while_redis_stalls():
             await asyncio.sleep(0.05)
         await client.aclose()
         raw.close()
+
+
+def _oom_policy(name):
+    from redis_rl import concurrency, quota
+    return Policy(name, [concurrency("inflight", 2, timedelta(seconds=60)),
+                         quota("tokens", "UTC", "day", 1000, metered=True)])
+
+
+def _held_and_left(raw, name):
+    held = 2 - raw.execute_command("RL.LEASEPEEK", f"{name}:{{k}}:inflight", "*", 2, "COST", 0)[3]
+    left = raw.execute_command("RL.QUOTAPEEK", f"{name}:{{k}}:tokens", "*", "UTC", "DAY", 1000, "COST", 0)[3]
+    return held, left
+
+
+@pytest.mark.anyio
+async def test_a_settlement_the_server_refuses_is_logged_not_raised(server, raw, caplog):
+    """Over maxmemory Redis refuses the DEBIT of a usage above the estimate
+    (releases and refunds still run). The work is done: closing the scope
+    logs the refusal instead of failing the request (a 500 for a served
+    call), and the lease is back — as the Node package reports it to onError."""
+    import redis.asyncio
+
+    from redis_rl import AsyncRateLimiter, RateLimiter
+
+    client = redis.asyncio.Redis(port=server.port)
+    limiter = AsyncRateLimiter(client)
+    guard, sync_guard = AsyncGuard(limiter), Guard(RateLimiter(server.client()))
+    decision = await guard.decide(_oom_policy("oom1"), "k", estimate=10)
+    permit = AsyncPermit(limiter, decision)
+    permit.used(50)
+    sync_decision = sync_guard.decide(_oom_policy("oom2"), "k", estimate=10)
+    sync_permit = Permit(sync_guard.limiter, sync_decision)
+    sync_permit.used(50)
+    raw.config_set("maxmemory", 1)
+    try:
+        await guard.close(permit, 1.0)
+        sync_guard.close(sync_permit)
+    finally:
+        raw.config_set("maxmemory", 0)
+    assert _held_and_left(raw, "oom1") == (0, 990)  # released; the debit of 40 refused
+    assert _held_and_left(raw, "oom2") == (0, 990)
+    assert caplog.text.count("OOM command not allowed") == 2, caplog.text
+    await client.aclose()

@@ -14,7 +14,7 @@ from typing import Any
 import redis
 
 from .client import AsyncRateLimiter, RateLimiter
-from .errors import ModuleNotLoadedError
+from .errors import ModuleNotLoadedError, RateLimitError
 from .policy import Policy, PolicyDecision
 from .scope import AsyncPermit, Permit
 
@@ -85,13 +85,20 @@ class AsyncGuard:
 
     def _done(self, task: asyncio.Future[Any]) -> None:
         self._late.discard(task)
-        if not task.cancelled() and task.exception() is not None:  # retrieved: logged once, here
-            log.warning("redis_rl: a background settlement failed: %s", task.exception())
+        if not task.cancelled():
+            task.exception()  # retrieved (asyncio would log it as never retrieved): reported by who awaited it
+
+    @staticmethod
+    def _log_failure(task: asyncio.Future[Any]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("redis_rl: a settlement that outlived its budget failed: %s", task.exception())
 
     async def close(self, permit: AsyncPermit, budget: float) -> None:
         """Ends a scope's permit within ``budget`` s; when Redis cannot be
         reached the lease expires by its TTL and the estimate stays taken
-        (logged), instead of failing a request whose work is done."""
+        (logged), instead of failing a request whose work is done; an error
+        reply (a DEBIT refused over maxmemory) is logged too — the other
+        calls of the pipelined settlement, the release among them, ran."""
         # Shielded: past the budget the settlement goes on in the background
         # (AsyncPermit.close would otherwise hold the answer until it ends).
         task = asyncio.ensure_future(permit.close())
@@ -101,6 +108,10 @@ class AsyncGuard:
         except UNAVAILABLE as e:
             log.warning("redis_rl: could not release/settle %s: %s", permit.decision.policy.name, e)
             self._trip(e)
+            if not task.done():  # past the budget: it goes on, and says if it fails
+                task.add_done_callback(self._log_failure)
+        except RateLimitError as e:  # e.g. a DEBIT refused over maxmemory: the work is done, the rest ran
+            log.warning("redis_rl: the server refused a settlement of %s: %s", permit.decision.policy.name, e)
 
     def _trip(self, e: BaseException) -> None:
         if not self.open:
@@ -145,12 +156,17 @@ class Guard:
 
     def close(self, permit: Permit) -> None:
         """Ends a scope's permit; when Redis cannot be reached the lease
-        expires by its TTL and the estimate stays taken (logged)."""
+        expires by its TTL and the estimate stays taken (logged); an error
+        reply is logged, not raised (the rest of the settlement ran)."""
         try:
             permit.close()
         except UNAVAILABLE as e:
             log.warning("redis_rl: could not release/settle %s: %s", permit.decision.policy.name, e)
             self._trip(e)
+            if not task.done():  # past the budget: it goes on, and says if it fails
+                task.add_done_callback(self._log_failure)
+        except RateLimitError as e:  # e.g. a DEBIT refused over maxmemory: the work is done, the rest ran
+            log.warning("redis_rl: the server refused a settlement of %s: %s", permit.decision.policy.name, e)
 
     def _trip(self, e: BaseException) -> None:
         with self._lock:
