@@ -64,6 +64,12 @@ public class RoutedEndpoints {
         return Map.of("ok", true);
     }
 
+    @GetMapping("/r/mixed")
+    @RateLimited(policy = "mixed-method", key = "#request.getHeader('X-Key')", limits = @Limit(name = "per-key", count = 2, window = "60s"))
+    public Map<String, Object> mixed() {
+        return Map.of("ok", true);
+    }
+
     /** Stands in for a security filter: X-Principal becomes the request's principal (no Spring Security needed). */
     @Component
     public static class PrincipalFilter extends OncePerRequestFilter {
