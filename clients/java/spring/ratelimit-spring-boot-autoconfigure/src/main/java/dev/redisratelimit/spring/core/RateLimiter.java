@@ -14,6 +14,7 @@ import dev.redisratelimit.spring.annotation.LimitType;
 import dev.redisratelimit.spring.annotation.OnRedisDown;
 import java.time.Duration;
 import java.time.ZoneId;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.ArrayList;
@@ -100,7 +101,8 @@ public final class RateLimiter {
     }
 
     /**
-     * Decides; returns the permit to close when the call ends.
+     * Decides; returns the permit to close when the call ends. Waits for
+     * {@link #acquireAsync}, which completes within the decision budget.
      *
      * @throws RateLimitRefusedException when a limit refuses
      * @throws RateLimitUnavailableException when Redis is down and the policy fails closed
@@ -111,55 +113,103 @@ public final class RateLimiter {
 
     /**
      * Decides several policies for one request together — the routes it
-     * matches and its handler's {@code @RateLimited} — with one RL.ALL of all
-     * their clauses: admitted only if every clause admits, nothing written
-     * otherwise; the binding limit and the headers come from the combined
-     * reply (every policy's items, in call order). Under Cluster, clauses
-     * whose keys hash to different slots are decided slot by slot (one RL.ALL
-     * per slot, sent together) and the slots that admitted are refunded if
-     * another refused. A lockout policy is decided alone.
+     * matches and its handler's {@code @RateLimited} — waiting for
+     * {@link #acquireAsync(List)}.
      *
      * @throws RateLimitRefusedException when a limit refuses
      * @throws RateLimitUnavailableException when Redis is down and a policy fails closed
      */
     public Permit acquire(List<PolicyCall> calls) {
-        if (calls.isEmpty()) {
-            throw new IllegalArgumentException("nothing to decide");
-        }
-        long started = System.nanoTime();
-        DecisionObserver o = observer;
+        CompletableFuture<Permit> f = acquireAsync(calls).toCompletableFuture();
         try {
-            Permit p;
-            if (availability.isDown()) {
-                p = whenDown(calls, null);
-            } else if (calls.size() == 1 && calls.get(0).policy().isLockout()) {
-                p = lockout(calls.get(0).policy(), calls.get(0).input());
-            } else {
-                p = all(calls, true);
+            return f.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            f.thenAccept(p -> p.closeAsync(Map.of())); // nobody will close what is decided after all
+            throw new RateLimitUnavailableException(calls.get(0).policy().name(), e);
+        } catch (ExecutionException e) {
+            Throwable cause = unwrap(e);
+            if (cause instanceof RuntimeException re) {
+                throw re;
             }
-            observe(o, calls, DecisionObserver.Outcome.ADMITTED, null, System.nanoTime() - started);
-            return p;
-        } catch (RateLimitRefusedException e) {
-            observe(o, calls, DecisionObserver.Outcome.REFUSED, e.getDecision().kind(), System.nanoTime() - started);
-            throw e;
-        } catch (RateLimitUnavailableException e) {
-            observe(o, calls, DecisionObserver.Outcome.UNAVAILABLE, null, System.nanoTime() - started);
-            throw e;
-        } catch (RuntimeException e) {
-            for (PolicyCall c : calls) {
-                o.error(c.policy().name(), e instanceof RateLimitConfigurationException ? DecisionObserver.ErrorKind.CONFIGURATION
-                        : DecisionObserver.ErrorKind.OTHER);
-            }
-            observe(o, calls, DecisionObserver.Outcome.ERROR, null, System.nanoTime() - started);
-            throw e;
+            throw new IllegalStateException(cause);
         }
     }
 
-    // Every policy of a combined decision sees its outcome (one call was refused, so each policy refused it).
-    private static void observe(DecisionObserver o, List<PolicyCall> calls, DecisionObserver.Outcome outcome, Decision.Kind kind,
-            long nanos) {
-        for (PolicyCall c : calls) {
-            o.decided(c.policy().name(), outcome, kind, nanos);
+    /**
+     * Decides without blocking the calling thread: the stage completes on the
+     * transport's thread when Redis answers, or — past the decision budget, a
+     * timeout rather than a wait — with the policy's Redis-down behaviour. It
+     * fails with {@link RateLimitRefusedException}, {@link RateLimitUnavailableException}
+     * or {@link RateLimitConfigurationException} where {@link #acquire} throws them.
+     */
+    public CompletionStage<Permit> acquireAsync(CompiledPolicy policy, CallInput in) {
+        return acquireAsync(List.of(new PolicyCall(policy, in)));
+    }
+
+    /**
+     * Decides several policies for one request together (its routes and its
+     * handler's {@code @RateLimited}) with one RL.ALL of all their clauses:
+     * admitted only if every clause admits, nothing written otherwise; the
+     * binding limit and the headers come from the combined reply (every
+     * policy's items, in call order). Under Cluster, clauses whose keys hash
+     * to different slots are decided slot by slot (one RL.ALL per slot, sent
+     * together) and the slots that admitted are refunded if another refused.
+     * A lockout policy (RL.LOCKCOUNT) is decided alone. The one decision path:
+     * a single policy is a list of one.
+     */
+    public CompletionStage<Permit> acquireAsync(List<PolicyCall> calls) {
+        if (calls.isEmpty()) {
+            return CompletableFuture.failedFuture(new IllegalArgumentException("nothing to decide"));
+        }
+        long started = System.nanoTime();
+        DecisionObserver o = observer;
+        CompletableFuture<Permit> f;
+        try {
+            if (availability.isDown()) {
+                f = CompletableFuture.completedFuture(whenDown(calls, null));
+            } else if (calls.size() == 1 && calls.get(0).policy().isLockout()) {
+                f = lockout(calls.get(0).policy(), calls.get(0).input());
+            } else {
+                f = all(calls, true);
+            }
+        } catch (RuntimeException e) {
+            f = CompletableFuture.failedFuture(e);
+        }
+        return f.whenComplete((p, failure) -> observe(o, calls, unwrap(failure), System.nanoTime() - started));
+    }
+
+    // Every policy of a combined decision sees its outcome (the request was refused, so each policy refused it).
+    private static void observe(DecisionObserver o, List<PolicyCall> calls, Throwable e, long nanos) {
+        for (int i = 0; i < calls.size(); i++) {
+            String policy = calls.get(i).policy().name();
+            if (e == null) {
+                o.decided(policy, DecisionObserver.Outcome.ADMITTED, null, nanos);
+            } else if (e instanceof RateLimitRefusedException r) {
+                o.decided(policy, DecisionObserver.Outcome.REFUSED, r.getDecision().kind(), nanos);
+            } else if (e instanceof RateLimitUnavailableException) {
+                o.decided(policy, DecisionObserver.Outcome.UNAVAILABLE, null, nanos);
+            } else {
+                o.error(policy, e instanceof RateLimitConfigurationException ? DecisionObserver.ErrorKind.CONFIGURATION
+                        : DecisionObserver.ErrorKind.OTHER);
+                o.decided(policy, DecisionObserver.Outcome.ERROR, null, nanos);
+            }
+        }
+    }
+
+    private static Throwable unwrap(Throwable e) {
+        while ((e instanceof CompletionException || e instanceof ExecutionException) && e.getCause() != null) {
+            e = e.getCause();
+        }
+        return e;
+    }
+
+    // Runs a step whose exceptions become the stage's failure.
+    private static <T> CompletableFuture<T> stage(java.util.function.Supplier<CompletableFuture<T>> step) {
+        try {
+            return step.get();
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
         }
     }
 
@@ -186,10 +236,14 @@ public final class RateLimiter {
             }
         }
         try {
-            AllDecision r = (AllDecision) await(client.allPeek(clauses, details ? Options.none().withDetails() : Options.none()));
+            AllDecision r = within(client.allPeek(clauses, details ? Options.none().withDetails() : Options.none())).join();
             return decision(new Batch(List.of(new PolicyCall(policy, in)), clauses.size()).identity(), Outcome.of(r, null));
-        } catch (Unavailable e) {
-            throw new RateLimitUnavailableException(policy.name(), e.getCause());
+        } catch (CompletionException e) {
+            Throwable cause = unwrap(e);
+            if (cause instanceof Unavailable u) {
+                throw new RateLimitUnavailableException(policy.name(), u.getCause());
+            }
+            throw cause instanceof RuntimeException re ? re : e;
         }
     }
 
@@ -282,42 +336,48 @@ public final class RateLimiter {
         return b;
     }
 
-    private Permit all(List<PolicyCall> calls, boolean firstTry) {
+    private CompletableFuture<Permit> all(List<PolicyCall> calls, boolean firstTry) {
         Batch b = batch(calls);
         boolean withDetails = details;
-        Options options = withDetails ? Options.none().withDetails() : Options.none();
-        Outcome out;
+        boolean slotted = clustered;
+        CompletableFuture<Outcome> sent;
         try {
-            List<int[]> groups = clustered ? slotGroups(b.clauses) : null;
-            if (groups == null || groups.size() == 1) {
-                out = Outcome.of((AllDecision) await(client.all(b.clauses, options)), null);
-            } else {
-                out = bySlot(b, groups, withDetails);
-            }
+            List<int[]> groups = slotted ? slotGroups(b.clauses) : null;
+            sent = groups == null
+                    ? within(client.all(b.clauses, withDetails ? Options.none().withDetails() : Options.none())).thenApply(r -> Outcome.of(r, null))
+                    : bySlot(b, groups, withDetails);
         } catch (IllegalArgumentException e) {
             throw new RateLimitConfigurationException("rate limit " + b.names() + ": " + e.getMessage(), e);
-        } catch (Unavailable e) {
-            return whenDown(calls, e.getCause());
-        } catch (RateLimitException e) {
-            String m = String.valueOf(e.getMessage());
-            if (withDetails && firstTry && m.contains("DETAILS")) {
-                log.warn("the loaded ratelimit module has no RL.ALL DETAILS: RateLimit headers will show the binding limit only");
-                details = false;
-                return all(calls, false);
-            }
-            if (!clustered && m.startsWith("CROSSSLOT")) {
-                // A Cluster the auto-configuration did not recognise: decide slot by slot from now on.
-                log.info("Redis answered CROSSSLOT: policies keyed differently are decided slot by slot from now on");
-                clustered = true;
-                return all(calls, firstTry);
-            }
-            throw new RateLimitConfigurationException("Redis refused rate limit " + b.names() + ": " + e.getMessage(), e);
         }
-        Decision d = decision(b, out);
-        if (!d.admitted()) {
-            throw new RateLimitRefusedException(d);
-        }
-        return new Permit(this, d, b.leases, b.estimates, List.of());
+        return sent.handle((out, failure) -> stage(() -> {
+            Throwable e = unwrap(failure);
+            if (e instanceof Unavailable) {
+                return CompletableFuture.completedFuture(whenDown(calls, e.getCause()));
+            }
+            if (e instanceof RateLimitException) {
+                String m = String.valueOf(e.getMessage());
+                if (withDetails && firstTry && m.contains("DETAILS")) {
+                    log.warn("the loaded ratelimit module has no RL.ALL DETAILS: RateLimit headers will show the binding limit only");
+                    details = false;
+                    return all(calls, false);
+                }
+                if (!slotted && m.startsWith("CROSSSLOT")) {
+                    // A Cluster the auto-configuration did not recognise: decide slot by slot from now on.
+                    log.info("Redis answered CROSSSLOT: policies keyed differently are decided slot by slot from now on");
+                    clustered = true;
+                    return all(calls, firstTry);
+                }
+                throw new RateLimitConfigurationException("Redis refused rate limit " + b.names() + ": " + e.getMessage(), e);
+            }
+            if (e != null) {
+                return CompletableFuture.failedFuture(e);
+            }
+            Decision d = decision(b, out);
+            if (!d.admitted()) {
+                throw new RateLimitRefusedException(d);
+            }
+            return CompletableFuture.completedFuture(new Permit(this, d, b.leases, b.estimates, List.of()));
+        })).thenCompose(f -> f);
     }
 
     // The batch's clauses grouped by Cluster slot (in order of first appearance), or null when they share one.
@@ -347,54 +407,73 @@ public final class RateLimiter {
      * the refund another request may see those units taken: a refusal too
      * many in a race, never an admission too many.
      */
-    private Outcome bySlot(Batch b, List<int[]> groups, boolean withDetails) {
+    private CompletableFuture<Outcome> bySlot(Batch b, List<int[]> groups, boolean withDetails) {
         Options options = withDetails ? Options.none().withDetails() : Options.none();
         List<List<Clause>> parts = new ArrayList<>(groups.size());
-        List<CompletionStage<AllDecision>> sent = new ArrayList<>(groups.size());
+        List<CompletableFuture<AllDecision>> sent = new ArrayList<>(groups.size());
         for (int[] g : groups) {
             List<Clause> part = new ArrayList<>(g.length);
             for (int i : g) {
                 part.add(b.clauses.get(i));
             }
             parts.add(part);
-            sent.add(client.all(part, options));
+            sent.add(within(client.all(part, options)));
         }
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(budgetMs);
-        AllDecision[] replies = new AllDecision[groups.size()];
-        RuntimeException failure = null;
-        for (int j = 0; j < sent.size(); j++) {
-            try {
-                replies[j] = (AllDecision) await(sent.get(j), deadline);
-            } catch (RuntimeException e) {
-                failure = failure == null ? e : failure;
-            }
-        }
-        boolean refused = false;
-        for (AllDecision r : replies) {
-            refused |= r != null && r.limited();
-        }
-        AllDecision[] after = new AllDecision[replies.length];
-        if (failure != null || refused) {
-            // Give back what the admitting slots took; their details become the state after the refund.
-            Options refund = withDetails ? Options.none().withRefund().withDetails() : Options.none().withRefund();
-            List<CompletionStage<AllDecision>> refunds = new ArrayList<>();
+        return settled(sent).thenCompose(none -> {
+            AllDecision[] replies = new AllDecision[groups.size()];
+            Throwable failed = null;
+            boolean refused = false;
             for (int j = 0; j < replies.length; j++) {
-                refunds.add(replies[j] != null && !replies[j].limited() ? client.all(parts.get(j), refund) : null);
-            }
-            long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(budgetMs);
-            for (int j = 0; j < refunds.size(); j++) {
-                if (refunds.get(j) != null) {
-                    try {
-                        after[j] = (AllDecision) await(refunds.get(j), until);
-                    } catch (RuntimeException e) {
-                        log.warn("rate limit refund of an admitting Cluster slot not confirmed: {}", e.toString());
-                    }
+                if (sent.get(j).isCompletedExceptionally()) {
+                    failed = failed != null ? failed : unwrap(sent.get(j).handle((v, e) -> e).join());
+                } else {
+                    replies[j] = sent.get(j).join();
+                    refused |= replies[j].limited();
                 }
             }
-            if (failure != null) {
-                throw failure;
+            if (failed == null && !refused) {
+                return CompletableFuture.completedFuture(combine(b, groups, replies, new AllDecision[replies.length], false, withDetails));
+            }
+            // Give back what the admitting slots took; their details become the state after the refund.
+            Options refund = withDetails ? Options.none().withRefund().withDetails() : Options.none().withRefund();
+            List<CompletableFuture<AllDecision>> refunds = new ArrayList<>(replies.length);
+            for (int j = 0; j < replies.length; j++) {
+                refunds.add(replies[j] != null && !replies[j].limited() ? within(client.all(parts.get(j), refund)) : null);
+            }
+            Throwable failure = failed;
+            boolean anyRefused = refused;
+            return settled(refunds).thenApply(x -> {
+                AllDecision[] after = new AllDecision[replies.length];
+                for (int j = 0; j < refunds.size(); j++) {
+                    CompletableFuture<AllDecision> r = refunds.get(j);
+                    if (r != null && r.isCompletedExceptionally()) {
+                        log.warn("rate limit refund of an admitting Cluster slot not confirmed: {}", unwrap(r.handle((v, e) -> e).join()).toString());
+                    } else if (r != null) {
+                        after[j] = r.join();
+                    }
+                }
+                if (failure != null) {
+                    throw failure instanceof RuntimeException re ? re : new CompletionException(failure);
+                }
+                return combine(b, groups, replies, after, anyRefused, withDetails);
+            });
+        });
+    }
+
+    // Completes when every stage (nulls skipped) has, whether it failed or not.
+    private static CompletableFuture<Void> settled(List<? extends CompletableFuture<?>> stages) {
+        List<CompletableFuture<?>> done = new ArrayList<>(stages.size());
+        for (CompletableFuture<?> f : stages) {
+            if (f != null) {
+                done.add(f.handle((v, e) -> null));
             }
         }
+        return CompletableFuture.allOf(done.toArray(CompletableFuture[]::new));
+    }
+
+    // The slots' replies as one RL.ALL reply: the binding clause chosen across slots, details in batch order.
+    private static Outcome combine(Batch b, List<int[]> groups, AllDecision[] replies, AllDecision[] after, boolean refused,
+            boolean withDetails) {
         List<List<RuleState>> flatDetails = withDetails ? new ArrayList<>(java.util.Collections.nCopies(b.clauses.size(), null)) : null;
         int best = -1;
         for (int j = 0; j < replies.length; j++) {
@@ -553,35 +632,33 @@ public final class RateLimiter {
         }
     }
 
-    // Waits at most the budget; a timeout or a connection failure opens the circuit (Unavailable),
-    // an error reply is the server's RateLimitException.
-    private Object await(CompletionStage<?> stage) {
-        return await(stage, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(budgetMs));
-    }
-
-    private Object await(CompletionStage<?> stage, long deadlineNanos) {
-        java.util.concurrent.CompletableFuture<?> f = stage.toCompletableFuture();
-        try {
-            return f.get(Math.max(1, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS);
-        } catch (TimeoutException e) {
-            f.cancel(true);
-            availability.markDown(e);
-            throw new Unavailable(e);
-        } catch (InterruptedException e) {
-            f.cancel(true);
-            Thread.currentThread().interrupt();
-            throw new Unavailable(e);
-        } catch (ExecutionException e) {
-            Throwable cause = e.getCause();
-            while (cause instanceof CompletionException && cause.getCause() != null) {
-                cause = cause.getCause();
+    // The reply within the budget, never a wait: past it (a timeout) or on a connection failure the
+    // circuit opens and the stage fails with Unavailable; an error reply fails it with the server's
+    // RateLimitException.
+    private <T> CompletableFuture<T> within(CompletionStage<T> stage) {
+        CompletableFuture<T> sent = stage.toCompletableFuture();
+        CompletableFuture<T> reply = new CompletableFuture<>();
+        sent.whenComplete((v, e) -> {
+            if (e == null) {
+                reply.complete(v);
+            } else {
+                reply.completeExceptionally(e);
             }
+        });
+        return reply.orTimeout(budgetMs, TimeUnit.MILLISECONDS).handle((v, failure) -> {
+            if (failure == null) {
+                return v;
+            }
+            Throwable cause = unwrap(failure);
             if (cause instanceof RateLimitException rle) {
                 throw rle;
             }
+            if (cause instanceof TimeoutException) {
+                sent.cancel(true);
+            }
             availability.markDown(cause);
             throw new Unavailable(cause);
-        }
+        });
     }
 
     private ItemState state(CompiledPolicy policy, int item, boolean limited, long remaining, long retry, long reset) {
@@ -592,30 +669,38 @@ public final class RateLimiter {
                 limited ? retry : -1);
     }
 
-    private Permit lockout(CompiledPolicy policy, CallInput in) {
+    private CompletableFuture<Permit> lockout(CompiledPolicy policy, CallInput in) {
         LimitSpec l = policy.spec().limits().get(0);
         String base = prefix + policy.name() + ":{" + in.key() + "}:" + l.name();
         long max = runtime.count(policy.name(), l);
-        LockoutDecision r;
+        CompletionStage<LockoutDecision> sent;
         try {
-            r = (LockoutDecision) await(client.lockcount(base + ":lock", base + ":count", l.window(), max, l.lockTime()));
+            sent = client.lockcount(base + ":lock", base + ":count", l.window(), max, l.lockTime());
         } catch (IllegalArgumentException e) {
             throw new RateLimitConfigurationException("rate limit '" + policy.name() + "': " + e.getMessage(), e);
-        } catch (Unavailable e) {
-            return whenDown(policy, in, e.getCause());
-        } catch (RateLimitException e) {
-            throw new RateLimitConfigurationException("Redis refused rate limit '" + policy.name() + "': " + e.getMessage(), e);
         }
-        boolean limited = r.limited();
-        long ttl = r.ttlMillis();
-        ItemState s = new ItemState(l.name(), max, l.windowSeconds(), limited ? 0 : Math.max(0, max - r.count()),
-                LimitSpec.ceilSeconds(ttl), limited, limited ? ttl : -1);
-        Decision d = new Decision(policy.name(), !limited, List.of(s), 0, limited ? ttl : -1, LimitType.LOCKOUT,
-                limited ? Decision.Kind.LOCKED : Decision.Kind.ADMITTED, policy.spec().legacyHeaders());
-        if (limited) {
-            throw new RateLimitRefusedException(d);
-        }
-        return new Permit(this, d, List.of(), List.of(), List.of());
+        return within(sent).handle((r, failure) -> {
+            Throwable e = unwrap(failure);
+            if (e instanceof Unavailable) {
+                return whenDown(policy, in, e.getCause());
+            }
+            if (e instanceof RateLimitException) {
+                throw new RateLimitConfigurationException("Redis refused rate limit '" + policy.name() + "': " + e.getMessage(), e);
+            }
+            if (e != null) {
+                throw e instanceof RuntimeException re ? re : new CompletionException(e);
+            }
+            boolean limited = r.limited();
+            long ttl = r.ttlMillis();
+            ItemState s = new ItemState(l.name(), max, l.windowSeconds(), limited ? 0 : Math.max(0, max - r.count()),
+                    LimitSpec.ceilSeconds(ttl), limited, limited ? ttl : -1);
+            Decision d = new Decision(policy.name(), !limited, List.of(s), 0, limited ? ttl : -1, LimitType.LOCKOUT,
+                    limited ? Decision.Kind.LOCKED : Decision.Kind.ADMITTED, policy.spec().legacyHeaders());
+            if (limited) {
+                throw new RateLimitRefusedException(d);
+            }
+            return new Permit(this, d, List.of(), List.of(), List.of());
+        });
     }
 
     private Permit whenDown(CompiledPolicy policy, CallInput in, Throwable why) {
@@ -658,8 +743,12 @@ public final class RateLimiter {
         return new Permit(this, null, List.of(), List.of(), held.isEmpty() ? List.of() : held);
     }
 
-    /** Releases leases and settles estimates (sent back to back: pipelined), waiting at most the budget. */
-    void finish(Permit permit, Map<Integer, Long> used) {
+    /**
+     * Releases leases and settles estimates (sent back to back: pipelined);
+     * the stage completes, never exceptionally, once every reply is in or
+     * the budget has passed — a timeout, not a wait.
+     */
+    CompletableFuture<Void> finish(Permit permit, Map<Integer, Long> used) {
         if (!permit.localLeases().isEmpty()) {
             local.release(permit.localLeases());
         }
@@ -682,18 +771,19 @@ public final class RateLimiter {
         } catch (IllegalArgumentException e) {
             log.warn("rate limit settlement not sent: {}", e.getMessage());
         }
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(budgetMs);
-        for (CompletionStage<?> s : sent) {
-            try {
-                s.toCompletableFuture().get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
-            } catch (Exception e) {
-                // A lease not released expires with its TTL; an estimate not settled stays charged.
-                log.warn("rate limit release/settlement not confirmed: {}", e.toString());
-            }
+        if (sent.isEmpty()) {
+            return CompletableFuture.completedFuture(null);
         }
+        CompletableFuture<?>[] confirmed = new CompletableFuture<?>[sent.size()];
+        for (int i = 0; i < confirmed.length; i++) {
+            confirmed[i] = sent.get(i).toCompletableFuture().thenApply(v -> v).orTimeout(budgetMs, TimeUnit.MILLISECONDS)
+                    .exceptionally(e -> {
+                        // A lease not released expires with its TTL; an estimate not settled stays charged.
+                        log.warn("rate limit release/settlement not confirmed: {}", unwrap(e).toString());
+                        return null;
+                    });
+        }
+        return CompletableFuture.allOf(confirmed);
     }
 
     // The clause's own command with REFUND or DEBIT (RL.CHECK, RL.THROTTLE or RL.QUOTA on its key).
