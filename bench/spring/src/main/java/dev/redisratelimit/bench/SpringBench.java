@@ -51,7 +51,13 @@ public final class SpringBench {
         final List<long[]> latencies = new ArrayList<>();
         final Map<String, long[]> commands = new TreeMap<>(); // name -> {calls, usec}
         final List<Double> roundRps = new ArrayList<>();
+        final Map<String, Long> cpu = new java.util.LinkedHashMap<>(); // group -> ns over the segments (CpuMeter)
         long[] sorted;
+
+        /** CPU microseconds per request of a group (CpuMeter.GROUPS, "jvm", "redis"). */
+        double cpuUsPerRequest(String group) {
+            return cpu.getOrDefault(group, 0L) / 1e3 / requests;
+        }
 
         double rps() {
             return requests / (nanos / 1e9);
@@ -89,7 +95,7 @@ public final class SpringBench {
         int seconds = env("BENCH_SECONDS", 4);
         int concurrency = env("BENCH_CONCURRENCY", 8);
         int users = env("BENCH_USERS", 1000);
-        int warmup = env("BENCH_WARMUP_SECONDS", 5);
+        int warmup = env("BENCH_WARMUP_SECONDS", 10);
         String module = System.getenv("RL_MODULE");
         if (module == null || !Files.isRegularFile(Path.of(module))) {
             throw new IllegalStateException("set RL_MODULE to the module's .so (make build makes target/release/libredis_ratelimit.so)");
@@ -116,10 +122,14 @@ public final class SpringBench {
         RedisClient client = RedisClient.create("redis://127.0.0.1:" + redisPort);
         try (StatefulRedisConnection<String, String> conn = client.connect()) {
             RedisCommands<String, String> r = conn.sync();
-            List<Contestant> contestants = List.of(
+            List<Contestant> all = List.of(
                     new Contestant("(a) starter @RateLimited", "/starter", n -> n.startsWith("rl.")),
                     new Contestant("(b) seed 000 aspect + Lua", "/seed", n -> n.equals("evalsha") || n.equals("eval")),
                     new Contestant("(c) no limiter", "/none", n -> false));
+            // BENCH_ONLY=a (or a,c ...) drives only those contestants: for profiling one of them.
+            String only = System.getenv().getOrDefault("BENCH_ONLY", "").trim();
+            List<Contestant> contestants = only.isEmpty() ? all
+                    : all.stream().filter(c -> only.contains(c.label().substring(1, 2))).toList();
             HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
             Map<Contestant, HttpRequest[]> requests = new java.util.HashMap<>();
             for (Contestant c : contestants) {
@@ -155,7 +165,9 @@ public final class SpringBench {
                     Tally t = tallies.get(c);
                     r.configResetstat();
                     long before = t.requests;
+                    CpuMeter.Reading cpu0 = CpuMeter.read(r.info("cpu"));
                     long nanos = segment(requests.get(c), concurrency, seconds, http, t);
+                    CpuMeter.between(cpu0, CpuMeter.read(r.info("cpu"))).forEach((g, ns) -> t.cpu.merge(g, ns, Long::sum));
                     t.roundRps.add((t.requests - before) / (nanos / 1e9));
                     commandStats(r.info("commandstats")).forEach((name, v) -> {
                         long[] sum = t.commands.computeIfAbsent(name, k -> new long[2]);
@@ -289,9 +301,37 @@ public final class SpringBench {
         System.out.println("  (commands a script runs are listed too; their time is inside EVALSHA's, so only the top-level");
         System.out.println("   RL.* / EVALSHA calls make the server us/req column; background calls of the starter are listed, not counted)");
 
+        System.out.println("\nCPU per request, microseconds (load-insensitive: what each request costs whoever else runs;");
+        System.out.println(" the JVM holds the load generator too, split by thread group: see CpuMeter; jit: compiling (warm-up); rest: GC, VM threads;");
+        System.out.println(" alloc: heap bytes allocated per request by the named groups' threads):");
+        System.out.printf(Locale.ROOT, "%-28s %9s %9s %9s %9s %9s %9s %9s %13s %10s%n", "contestant", "jvm", "tomcat", "lettuce", "loadgen", "jit",
+                "rest", "redis", "jvm+redis", "alloc KB");
+        for (Contestant c : cs) {
+            Tally t = ts.get(c);
+            System.out.printf(Locale.ROOT, "%-28s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %13.1f %10.1f%n", c.label(), t.cpuUsPerRequest("jvm"),
+                    t.cpuUsPerRequest("tomcat"), t.cpuUsPerRequest("lettuce"), t.cpuUsPerRequest("loadgen"), t.cpuUsPerRequest("jit"),
+                    t.cpuUsPerRequest("rest"),
+                    t.cpuUsPerRequest("redis"), t.cpuUsPerRequest("jvm") + t.cpuUsPerRequest("redis"),
+                    t.cpu.getOrDefault("alloc", 0L) / 1024.0 / t.requests);
+        }
+        if (cs.size() < 3) {
+            return; // BENCH_ONLY: no ratios against absent contestants
+        }
         Tally a = ts.get(cs.get(0));
         Tally b = ts.get(cs.get(1));
         Tally c = ts.get(cs.get(2));
+        // The JVM's steady cost: its CPU less the JIT compilers' (warm-up).
+        double aJvm = a.cpuUsPerRequest("jvm") - a.cpuUsPerRequest("jit") - (c.cpuUsPerRequest("jvm") - c.cpuUsPerRequest("jit"));
+        double bJvm = b.cpuUsPerRequest("jvm") - b.cpuUsPerRequest("jit") - (c.cpuUsPerRequest("jvm") - c.cpuUsPerRequest("jit"));
+        double aRedis = a.cpuUsPerRequest("redis") - c.cpuUsPerRequest("redis");
+        double bRedis = b.cpuUsPerRequest("redis") - c.cpuUsPerRequest("redis");
+        double cAll = c.cpuUsPerRequest("jvm") - c.cpuUsPerRequest("jit") + c.cpuUsPerRequest("redis");
+        System.out.printf(Locale.ROOT, "  limiter's own CPU per request (minus (c), JIT excluded): (a) jvm %.1f + redis %.1f = %.1f us;"
+                + " (b) jvm %.1f + redis %.1f = %.1f us%n", aJvm, aRedis, aJvm + aRedis, bJvm, bRedis, bJvm + bRedis);
+        System.out.printf(Locale.ROOT, "  ratios of the limiter's own CPU (a)/(b): jvm %.3f, redis %.3f, both %.3f;"
+                + " whole request (a)/(c) %.3f, (b)/(c) %.3f (jvm+redis, JIT excluded)%n",
+                aJvm / bJvm, aRedis / bRedis, (aJvm + aRedis) / (bJvm + bRedis), (cAll + aJvm + aRedis) / cAll, (cAll + bJvm + bRedis) / cAll);
+
         double aCalls = a.ownCallsPerRequest(cs.get(0).own());
         double costRatio = a.ownUsecPerRequest(cs.get(0).own()) / b.ownUsecPerRequest(cs.get(1).own());
         double p50Delta = a.percentileMs(50) - c.percentileMs(50);
