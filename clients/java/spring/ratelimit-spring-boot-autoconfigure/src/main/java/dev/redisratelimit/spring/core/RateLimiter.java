@@ -14,6 +14,7 @@ import dev.redisratelimit.spring.annotation.LimitType;
 import dev.redisratelimit.spring.annotation.OnRedisDown;
 import java.time.Duration;
 import java.time.ZoneId;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.ArrayList;
@@ -88,34 +89,79 @@ public final class RateLimiter {
     }
 
     /**
-     * Decides; returns the permit to close when the call ends.
+     * Decides; returns the permit to close when the call ends. Waits for
+     * {@link #acquireAsync}, which completes within the decision budget.
      *
      * @throws RateLimitRefusedException when a limit refuses
      * @throws RateLimitUnavailableException when Redis is down and the policy fails closed
      */
     public Permit acquire(CompiledPolicy policy, CallInput in) {
+        CompletableFuture<Permit> f = acquireAsync(policy, in).toCompletableFuture();
+        try {
+            return f.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            f.thenAccept(p -> p.closeAsync(Map.of())); // nobody will close what is decided after all
+            throw new RateLimitUnavailableException(policy.name(), e);
+        } catch (ExecutionException e) {
+            Throwable cause = unwrap(e);
+            if (cause instanceof RuntimeException re) {
+                throw re;
+            }
+            throw new IllegalStateException(cause);
+        }
+    }
+
+    /**
+     * Decides without blocking the calling thread: the stage completes on the
+     * transport's thread when Redis answers, or — past the decision budget, a
+     * timeout rather than a wait — with the policy's Redis-down behaviour. It
+     * fails with {@link RateLimitRefusedException}, {@link RateLimitUnavailableException}
+     * or {@link RateLimitConfigurationException} where {@link #acquire} throws them.
+     */
+    public CompletionStage<Permit> acquireAsync(CompiledPolicy policy, CallInput in) {
         long started = System.nanoTime();
         DecisionObserver o = observer;
+        CompletableFuture<Permit> f;
         try {
-            Permit p;
             if (availability.isDown()) {
-                p = whenDown(policy, in, null);
+                f = CompletableFuture.completedFuture(whenDown(policy, in, null));
             } else {
-                p = policy.isLockout() ? lockout(policy, in) : all(policy, in, true);
+                f = policy.isLockout() ? lockout(policy, in) : all(policy, in, true);
             }
-            o.decided(policy.name(), DecisionObserver.Outcome.ADMITTED, null, System.nanoTime() - started);
-            return p;
-        } catch (RateLimitRefusedException e) {
-            o.decided(policy.name(), DecisionObserver.Outcome.REFUSED, e.getDecision().kind(), System.nanoTime() - started);
-            throw e;
-        } catch (RateLimitUnavailableException e) {
-            o.decided(policy.name(), DecisionObserver.Outcome.UNAVAILABLE, null, System.nanoTime() - started);
-            throw e;
         } catch (RuntimeException e) {
+            f = CompletableFuture.failedFuture(e);
+        }
+        return f.whenComplete((p, failure) -> observe(o, policy, unwrap(failure), System.nanoTime() - started));
+    }
+
+    private static void observe(DecisionObserver o, CompiledPolicy policy, Throwable e, long nanos) {
+        if (e == null) {
+            o.decided(policy.name(), DecisionObserver.Outcome.ADMITTED, null, nanos);
+        } else if (e instanceof RateLimitRefusedException r) {
+            o.decided(policy.name(), DecisionObserver.Outcome.REFUSED, r.getDecision().kind(), nanos);
+        } else if (e instanceof RateLimitUnavailableException) {
+            o.decided(policy.name(), DecisionObserver.Outcome.UNAVAILABLE, null, nanos);
+        } else {
             o.error(policy.name(), e instanceof RateLimitConfigurationException ? DecisionObserver.ErrorKind.CONFIGURATION
                     : DecisionObserver.ErrorKind.OTHER);
-            o.decided(policy.name(), DecisionObserver.Outcome.ERROR, null, System.nanoTime() - started);
-            throw e;
+            o.decided(policy.name(), DecisionObserver.Outcome.ERROR, null, nanos);
+        }
+    }
+
+    private static Throwable unwrap(Throwable e) {
+        while ((e instanceof CompletionException || e instanceof ExecutionException) && e.getCause() != null) {
+            e = e.getCause();
+        }
+        return e;
+    }
+
+    // Runs a step whose exceptions become the stage's failure.
+    private static <T> CompletableFuture<T> stage(java.util.function.Supplier<CompletableFuture<T>> step) {
+        try {
+            return step.get();
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
         }
     }
 
@@ -142,13 +188,17 @@ public final class RateLimiter {
             }
         }
         try {
-            return decision(policy, (AllDecision) await(client.allPeek(clauses, details ? Options.none().withDetails() : Options.none())));
-        } catch (Unavailable e) {
-            throw new RateLimitUnavailableException(policy.name(), e.getCause());
+            return decision(policy, (AllDecision) within(client.allPeek(clauses, details ? Options.none().withDetails() : Options.none())).join());
+        } catch (CompletionException e) {
+            Throwable cause = unwrap(e);
+            if (cause instanceof Unavailable u) {
+                throw new RateLimitUnavailableException(policy.name(), u.getCause());
+            }
+            throw cause instanceof RuntimeException re ? re : e;
         }
     }
 
-    private Permit all(CompiledPolicy policy, CallInput in, boolean firstTry) {
+    private CompletableFuture<Permit> all(CompiledPolicy policy, CallInput in, boolean firstTry) {
         List<dev.redisratelimit.spring.core.Clause> specs = policy.clauses();
         List<Clause> clauses = new ArrayList<>(specs.size());
         List<Permit.Lease> leases = new ArrayList<>();
@@ -172,26 +222,34 @@ public final class RateLimiter {
             clauses.add(clause);
         }
         boolean withDetails = details;
-        Object reply;
+        CompletionStage<AllDecision> sent;
         try {
-            reply = await(client.all(clauses, withDetails ? Options.none().withDetails() : Options.none()));
+            sent = client.all(clauses, withDetails ? Options.none().withDetails() : Options.none());
         } catch (IllegalArgumentException e) {
             throw new RateLimitConfigurationException("rate limit '" + policy.name() + "': " + e.getMessage(), e);
-        } catch (Unavailable e) {
-            return whenDown(policy, in, e.getCause());
-        } catch (RateLimitException e) {
-            if (withDetails && firstTry && String.valueOf(e.getMessage()).contains("DETAILS")) {
-                log.warn("the loaded ratelimit module has no RL.ALL DETAILS: RateLimit headers will show the binding limit only");
-                details = false;
-                return all(policy, in, false);
+        }
+        return within(sent).handle((reply, failure) -> stage(() -> {
+            Throwable e = unwrap(failure);
+            if (e instanceof Unavailable) {
+                return CompletableFuture.completedFuture(whenDown(policy, in, e.getCause()));
             }
-            throw new RateLimitConfigurationException("Redis refused rate limit '" + policy.name() + "': " + e.getMessage(), e);
-        }
-        Decision d = decision(policy, (AllDecision) reply);
-        if (!d.admitted()) {
-            throw new RateLimitRefusedException(d);
-        }
-        return new Permit(this, d, leases, estimates, List.of());
+            if (e instanceof RateLimitException) {
+                if (withDetails && firstTry && String.valueOf(e.getMessage()).contains("DETAILS")) {
+                    log.warn("the loaded ratelimit module has no RL.ALL DETAILS: RateLimit headers will show the binding limit only");
+                    details = false;
+                    return all(policy, in, false);
+                }
+                throw new RateLimitConfigurationException("Redis refused rate limit '" + policy.name() + "': " + e.getMessage(), e);
+            }
+            if (e != null) {
+                return CompletableFuture.failedFuture(e);
+            }
+            Decision d = decision(policy, (AllDecision) reply);
+            if (!d.admitted()) {
+                throw new RateLimitRefusedException(d);
+            }
+            return CompletableFuture.completedFuture(new Permit(this, d, leases, estimates, List.of()));
+        })).thenCompose(f -> f);
     }
 
     // A CHECK, THROTTLE or QUOTA clause with the counts in force now (cost 1; the caller sets it).
@@ -276,31 +334,33 @@ public final class RateLimiter {
         }
     }
 
-    // Waits at most the budget; a timeout or a connection failure opens the circuit (Unavailable),
-    // an error reply is the server's RateLimitException.
-    private Object await(CompletionStage<?> stage) {
-        java.util.concurrent.CompletableFuture<?> f = stage.toCompletableFuture();
-        try {
-            return f.get(budgetMs, TimeUnit.MILLISECONDS);
-        } catch (TimeoutException e) {
-            f.cancel(true);
-            availability.markDown(e);
-            throw new Unavailable(e);
-        } catch (InterruptedException e) {
-            f.cancel(true);
-            Thread.currentThread().interrupt();
-            throw new Unavailable(e);
-        } catch (ExecutionException e) {
-            Throwable cause = e.getCause();
-            while (cause instanceof CompletionException && cause.getCause() != null) {
-                cause = cause.getCause();
+    // The reply within the budget, never a wait: past it (a timeout) or on a connection failure the
+    // circuit opens and the stage fails with Unavailable; an error reply fails it with the server's
+    // RateLimitException.
+    private <T> CompletableFuture<T> within(CompletionStage<T> stage) {
+        CompletableFuture<T> sent = stage.toCompletableFuture();
+        CompletableFuture<T> reply = new CompletableFuture<>();
+        sent.whenComplete((v, e) -> {
+            if (e == null) {
+                reply.complete(v);
+            } else {
+                reply.completeExceptionally(e);
             }
+        });
+        return reply.orTimeout(budgetMs, TimeUnit.MILLISECONDS).handle((v, failure) -> {
+            if (failure == null) {
+                return v;
+            }
+            Throwable cause = unwrap(failure);
             if (cause instanceof RateLimitException rle) {
                 throw rle;
             }
+            if (cause instanceof TimeoutException) {
+                sent.cancel(true);
+            }
             availability.markDown(cause);
             throw new Unavailable(cause);
-        }
+        });
     }
 
     private ItemState state(CompiledPolicy policy, int item, boolean limited, long remaining, long retry, long reset) {
@@ -311,30 +371,38 @@ public final class RateLimiter {
                 limited ? retry : -1);
     }
 
-    private Permit lockout(CompiledPolicy policy, CallInput in) {
+    private CompletableFuture<Permit> lockout(CompiledPolicy policy, CallInput in) {
         LimitSpec l = policy.spec().limits().get(0);
         String base = prefix + policy.name() + ":{" + in.key() + "}:" + l.name();
         long max = runtime.count(policy.name(), l);
-        LockoutDecision r;
+        CompletionStage<LockoutDecision> sent;
         try {
-            r = (LockoutDecision) await(client.lockcount(base + ":lock", base + ":count", l.window(), max, l.lockTime()));
+            sent = client.lockcount(base + ":lock", base + ":count", l.window(), max, l.lockTime());
         } catch (IllegalArgumentException e) {
             throw new RateLimitConfigurationException("rate limit '" + policy.name() + "': " + e.getMessage(), e);
-        } catch (Unavailable e) {
-            return whenDown(policy, in, e.getCause());
-        } catch (RateLimitException e) {
-            throw new RateLimitConfigurationException("Redis refused rate limit '" + policy.name() + "': " + e.getMessage(), e);
         }
-        boolean limited = r.limited();
-        long ttl = r.ttlMillis();
-        ItemState s = new ItemState(l.name(), max, l.windowSeconds(), limited ? 0 : Math.max(0, max - r.count()),
-                LimitSpec.ceilSeconds(ttl), limited, limited ? ttl : -1);
-        Decision d = new Decision(policy.name(), !limited, List.of(s), 0, limited ? ttl : -1, LimitType.LOCKOUT,
-                limited ? Decision.Kind.LOCKED : Decision.Kind.ADMITTED, policy.spec().legacyHeaders());
-        if (limited) {
-            throw new RateLimitRefusedException(d);
-        }
-        return new Permit(this, d, List.of(), List.of(), List.of());
+        return within(sent).handle((r, failure) -> {
+            Throwable e = unwrap(failure);
+            if (e instanceof Unavailable) {
+                return whenDown(policy, in, e.getCause());
+            }
+            if (e instanceof RateLimitException) {
+                throw new RateLimitConfigurationException("Redis refused rate limit '" + policy.name() + "': " + e.getMessage(), e);
+            }
+            if (e != null) {
+                throw e instanceof RuntimeException re ? re : new CompletionException(e);
+            }
+            boolean limited = r.limited();
+            long ttl = r.ttlMillis();
+            ItemState s = new ItemState(l.name(), max, l.windowSeconds(), limited ? 0 : Math.max(0, max - r.count()),
+                    LimitSpec.ceilSeconds(ttl), limited, limited ? ttl : -1);
+            Decision d = new Decision(policy.name(), !limited, List.of(s), 0, limited ? ttl : -1, LimitType.LOCKOUT,
+                    limited ? Decision.Kind.LOCKED : Decision.Kind.ADMITTED, policy.spec().legacyHeaders());
+            if (limited) {
+                throw new RateLimitRefusedException(d);
+            }
+            return new Permit(this, d, List.of(), List.of(), List.of());
+        });
     }
 
     private Permit whenDown(CompiledPolicy policy, CallInput in, Throwable why) {
@@ -360,8 +428,12 @@ public final class RateLimiter {
         }
     }
 
-    /** Releases leases and settles estimates (sent back to back: pipelined), waiting at most the budget. */
-    void finish(Permit permit, Map<Integer, Long> used) {
+    /**
+     * Releases leases and settles estimates (sent back to back: pipelined);
+     * the stage completes, never exceptionally, once every reply is in or
+     * the budget has passed — a timeout, not a wait.
+     */
+    CompletableFuture<Void> finish(Permit permit, Map<Integer, Long> used) {
         if (!permit.localLeases().isEmpty()) {
             local.release(permit.localLeases());
         }
@@ -384,18 +456,19 @@ public final class RateLimiter {
         } catch (IllegalArgumentException e) {
             log.warn("rate limit settlement not sent: {}", e.getMessage());
         }
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(budgetMs);
-        for (CompletionStage<?> s : sent) {
-            try {
-                s.toCompletableFuture().get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
-            } catch (Exception e) {
-                // A lease not released expires with its TTL; an estimate not settled stays charged.
-                log.warn("rate limit release/settlement not confirmed: {}", e.toString());
-            }
+        if (sent.isEmpty()) {
+            return CompletableFuture.completedFuture(null);
         }
+        CompletableFuture<?>[] confirmed = new CompletableFuture<?>[sent.size()];
+        for (int i = 0; i < confirmed.length; i++) {
+            confirmed[i] = sent.get(i).toCompletableFuture().thenApply(v -> v).orTimeout(budgetMs, TimeUnit.MILLISECONDS)
+                    .exceptionally(e -> {
+                        // A lease not released expires with its TTL; an estimate not settled stays charged.
+                        log.warn("rate limit release/settlement not confirmed: {}", unwrap(e).toString());
+                        return null;
+                    });
+        }
+        return CompletableFuture.allOf(confirmed);
     }
 
     // The clause's own command with REFUND or DEBIT (RL.CHECK, RL.THROTTLE or RL.QUOTA on its key).
