@@ -125,7 +125,8 @@ public final class SpringBench {
             List<Contestant> all = List.of(
                     new Contestant("(a) starter @RateLimited", "/starter", n -> n.startsWith("rl.")),
                     new Contestant("(b) seed 000 aspect + Lua", "/seed", n -> n.equals("evalsha") || n.equals("eval")),
-                    new Contestant("(c) no limiter", "/none", n -> false));
+                    new Contestant("(c) no limiter", "/none", n -> false),
+                    new Contestant("(d) one PING round trip", "/roundtrip", n -> n.equals("ping")));
             // BENCH_ONLY=a (or a,c ...) drives only those contestants: for profiling one of them.
             String only = System.getenv().getOrDefault("BENCH_ONLY", "").trim();
             List<Contestant> contestants = only.isEmpty() ? all
@@ -314,26 +315,41 @@ public final class SpringBench {
                     t.cpuUsPerRequest("redis"), t.cpuUsPerRequest("jvm") + t.cpuUsPerRequest("redis"),
                     t.cpu.getOrDefault("alloc", 0L) / 1024.0 / t.requests);
         }
-        if (cs.size() < 3) {
+        Map<Character, Tally> by = new java.util.HashMap<>();
+        Map<Character, Contestant> who = new java.util.HashMap<>();
+        for (Contestant x : cs) {
+            by.put(x.label().charAt(1), ts.get(x));
+            who.put(x.label().charAt(1), x);
+        }
+        if (!by.keySet().containsAll(List.of('a', 'b', 'c'))) {
             return; // BENCH_ONLY: no ratios against absent contestants
         }
-        Tally a = ts.get(cs.get(0));
-        Tally b = ts.get(cs.get(1));
-        Tally c = ts.get(cs.get(2));
-        // The JVM's steady cost: its CPU less the JIT compilers' (warm-up).
-        double aJvm = a.cpuUsPerRequest("jvm") - a.cpuUsPerRequest("jit") - (c.cpuUsPerRequest("jvm") - c.cpuUsPerRequest("jit"));
-        double bJvm = b.cpuUsPerRequest("jvm") - b.cpuUsPerRequest("jit") - (c.cpuUsPerRequest("jvm") - c.cpuUsPerRequest("jit"));
-        double aRedis = a.cpuUsPerRequest("redis") - c.cpuUsPerRequest("redis");
-        double bRedis = b.cpuUsPerRequest("redis") - c.cpuUsPerRequest("redis");
-        double cAll = c.cpuUsPerRequest("jvm") - c.cpuUsPerRequest("jit") + c.cpuUsPerRequest("redis");
-        System.out.printf(Locale.ROOT, "  limiter's own CPU per request (minus (c), JIT excluded): (a) jvm %.1f + redis %.1f = %.1f us;"
-                + " (b) jvm %.1f + redis %.1f = %.1f us%n", aJvm, aRedis, aJvm + aRedis, bJvm, bRedis, bJvm + bRedis);
-        System.out.printf(Locale.ROOT, "  ratios of the limiter's own CPU (a)/(b): jvm %.3f, redis %.3f, both %.3f;"
-                + " whole request (a)/(c) %.3f, (b)/(c) %.3f (jvm+redis, JIT excluded)%n",
-                aJvm / bJvm, aRedis / bRedis, (aJvm + aRedis) / (bJvm + bRedis), (cAll + aJvm + aRedis) / cAll, (cAll + bJvm + bRedis) / cAll);
+        Tally a = by.get('a');
+        Tally b = by.get('b');
+        Tally c = by.get('c');
+        Tally d = by.get('d');
+        System.out.println("  CPU per request beyond (c)'s (the JVM's less JIT, and redis-server's), us:");
+        for (char k : new char[] {'a', 'b', 'd'}) {
+            Tally t = by.get(k);
+            if (t != null) {
+                System.out.printf(Locale.ROOT, "    %-28s jvm %7.1f + redis %6.1f = %7.1f%n", who.get(k).label(), steadyJvm(t) - steadyJvm(c),
+                        t.cpuUsPerRequest("redis") - c.cpuUsPerRequest("redis"), steady(t) - steady(c));
+            }
+        }
+        System.out.printf(Locale.ROOT, "  ratios: (a)/(b) of that CPU %.3f (jvm %.3f, redis %.3f); whole request (a)/(c) %.3f, (b)/(c) %.3f%n",
+                (steady(a) - steady(c)) / (steady(b) - steady(c)), (steadyJvm(a) - steadyJvm(c)) / (steadyJvm(b) - steadyJvm(c)),
+                (a.cpuUsPerRequest("redis") - c.cpuUsPerRequest("redis")) / (b.cpuUsPerRequest("redis") - c.cpuUsPerRequest("redis")),
+                steady(a) / steady(c), steady(b) / steady(c));
+        if (d != null) {
+            System.out.printf(Locale.ROOT, "  (a)'s gap to (c) = (d)-(c), one round trip through the transport, + (a)-(d), the starter beyond it:%n");
+            System.out.printf(Locale.ROOT, "    CPU  %+.1f us = %+.1f + %+.1f (jvm %+.1f, redis %+.1f)%n", steady(a) - steady(c), steady(d) - steady(c),
+                    steady(a) - steady(d), steadyJvm(a) - steadyJvm(d), a.cpuUsPerRequest("redis") - d.cpuUsPerRequest("redis"));
+            System.out.printf(Locale.ROOT, "    p50  %+.2f ms = %+.2f + %+.2f%n", a.percentileMs(50) - c.percentileMs(50),
+                    d.percentileMs(50) - c.percentileMs(50), a.percentileMs(50) - d.percentileMs(50));
+        }
 
-        double aCalls = a.ownCallsPerRequest(cs.get(0).own());
-        double costRatio = a.ownUsecPerRequest(cs.get(0).own()) / b.ownUsecPerRequest(cs.get(1).own());
+        double aCalls = a.ownCallsPerRequest(who.get('a').own());
+        double costRatio = a.ownUsecPerRequest(who.get('a').own()) / b.ownUsecPerRequest(who.get('b').own());
         double p50Delta = a.percentileMs(50) - c.percentileMs(50);
         System.out.println("\nratios:");
         System.out.printf(Locale.ROOT, "  throughput (a)/(c) %.3f, (b)/(c) %.3f, (a)/(b) %.3f%n", a.rps() / c.rps(), b.rps() / c.rps(), a.rps() / b.rps());
@@ -345,6 +361,16 @@ public final class SpringBench {
                 Math.abs(aCalls - 1.0) < 0.01 ? "met" : "MISSED");
         System.out.printf(Locale.ROOT, "  (a) server cost <= 0.5 x (b): %.3f -> %s%n", costRatio, costRatio <= 0.5 ? "met" : "MISSED");
         System.out.printf(Locale.ROOT, "  (a) p50 <= (c) p50 + 1 ms: %+.2f ms -> %s%n", p50Delta, p50Delta <= 1.0 ? "met" : "MISSED");
+    }
+
+    /** The JVM's CPU per request less the JIT compilers' (warm-up, not a per-request cost). */
+    static double steadyJvm(Tally t) {
+        return t.cpuUsPerRequest("jvm") - t.cpuUsPerRequest("jit");
+    }
+
+    /** The JVM's steady CPU per request plus redis-server's. */
+    static double steady(Tally t) {
+        return steadyJvm(t) + t.cpuUsPerRequest("redis");
     }
 
     static int env(String name, int dflt) {
