@@ -47,28 +47,50 @@ import reactor.core.scheduler.Schedulers;
  */
 public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
 
-    private final ObjectProvider<AnnotationPolicies> policies;
-    private final ObjectProvider<RateLimiter> limiter;
-    private final ObjectProvider<ReactiveCallerResolver> callers;
-    private final ObjectProvider<RateLimitAnswers> answers;
-    private final ObjectProvider<ReactiveOffload> offload;
+    private final Found<AnnotationPolicies> policies;
+    private final Found<RateLimiter> limiter;
+    private final Found<ReactiveCallerResolver> callers;
+    private final Found<RateLimitAnswers> answers;
+    private final Found<ReactiveOffload> offload;
     private final ParameterNameDiscoverer names = new DefaultParameterNameDiscoverer();
     private final ReactiveAdapterRegistry adapters = ReactiveAdapterRegistry.getSharedInstance();
 
     public ReactiveRateLimitInterceptor(ObjectProvider<AnnotationPolicies> policies, ObjectProvider<RateLimiter> limiter,
             ObjectProvider<ReactiveCallerResolver> callers, ObjectProvider<RateLimitAnswers> answers, ObjectProvider<ReactiveOffload> offload) {
-        this.policies = policies;
-        this.limiter = limiter;
-        this.callers = callers;
-        this.answers = answers;
-        this.offload = offload;
+        this.policies = new Found<>(policies);
+        this.limiter = new Found<>(limiter);
+        this.callers = new Found<>(callers);
+        this.answers = new Found<>(answers);
+        this.offload = new Found<>(offload);
+    }
+
+    /**
+     * A bean found on first use, then kept: an ObjectProvider looks its bean up on every call (costly per
+     * request, bench/spring), and the interceptor is made before the beans exist (the post-processor is
+     * infrastructure). An absent bean is looked up again next time.
+     */
+    private static final class Found<T> {
+        private final ObjectProvider<T> provider;
+        private volatile T bean;
+
+        Found(ObjectProvider<T> provider) {
+            this.provider = provider;
+        }
+
+        T get() {
+            T b = bean;
+            if (b == null) {
+                bean = b = provider.getIfAvailable();
+            }
+            return b;
+        }
     }
 
     @Override
     public Object invoke(MethodInvocation inv) throws Throwable {
         Method method = inv.getMethod();
         Class<?> target = inv.getThis() != null ? AopUtils.getTargetClass(inv.getThis()) : method.getDeclaringClass();
-        AnnotationPolicies.Resolved r = policies.getObject().resolve(method, target);
+        AnnotationPolicies.Resolved r = policies.get().resolve(method, target);
         if (r == null) {
             return inv.proceed();
         }
@@ -106,7 +128,7 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
     }
 
     private Mono<Call> decide(MethodInvocation inv, AnnotationPolicies.Resolved r, ServerWebExchange exchange) {
-        ReactiveCallerResolver caller = exchange == null ? null : callers.getIfAvailable();
+        ReactiveCallerResolver caller = exchange == null ? null : callers.get();
         Mono<Optional<String>> user = caller == null ? Mono.just(Optional.empty())
                 : caller.user(exchange).map(Optional::of).defaultIfEmpty(Optional.empty());
         return user.flatMap(u -> {
@@ -135,7 +157,7 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
             }
             CallInput in = new CallInput(key, zone, costs, digest);
             boolean blocking = offloaded();
-            Mono<Permit> permit = Mono.fromCompletionStage(() -> limiter.getObject().acquireAsync(r.policy(), in));
+            Mono<Permit> permit = Mono.fromCompletionStage(() -> limiter.get().acquireAsync(r.policy(), in));
             if (blocking) {
                 permit = permit.subscribeOn(Schedulers.boundedElastic());
             }
@@ -144,7 +166,7 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
     }
 
     private boolean offloaded() {
-        ReactiveOffload o = offload.getIfAvailable();
+        ReactiveOffload o = offload.get();
         return o != null && o.blocking();
     }
 
@@ -198,7 +220,7 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
         // Headers first (the response is not committed yet), then the method's own publisher.
         @SuppressWarnings("unchecked")
         Publisher<Object> run(ReactiveAdapter adapter) {
-            RateLimitAnswers http = answers.getIfAvailable();
+            RateLimitAnswers http = answers.get();
             if (permit.decision() != null && exchange != null && http != null) {
                 org.springframework.http.HttpHeaders target = exchange.getResponse().getHeaders();
                 http.headers(permit.decision()).forEach((name, values) -> target.set(name, values.get(0)));
