@@ -213,3 +213,46 @@ async def test_a_settlement_the_server_refuses_is_logged_not_raised(server, raw,
     assert _held_and_left(raw, "oom2") == (0, 990)
     assert caplog.text.count("OOM command not allowed") == 2, caplog.text
     await client.aclose()
+
+
+@pytest.mark.anyio
+async def test_acquire_cancelled_while_deciding_gives_the_lease_back():
+    """``async with limiter.acquire(...)`` cancelled while its RL.ALL is on
+    the wire (a client that went away during a stall): the call still runs
+    on Redis when it resumes, and what it took is given back."""
+    import signal
+
+    import redis.asyncio
+
+    from redis_rl import AsyncRateLimiter, concurrency, quota
+    from servers import Server
+
+    policy = Policy("cancel", [concurrency("inflight", 2, timedelta(seconds=60)),
+                               quota("tokens", "UTC", "day", 1000, metered=True)])
+    with Server() as s:
+        raw = s.client()
+        client = redis.asyncio.Redis(port=s.port)
+        limiter = AsyncRateLimiter(client)
+        await limiter.ensure_module()
+        entered = []
+
+        async def request():
+            async with limiter.acquire(policy, "k", estimate=100):
+                entered.append(True)
+
+        s.proc.send_signal(signal.SIGSTOP)
+        try:
+            task = asyncio.ensure_future(request())
+            await asyncio.sleep(0.2)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        finally:
+            s.proc.send_signal(signal.SIGCONT)
+        deadline = time.monotonic() + 5
+        while (await asyncio.to_thread(_held_and_left, raw, "cancel")) != (0, 1000):
+            assert time.monotonic() < deadline, f"leaked (held, tokens left): {_held_and_left(raw, 'cancel')}"
+            await asyncio.sleep(0.05)
+        assert entered == []
+        await client.aclose()
+        raw.close()

@@ -16,7 +16,7 @@ import redis
 from .client import AsyncRateLimiter, RateLimiter
 from .errors import ModuleNotLoadedError, RateLimitError
 from .policy import Policy, PolicyDecision
-from .scope import AsyncPermit, Permit
+from .scope import AsyncPermit, Permit, give_back_when_landed
 
 log = logging.getLogger("redis_rl")
 
@@ -25,11 +25,6 @@ log = logging.getLogger("redis_rl")
 # without any reachable node.
 UNAVAILABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, TimeoutError, OSError,
                redis.exceptions.ClusterDownError, redis.exceptions.TryAgainError, redis.exceptions.ClusterError)
-
-# How long a decision that outlived its budget (or its request) may still
-# answer: Redis runs a command it has read even when the caller stopped
-# waiting, so its lease and estimate are given back when the reply lands.
-LATE_REPLY_WAIT = 60.0
 
 
 class AsyncGuard:
@@ -56,28 +51,15 @@ class AsyncGuard:
         except ModuleNotLoadedError:
             raise
         except asyncio.CancelledError:
-            self._give_back_late(task)
+            give_back_when_landed(self.limiter, task)
             raise
         except TimeoutError as e:  # the budget (asyncio's timeout is the builtin one)
-            self._give_back_late(task)
+            give_back_when_landed(self.limiter, task)
             self._trip(e)
             return None
         except UNAVAILABLE as e:
             self._trip(e)
             return None
-
-    def _give_back_late(self, task: asyncio.Future[PolicyDecision]) -> None:
-        async def give_back() -> None:
-            try:
-                decision = await asyncio.wait_for(task, LATE_REPLY_WAIT)
-            except BaseException:  # never answered, or failed: nothing was taken that we know of
-                return
-            if decision.allowed:
-                try:
-                    await AsyncPermit(self.limiter, decision).close()  # nothing used
-                except Exception as e:
-                    log.warning("redis_rl: could not give back a late decision of %s: %s", decision.policy.name, e)
-        self._keep(asyncio.get_running_loop().create_task(give_back()))
 
     def _keep(self, task: asyncio.Future[Any]) -> None:
         self._late.add(task)
