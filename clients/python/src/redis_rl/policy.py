@@ -171,6 +171,12 @@ class Policy:
         set_(self, "limits", limits)
         set_(self, "prefix", prefix)
         set_(self, "tag", tag)
+        # Checked here, not on the first request: a budget of 0 or less would
+        # answer every decision "unavailable" (and open the circuit).
+        if not isinstance(budget, timedelta) or budget <= timedelta(0):
+            raise ValueError(f"invalid budget {budget!r}: a timedelta above 0")
+        if not isinstance(inflight_retry_after, timedelta) or inflight_retry_after < timedelta(0):
+            raise ValueError(f"invalid inflight_retry_after {inflight_retry_after!r}: a timedelta of 0 or more")
         set_(self, "fail", FailMode(fail))
         set_(self, "budget", budget)
         set_(self, "inflight_retry_after", inflight_retry_after)
@@ -220,6 +226,21 @@ class Policy:
             out.append(k)
         return out
 
+    def lease_releases(self, key: str, token: str, subkeys: Mapping[str, str] | None = None) -> list[Call]:
+        """RL.RELEASE of ``token`` on each concurrency limit of ``key``: what
+        gives back a lease whose admission may have run while its reply was
+        lost. Safe either way: releasing a token not held changes nothing."""
+        return [c.release(k, [token]) for g, k in zip(self.groups, self._keys(key, subkeys)) if g.kind == "lease"]
+
+    @property
+    def has_lease(self) -> bool:
+        return any(g.kind == "lease" for g in self.groups)
+
+    @property
+    def needs_permit(self) -> bool:
+        """A decision holds a lease or an estimate that only a permit's close gives back."""
+        return any(lim.kind == "lease" or lim.metered for lim in self.limits)
+
     # --- planning one decision ---
 
     def plan(self, key: str, *, cost: int = 1, estimate: int | None = None, zone: a.Zone | None = None,
@@ -230,8 +251,10 @@ class Policy:
         Everything but the keys and the lease token is checked and laid out
         once per shape (cost, estimate, zone, overrides, details) and kept, so
         a decision costs little more than its keys' f-strings."""
-        if not isinstance(key, str) or not key:
-            raise ValueError(f"invalid key {key!r}: a non-empty str")
+        if not isinstance(key, str) or not key or (self.tag is None and key.startswith("}")):
+            # A key starting with '}' would make the hash tag empty ("{}"): each
+            # key would then hash alone and RL.ALL get CROSSSLOT under Cluster.
+            raise ValueError(f"invalid key {key!r}: a non-empty str not starting with '}}'")
         shape = (cost, estimate, zone, tuple(sorted(overrides.items())) if overrides else None, details)
         try:
             tpl = self._templates.get(shape)
@@ -427,6 +450,12 @@ class Plan:
             return PolicyDecision(p, reply.limited, binding, reply, reply, self)
         name = p.groups[0].limits[0].name
         return PolicyDecision(p, reply.limited, name, reply, reply, self, [{name: reply}])
+
+    def lease_releases(self) -> list[Call]:
+        """RL.RELEASE of this decision's lease token (none without a concurrency limit)."""
+        if self.token is None:
+            return []
+        return [c.release(k, [self.token]) for g, k in zip(self.policy.groups, self.keys) if g.kind == "lease"]
 
     def settlement(self, used: int | None) -> list[Call]:
         """What ends an admitted decision: the metered clauses settled from the
