@@ -40,8 +40,6 @@ def test_a_key_starting_with_a_closing_brace_is_refused():
     with pytest.raises(ValueError, match="invalid key"):
         policy.plan("}x")
     assert policy.plan("x}y").call.args[2] == "p:{x}y}:a"  # a brace later keeps the tag "x"
-    tagged = Policy("t", [sliding_window("a", 5, S)], tag="t")
-    assert tagged.plan("}x").call.args[1] == "t:{t}:}x:a"  # with a fixed tag the key is outside it
 
 
 LEASE = Policy("lease", [concurrency("inflight", 2, 60 * S)])

@@ -16,9 +16,9 @@ import redis
 
 from .client import AsyncRateLimiter, RateLimiter
 from .commands import Call
-from .errors import ModuleNotLoadedError
+from .errors import ModuleNotLoadedError, RateLimitError
 from .policy import Policy, PolicyDecision
-from .scope import AsyncPermit, Permit
+from .scope import AsyncPermit, Permit, give_back_when_landed
 
 log = logging.getLogger("redis_rl")
 
@@ -27,11 +27,6 @@ log = logging.getLogger("redis_rl")
 # without any reachable node.
 UNAVAILABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, TimeoutError, OSError,
                redis.exceptions.ClusterDownError, redis.exceptions.TryAgainError, redis.exceptions.ClusterError)
-
-# How long a decision that outlived its budget (or its request) may still
-# answer: Redis runs a command it has read even when the caller stopped
-# waiting, so its lease and estimate are given back when the reply lands.
-LATE_REPLY_WAIT = 60.0
 
 # Leases whose admission may have run while its reply was lost (a socket
 # timeout, a broken connection, a redis-py retry): released by token when
@@ -86,10 +81,10 @@ class AsyncGuard:
         except ModuleNotLoadedError:
             raise
         except asyncio.CancelledError:
-            self._give_back_late(task, _releases(policy, key, kw))
+            give_back_when_landed(self.limiter, task, self._lost(_releases(policy, key, kw)))
             raise
         except TimeoutError as e:  # the budget (asyncio's timeout is the builtin one)
-            self._give_back_late(task, _releases(policy, key, kw))
+            give_back_when_landed(self.limiter, task, self._lost(_releases(policy, key, kw)))
             self._trip(e)
             return None
         except UNAVAILABLE as e:  # sent, maybe run, its reply lost
@@ -97,22 +92,14 @@ class AsyncGuard:
             self._trip(e)
             return None
 
-    def _give_back_late(self, task: asyncio.Future[PolicyDecision], releases: list[Call]) -> None:
-        async def give_back() -> None:
-            try:
-                decision = await asyncio.wait_for(task, LATE_REPLY_WAIT)
-            except (*UNAVAILABLE, asyncio.CancelledError) as e:  # the reply is lost, not the call
+    def _lost(self, releases: list[Call]) -> Any:
+        """What a late reply that never lands does: its lease is released by
+        token when Redis answers again."""
+        def lost(e: BaseException) -> None:
+            if isinstance(e, (*UNAVAILABLE, asyncio.CancelledError)):
                 self._release_later(releases)
                 self._trip(e)
-                return
-            except BaseException:  # an error reply: nothing was taken
-                return
-            if decision.allowed:
-                try:
-                    await AsyncPermit(self.limiter, decision).close()  # nothing used
-                except Exception as e:
-                    log.warning("redis_rl: could not give back a late decision of %s: %s", decision.policy.name, e)
-        self._keep(asyncio.get_running_loop().create_task(give_back()))
+        return lost
 
     def _keep(self, task: asyncio.Future[Any]) -> None:
         self._late.add(task)
@@ -120,19 +107,26 @@ class AsyncGuard:
 
     def _done(self, task: asyncio.Future[Any]) -> None:
         self._late.discard(task)
-        if not task.cancelled() and task.exception() is not None:  # retrieved: logged once, here
-            log.warning("redis_rl: a background settlement failed: %s", task.exception())
+        if not task.cancelled():
+            task.exception()  # retrieved (asyncio would log it as never retrieved): reported by who awaited it
+
+    @staticmethod
+    def _log_failure(task: asyncio.Future[Any]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("redis_rl: a settlement that outlived its budget failed: %s", task.exception())
 
     async def close(self, permit: AsyncPermit, budget: float) -> None:
         """Ends a scope's permit within ``budget`` s; when Redis cannot be
         reached the lease expires by its TTL and the estimate stays taken
-        (logged), instead of failing a request whose work is done."""
+        (logged), instead of failing a request whose work is done; an error
+        reply (a DEBIT refused over maxmemory) is logged too — the other
+        calls of the pipelined settlement, the release among them, ran."""
         # Shielded: past the budget the settlement goes on in the background
         # (AsyncPermit.close would otherwise hold the answer until it ends).
         async def settle() -> None:
             try:
                 await permit.close()
-            except UNAVAILABLE as e:
+            except UNAVAILABLE as e:  # the lease goes back by token once Redis answers
                 self._release_later(permit.decision.plan.lease_releases())
                 self._trip(e)
                 raise
@@ -143,6 +137,10 @@ class AsyncGuard:
         except UNAVAILABLE as e:
             log.warning("redis_rl: could not release/settle %s: %s", permit.decision.policy.name, e)
             self._trip(e)
+            if not task.done():  # past the budget: it goes on, and says if it fails
+                task.add_done_callback(self._log_failure)
+        except RateLimitError as e:  # e.g. a DEBIT refused over maxmemory: the work is done, the rest ran
+            log.warning("redis_rl: the server refused a settlement of %s: %s", permit.decision.policy.name, e)
 
     def _release_later(self, calls: list[Call]) -> None:
         """Queued for the probe, which sends them before it closes the circuit."""
@@ -160,7 +158,7 @@ class AsyncGuard:
                     self._release_later(calls[i:])
                     return False
                 except Exception as e:  # an error reply: that one cannot be released
-                    log.warning("redis_rl: could not release lease on %s: %s", call.key, e)
+                    log.warning("redis_rl: could not release a lease on %s: %s", call.key, e)
         return True
 
     def _trip(self, e: BaseException) -> None:
@@ -215,13 +213,18 @@ class Guard:
 
     def close(self, permit: Permit) -> None:
         """Ends a scope's permit; when Redis cannot be reached the lease
-        expires by its TTL and the estimate stays taken (logged)."""
+        expires by its TTL and the estimate stays taken (logged); an error
+        reply is logged, not raised (the rest of the settlement ran)."""
         try:
             permit.close()
         except UNAVAILABLE as e:
             log.warning("redis_rl: could not release/settle %s: %s", permit.decision.policy.name, e)
             self._release_later(permit.decision.plan.lease_releases())
             self._trip(e)
+            if not task.done():  # past the budget: it goes on, and says if it fails
+                task.add_done_callback(self._log_failure)
+        except RateLimitError as e:  # e.g. a DEBIT refused over maxmemory: the work is done, the rest ran
+            log.warning("redis_rl: the server refused a settlement of %s: %s", permit.decision.policy.name, e)
 
     def _release_later(self, calls: list[Call]) -> None:
         with self._lock:
@@ -241,7 +244,7 @@ class Guard:
                     self._release_later(calls[i:])
                     return False
                 except Exception as e:  # an error reply: that one cannot be released
-                    log.warning("redis_rl: could not release lease on %s: %s", call.key, e)
+                    log.warning("redis_rl: could not release a lease on %s: %s", call.key, e)
 
     def _trip(self, e: BaseException) -> None:
         with self._lock:

@@ -10,11 +10,21 @@ import dev.redisratelimit.spring.core.LocalLimiter;
 import dev.redisratelimit.spring.core.RateLimiter;
 import dev.redisratelimit.spring.core.RedisAvailability;
 import dev.redisratelimit.spring.core.RuntimeLimits;
+import dev.redisratelimit.spring.http.DefaultRateLimitAnswers;
+import dev.redisratelimit.spring.http.RateLimitAnswers;
+import dev.redisratelimit.spring.reactive.DefaultReactiveCallerResolver;
+import dev.redisratelimit.spring.reactive.ReactiveCallerResolver;
+import dev.redisratelimit.spring.reactive.ReactiveOffload;
+import dev.redisratelimit.spring.reactive.ReactiveRateLimitExceptionHandler;
+import dev.redisratelimit.spring.reactive.ReactiveRateLimitInterceptor;
+import dev.redisratelimit.spring.reactive.RateLimitWebFilter;
 import dev.redisratelimit.spring.web.CallerResolver;
 import dev.redisratelimit.spring.web.DefaultCallerResolver;
 import dev.redisratelimit.spring.web.DefaultRateLimitHttpAnswers;
 import dev.redisratelimit.spring.web.RateLimitExceptionHandler;
 import dev.redisratelimit.spring.web.RateLimitHttpAnswers;
+import dev.redisratelimit.spring.web.RateLimitRouteInterceptor;
+import dev.redisratelimit.spring.web.RateLimitRoutes;
 import dev.redisratelimit.spring.web.RequestBodyCachingFilter;
 import io.lettuce.core.resource.Delay;
 import java.time.Duration;
@@ -33,18 +43,22 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplicat
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Conditional;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Role;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
+import org.springframework.util.ClassUtils;
 import org.springframework.web.servlet.DispatcherServlet;
+import org.springframework.web.servlet.config.annotation.InterceptorRegistry;
+import org.springframework.web.servlet.config.annotation.WebMvcConfigurer;
 
 /**
  * The starter's beans, each replaceable by one of your own: the Java
  * client's transport over Spring Data Redis's connection factory (so
  * {@code spring.data.redis.*} configures standalone or Cluster) and its async
  * client, the limiter, the runtime limits, the
- * {@code @RateLimited} proxying, and in a servlet app the caller resolver and
- * the HTTP answers.
+ * {@code @RateLimited} proxying, and in a servlet or a WebFlux app the caller
+ * resolver and the HTTP answers.
  */
 @AutoConfiguration(afterName = "org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration")
 @ConditionalOnClass(RedisConnectionFactory.class)
@@ -91,8 +105,10 @@ public class RateLimitAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     public RateLimiter rateLimiter(RateLimitAsyncClient client, RuntimeLimits limits, RedisAvailability availability, LocalLimiter local,
-            RateLimitProperties p) {
-        return new RateLimiter(client, limits, availability, local, p.getPrefix(), p.getDecisionBudget(), p.getOnRedisDown());
+            RateLimitProperties p, ObjectProvider<RedisConnectionFactory> factory) {
+        RateLimiter limiter = new RateLimiter(client, limits, availability, local, p.getPrefix(), p.getDecisionBudget(), p.getOnRedisDown());
+        limiter.setClustered(ClusterAware.isCluster(factory.getIfAvailable()));
+        return limiter;
     }
 
     @Bean
@@ -111,6 +127,7 @@ public class RateLimitAutoConfiguration {
 
     @Bean
     @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+    @Conditional(OnNotReactiveWebApplication.class)
     static RateLimitAdvisingPostProcessor rateLimitAdvisingPostProcessor(ObjectProvider<AnnotationPolicies> policies,
             ObjectProvider<RateLimiter> limiter, ObjectProvider<CallerResolver> callers, ObjectProvider<RateLimitHttpAnswers> answers) {
         return new RateLimitAdvisingPostProcessor(policies, new RateLimitMethodInterceptor(policies, limiter, callers, answers));
@@ -129,6 +146,33 @@ public class RateLimitAutoConfiguration {
                     builder.reconnectDelay(Delay.exponential(Duration.ofMillis(10), max, 2, TimeUnit.MILLISECONDS));
                 }
             };
+        }
+    }
+
+    /** Whether the connection factory talks to a Cluster (each driver's class is looked at only when present). */
+    static final class ClusterAware {
+        private static final ClassLoader LOADER = ClusterAware.class.getClassLoader();
+
+        static boolean isCluster(RedisConnectionFactory f) {
+            if (f == null) {
+                return false;
+            }
+            if (ClassUtils.isPresent("io.lettuce.core.RedisClient", LOADER) && Lettuce.isCluster(f)) {
+                return true;
+            }
+            return ClassUtils.isPresent("redis.clients.jedis.Jedis", LOADER) && Jedis.isCluster(f);
+        }
+
+        static final class Lettuce {
+            static boolean isCluster(RedisConnectionFactory f) {
+                return f instanceof org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory l && l.isClusterAware();
+            }
+        }
+
+        static final class Jedis {
+            static boolean isCluster(RedisConnectionFactory f) {
+                return f instanceof org.springframework.data.redis.connection.jedis.JedisConnectionFactory j && j.isRedisClusterAware();
+            }
         }
     }
 
@@ -158,6 +202,80 @@ public class RateLimitAutoConfiguration {
         @ConditionalOnMissingBean
         RequestBodyCachingFilter rateLimitRequestBodyCachingFilter() {
             return new RequestBodyCachingFilter(1 << 20);
+        }
+
+        // ratelimit.routes, checked at start-up (after the YAML policies are registered).
+        @Bean
+        @ConditionalOnMissingBean
+        RateLimitRoutes rateLimitRoutes(RateLimitProperties p, AnnotationPolicies policies, RateLimiter limiter) {
+            return new RateLimitRoutes(p, limiter.policies());
+        }
+
+        @Bean
+        WebMvcConfigurer rateLimitRoutesConfigurer(RateLimitRoutes routes, RateLimiter limiter, AnnotationPolicies policies,
+                CallerResolver caller, RateLimitHttpAnswers answers) {
+            return new WebMvcConfigurer() {
+                @Override
+                public void addInterceptors(InterceptorRegistry registry) {
+                    if (!routes.isEmpty()) {
+                        registry.addInterceptor(new RateLimitRouteInterceptor(routes, limiter, policies, caller, answers));
+                    }
+                }
+            };
+        }
+    }
+
+    /**
+     * A WebFlux app: {@code @RateLimited} methods returning Mono/Flux decided
+     * without blocking, the exchange through the Reactor Context, the same
+     * headers and problem bodies as MVC. With Spring Data Redis's Jedis
+     * driver (blocking) the decisions are sent from boundedElastic.
+     */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.REACTIVE)
+    @ConditionalOnClass(name = "org.springframework.web.reactive.DispatcherHandler")
+    static class ReactiveAnswers {
+
+        @Bean
+        @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+        static RateLimitAdvisingPostProcessor rateLimitReactiveAdvisingPostProcessor(ObjectProvider<AnnotationPolicies> policies,
+                ObjectProvider<RateLimiter> limiter, ObjectProvider<ReactiveCallerResolver> callers, ObjectProvider<RateLimitAnswers> answers,
+                ObjectProvider<ReactiveOffload> offload) {
+            return new RateLimitAdvisingPostProcessor(policies, new ReactiveRateLimitInterceptor(policies, limiter, callers, answers, offload));
+        }
+
+        @Bean
+        @ConditionalOnMissingBean
+        ReactiveOffload rateLimitReactiveOffload(RateLimitTransport transport) {
+            ReactiveOffload o = ReactiveOffload.of(transport);
+            if (o.blocking()) {
+                org.slf4j.LoggerFactory.getLogger(RateLimitAutoConfiguration.class).info(
+                        "rate limits: the Redis driver (Jedis) blocks; WebFlux decisions are sent from Reactor's boundedElastic scheduler");
+            }
+            return o;
+        }
+
+        @Bean
+        @ConditionalOnMissingBean
+        ReactiveCallerResolver rateLimitReactiveCallerResolver(RateLimitProperties p) {
+            return new DefaultReactiveCallerResolver(p.getUserHeader());
+        }
+
+        @Bean
+        @ConditionalOnMissingBean
+        RateLimitAnswers rateLimitAnswers(RateLimitProperties p) {
+            return new DefaultRateLimitAnswers(p.isRateLimitHeaders(), p.isLegacyHeaders(), p.getConcurrencyRetryAfter());
+        }
+
+        @Bean
+        ReactiveRateLimitExceptionHandler rateLimitReactiveExceptionHandler(RateLimitAnswers answers) {
+            return new ReactiveRateLimitExceptionHandler(answers);
+        }
+
+        @Bean
+        @ConditionalOnMissingBean
+        RateLimitWebFilter rateLimitWebFilter() {
+            return new RateLimitWebFilter(1 << 20);
         }
     }
 

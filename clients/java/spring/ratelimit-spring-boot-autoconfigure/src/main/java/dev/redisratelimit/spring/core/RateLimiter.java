@@ -22,9 +22,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
+import org.springframework.data.redis.connection.ClusterSlotHashUtil;
 import org.slf4j.LoggerFactory;
 
 /**
@@ -52,6 +54,8 @@ public final class RateLimiter {
     private final OnRedisDown defaultDown;
     // Cleared if the loaded module predates RL.ALL's DETAILS option: headers then show the binding limit only.
     private volatile boolean details = true;
+    // Set under Cluster: clauses whose keys hash to different slots are decided slot by slot.
+    private volatile boolean clustered;
     // Told of every decision (Micrometer meters when the app has Micrometer); no-op otherwise.
     private volatile DecisionObserver observer = DecisionObserver.NONE;
     // Every registered policy by name (the Actuator endpoint lists and peeks them).
@@ -83,6 +87,15 @@ public final class RateLimiter {
         return java.util.Collections.unmodifiableMap(policies);
     }
 
+    /**
+     * Says that Redis is a Cluster (the auto-configuration sets it from the
+     * connection factory): a request whose policies' keys hash to different
+     * slots is then decided slot by slot. Learnt from a CROSSSLOT reply too.
+     */
+    public void setClustered(boolean clustered) {
+        this.clustered = clustered;
+    }
+
     /** Tells {@code observer} of every decision from now on (replacing the previous one). */
     public void setObserver(DecisionObserver observer) {
         this.observer = observer == null ? DecisionObserver.NONE : observer;
@@ -96,13 +109,25 @@ public final class RateLimiter {
      * @throws RateLimitUnavailableException when Redis is down and the policy fails closed
      */
     public Permit acquire(CompiledPolicy policy, CallInput in) {
-        CompletableFuture<Permit> f = acquireAsync(policy, in).toCompletableFuture();
+        return acquire(List.of(new PolicyCall(policy, in)));
+    }
+
+    /**
+     * Decides several policies for one request together — the routes it
+     * matches and its handler's {@code @RateLimited} — waiting for
+     * {@link #acquireAsync(List)}.
+     *
+     * @throws RateLimitRefusedException when a limit refuses
+     * @throws RateLimitUnavailableException when Redis is down and a policy fails closed
+     */
+    public Permit acquire(List<PolicyCall> calls) {
+        CompletableFuture<Permit> f = acquireAsync(calls).toCompletableFuture();
         try {
             return f.get();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             f.thenAccept(p -> p.closeAsync(Map.of())); // nobody will close what is decided after all
-            throw new RateLimitUnavailableException(policy.name(), e);
+            throw new RateLimitUnavailableException(calls.get(0).policy().name(), e);
         } catch (ExecutionException e) {
             Throwable cause = unwrap(e);
             if (cause instanceof RuntimeException re) {
@@ -120,32 +145,56 @@ public final class RateLimiter {
      * or {@link RateLimitConfigurationException} where {@link #acquire} throws them.
      */
     public CompletionStage<Permit> acquireAsync(CompiledPolicy policy, CallInput in) {
+        return acquireAsync(List.of(new PolicyCall(policy, in)));
+    }
+
+    /**
+     * Decides several policies for one request together (its routes and its
+     * handler's {@code @RateLimited}) with one RL.ALL of all their clauses:
+     * admitted only if every clause admits, nothing written otherwise; the
+     * binding limit and the headers come from the combined reply (every
+     * policy's items, in call order). Under Cluster, clauses whose keys hash
+     * to different slots are decided slot by slot (one RL.ALL per slot, sent
+     * together) and the slots that admitted are refunded if another refused.
+     * A lockout policy (RL.LOCKCOUNT) is decided alone. The one decision path:
+     * a single policy is a list of one.
+     */
+    public CompletionStage<Permit> acquireAsync(List<PolicyCall> calls) {
+        if (calls.isEmpty()) {
+            return CompletableFuture.failedFuture(new IllegalArgumentException("nothing to decide"));
+        }
         long started = System.nanoTime();
         DecisionObserver o = observer;
         CompletableFuture<Permit> f;
         try {
             if (availability.isDown()) {
-                f = CompletableFuture.completedFuture(whenDown(policy, in, null));
+                f = CompletableFuture.completedFuture(whenDown(calls, null));
+            } else if (calls.size() == 1 && calls.get(0).policy().isLockout()) {
+                f = lockout(calls.get(0).policy(), calls.get(0).input());
             } else {
-                f = policy.isLockout() ? lockout(policy, in) : all(policy, in, true);
+                f = all(calls, true);
             }
         } catch (RuntimeException e) {
             f = CompletableFuture.failedFuture(e);
         }
-        return f.whenComplete((p, failure) -> observe(o, policy, unwrap(failure), System.nanoTime() - started));
+        return f.whenComplete((p, failure) -> observe(o, calls, unwrap(failure), System.nanoTime() - started));
     }
 
-    private static void observe(DecisionObserver o, CompiledPolicy policy, Throwable e, long nanos) {
-        if (e == null) {
-            o.decided(policy.name(), DecisionObserver.Outcome.ADMITTED, null, nanos);
-        } else if (e instanceof RateLimitRefusedException r) {
-            o.decided(policy.name(), DecisionObserver.Outcome.REFUSED, r.getDecision().kind(), nanos);
-        } else if (e instanceof RateLimitUnavailableException) {
-            o.decided(policy.name(), DecisionObserver.Outcome.UNAVAILABLE, null, nanos);
-        } else {
-            o.error(policy.name(), e instanceof RateLimitConfigurationException ? DecisionObserver.ErrorKind.CONFIGURATION
-                    : DecisionObserver.ErrorKind.OTHER);
-            o.decided(policy.name(), DecisionObserver.Outcome.ERROR, null, nanos);
+    // Every policy of a combined decision sees its outcome (the request was refused, so each policy refused it).
+    private static void observe(DecisionObserver o, List<PolicyCall> calls, Throwable e, long nanos) {
+        for (int i = 0; i < calls.size(); i++) {
+            String policy = calls.get(i).policy().name();
+            if (e == null) {
+                o.decided(policy, DecisionObserver.Outcome.ADMITTED, null, nanos);
+            } else if (e instanceof RateLimitRefusedException r) {
+                o.decided(policy, DecisionObserver.Outcome.REFUSED, r.getDecision().kind(), nanos);
+            } else if (e instanceof RateLimitUnavailableException) {
+                o.decided(policy, DecisionObserver.Outcome.UNAVAILABLE, null, nanos);
+            } else {
+                o.error(policy, e instanceof RateLimitConfigurationException ? DecisionObserver.ErrorKind.CONFIGURATION
+                        : DecisionObserver.ErrorKind.OTHER);
+                o.decided(policy, DecisionObserver.Outcome.ERROR, null, nanos);
+            }
         }
     }
 
@@ -188,7 +237,8 @@ public final class RateLimiter {
             }
         }
         try {
-            return decision(policy, (AllDecision) within(client.allPeek(clauses, details ? Options.none().withDetails() : Options.none())).join());
+            AllDecision r = within(client.allPeek(clauses, details ? Options.none().withDetails() : Options.none())).join();
+            return decision(new Batch(List.of(new PolicyCall(policy, in)), clauses.size()).identity(), Outcome.of(r, null));
         } catch (CompletionException e) {
             Throwable cause = unwrap(e);
             if (cause instanceof Unavailable u) {
@@ -198,58 +248,284 @@ public final class RateLimiter {
         }
     }
 
-    private CompletableFuture<Permit> all(CompiledPolicy policy, CallInput in, boolean firstTry) {
-        List<dev.redisratelimit.spring.core.Clause> specs = policy.clauses();
-        List<Clause> clauses = new ArrayList<>(specs.size());
-        List<Permit.Lease> leases = new ArrayList<>();
-        List<Permit.Estimate> estimates = new ArrayList<>();
-        for (int ci = 0; ci < specs.size(); ci++) {
-            dev.redisratelimit.spring.core.Clause c = specs.get(ci);
-            long cost = in.costs() != null && ci < in.costs().length ? in.costs()[ci] : 1;
-            String key = key(policy, c, in);
-            Clause clause;
-            if (c.type() == LimitType.CONCURRENCY) {
-                LimitSpec l = policy.limitOf(c.items().get(0));
-                String token = UUID.randomUUID().toString();
-                clause = new Clause.Lease(key, runtime.count(policy.name(), l), l.ttl(), token, 1);
-                leases.add(new Permit.Lease(key, token));
-            } else {
-                clause = clause(policy, c, in, key).withCost(cost);
-                if (c.settle() != null) {
-                    estimates.add(new Permit.Estimate(ci, clause, cost));
-                }
+    /** One request's clauses, flattened across its policy calls, with where each came from. */
+    private static final class Batch {
+        final List<PolicyCall> calls;
+        final List<Clause> clauses;
+        final int[] callOf;
+        final int[] clauseOf;
+        final List<Permit.Lease> leases = new ArrayList<>();
+        final List<Permit.Estimate> estimates = new ArrayList<>();
+
+        Batch(List<PolicyCall> calls, int size) {
+            this.calls = calls;
+            this.clauses = new ArrayList<>(size);
+            this.callOf = new int[size];
+            this.clauseOf = new int[size];
+        }
+
+        // A one-policy batch whose clauses are that policy's, in order (peeks).
+        Batch identity() {
+            for (int i = 0; i < callOf.length; i++) {
+                clauseOf[i] = i;
             }
-            clauses.add(clause);
+            return this;
         }
+
+        String names() {
+            if (calls.size() == 1) {
+                return "'" + calls.get(0).policy().name() + "'";
+            }
+            StringBuilder sb = new StringBuilder();
+            for (PolicyCall c : calls) {
+                sb.append(sb.length() == 0 ? "'" : ", '").append(c.policy().name()).append('\'');
+            }
+            return sb.toString();
+        }
+    }
+
+    /**
+     * RL.ALL's seven integers (clause 0-based in the batch) and, with DETAILS,
+     * each batch clause's rule states (an entry may be null: not known).
+     */
+    private record Outcome(boolean limited, int clause, int rule, long remaining, long retryAfter, long resetAfter,
+            List<List<RuleState>> details) {
+
+        static Outcome of(AllDecision r, int[] flat) {
+            int c = flat == null ? r.clause() - 1 : flat[r.clause() - 1];
+            return new Outcome(r.limited(), c, r.rule(), r.remaining(), r.retryAfterMillis(), r.resetAfterMillis(),
+                    r.hasDetails() && flat == null ? r.details() : null);
+        }
+    }
+
+    private Batch batch(List<PolicyCall> calls) {
+        int size = 0;
+        for (PolicyCall c : calls) {
+            if (c.policy().isLockout()) {
+                throw new RateLimitConfigurationException("policy '" + c.policy().name()
+                        + "' is a lockout (RL.LOCKCOUNT): it is decided alone, not with other policies");
+            }
+            size += c.policy().clauses().size();
+        }
+        Batch b = new Batch(calls, size);
+        int flat = 0;
+        for (int k = 0; k < calls.size(); k++) {
+            CompiledPolicy policy = calls.get(k).policy();
+            CallInput in = calls.get(k).input();
+            List<dev.redisratelimit.spring.core.Clause> specs = policy.clauses();
+            for (int ci = 0; ci < specs.size(); ci++, flat++) {
+                dev.redisratelimit.spring.core.Clause c = specs.get(ci);
+                long cost = in.costs() != null && ci < in.costs().length ? in.costs()[ci] : 1;
+                String key = key(policy, c, in);
+                Clause clause;
+                if (c.type() == LimitType.CONCURRENCY) {
+                    LimitSpec l = policy.limitOf(c.items().get(0));
+                    // Unique, not secret (Redis access is the trust boundary): ThreadLocalRandom, as
+                    // UUID.randomUUID's SecureRandom reads /dev/urandom, a blocking call on an event loop.
+                    ThreadLocalRandom rnd = ThreadLocalRandom.current();
+                    String token = new UUID(rnd.nextLong(), rnd.nextLong()).toString();
+                    clause = new Clause.Lease(key, runtime.count(policy.name(), l), l.ttl(), token, 1);
+                    b.leases.add(new Permit.Lease(key, token));
+                } else {
+                    clause = clause(policy, c, in, key).withCost(cost);
+                    if (c.settle() != null) {
+                        b.estimates.add(new Permit.Estimate(ci, clause, cost));
+                    }
+                }
+                b.clauses.add(clause);
+                b.callOf[flat] = k;
+                b.clauseOf[flat] = ci;
+            }
+        }
+        return b;
+    }
+
+    private CompletableFuture<Permit> all(List<PolicyCall> calls, boolean firstTry) {
+        Batch b = batch(calls);
         boolean withDetails = details;
-        CompletionStage<AllDecision> sent;
+        boolean slotted = clustered;
+        CompletableFuture<Outcome> sent;
         try {
-            sent = client.all(clauses, withDetails ? Options.none().withDetails() : Options.none());
+            List<int[]> groups = slotted ? slotGroups(b.clauses) : null;
+            sent = groups == null
+                    ? within(client.all(b.clauses, withDetails ? Options.none().withDetails() : Options.none())).thenApply(r -> Outcome.of(r, null))
+                    : bySlot(b, groups, withDetails);
         } catch (IllegalArgumentException e) {
-            throw new RateLimitConfigurationException("rate limit '" + policy.name() + "': " + e.getMessage(), e);
+            throw new RateLimitConfigurationException("rate limit " + b.names() + ": " + e.getMessage(), e);
         }
-        return within(sent).handle((reply, failure) -> stage(() -> {
+        return sent.handle((out, failure) -> stage(() -> {
             Throwable e = unwrap(failure);
             if (e instanceof Unavailable) {
-                return CompletableFuture.completedFuture(whenDown(policy, in, e.getCause()));
+                return CompletableFuture.completedFuture(whenDown(calls, e.getCause()));
             }
             if (e instanceof RateLimitException) {
-                if (withDetails && firstTry && String.valueOf(e.getMessage()).contains("DETAILS")) {
+                String m = String.valueOf(e.getMessage());
+                if (withDetails && firstTry && m.contains("DETAILS")) {
                     log.warn("the loaded ratelimit module has no RL.ALL DETAILS: RateLimit headers will show the binding limit only");
                     details = false;
-                    return all(policy, in, false);
+                    return all(calls, false);
                 }
-                throw new RateLimitConfigurationException("Redis refused rate limit '" + policy.name() + "': " + e.getMessage(), e);
+                if (!slotted && m.startsWith("CROSSSLOT")) {
+                    // A Cluster the auto-configuration did not recognise: decide slot by slot from now on.
+                    log.info("Redis answered CROSSSLOT: policies keyed differently are decided slot by slot from now on");
+                    clustered = true;
+                    return all(calls, firstTry);
+                }
+                throw new RateLimitConfigurationException("Redis refused rate limit " + b.names() + ": " + e.getMessage(), e);
             }
             if (e != null) {
                 return CompletableFuture.failedFuture(e);
             }
-            Decision d = decision(policy, (AllDecision) reply);
+            Decision d = decision(b, out);
             if (!d.admitted()) {
                 throw new RateLimitRefusedException(d);
             }
-            return CompletableFuture.completedFuture(new Permit(this, d, leases, estimates, List.of()));
+            return CompletableFuture.completedFuture(new Permit(this, d, b.leases, b.estimates, List.of()));
         })).thenCompose(f -> f);
+    }
+
+    // The batch's clauses grouped by Cluster slot (in order of first appearance), or null when they share one.
+    private static List<int[]> slotGroups(List<Clause> clauses) {
+        if (clauses.size() < 2) {
+            return null;
+        }
+        Map<Integer, List<Integer>> bySlot = new java.util.LinkedHashMap<>();
+        for (int i = 0; i < clauses.size(); i++) {
+            bySlot.computeIfAbsent(ClusterSlotHashUtil.calculateSlot(clauses.get(i).key()), k -> new ArrayList<>()).add(i);
+        }
+        if (bySlot.size() == 1) {
+            return null;
+        }
+        List<int[]> groups = new ArrayList<>(bySlot.size());
+        for (List<Integer> g : bySlot.values()) {
+            groups.add(g.stream().mapToInt(Integer::intValue).toArray());
+        }
+        return groups;
+    }
+
+    /**
+     * Under Cluster, one RL.ALL per slot, sent together (each to its node);
+     * when one refuses or fails, the slots that admitted are refunded
+     * (RL.ALL ... REFUND: their charges given back, their leases released),
+     * so a refusal still writes nothing in the end. Between the admission and
+     * the refund another request may see those units taken: a refusal too
+     * many in a race, never an admission too many.
+     */
+    private CompletableFuture<Outcome> bySlot(Batch b, List<int[]> groups, boolean withDetails) {
+        Options options = withDetails ? Options.none().withDetails() : Options.none();
+        List<List<Clause>> parts = new ArrayList<>(groups.size());
+        List<CompletableFuture<AllDecision>> sent = new ArrayList<>(groups.size());
+        for (int[] g : groups) {
+            List<Clause> part = new ArrayList<>(g.length);
+            for (int i : g) {
+                part.add(b.clauses.get(i));
+            }
+            parts.add(part);
+            sent.add(within(client.all(part, options)));
+        }
+        return settled(sent).thenCompose(none -> {
+            AllDecision[] replies = new AllDecision[groups.size()];
+            Throwable failed = null;
+            boolean refused = false;
+            for (int j = 0; j < replies.length; j++) {
+                if (sent.get(j).isCompletedExceptionally()) {
+                    failed = failed != null ? failed : unwrap(sent.get(j).handle((v, e) -> e).join());
+                } else {
+                    replies[j] = sent.get(j).join();
+                    refused |= replies[j].limited();
+                }
+            }
+            if (failed == null && !refused) {
+                return CompletableFuture.completedFuture(combine(b, groups, replies, new AllDecision[replies.length], false, withDetails));
+            }
+            // Give back what the admitting slots took; their details become the state after the refund.
+            Options refund = withDetails ? Options.none().withRefund().withDetails() : Options.none().withRefund();
+            List<CompletableFuture<AllDecision>> refunds = new ArrayList<>(replies.length);
+            for (int j = 0; j < replies.length; j++) {
+                refunds.add(replies[j] != null && !replies[j].limited() ? within(client.all(parts.get(j), refund)) : null);
+            }
+            Throwable failure = failed;
+            boolean anyRefused = refused;
+            return settled(refunds).thenApply(x -> {
+                AllDecision[] after = new AllDecision[replies.length];
+                for (int j = 0; j < refunds.size(); j++) {
+                    CompletableFuture<AllDecision> r = refunds.get(j);
+                    if (r != null && r.isCompletedExceptionally()) {
+                        log.warn("rate limit refund of an admitting Cluster slot not confirmed: {}", unwrap(r.handle((v, e) -> e).join()).toString());
+                    } else if (r != null) {
+                        after[j] = r.join();
+                    }
+                }
+                if (failure != null) {
+                    throw failure instanceof RuntimeException re ? re : new CompletionException(failure);
+                }
+                return combine(b, groups, replies, after, anyRefused, withDetails);
+            });
+        });
+    }
+
+    // Completes when every stage (nulls skipped) has, whether it failed or not.
+    private static CompletableFuture<Void> settled(List<? extends CompletableFuture<?>> stages) {
+        List<CompletableFuture<?>> done = new ArrayList<>(stages.size());
+        for (CompletableFuture<?> f : stages) {
+            if (f != null) {
+                done.add(f.handle((v, e) -> null));
+            }
+        }
+        return CompletableFuture.allOf(done.toArray(CompletableFuture[]::new));
+    }
+
+    // The slots' replies as one RL.ALL reply: the binding clause chosen across slots, details in batch order.
+    private static Outcome combine(Batch b, List<int[]> groups, AllDecision[] replies, AllDecision[] after, boolean refused,
+            boolean withDetails) {
+        List<List<RuleState>> flatDetails = withDetails ? new ArrayList<>(java.util.Collections.nCopies(b.clauses.size(), null)) : null;
+        int best = -1;
+        for (int j = 0; j < replies.length; j++) {
+            place(flatDetails, after[j] != null ? after[j] : replies[j], groups.get(j));
+            if ((!refused || replies[j].limited())
+                    && (best < 0 || binds(replies[j], groups.get(j), replies[best], groups.get(best), b.clauses))) {
+                best = j;
+            }
+        }
+        Outcome o = Outcome.of(replies[best], groups.get(best));
+        return new Outcome(o.limited(), o.clause(), o.rule(), o.remaining(), o.retryAfter(), o.resetAfter(), flatDetails);
+    }
+
+    private static void place(List<List<RuleState>> flat, AllDecision r, int[] group) {
+        if (flat == null || !r.hasDetails()) {
+            return;
+        }
+        for (int k = 0; k < group.length && k < r.details().size(); k++) {
+            flat.set(group[k], r.details().get(k));
+        }
+    }
+
+    // RL.ALL's choice of the binding clause, across slots: a refusal that waiting cannot help, else the longest
+    // retry-after; among admissions the fewest calls left, then the latest reset; ties to the earlier clause.
+    private static boolean binds(AllDecision a, int[] ga, AllDecision b, int[] gb, List<Clause> clauses) {
+        int ia = ga[a.clause() - 1];
+        int ib = gb[b.clause() - 1];
+        if (a.limited() != b.limited()) {
+            return a.limited();
+        }
+        if (a.limited()) {
+            if ((a.retryAfterMillis() < 0) != (b.retryAfterMillis() < 0)) {
+                return a.retryAfterMillis() < 0;
+            }
+            if (a.retryAfterMillis() != b.retryAfterMillis() && a.retryAfterMillis() >= 0) {
+                return a.retryAfterMillis() > b.retryAfterMillis();
+            }
+            return ia < ib;
+        }
+        long la = a.remaining() / Math.max(1, clauses.get(ia).cost());
+        long lb = b.remaining() / Math.max(1, clauses.get(ib).cost());
+        if (la != lb) {
+            return la < lb;
+        }
+        if (a.resetAfterMillis() != b.resetAfterMillis()) {
+            return a.resetAfterMillis() > b.resetAfterMillis();
+        }
+        return ia < ib;
     }
 
     // A CHECK, THROTTLE or QUOTA clause with the counts in force now (cost 1; the caller sets it).
@@ -287,44 +563,70 @@ public final class RateLimiter {
         }
     }
 
-    private Decision decision(CompiledPolicy policy, AllDecision r) {
+    // The decision a request sees: every call's items in call order (a name a previous call used is
+    // qualified by its policy: "policy.name"), the binding one from the reply.
+    private Decision decision(Batch b, Outcome r) {
         boolean limited = r.limited();
-        List<dev.redisratelimit.spring.core.Clause> clauses = policy.clauses();
-        int bindingItem = clauses.get(r.clause() - 1).items().get(r.rule() - 1);
-        int n = policy.itemNames().size();
-        ItemState[] states = new ItemState[n];
+        int bindingCall = b.callOf[r.clause()];
+        CompiledPolicy bindingPolicy = b.calls.get(bindingCall).policy();
+        dev.redisratelimit.spring.core.Clause bindingClause = bindingPolicy.clauses().get(b.clauseOf[r.clause()]);
+        int bindingItem = bindingClause.items().get(r.rule() - 1);
+        int[] offset = new int[b.calls.size() + 1];
+        for (int k = 0; k < b.calls.size(); k++) {
+            offset[k + 1] = offset[k] + b.calls.get(k).policy().itemNames().size();
+        }
+        ItemState[] states = new ItemState[offset[b.calls.size()]];
         boolean duplicateRefused = false;
-        if (r.hasDetails()) {
+        if (r.details() != null) {
             List<List<RuleState>> details = r.details();
-            for (int ci = 0; ci < clauses.size() && ci < details.size(); ci++) {
-                dev.redisratelimit.spring.core.Clause c = clauses.get(ci);
-                List<RuleState> perRule = details.get(ci);
+            for (int fi = 0; fi < b.callOf.length && fi < details.size(); fi++) {
+                List<RuleState> perRule = details.get(fi);
+                if (perRule == null) {
+                    continue;
+                }
+                CompiledPolicy policy = b.calls.get(b.callOf[fi]).policy();
+                dev.redisratelimit.spring.core.Clause c = policy.clauses().get(b.clauseOf[fi]);
                 for (int j = 0; j < perRule.size() && j < c.items().size(); j++) {
                     RuleState s = perRule.get(j);
                     int item = c.items().get(j);
-                    states[item] = state(policy, item, s.limited(), s.remaining(), s.retryAfterMillis(), s.resetAfterMillis());
+                    states[offset[b.callOf[fi]] + item] = state(policy, item, s.limited(), s.remaining(), s.retryAfterMillis(),
+                            s.resetAfterMillis());
                     duplicateRefused |= c.duplicate() && s.limited();
                 }
             }
-        } else {
-            states[bindingItem] = state(policy, bindingItem, limited, r.remaining(), r.retryAfterMillis(), r.resetAfterMillis());
-            duplicateRefused = limited && clauses.get(r.clause() - 1).duplicate();
         }
-        List<ItemState> items = new ArrayList<>(n);
+        int bindingIndex = offset[bindingCall] + bindingItem;
+        if (states[bindingIndex] == null) {
+            states[bindingIndex] = state(bindingPolicy, bindingItem, limited, r.remaining(), r.retryAfter(), r.resetAfter());
+            duplicateRefused |= limited && bindingClause.duplicate();
+        }
+        List<ItemState> items = new ArrayList<>(states.length);
+        java.util.Set<String> names = b.calls.size() > 1 ? new java.util.HashSet<>() : null;
         int binding = -1;
-        for (int i = 0; i < n; i++) {
-            if (states[i] != null) {
-                if (i == bindingItem) {
+        boolean legacy = false;
+        for (int k = 0; k < b.calls.size(); k++) {
+            CompiledPolicy policy = b.calls.get(k).policy();
+            legacy |= policy.spec().legacyHeaders();
+            for (int i = offset[k]; i < offset[k + 1]; i++) {
+                ItemState s = states[i];
+                if (s == null) {
+                    continue;
+                }
+                if (names != null && !names.add(s.name())) {
+                    s = new ItemState(policy.name() + "." + s.name(), s.q(), s.w(), s.r(), s.t(), s.limited(), s.retryAfterMs());
+                    names.add(s.name());
+                }
+                if (i == bindingIndex) {
                     binding = items.size();
                 }
-                items.add(states[i]);
+                items.add(s);
             }
         }
-        LimitSpec bl = policy.limitOf(bindingItem);
+        LimitSpec bl = bindingPolicy.limitOf(bindingItem);
         Decision.Kind kind = !limited ? Decision.Kind.ADMITTED
                 : duplicateRefused ? Decision.Kind.DUPLICATE : Decision.Kind.RATE_LIMITED;
-        return new Decision(policy.name(), !limited, List.copyOf(items), binding, limited ? r.retryAfterMillis() : -1,
-                bl == null ? LimitType.SLIDING_WINDOW : bl.type(), kind, policy.spec().legacyHeaders());
+        return new Decision(bindingPolicy.name(), !limited, List.copyOf(items), binding, limited ? r.retryAfter() : -1,
+                bl == null ? LimitType.SLIDING_WINDOW : bl.type(), kind, legacy);
     }
 
     /** Redis did not answer within the budget, or the connection failed: the circuit is open now. */
@@ -406,26 +708,43 @@ public final class RateLimiter {
     }
 
     private Permit whenDown(CompiledPolicy policy, CallInput in, Throwable why) {
-        OnRedisDown mode = policy.spec().onRedisDown() == OnRedisDown.DEFAULT ? defaultDown : policy.spec().onRedisDown();
+        return whenDown(List.of(new PolicyCall(policy, in)), why);
+    }
+
+    // Each policy's Redis-down behaviour; one that fails closed answers 503 for the request.
+    private Permit whenDown(List<PolicyCall> calls, Throwable why) {
         DecisionObserver o = observer;
-        o.error(policy.name(), why == null ? DecisionObserver.ErrorKind.CIRCUIT_OPEN
-                : why instanceof TimeoutException ? DecisionObserver.ErrorKind.TIMEOUT : DecisionObserver.ErrorKind.CONNECTION);
-        o.fallback(policy.name(), mode);
-        switch (mode) {
-            case FAIL_OPEN:
-                return new Permit(this, null, List.of(), List.of(), List.of());
-            case LOCAL: {
-                List<String> leases = local.tryAcquire(policy, in.key(), runtime);
-                if (leases == null) {
-                    // No Redis state to show: a refusal without per-limit items, waiting may help.
-                    throw new RateLimitRefusedException(new Decision(policy.name(), false, List.of(), -1, 1000,
-                            LimitType.SLIDING_WINDOW, Decision.Kind.RATE_LIMITED, false));
-                }
-                return new Permit(this, null, List.of(), List.of(), leases);
+        OnRedisDown[] modes = new OnRedisDown[calls.size()];
+        PolicyCall closed = null;
+        for (int k = 0; k < calls.size(); k++) {
+            CompiledPolicy policy = calls.get(k).policy();
+            modes[k] = policy.spec().onRedisDown() == OnRedisDown.DEFAULT ? defaultDown : policy.spec().onRedisDown();
+            o.error(policy.name(), why == null ? DecisionObserver.ErrorKind.CIRCUIT_OPEN
+                    : why instanceof TimeoutException ? DecisionObserver.ErrorKind.TIMEOUT : DecisionObserver.ErrorKind.CONNECTION);
+            o.fallback(policy.name(), modes[k]);
+            if (closed == null && modes[k] != OnRedisDown.FAIL_OPEN && modes[k] != OnRedisDown.LOCAL) {
+                closed = calls.get(k);
             }
-            default:
-                throw new RateLimitUnavailableException(policy.name(), why);
         }
+        if (closed != null) {
+            throw new RateLimitUnavailableException(closed.policy().name(), why);
+        }
+        List<String> held = new ArrayList<>();
+        for (int k = 0; k < calls.size(); k++) {
+            if (modes[k] != OnRedisDown.LOCAL) {
+                continue;
+            }
+            CompiledPolicy policy = calls.get(k).policy();
+            List<String> leases = local.tryAcquire(policy, calls.get(k).input().key(), runtime);
+            if (leases == null) {
+                local.release(held);
+                // No Redis state to show: a refusal without per-limit items, waiting may help.
+                throw new RateLimitRefusedException(new Decision(policy.name(), false, List.of(), -1, 1000,
+                        LimitType.SLIDING_WINDOW, Decision.Kind.RATE_LIMITED, false));
+            }
+            held.addAll(leases);
+        }
+        return new Permit(this, null, List.of(), List.of(), held.isEmpty() ? List.of() : held);
     }
 
     /**
