@@ -326,3 +326,19 @@ def test_sync_guard_releases_a_lease_whose_reply_was_lost():
             time.sleep(0.05)
         raw.close()
 
+
+def test_sync_guard_close_while_redis_is_down_logs_and_returns(caplog):
+    """Redis goes away during a Flask scope: closing the permit logs and
+    returns (the view's answer stands), it does not raise."""
+    from redis_rl import RateLimiter, concurrency
+    from servers import Server
+
+    policy = Policy("down", [concurrency("inflight", 2, timedelta(seconds=60))])
+    with Server() as s:
+        guard = Guard(RateLimiter(redis.Redis(port=s.port, socket_timeout=0.3, socket_connect_timeout=0.3)))
+        decision = guard.decide(policy, "k")
+        assert decision is not None and decision.allowed
+        s.stop()
+        guard.close(Permit(guard.limiter, decision))
+    assert "could not release/settle down" in caplog.text
+    assert guard.open

@@ -221,8 +221,6 @@ class Guard:
             log.warning("redis_rl: could not release/settle %s: %s", permit.decision.policy.name, e)
             self._release_later(permit.decision.plan.lease_releases())
             self._trip(e)
-            if not task.done():  # past the budget: it goes on, and says if it fails
-                task.add_done_callback(self._log_failure)
         except RateLimitError as e:  # e.g. a DEBIT refused over maxmemory: the work is done, the rest ran
             log.warning("redis_rl: the server refused a settlement of %s: %s", permit.decision.policy.name, e)
 
