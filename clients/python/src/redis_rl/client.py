@@ -56,6 +56,18 @@ def _server_error(e: redis.exceptions.ResponseError) -> RateLimitError:
     return RateLimitError(text)
 
 
+def _details_after_probe_error(e: redis.exceptions.ResponseError) -> bool:
+    """Whether to send DETAILS after the probe failed: not when the engine
+    refused the option by name (a build older than it); yes otherwise (a
+    NOPERM for the probe's key says nothing about the engine) -- a decision
+    the engine refuses for DETAILS is then sent again without it."""
+    return "DETAILS" not in str(e)
+
+
+def _refuses_details(e: RateLimitError) -> bool:
+    return "unknown option 'DETAILS'" in str(e)
+
+
 def _module_loaded(reply: Any) -> bool:
     # COMMAND INFO answers [None] for an unknown command. (Sent as "COMMAND INFO"
     # so redis-py keeps the raw reply: its COMMAND parser fails on None.)
@@ -96,8 +108,8 @@ class RateLimiter(_Limiter):
                 raise ModuleNotLoadedError(f"at {node.name}" if node is not None else "")
         try:
             self.details_supported = len(self.redis.execute_command(*_PROBE, **self._target("rl:probe"))) > 7
-        except redis.exceptions.ResponseError:
-            self.details_supported = False
+        except redis.exceptions.ResponseError as e:
+            self.details_supported = _details_after_probe_error(e)
         self._checked = True
 
     def run(self, call: Call) -> Any:
@@ -193,8 +205,15 @@ class RateLimiter(_Limiter):
         (random when None)."""
         if not self._checked:
             self.ensure_module()
-        plan = policy.plan(key, cost=cost, estimate=estimate, zone=zone, subkeys=subkeys, overrides=overrides,
-                           token=token, details=bool(self.details_supported))
+        kw = dict(cost=cost, estimate=estimate, zone=zone, subkeys=subkeys, overrides=overrides, token=token)
+        plan = policy.plan(key, **kw, details=bool(self.details_supported))
+        try:
+            return plan.decision(self.run(plan.call))
+        except RateLimitError as e:  # refused whole: nothing was written
+            if not (self.details_supported and _refuses_details(e)):
+                raise
+        self.details_supported = False
+        plan = policy.plan(key, **kw, details=False)
         return plan.decision(self.run(plan.call))
 
     def finish(self, decision: PolicyDecision, used: int | None = None) -> None:
@@ -229,8 +248,8 @@ class AsyncRateLimiter(_Limiter):
                 raise ModuleNotLoadedError(f"at {node.name}" if node is not None else "")
         try:
             self.details_supported = len(await self.redis.execute_command(*_PROBE, **self._target("rl:probe"))) > 7
-        except redis.exceptions.ResponseError:
-            self.details_supported = False
+        except redis.exceptions.ResponseError as e:
+            self.details_supported = _details_after_probe_error(e)
         self._checked = True
 
     async def run(self, call: Call) -> Any:
@@ -314,8 +333,15 @@ class AsyncRateLimiter(_Limiter):
                      overrides: Mapping[str, int] | None = None, token: str | None = None) -> PolicyDecision:
         if not self._checked:
             await self.ensure_module()
-        plan = policy.plan(key, cost=cost, estimate=estimate, zone=zone, subkeys=subkeys, overrides=overrides,
-                           token=token, details=bool(self.details_supported))
+        kw = dict(cost=cost, estimate=estimate, zone=zone, subkeys=subkeys, overrides=overrides, token=token)
+        plan = policy.plan(key, **kw, details=bool(self.details_supported))
+        try:
+            return plan.decision(await self.run(plan.call))
+        except RateLimitError as e:  # refused whole: nothing was written
+            if not (self.details_supported and _refuses_details(e)):
+                raise
+        self.details_supported = False
+        plan = policy.plan(key, **kw, details=False)
         return plan.decision(await self.run(plan.call))
 
     async def finish(self, decision: PolicyDecision, used: int | None = None) -> None:
