@@ -198,13 +198,14 @@ class RateLimiter(_Limiter):
 
     def decide(self, policy: Policy, key: str, *, cost: int = 1, estimate: int | None = None,
                zone: Zone | None = None, subkeys: Mapping[str, str] | None = None,
-               overrides: Mapping[str, int] | None = None) -> PolicyDecision:
+               overrides: Mapping[str, int] | None = None, token: str | None = None) -> PolicyDecision:
         """Decides ``key`` under ``policy`` in one call. An admitted decision
         that took a lease or an estimate must be ended: prefer ``acquire``, or
-        call ``finish(decision, used=...)``."""
+        call ``finish(decision, used=...)``. ``token``: the lease's token
+        (random when None)."""
         if not self._checked:
             self.ensure_module()
-        kw = dict(cost=cost, estimate=estimate, zone=zone, subkeys=subkeys, overrides=overrides)
+        kw = dict(cost=cost, estimate=estimate, zone=zone, subkeys=subkeys, overrides=overrides, token=token)
         plan = policy.plan(key, **kw, details=bool(self.details_supported))
         try:
             return plan.decision(self.run(plan.call))
@@ -329,10 +330,10 @@ class AsyncRateLimiter(_Limiter):
 
     async def decide(self, policy: Policy, key: str, *, cost: int = 1, estimate: int | None = None,
                      zone: Zone | None = None, subkeys: Mapping[str, str] | None = None,
-                     overrides: Mapping[str, int] | None = None) -> PolicyDecision:
+                     overrides: Mapping[str, int] | None = None, token: str | None = None) -> PolicyDecision:
         if not self._checked:
             await self.ensure_module()
-        kw = dict(cost=cost, estimate=estimate, zone=zone, subkeys=subkeys, overrides=overrides)
+        kw = dict(cost=cost, estimate=estimate, zone=zone, subkeys=subkeys, overrides=overrides, token=token)
         plan = policy.plan(key, **kw, details=bool(self.details_supported))
         try:
             return plan.decision(await self.run(plan.call))

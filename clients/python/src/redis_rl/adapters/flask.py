@@ -37,6 +37,10 @@ class FlaskRateLimits:
 
     def limit(self, policy: Policy, *, key: Callable[[], str], x_ratelimit: bool = False, scope: bool = False,
               **decide_kw: Callable[[], Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        if policy.needs_permit and not scope:
+            # Without a scope the lease and the estimate would never be given back.
+            raise ValueError(f"policy {policy.name!r} holds a lease or an estimate: decorate with scope=True")
+
         def decorator(view: Callable[..., Any]) -> Callable[..., Any]:
             @functools.wraps(view)
             def wrapped(*args: Any, **kwargs: Any) -> Any:

@@ -22,6 +22,14 @@ from ..scope import AsyncPermit
 Resolver = Callable[[Request], Any]  # may return a value or an awaitable
 
 
+def _no_permit(policy: Policy, where: str) -> None:
+    # Decided without a scope, a lease or an estimate is never given back:
+    # every request would hold a lease for its TTL and spend its estimate.
+    if policy.needs_permit:
+        raise ValueError(f"policy {policy.name!r} holds a lease or an estimate: {where} cannot give it back; "
+                         "use RateLimits.scope(...)")
+
+
 class ProblemError(Exception):
     """An HTTP problem answer (429, 503, 400, 401) raised from a dependency."""
 
@@ -100,6 +108,7 @@ class RateLimits:
                 overrides: Resolver | None = None) -> Callable[..., Awaitable[PolicyDecision | None]]:
         """``Depends(limits.depends(policy, key=limits.client_ip))``: decides
         before the endpoint; the endpoint gets the decision (None when failing open)."""
+        _no_permit(policy, "depends()")
         kw = {"cost": cost, "zone": zone, "subkeys": subkeys, "overrides": overrides}
 
         async def dependency(request: Request, response: Response) -> PolicyDecision | None:
@@ -140,6 +149,8 @@ class RateLimitMiddleware(BaseHTTPMiddleware):
     def __init__(self, app: Any, *, limits: RateLimits, routes: Mapping[str, tuple[Policy, Resolver]],
                  x_ratelimit: bool = False) -> None:
         super().__init__(app)
+        for policy, _ in routes.values():
+            _no_permit(policy, "RateLimitMiddleware")
         self.limits, self.routes, self.x_ratelimit = limits, dict(routes), x_ratelimit
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
