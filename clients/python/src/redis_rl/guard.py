@@ -9,11 +9,12 @@ import asyncio
 import logging
 import threading
 import time
-from typing import Any
+from typing import Any, Awaitable, Callable, Sequence
 
 import redis
 
 from .client import AsyncRateLimiter, RateLimiter
+from .combined import PolicyCall
 from .errors import ModuleNotLoadedError, RateLimitError
 from .policy import Policy, PolicyDecision
 from .scope import AsyncPermit, Permit, give_back_when_landed
@@ -45,9 +46,21 @@ class AsyncGuard:
         its lease released, its estimate refunded."""
         if self.open:
             return None
-        task = asyncio.ensure_future(self.limiter.decide(policy, key, **kw))
+        return await self._guarded(self.limiter.decide(policy, key, **kw), policy.budget.total_seconds())
+
+    async def decide_all(self, calls: Sequence[PolicyCall]) -> PolicyDecision | None:
+        """``decide`` for several policies bound to their keys, in one
+        decision (``AsyncRateLimiter.decide_all``); the budget is the smallest
+        of theirs."""
+        if self.open:
+            return None
+        budget = min(x.policy.budget for x in calls).total_seconds()
+        return await self._guarded(self.limiter.decide_all(calls), budget)
+
+    async def _guarded(self, deciding: Awaitable[PolicyDecision], budget: float) -> PolicyDecision | None:
+        task = asyncio.ensure_future(deciding)
         try:
-            return await asyncio.wait_for(asyncio.shield(task), policy.budget.total_seconds())
+            return await asyncio.wait_for(asyncio.shield(task), budget)
         except ModuleNotLoadedError:
             raise
         except asyncio.CancelledError:
@@ -126,10 +139,17 @@ class Guard:
         self._probe: threading.Thread | None = None
 
     def decide(self, policy: Policy, key: str, **kw: Any) -> PolicyDecision | None:
+        return self._guarded(lambda: self.limiter.decide(policy, key, **kw))
+
+    def decide_all(self, calls: Sequence[PolicyCall]) -> PolicyDecision | None:
+        """``decide`` for several policies in one decision (``RateLimiter.decide_all``)."""
+        return self._guarded(lambda: self.limiter.decide_all(calls))
+
+    def _guarded(self, decide: Callable[[], PolicyDecision]) -> PolicyDecision | None:
         if self.open:
             return None
         try:
-            return self.limiter.decide(policy, key, **kw)
+            return decide()
         except ModuleNotLoadedError:
             raise
         except UNAVAILABLE as e:
@@ -145,8 +165,6 @@ class Guard:
         except UNAVAILABLE as e:
             log.warning("redis_rl: could not release/settle %s: %s", permit.decision.policy.name, e)
             self._trip(e)
-            if not task.done():  # past the budget: it goes on, and says if it fails
-                task.add_done_callback(self._log_failure)
         except RateLimitError as e:  # e.g. a DEBIT refused over maxmemory: the work is done, the rest ran
             log.warning("redis_rl: the server refused a settlement of %s: %s", permit.decision.policy.name, e)
 
