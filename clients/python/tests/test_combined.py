@@ -142,6 +142,14 @@ async def test_async_permit_on_cancellation(server, raw, key):
     await client.aclose()
 
 
+@pytest.fixture
+def unused_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def fastapi_app(url_port: int, prefix: str):
     app = FastAPI()
     limits = RateLimits(AsyncRateLimiter(redis.asyncio.Redis(host="127.0.0.1", port=url_port)))
@@ -203,6 +211,24 @@ def test_fastapi_refuses_mixed_arguments():
         limits.depends(per_ip)
 
 
+def test_fastapi_list_when_redis_is_down_fails_closed_if_any_policy_does(unused_port):
+    app = FastAPI()
+    limits = RateLimits(AsyncRateLimiter(redis.asyncio.Redis(host="127.0.0.1", port=unused_port)))
+    limits.install(app)
+    per_ip, per_phone = sms("")
+    opened = Policy("open", [sliding_window("w", 5, 60 * S)], fail="open")
+
+    @app.get("/closed", dependencies=[Depends(limits.depends([limits.bind(opened, limits.client_ip),
+                                                              limits.bind(per_ip, limits.client_ip)]))])
+    async def closed():
+        return "ran"
+
+    with TestClient(app) as client:
+        r = client.get("/closed")
+        assert r.status_code == 503 and r.json()["type"].endswith("/unavailable")
+        assert "'open+sms-ip'" in r.json()["detail"]
+
+
 def test_flask_list_and_stacked_decorators_decide_once(server, raw, key):
     p = key + ":"
     app = flask.Flask(__name__)
@@ -224,7 +250,7 @@ def test_flask_list_and_stacked_decorators_decide_once(server, raw, key):
 
     @app.post("/jobs")
     @limits.limit(per_user, key=lambda: "u4", scope=True)
-    @limits.limit(per_tenant, key=lambda: "t4", estimate=lambda: 100)
+    @limits.limit(per_tenant, key=lambda: "t4", scope=True, estimate=lambda: 100)
     def job():
         if flask.request.args.get("fail"):
             raise RuntimeError("the job failed")

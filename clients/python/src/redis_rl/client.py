@@ -61,6 +61,18 @@ def _server_error(e: redis.exceptions.ResponseError) -> RateLimitError:
     return RateLimitError(text)
 
 
+def _details_after_probe_error(e: redis.exceptions.ResponseError) -> bool:
+    """Whether to send DETAILS after the probe failed: not when the engine
+    refused the option by name (a build older than it); yes otherwise (a
+    NOPERM for the probe's key says nothing about the engine) -- a decision
+    the engine refuses for DETAILS is then sent again without it."""
+    return "DETAILS" not in str(e)
+
+
+def _refuses_details(e: RateLimitError) -> bool:
+    return "unknown option 'DETAILS'" in str(e)
+
+
 def _module_loaded(reply: Any) -> bool:
     # COMMAND INFO answers [None] for an unknown command. (Sent as "COMMAND INFO"
     # so redis-py keeps the raw reply: its COMMAND parser fails on None.)
@@ -101,8 +113,8 @@ class RateLimiter(_Limiter):
                 raise ModuleNotLoadedError(f"at {node.name}" if node is not None else "")
         try:
             self.details_supported = len(self.redis.execute_command(*_PROBE, **self._target("rl:probe"))) > 7
-        except redis.exceptions.ResponseError:
-            self.details_supported = False
+        except redis.exceptions.ResponseError as e:
+            self.details_supported = _details_after_probe_error(e)
         self._checked = True
 
     def run(self, call: Call) -> Any:
@@ -202,17 +214,25 @@ class RateLimiter(_Limiter):
 
     def decide(self, policy: Policy, key: str, *, cost: int = 1, estimate: int | None = None,
                zone: Zone | None = None, subkeys: Mapping[str, str] | None = None,
-               overrides: Mapping[str, int] | None = None) -> PolicyDecision:
+               overrides: Mapping[str, int] | None = None, token: str | None = None) -> PolicyDecision:
         """Decides ``key`` under ``policy`` in one call. An admitted decision
         that took a lease or an estimate must be ended: prefer ``acquire``, or
-        call ``finish(decision, used=...)``."""
+        call ``finish(decision, used=...)``. ``token``: the lease's token
+        (random when None)."""
         if not self._checked:
             self.ensure_module()
-        plan = policy.plan(key, cost=cost, estimate=estimate, zone=zone, subkeys=subkeys, overrides=overrides,
-                           details=bool(self.details_supported))
+        kw = dict(cost=cost, estimate=estimate, zone=zone, subkeys=subkeys, overrides=overrides, token=token)
+        plan = policy.plan(key, **kw, details=bool(self.details_supported))
+        try:
+            return plan.decision(self.run(plan.call))
+        except RateLimitError as e:  # refused whole: nothing was written
+            if not (self.details_supported and _refuses_details(e)):
+                raise
+        self.details_supported = False
+        plan = policy.plan(key, **kw, details=False)
         return plan.decision(self.run(plan.call))
 
-    def decide_all(self, calls: Sequence[PolicyCall]) -> PolicyDecision:
+    def decide_all(self, calls: Sequence[PolicyCall], *, token: str | None = None) -> PolicyDecision:
         """Decides several policies, each bound to its key (``policy.bind(key,
         cost=..., estimate=...)``), in ONE RL.ALL: admitted only if every
         limit admits, nothing written otherwise; the binding limit across all,
@@ -222,12 +242,19 @@ class RateLimiter(_Limiter):
         admitted decision with ``finish`` (or use ``acquire_all``)."""
         calls = list(calls)
         if len(calls) == 1:
-            return self.decide(calls[0].policy, calls[0].key, **_kw(calls[0]))
+            return self.decide(calls[0].policy, calls[0].key, **_kw(calls[0]), token=token)
         if not self._checked:
             self.ensure_module()
-        plan = combine(calls, details=bool(self.details_supported))
+        plan = combine(calls, details=bool(self.details_supported), token=token)
         groups = plan.slot_groups() if self.cluster else []
         if len(groups) < 2:
+            try:
+                return plan.decision(self.run(plan.call))
+            except RateLimitError as e:  # refused whole: nothing was written
+                if not (self.details_supported and _refuses_details(e)):
+                    raise
+            self.details_supported = False  # an engine older than DETAILS (as ``decide``)
+            plan = combine(calls, details=False, token=plan.token)
             return plan.decision(self.run(plan.call))
         replies: list[AllDecision | None] = []
         failure: BaseException | None = None
@@ -287,8 +314,8 @@ class AsyncRateLimiter(_Limiter):
                 raise ModuleNotLoadedError(f"at {node.name}" if node is not None else "")
         try:
             self.details_supported = len(await self.redis.execute_command(*_PROBE, **self._target("rl:probe"))) > 7
-        except redis.exceptions.ResponseError:
-            self.details_supported = False
+        except redis.exceptions.ResponseError as e:
+            self.details_supported = _details_after_probe_error(e)
         self._checked = True
 
     async def run(self, call: Call) -> Any:
@@ -369,24 +396,38 @@ class AsyncRateLimiter(_Limiter):
 
     async def decide(self, policy: Policy, key: str, *, cost: int = 1, estimate: int | None = None,
                      zone: Zone | None = None, subkeys: Mapping[str, str] | None = None,
-                     overrides: Mapping[str, int] | None = None) -> PolicyDecision:
+                     overrides: Mapping[str, int] | None = None, token: str | None = None) -> PolicyDecision:
         if not self._checked:
             await self.ensure_module()
-        plan = policy.plan(key, cost=cost, estimate=estimate, zone=zone, subkeys=subkeys, overrides=overrides,
-                           details=bool(self.details_supported))
+        kw = dict(cost=cost, estimate=estimate, zone=zone, subkeys=subkeys, overrides=overrides, token=token)
+        plan = policy.plan(key, **kw, details=bool(self.details_supported))
+        try:
+            return plan.decision(await self.run(plan.call))
+        except RateLimitError as e:  # refused whole: nothing was written
+            if not (self.details_supported and _refuses_details(e)):
+                raise
+        self.details_supported = False
+        plan = policy.plan(key, **kw, details=False)
         return plan.decision(await self.run(plan.call))
 
-    async def decide_all(self, calls: Sequence[PolicyCall]) -> PolicyDecision:
+    async def decide_all(self, calls: Sequence[PolicyCall], *, token: str | None = None) -> PolicyDecision:
         """Several policies in ONE RL.ALL (see ``RateLimiter.decide_all``);
         under Cluster one RL.ALL per slot, sent together."""
         calls = list(calls)
         if len(calls) == 1:
-            return await self.decide(calls[0].policy, calls[0].key, **_kw(calls[0]))
+            return await self.decide(calls[0].policy, calls[0].key, **_kw(calls[0]), token=token)
         if not self._checked:
             await self.ensure_module()
-        plan = combine(calls, details=bool(self.details_supported))
+        plan = combine(calls, details=bool(self.details_supported), token=token)
         groups = plan.slot_groups() if self.cluster else []
         if len(groups) < 2:
+            try:
+                return plan.decision(await self.run(plan.call))
+            except RateLimitError as e:  # refused whole: nothing was written
+                if not (self.details_supported and _refuses_details(e)):
+                    raise
+            self.details_supported = False  # an engine older than DETAILS (as ``decide``)
+            plan = combine(calls, details=False, token=plan.token)
             return plan.decision(await self.run(plan.call))
         got = await asyncio.gather(*(self.run(plan.group_call(g)) for g in groups), return_exceptions=True)
         failure = next((r for r in got if isinstance(r, BaseException)), None)

@@ -131,13 +131,17 @@ class CombinedPlan:
         binding = self.policy.groups[reply.clause - 1].limits[reply.rule - 1].name
         return PolicyDecision(self.policy, reply.limited, binding, reply, reply, self)  # type: ignore[arg-type]
 
+    def lease_releases(self) -> list[Call]:
+        """RL.RELEASE of the token on every bound lease."""
+        return [call for p in self.plans for call in p.lease_releases()]
+
     def settlement(self, used: int | None) -> list[Call]:
         """Every bound policy's settlement (leases released, estimates settled
         to ``used``); the caller pipelines them per slot."""
         return [call for p in self.plans for call in p.settlement(used)]
 
 
-def combine(calls: Sequence[PolicyCall], *, details: bool) -> CombinedPlan:
+def combine(calls: Sequence[PolicyCall], *, details: bool, token: str | None = None) -> CombinedPlan:
     """The one RL.ALL that decides every binding (no I/O)."""
     calls = list(dict.fromkeys(calls)) if all(_hashable(x) for x in calls) else list(calls)
     if not calls:
@@ -149,7 +153,8 @@ def combine(calls: Sequence[PolicyCall], *, details: bool) -> CombinedPlan:
             raise ValueError(f"policy {x.policy.name!r} is a lockout: RL.LOCKCOUNT is not an RL.ALL clause, "
                              "decide it on its own")
     # One token for every bound lease (tokens are per key), so a permit holds one.
-    token = uuid.uuid4().hex if any(_has_lease(x.policy) for x in calls) else None
+    if token is None and any(x.policy.has_lease for x in calls):
+        token = uuid.uuid4().hex
     plans = [x.plan(token=token, details=details) for x in calls]
     clauses = tuple(_real_clause(cl, key, p.token) for p in plans for cl, key in zip(p.clauses, p.keys))
     policy = CombinedPolicy([x.policy for x in calls])
@@ -162,10 +167,6 @@ def _hashable(x: Any) -> bool:
     except TypeError:
         return False
     return True
-
-
-def _has_lease(p: Policy) -> bool:
-    return any(g.kind == "lease" for g in p.groups)
 
 
 def _real_clause(cl: Clause, key: str, token: str | None) -> Clause:

@@ -174,6 +174,12 @@ class Policy:
         set_(self, "limits", limits)
         set_(self, "prefix", prefix)
         set_(self, "tag", tag)
+        # Checked here, not on the first request: a budget of 0 or less would
+        # answer every decision "unavailable" (and open the circuit).
+        if not isinstance(budget, timedelta) or budget <= timedelta(0):
+            raise ValueError(f"invalid budget {budget!r}: a timedelta above 0")
+        if not isinstance(inflight_retry_after, timedelta) or inflight_retry_after < timedelta(0):
+            raise ValueError(f"invalid inflight_retry_after {inflight_retry_after!r}: a timedelta of 0 or more")
         set_(self, "fail", FailMode(fail))
         set_(self, "budget", budget)
         set_(self, "inflight_retry_after", inflight_retry_after)
@@ -238,6 +244,21 @@ class Policy:
                 k += ":" + str(subkeys[sub])
             out.append(k)
         return out
+
+    def lease_releases(self, key: str, token: str, subkeys: Mapping[str, str] | None = None) -> list[Call]:
+        """RL.RELEASE of ``token`` on each concurrency limit of ``key``: what
+        gives back a lease whose admission may have run while its reply was
+        lost. Safe either way: releasing a token not held changes nothing."""
+        return [c.release(k, [token]) for g, k in zip(self.groups, self._keys(key, subkeys)) if g.kind == "lease"]
+
+    @property
+    def has_lease(self) -> bool:
+        return any(g.kind == "lease" for g in self.groups)
+
+    @property
+    def needs_permit(self) -> bool:
+        """A decision holds a lease or an estimate that only a permit's close gives back."""
+        return any(lim.kind == "lease" or lim.metered for lim in self.limits)
 
     # --- planning one decision ---
 
@@ -448,6 +469,12 @@ class Plan:
             return PolicyDecision(p, reply.limited, binding, reply, reply, self)
         name = p.groups[0].limits[0].name
         return PolicyDecision(p, reply.limited, name, reply, reply, self, [{name: reply}])
+
+    def lease_releases(self) -> list[Call]:
+        """RL.RELEASE of this decision's lease token (none without a concurrency limit)."""
+        if self.token is None:
+            return []
+        return [c.release(k, [self.token]) for g, k in zip(self.policy.groups, self.keys) if g.kind == "lease"]
 
     def settlement(self, used: int | None) -> list[Call]:
         """What ends an admitted decision: the metered clauses settled from the

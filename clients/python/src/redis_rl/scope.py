@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Mapping, Sequence, Set, cast
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Set, cast
 
 from .args import Zone
 from .policy import Policy, PolicyDecision
@@ -32,13 +32,17 @@ LATE_REPLY_WAIT = 60.0
 _late: Set["asyncio.Future[Any]"] = set()
 
 
-def give_back_when_landed(limiter: "AsyncRateLimiter", decision: "asyncio.Future[PolicyDecision]") -> None:
+def give_back_when_landed(limiter: "AsyncRateLimiter", decision: "asyncio.Future[PolicyDecision]",
+                          lost: "Callable[[BaseException], None] | None" = None) -> None:
     """Waits (in the background) for a decision nobody awaits any more and,
-    if it admitted, ends it at once: lease released, estimate refunded."""
+    if it admitted, ends it at once: lease released, estimate refunded.
+    ``lost`` gets the error when no reply comes (the call may still have run)."""
     async def give_back() -> None:
         try:
             landed = await asyncio.wait_for(decision, LATE_REPLY_WAIT)
-        except BaseException:  # never answered, or failed: nothing was taken that we know of
+        except BaseException as e:  # never answered, or failed: nothing was taken that we know of
+            if lost is not None:
+                lost(e)
             return
         if landed.allowed:
             try:

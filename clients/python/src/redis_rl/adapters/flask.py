@@ -62,6 +62,10 @@ class FlaskRateLimits:
                 raise TypeError("with a list of limits.bind(...), give the key (and cost, ...) to each bind")
             if not bounds or not all(isinstance(b, Bound) for b in bounds):
                 raise TypeError("expected a Policy or a non-empty list of limits.bind(policy, key, ...)")
+        for b in bounds:
+            if b.policy.needs_permit and not scope:
+                # Without a scope the lease and the estimate would never be given back.
+                raise ValueError(f"policy {b.policy.name!r} holds a lease or an estimate: decorate with scope=True")
 
         def decorator(view: Callable[..., Any]) -> Callable[..., Any]:
             inner: _Limited | None = getattr(view, "__rate_limits__", None)

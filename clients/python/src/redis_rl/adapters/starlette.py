@@ -33,6 +33,18 @@ class Bound:
     kw: Mapping[str, Resolver | None]
 
 
+def _no_permit(policy: Policy, where: str) -> None:
+    # Decided without a scope, a lease or an estimate is never given back:
+    # every request would hold a lease for its TTL and spend its estimate.
+    if policy.needs_permit:
+        raise ValueError(f"policy {policy.name!r} holds a lease or an estimate: {where} cannot give it back; "
+                         "use RateLimits.scope(...)")
+
+
+def _policies(policy: "Policy | Sequence[Bound]") -> list[Policy]:
+    return [policy] if isinstance(policy, Policy) else [b.policy for b in policy if isinstance(b, Bound)]
+
+
 class ProblemError(Exception):
     """An HTTP problem answer (429, 503, 400, 401) raised from a dependency."""
 
@@ -155,6 +167,8 @@ class RateLimits:
         before the endpoint; the endpoint gets the decision (None when failing open).
         Several policies on one route: a list of ``limits.bind(policy, key, ...)``,
         decided in one call (two ``Depends`` are two separate decisions)."""
+        for p in _policies(policy):
+            _no_permit(p, "depends()")
         decide = self._decider(policy, key, {"cost": cost, "zone": zone, "subkeys": subkeys,
                                              "overrides": overrides}, x_ratelimit)
 
@@ -199,6 +213,9 @@ class RateLimitMiddleware(BaseHTTPMiddleware):
     def __init__(self, app: Any, *, limits: RateLimits,
                  routes: Mapping[str, "tuple[Policy, Resolver] | Sequence[Bound]"], x_ratelimit: bool = False) -> None:
         super().__init__(app)
+        for r in routes.values():
+            for p in _policies(r[0] if isinstance(r, tuple) else r):
+                _no_permit(p, "RateLimitMiddleware")
         self.limits, self.x_ratelimit = limits, x_ratelimit
         # (policy, key) or a list of limits.bind(...) (decided in one call)
         self.routes = {path: limits._decider(*((r[0], r[1], {}) if isinstance(r, tuple) else (r, None, {})),
