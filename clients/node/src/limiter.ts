@@ -134,7 +134,16 @@ export class RateLimiter {
         this.sweeper = setInterval(() => this.sweep(), Math.max(5, Math.floor(this.timeout / 10)));
         this.sweeper.unref();
       }
-      fn().then(
+      // A client that throws at once (instead of rejecting) must not leave
+      // the entry pending: the sweep would take it for a timeout and open
+      // the circuit.
+      let running: Promise<T>;
+      try {
+        running = fn();
+      } catch (e) {
+        running = Promise.reject(e);
+      }
+      running.then(
         (v) => {
           if (settle()) resolve(v);
           else late?.(v);
