@@ -45,7 +45,10 @@ class FlaskRateLimits:
             @functools.wraps(view)
             def wrapped(*args: Any, **kwargs: Any) -> Any:
                 kw = {name: fn() for name, fn in decide_kw.items()}
-                decision = self.guard.decide(policy, key(), **kw)
+                try:
+                    decision = self.guard.decide(policy, key(), **kw)
+                except ValueError as e:  # the request's key, cost or estimate is out of range: before any call
+                    return _response(*http.bad_request(str(e)))
                 if decision is None:
                     if policy.fail == "closed":
                         return _response(*http.unavailable(policy))

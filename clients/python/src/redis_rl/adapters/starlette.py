@@ -94,7 +94,10 @@ class RateLimits:
                       x_ratelimit: bool) -> tuple[PolicyDecision | None, list[tuple[str, str]]]:
         k = await _value(key, request)
         args = {name: await _value(r, request) for name, r in kw.items() if r is not None}
-        decision = await self.guard.decide(policy, k, **args)
+        try:
+            decision = await self.guard.decide(policy, k, **args)
+        except ValueError as e:  # the request's key, cost or estimate is out of the policy's range: before any call
+            raise ProblemError.bad_request(str(e)) from None
         if decision is None:
             if policy.fail == "closed":
                 raise ProblemError(*http.unavailable(policy))
