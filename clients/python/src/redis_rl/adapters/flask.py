@@ -92,7 +92,10 @@ class FlaskRateLimits:
 
         @functools.wraps(view)
         def wrapped(*args: Any, **kwargs: Any) -> Any:
-            decision = decide()
+            try:
+                decision = decide()
+            except ValueError as e:  # the request's key, cost or estimate is out of range: before any call
+                return _response(*http.bad_request(str(e)))
             if decision is None:
                 if policy.fail == "closed":
                     return _response(*http.unavailable(policy))
