@@ -99,6 +99,8 @@ class FlaskRateLimits:
             except ModuleNotLoadedError as e:  # a problem+json 500 naming it, not Flask's plain page
                 logging.getLogger("redis_rl").error("redis_rl: %s", e)
                 return _response(*http.misconfigured(str(e)))
+            except ValueError as e:  # the request's key, cost or estimate is out of range: before any call
+                return _response(*http.bad_request(str(e)))
             if decision is None:
                 if policy.fail == "closed":
                     return _response(*http.unavailable(policy))

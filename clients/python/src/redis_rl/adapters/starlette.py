@@ -133,7 +133,10 @@ class RateLimits:
                       x_ratelimit: bool) -> tuple[PolicyDecision | None, list[tuple[str, str]]]:
         k = await _value(key, request)
         args = {name: await _value(r, request) for name, r in kw.items() if r is not None}
-        decision = await self.guard.decide(policy, k, **args)
+        try:
+            decision = await self.guard.decide(policy, k, **args)
+        except ValueError as e:  # the request's key, cost or estimate is out of the policy's range: before any call
+            raise ProblemError.bad_request(str(e)) from None
         return self._answer(policy, decision, x_ratelimit)
 
     async def _decide_all(self, request: Request, bounds: "Sequence[Bound]", combined: Policy,
@@ -143,7 +146,11 @@ class RateLimits:
             k = await _value(b.key, request)
             args = {name: await _value(r, request) for name, r in b.kw.items() if r is not None}
             calls.append(b.policy.bind(k, **args))
-        return self._answer(combined, await self.guard.decide_all(calls), x_ratelimit)
+        try:
+            decision = await self.guard.decide_all(calls)
+        except ValueError as e:  # as in _decide: the request's input, before any call
+            raise ProblemError.bad_request(str(e)) from None
+        return self._answer(combined, decision, x_ratelimit)
 
     def _decider(self, policy: "Policy | Sequence[Bound]", key: Resolver | None, kw: Mapping[str, Resolver | None],
                  x_ratelimit: bool) -> Callable[[Request], Awaitable[tuple[PolicyDecision | None,
