@@ -148,12 +148,21 @@ class WebFluxHttpTest {
     @Test
     void concurrencyLimitHoldsWhileCallsRun() throws Exception {
         String k = key();
-        CompletableFuture<HttpResponse<String>> a = CompletableFuture.supplyAsync(() -> http().post("/work?estimate=1&used=1&delayMs=1500", null, "X-Key", k));
-        CompletableFuture<HttpResponse<String>> b = CompletableFuture.supplyAsync(() -> http().post("/work?estimate=1&used=1&delayMs=1500", null, "X-Key", k));
-        Thread.sleep(700);
-        HttpResponse<String> third = http().post("/work?estimate=1&used=1", null, "X-Key", k);
+        CompletableFuture<HttpResponse<String>> a = CompletableFuture.supplyAsync(() -> http().post("/work?estimate=1&used=1&delayMs=4000", null, "X-Key", k));
+        CompletableFuture<HttpResponse<String>> b = CompletableFuture.supplyAsync(() -> http().post("/work?estimate=1&used=1&delayMs=4000", null, "X-Key", k));
+        // once both run (however long the machine takes to send them), a third is refused
+        HttpResponse<String> third = null;
+        while (!a.isDone() && !b.isDone()) {
+            third = http().post("/work?estimate=1&used=1", null, "X-Key", k);
+            if (third.statusCode() == 429) {
+                break;
+            }
+            Thread.sleep(50);
+        }
+        assertThat(third).isNotNull();
         assertThat(third.statusCode()).isEqualTo(429);
         assertThat(third.body()).contains("'inflight'");
+        assertThat(third.headers().firstValue("Retry-After")).hasValue("1"); // ratelimit.concurrency-retry-after
         assertThat(a.get().statusCode()).isEqualTo(200);
         assertThat(b.get().statusCode()).isEqualTo(200);
         assertThat(http().post("/work?estimate=1&used=1", null, "X-Key", k).statusCode()).isEqualTo(200);

@@ -15,6 +15,7 @@ import java.lang.reflect.Method;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
 import org.reactivestreams.Publisher;
@@ -157,7 +158,15 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
             }
             CallInput in = new CallInput(key, zone, costs, digest);
             boolean blocking = offloaded();
-            Mono<Permit> permit = Mono.fromCompletionStage(() -> limiter.get().acquireAsync(r.policy(), in));
+            Mono<Permit> permit = Mono.defer(() -> {
+                CompletableFuture<Permit> decision = limiter.get().acquireAsync(r.policy(), in).toCompletableFuture();
+                // Cancelled while deciding (the client went away): the permit Redis may still grant has nobody
+                // to close it, so close it when it comes (leases released, estimates refunded: nothing ran).
+                // The Mono waits on a copy, so its cancel does not cancel the decision this relies on.
+                return Mono.fromCompletionStage(decision.thenApply(p -> p))
+                        .doOnCancel(() -> decision.thenAcceptAsync(p -> p.closeAsync(Map.of()),
+                                blocking ? r0 -> Schedulers.boundedElastic().schedule(r0) : Runnable::run));
+            });
             if (blocking) {
                 permit = permit.subscribeOn(Schedulers.boundedElastic());
             }
