@@ -94,8 +94,11 @@ export class RateLimiter {
 
   constructor(redis: RedisLike | RateLimitClient, options: RateLimiterOptions = {}) {
     this.client = redis instanceof RateLimitClient ? redis : new RateLimitClient(redis);
-    this.timeout = options.timeout ?? 500;
-    this.probeInterval = options.probeInterval ?? 250;
+    // Checked here: a string ("500" from an env var) or NaN would not fail,
+    // it would make every decision "unavailable" at once or never time out.
+    this.timeout = a.int("timeout", options.timeout ?? 500, 1, 2 ** 31 - 1);
+    this.probeInterval = a.int("probeInterval", options.probeInterval ?? 250, 1, 2 ** 31 - 1);
+    if (options.onError !== undefined && typeof options.onError !== "function") throw new TypeError("onError must be a function");
     this.onError = options.onError ?? (() => {});
   }
 

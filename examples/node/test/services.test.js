@@ -242,6 +242,9 @@ describe("5. POST /llm/complete", () => {
     assert.equal(fail.status, 500);
     const c = await llm("k1", { n: 1, headers: { "X-Used-Tokens": "5", "X-Sleep-Ms": "10" } });
     assert.equal(tokens(c), 100_000 - 300 - 250 - 1, "the 500 settled to 0; X-Used-Tokens above N counts as N");
+    // A knob that is not a non-negative integer takes its default (floor(N/2)), as in the Python app.
+    const d = await llm("k1", { n: 10, headers: { "X-Used-Tokens": "-5", "X-Sleep-Ms": "soon" } });
+    assert.deepEqual([d.status, d.body], [200, { used_tokens: 5 }]);
     assert.deepEqual(c.body, { used_tokens: 1 });
   });
 
