@@ -9,6 +9,7 @@
  *   app.get("/api", rateLimit({ limiter, policy, key: keys.ip() }), handler);
  */
 import type { NextFunction, Request, RequestHandler, Response } from "express";
+import { isIPv4 } from "node:net";
 import { RateLimitUnavailableError } from "./errors";
 import type { PolicyCall } from "./combined";
 import type { Permit, PolicyDecision, RateLimiter } from "./limiter";
@@ -164,6 +165,8 @@ function info(decision: PolicyDecision | null, permit: Permit | null, signal: ()
   });
 }
 
+const IPV4_MAPPED = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i;
+
 /** Key resolvers for the common identities. */
 export const keys = {
   /** The client's IP as express computes it (`req.ip`), honouring the app's `trust proxy` setting. */
@@ -171,7 +174,10 @@ export const keys = {
     return (req) => {
       const ip = req.ip ?? req.socket.remoteAddress;
       if (!ip) throw new ProblemError(400, "bad-request", "the client address is unknown");
-      return ip;
+      // A dual-stack listener sees an IPv4 caller as ::ffff:a.b.c.d: keyed as
+      // a.b.c.d, the same caller and key as the Java and Python packages.
+      const mapped = IPV4_MAPPED.exec(ip);
+      return mapped && isIPv4(mapped[1]) ? mapped[1] : ip;
     };
   },
   /** The authenticated user: `req.user.id` by default; 401 when there is none. */
