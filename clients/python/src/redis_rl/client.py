@@ -10,7 +10,9 @@ whose keys Redis marks movable.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+import asyncio
+import logging
+from typing import Any, Mapping, Sequence, cast
 
 import redis
 import redis.asyncio
@@ -19,11 +21,14 @@ from redis.cluster import RedisCluster
 
 from . import commands as c
 from .args import Duration, Now, Zone
+from .combined import PolicyCall, combine, merge
 from .commands import Bucket, Call, Clause, Key, Mode, Period, Rule
 from .decisions import AllDecision, DayHourDecision, Decision, LeaseDecision, LockDecision
 from .errors import ModuleNotLoadedError, RateLimitError
 from .policy import Policy, PolicyDecision
 from .scope import Acquire, AsyncAcquire, AsyncPermit, Permit
+
+log = logging.getLogger("redis_rl")
 
 # A probe RL.ALLPEEK with DETAILS: writes nothing, tells whether the engine
 # answers per-rule states (SPEC "DETAILS").
@@ -129,13 +134,24 @@ class RateLimiter(_Limiter):
             return []
         if not self._checked:
             self.ensure_module()
-        if self.cluster:
-            pipe = self._node(calls[0].key).redis_connection.pipeline(transaction=False)
-        else:
+        if not self.cluster:
             pipe = self.redis.pipeline(transaction=False)
-        for call in calls:
-            pipe.execute_command(*call.args)
-        replies = pipe.execute(raise_on_error=False)
+            for call in calls:
+                pipe.execute_command(*call.args)
+            return _parse_all(calls, pipe.execute(raise_on_error=False))
+        # Under Cluster one pipeline per node (a combined decision's
+        # settlement spans the slots of its policies' keys).
+        by_node: dict[str, tuple[Any, list[int]]] = {}
+        for i, call in enumerate(calls):
+            node = self._node(call.key)
+            by_node.setdefault(node.name, (node, []))[1].append(i)
+        replies: list[Any] = [None] * len(calls)
+        for node, idx in by_node.values():
+            pipe = node.redis_connection.pipeline(transaction=False)
+            for i in idx:
+                pipe.execute_command(*calls[i].args)
+            for i, reply in zip(idx, pipe.execute(raise_on_error=False)):
+                replies[i] = reply
         return _parse_all(calls, replies)
 
     def check(self, key: Key, rules: Sequence[Rule], *, cost: int = 1, mode: Mode = None, now: Now = None) -> Decision:
@@ -216,6 +232,51 @@ class RateLimiter(_Limiter):
         plan = policy.plan(key, **kw, details=False)
         return plan.decision(self.run(plan.call))
 
+    def decide_all(self, calls: Sequence[PolicyCall], *, token: str | None = None) -> PolicyDecision:
+        """Decides several policies, each bound to its key (``policy.bind(key,
+        cost=..., estimate=...)``), in ONE RL.ALL: admitted only if every
+        limit admits, nothing written otherwise; the binding limit across all,
+        every limit's state. Under Cluster, bindings whose keys hash to
+        different slots are decided slot by slot and the admitting slots
+        refunded when one refuses (module ``redis_rl.combined``). End an
+        admitted decision with ``finish`` (or use ``acquire_all``)."""
+        calls = list(calls)
+        if len(calls) == 1:
+            return self.decide(calls[0].policy, calls[0].key, **_kw(calls[0]), token=token)
+        if not self._checked:
+            self.ensure_module()
+        plan = combine(calls, details=bool(self.details_supported), token=token)
+        groups = plan.slot_groups() if self.cluster else []
+        if len(groups) < 2:
+            try:
+                return plan.decision(self.run(plan.call))
+            except RateLimitError as e:  # refused whole: nothing was written
+                if not (self.details_supported and _refuses_details(e)):
+                    raise
+            self.details_supported = False  # an engine older than DETAILS (as ``decide``)
+            plan = combine(calls, details=False, token=plan.token)
+            return plan.decision(self.run(plan.call))
+        replies: list[AllDecision | None] = []
+        failure: BaseException | None = None
+        for g in groups:  # sync: one after the other (the asyncio limiter sends them together)
+            try:
+                replies.append(self.run(plan.group_call(g)))
+            except Exception as e:
+                failure = failure or e
+                replies.append(None)
+        after: list[AllDecision | None] = [None] * len(groups)
+        if failure is not None or any(r is not None and r.limited for r in replies):
+            for j, r in enumerate(replies):
+                if r is not None and not r.limited:
+                    try:
+                        after[j] = self.run(plan.group_call(groups[j], refund=True))
+                    except Exception as e:
+                        log.warning("redis_rl: refund of an admitting Cluster slot of %s not confirmed: %s",
+                                    plan.policy.name, e)
+        if failure is not None:
+            raise failure
+        return plan.decision(merge(plan, groups, cast(list[AllDecision], replies), after))
+
     def finish(self, decision: PolicyDecision, used: int | None = None) -> None:
         """Releases the decision's lease and settles its estimate to ``used``."""
         permit = Permit(self, decision)
@@ -226,6 +287,11 @@ class RateLimiter(_Limiter):
     def acquire(self, policy: Policy, key: str, **kw: Any) -> Acquire:
         """``with rl.acquire(policy, key, estimate=N) as permit: ...; permit.used(u)``."""
         return Acquire(self, policy, key, kw)
+
+    def acquire_all(self, calls: Sequence[PolicyCall]) -> Acquire:
+        """``with rl.acquire_all([p1.bind(ip), p2.bind(user, estimate=N)]) as permit``:
+        one decision for all; on exit every lease released, every estimate settled."""
+        return Acquire(self, None, "", {}, list(calls))
 
 
 class AsyncRateLimiter(_Limiter):
@@ -267,8 +333,8 @@ class AsyncRateLimiter(_Limiter):
         if not self._checked:
             await self.ensure_module()
         pipe = self.redis.pipeline(transaction=False) if not self.cluster else self.redis.pipeline()
-        for call in calls:
-            pipe.execute_command(*call.args, **self._target(calls[0].key))
+        for call in calls:  # under Cluster each to its key's node (the pipeline groups them)
+            pipe.execute_command(*call.args, **self._target(call.key))
         replies = await pipe.execute(raise_on_error=False)
         return _parse_all(calls, replies)
 
@@ -344,6 +410,43 @@ class AsyncRateLimiter(_Limiter):
         plan = policy.plan(key, **kw, details=False)
         return plan.decision(await self.run(plan.call))
 
+    async def decide_all(self, calls: Sequence[PolicyCall], *, token: str | None = None) -> PolicyDecision:
+        """Several policies in ONE RL.ALL (see ``RateLimiter.decide_all``);
+        under Cluster one RL.ALL per slot, sent together."""
+        calls = list(calls)
+        if len(calls) == 1:
+            return await self.decide(calls[0].policy, calls[0].key, **_kw(calls[0]), token=token)
+        if not self._checked:
+            await self.ensure_module()
+        plan = combine(calls, details=bool(self.details_supported), token=token)
+        groups = plan.slot_groups() if self.cluster else []
+        if len(groups) < 2:
+            try:
+                return plan.decision(await self.run(plan.call))
+            except RateLimitError as e:  # refused whole: nothing was written
+                if not (self.details_supported and _refuses_details(e)):
+                    raise
+            self.details_supported = False  # an engine older than DETAILS (as ``decide``)
+            plan = combine(calls, details=False, token=plan.token)
+            return plan.decision(await self.run(plan.call))
+        got = await asyncio.gather(*(self.run(plan.group_call(g)) for g in groups), return_exceptions=True)
+        failure = next((r for r in got if isinstance(r, BaseException)), None)
+        replies = [None if isinstance(r, BaseException) else cast(AllDecision, r) for r in got]
+        after: list[AllDecision | None] = [None] * len(groups)
+        if failure is not None or any(r is not None and r.limited for r in replies):
+            admitted = [j for j, r in enumerate(replies) if r is not None and not r.limited]
+            refunds = await asyncio.gather(*(self.run(plan.group_call(groups[j], refund=True)) for j in admitted),
+                                           return_exceptions=True)
+            for j, r in zip(admitted, refunds):
+                if isinstance(r, BaseException):
+                    log.warning("redis_rl: refund of an admitting Cluster slot of %s not confirmed: %s",
+                                plan.policy.name, r)
+                else:
+                    after[j] = r
+        if failure is not None:
+            raise failure
+        return plan.decision(merge(plan, groups, cast(list[AllDecision], replies), after))
+
     async def finish(self, decision: PolicyDecision, used: int | None = None) -> None:
         permit = AsyncPermit(self, decision)
         if used is not None:
@@ -353,6 +456,14 @@ class AsyncRateLimiter(_Limiter):
     def acquire(self, policy: Policy, key: str, **kw: Any) -> AsyncAcquire:
         """``async with rl.acquire(policy, key, estimate=N) as permit: ...``."""
         return AsyncAcquire(self, policy, key, kw)
+
+    def acquire_all(self, calls: Sequence[PolicyCall]) -> AsyncAcquire:
+        """``async with rl.acquire_all([p1.bind(ip), p2.bind(user)]) as permit: ...``."""
+        return AsyncAcquire(self, None, "", {}, list(calls))
+
+
+def _kw(x: PolicyCall) -> dict[str, Any]:
+    return {"cost": x.cost, "estimate": x.estimate, "zone": x.zone, "subkeys": x.subkeys, "overrides": x.overrides}
 
 
 def _parse_all(calls: Sequence[Call], replies: Sequence[Any]) -> list[Any]:

@@ -10,11 +10,13 @@ import logging
 import threading
 import time
 import uuid
-from typing import Any, Mapping
+from datetime import timedelta
+from typing import Any, Awaitable, Callable, Mapping, Sequence
 
 import redis
 
 from .client import AsyncRateLimiter, RateLimiter
+from .combined import PolicyCall
 from .commands import Call
 from .errors import ModuleNotLoadedError, RateLimitError
 from .policy import Policy, PolicyDecision
@@ -52,6 +54,17 @@ def _releases(policy: Policy, key: str, kw: Mapping[str, Any]) -> list[Call]:
         return []
 
 
+def _token_for(calls: Sequence[PolicyCall]) -> str | None:
+    """One lease token for every bound policy (chosen here, as ``_with_token``)."""
+    return uuid.uuid4().hex if any(x.policy.has_lease for x in calls) else None
+
+
+def _all_releases(calls: Sequence[PolicyCall], token: str | None) -> list[Call]:
+    if token is None:
+        return []
+    return [r for x in calls for r in _releases(x.policy, x.key, {"token": token, "subkeys": x.subkeys})]
+
+
 class AsyncGuard:
     def __init__(self, limiter: AsyncRateLimiter, *, probe_interval: float = 0.25) -> None:
         self.limiter = limiter
@@ -75,20 +88,35 @@ class AsyncGuard:
         if self.open:
             return None
         kw = _with_token(policy, kw)
-        task = asyncio.ensure_future(self.limiter.decide(policy, key, **kw))
+        return await self._guarded(self.limiter.decide(policy, key, **kw), policy.budget,
+                                   lambda: _releases(policy, key, kw))
+
+    async def decide_all(self, calls: Sequence[PolicyCall]) -> PolicyDecision | None:
+        """``decide`` for several policies bound to their keys, in one
+        decision (``AsyncRateLimiter.decide_all``); the budget is the
+        smallest of theirs, the lease token chosen here (as ``decide``)."""
+        if self.open:
+            return None
+        token = _token_for(calls)
+        return await self._guarded(self.limiter.decide_all(calls, token=token),
+                                   min(x.policy.budget for x in calls), lambda: _all_releases(calls, token))
+
+    async def _guarded(self, deciding: Awaitable[PolicyDecision], budget: timedelta,
+                       releases: Callable[[], list[Call]]) -> PolicyDecision | None:
+        task = asyncio.ensure_future(deciding)
         try:
-            return await asyncio.wait_for(asyncio.shield(task), policy.budget.total_seconds())
+            return await asyncio.wait_for(asyncio.shield(task), budget.total_seconds())
         except ModuleNotLoadedError:
             raise
         except asyncio.CancelledError:
-            give_back_when_landed(self.limiter, task, self._lost(_releases(policy, key, kw)))
+            give_back_when_landed(self.limiter, task, self._lost(releases()))
             raise
         except TimeoutError as e:  # the budget (asyncio's timeout is the builtin one)
-            give_back_when_landed(self.limiter, task, self._lost(_releases(policy, key, kw)))
+            give_back_when_landed(self.limiter, task, self._lost(releases()))
             self._trip(e)
             return None
         except UNAVAILABLE as e:  # sent, maybe run, its reply lost
-            self._release_later(_releases(policy, key, kw))
+            self._release_later(releases())
             self._trip(e)
             return None
 
@@ -202,12 +230,23 @@ class Guard:
         if self.open:
             return None
         kw = _with_token(policy, kw)
+        return self._guarded(lambda: self.limiter.decide(policy, key, **kw), lambda: _releases(policy, key, kw))
+
+    def decide_all(self, calls: Sequence[PolicyCall]) -> PolicyDecision | None:
+        """``decide`` for several policies in one decision (``RateLimiter.decide_all``)."""
+        if self.open:
+            return None
+        token = _token_for(calls)
+        return self._guarded(lambda: self.limiter.decide_all(calls, token=token), lambda: _all_releases(calls, token))
+
+    def _guarded(self, decide: Callable[[], PolicyDecision],
+                 releases: Callable[[], list[Call]]) -> PolicyDecision | None:
         try:
-            return self.limiter.decide(policy, key, **kw)
+            return decide()
         except ModuleNotLoadedError:
             raise
         except UNAVAILABLE as e:
-            self._release_later(_releases(policy, key, kw))
+            self._release_later(releases())
             self._trip(e)
             return None
 

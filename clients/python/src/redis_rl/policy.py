@@ -18,12 +18,15 @@ import enum
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Callable, Literal, Mapping, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Sequence, cast
 
 from . import args as a
 from . import commands as c
 from .commands import Call, Clause, Period
 from .decisions import AllDecision, Decision, LeaseDecision, LockDecision, RuleState
+
+if TYPE_CHECKING:
+    from .combined import PolicyCall
 
 Kind = Literal["window", "bucket", "quota", "lease", "lockout"]
 
@@ -193,6 +196,22 @@ class Policy:
             parts.append((before, after, first.shared, first.name if first.subkey else None))
         set_(self, "_key_parts", tuple(parts))
 
+    def inflight_for(self, limit: str) -> timedelta:
+        """The Retry-After of a refusal by concurrency limit ``limit``."""
+        return self.inflight_retry_after
+
+    def origin(self, limit: str) -> "Policy":
+        """The policy limit ``limit`` belongs to (this one; a combined
+        decision's: the bound policy it came from)."""
+        return self
+
+    def bind(self, key: str, *, cost: int = 1, estimate: int | None = None, zone: a.Zone | None = None,
+             subkeys: Mapping[str, str] | None = None, overrides: Mapping[str, int] | None = None) -> "PolicyCall":
+        """This policy bound to ``key`` (and cost, estimate, ...), for deciding
+        several policies in one call: ``limiter.decide_all([p1.bind(ip), p2.bind(phone)])``."""
+        from .combined import PolicyCall
+        return PolicyCall(self, key, cost, estimate, zone, subkeys, overrides)
+
     def limit(self, name: str) -> Limit:
         for lim in self.limits:
             if lim.name == name:
@@ -282,6 +301,9 @@ class Policy:
         unknown = set(overrides) - {lim.name for lim in self.limits}
         if unknown:
             raise ValueError(f"overrides name no limit of the policy: {sorted(unknown)}")
+        # A decision writes: COST 0 is a peek's (the clauses are checked as
+        # RL.ALLPEEK's, which take it; a one-limit policy sends its command).
+        a.integer(cost, "cost", 1)
         est = cost if estimate is None else estimate
         zone_name = None if zone is None else a.zone_arg(zone)
         if any(lim.metered for lim in self.limits):
@@ -410,7 +432,7 @@ class PolicyDecision:
         if not self.limited or self.state.retry_after is None:
             return None
         if self.policy.limit(self.binding).kind == "lease":
-            return self.policy.inflight_retry_after
+            return self.policy.inflight_for(self.binding)
         return self.state.retry_after
 
     @property
