@@ -8,6 +8,7 @@ when it returns or raises. Several policies on one view (a list of
 from __future__ import annotations
 
 import functools
+import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -17,6 +18,7 @@ from .. import http
 from ..client import RateLimiter
 from ..guard import Guard
 from ..combined import CombinedPolicy
+from ..errors import ModuleNotLoadedError
 from ..policy import Policy, PolicyDecision
 from ..scope import Permit
 
@@ -94,6 +96,9 @@ class FlaskRateLimits:
         def wrapped(*args: Any, **kwargs: Any) -> Any:
             try:
                 decision = decide()
+            except ModuleNotLoadedError as e:  # a problem+json 500 naming it, not Flask's plain page
+                logging.getLogger("redis_rl").error("redis_rl: %s", e)
+                return _response(*http.misconfigured(str(e)))
             except ValueError as e:  # the request's key, cost or estimate is out of range: before any call
                 return _response(*http.bad_request(str(e)))
             if decision is None:

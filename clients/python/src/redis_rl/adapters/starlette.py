@@ -7,6 +7,7 @@ handler that renders ``ProblemError``."""
 from __future__ import annotations
 
 import inspect
+import logging
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 
@@ -17,6 +18,7 @@ from starlette.responses import Response
 from .. import http
 from ..client import AsyncRateLimiter
 from ..combined import CombinedPolicy
+from ..errors import ModuleNotLoadedError
 from ..guard import AsyncGuard
 from ..policy import Policy, PolicyDecision
 from ..scope import AsyncPermit
@@ -43,6 +45,14 @@ def _no_permit(policy: Policy, where: str) -> None:
 
 def _policies(policy: "Policy | Sequence[Bound]") -> list[Policy]:
     return [policy] if isinstance(policy, Policy) else [b.policy for b in policy if isinstance(b, Bound)]
+
+
+def _misconfigured(exc: Exception) -> Response:
+    # Not a plain-text 500: the answer names what is wrong (the module missing).
+    logging.getLogger("redis_rl").error("redis_rl: %s", exc)
+    r = Response(http.misconfigured(str(exc))[2], status_code=500)
+    r.headers["Content-Type"] = http.PROBLEM_JSON
+    return r
 
 
 class ProblemError(Exception):
@@ -88,6 +98,10 @@ class RateLimits:
             assert isinstance(exc, ProblemError)
             return exc.response()
         app.add_exception_handler(ProblemError, handler)
+
+        async def module_missing(request: Request, exc: Exception) -> Response:
+            return _misconfigured(exc)
+        app.add_exception_handler(ModuleNotLoadedError, module_missing)
 
     # key resolvers
     def client_ip(self, request: Request) -> str:
@@ -236,6 +250,8 @@ class RateLimitMiddleware(BaseHTTPMiddleware):
             _, headers = await decide(request)
         except ProblemError as e:
             return e.response()
+        except ModuleNotLoadedError as e:  # raised outside the app's exception handlers
+            return _misconfigured(e)
         response = await call_next(request)
         for k, v in headers:
             response.headers[k] = v
