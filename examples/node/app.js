@@ -145,7 +145,8 @@ export function createApp({ redis, prefix = "", limiter = new RateLimiter(redis)
     validate((req) => {
       if (!req.get("X-Api-Key")) throw new ProblemError(401, "unauthorized", "missing X-Api-Key header");
       const zone = req.get("X-Zone") ?? "";
-      if (!isZone(zone)) throw badRequest("X-Zone must be an IANA time zone");
+      // isZone also takes a fixed offset (RL.QUOTA does): no IANA zone.
+      if (/^[+-]/.test(zone) || !isZone(zone)) throw badRequest("X-Zone must be an IANA time zone");
       const n = req.body?.max_tokens;
       if (!Number.isSafeInteger(n) || n < 1 || n > 100_000) throw badRequest("max_tokens must be an integer from 1 to 100000");
     }),

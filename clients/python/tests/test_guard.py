@@ -13,7 +13,7 @@ import redis
 
 from redis_rl import Policy, sliding_window
 from redis_rl.guard import AsyncGuard, Guard
-from redis_rl.scope import AsyncPermit
+from redis_rl.scope import AsyncPermit, Permit
 
 POLICY = Policy("p", [sliding_window("w", 1, timedelta(seconds=1))], budget=timedelta(milliseconds=100))
 
@@ -168,5 +168,91 @@ async def test_async_guard_close_answers_within_its_budget_while_redis_stalls():
         while await asyncio.to_thread(held) != 0:
             assert time.monotonic() < deadline, "the lease was not given back"
             await asyncio.sleep(0.05)
+        await client.aclose()
+        raw.close()
+
+
+def _oom_policy(name):
+    from redis_rl import concurrency, quota
+    return Policy(name, [concurrency("inflight", 2, timedelta(seconds=60)),
+                         quota("tokens", "UTC", "day", 1000, metered=True)])
+
+
+def _held_and_left(raw, name):
+    held = 2 - raw.execute_command("RL.LEASEPEEK", f"{name}:{{k}}:inflight", "*", 2, "COST", 0)[3]
+    left = raw.execute_command("RL.QUOTAPEEK", f"{name}:{{k}}:tokens", "*", "UTC", "DAY", 1000, "COST", 0)[3]
+    return held, left
+
+
+@pytest.mark.anyio
+async def test_a_settlement_the_server_refuses_is_logged_not_raised(server, raw, caplog):
+    """Over maxmemory Redis refuses the DEBIT of a usage above the estimate
+    (releases and refunds still run). The work is done: closing the scope
+    logs the refusal instead of failing the request (a 500 for a served
+    call), and the lease is back — as the Node package reports it to onError."""
+    import redis.asyncio
+
+    from redis_rl import AsyncRateLimiter, RateLimiter
+
+    client = redis.asyncio.Redis(port=server.port)
+    limiter = AsyncRateLimiter(client)
+    guard, sync_guard = AsyncGuard(limiter), Guard(RateLimiter(server.client()))
+    decision = await guard.decide(_oom_policy("oom1"), "k", estimate=10)
+    permit = AsyncPermit(limiter, decision)
+    permit.used(50)
+    sync_decision = sync_guard.decide(_oom_policy("oom2"), "k", estimate=10)
+    sync_permit = Permit(sync_guard.limiter, sync_decision)
+    sync_permit.used(50)
+    raw.config_set("maxmemory", 1)
+    try:
+        await guard.close(permit, 1.0)
+        sync_guard.close(sync_permit)
+    finally:
+        raw.config_set("maxmemory", 0)
+    assert _held_and_left(raw, "oom1") == (0, 990)  # released; the debit of 40 refused
+    assert _held_and_left(raw, "oom2") == (0, 990)
+    assert caplog.text.count("OOM command not allowed") == 2, caplog.text
+    await client.aclose()
+
+
+@pytest.mark.anyio
+async def test_acquire_cancelled_while_deciding_gives_the_lease_back():
+    """``async with limiter.acquire(...)`` cancelled while its RL.ALL is on
+    the wire (a client that went away during a stall): the call still runs
+    on Redis when it resumes, and what it took is given back."""
+    import signal
+
+    import redis.asyncio
+
+    from redis_rl import AsyncRateLimiter, concurrency, quota
+    from servers import Server
+
+    policy = Policy("cancel", [concurrency("inflight", 2, timedelta(seconds=60)),
+                               quota("tokens", "UTC", "day", 1000, metered=True)])
+    with Server() as s:
+        raw = s.client()
+        client = redis.asyncio.Redis(port=s.port)
+        limiter = AsyncRateLimiter(client)
+        await limiter.ensure_module()
+        entered = []
+
+        async def request():
+            async with limiter.acquire(policy, "k", estimate=100):
+                entered.append(True)
+
+        s.proc.send_signal(signal.SIGSTOP)
+        try:
+            task = asyncio.ensure_future(request())
+            await asyncio.sleep(0.2)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        finally:
+            s.proc.send_signal(signal.SIGCONT)
+        deadline = time.monotonic() + 5
+        while (await asyncio.to_thread(_held_and_left, raw, "cancel")) != (0, 1000):
+            assert time.monotonic() < deadline, f"leaked (held, tokens left): {_held_and_left(raw, 'cancel')}"
+            await asyncio.sleep(0.05)
+        assert entered == []
         await client.aclose()
         raw.close()

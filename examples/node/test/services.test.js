@@ -212,6 +212,9 @@ describe("5. POST /llm/complete", () => {
     assertProblem(await app.req("POST", "/llm/complete", { json: { max_tokens: 1 }, headers: { "X-Zone": "UTC" } }), 401, "unauthorized");
     assertProblem(await llm("k0", { zone: "Mars/Base" }), 400, "bad-request");
     assertProblem(await llm("k0", { zone: "europe/paris" }), 400, "bad-request");
+    // RL.QUOTA takes a fixed offset, and Debian's zoneinfo directory holds
+    // files that are no IANA names: neither is an IANA zone (SERVICES.md).
+    for (const zone of ["+05:00", "-00:00", "localtime", "posixrules"]) assertProblem(await llm("k0", { zone }), 400, "bad-request");
     assertProblem(await llm("k0", { n: 0 }), 400, "bad-request");
     assertProblem(await llm("k0", { n: 100001 }), 400, "bad-request");
     assertProblem(await llm("k0", { n: 1.5 }), 400, "bad-request");

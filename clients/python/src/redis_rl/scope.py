@@ -3,19 +3,50 @@
 return, exception, or asyncio cancellation — releases the lease and settles
 the estimate to ``permit.used(n)`` (0 when nothing was reported), in one
 pipelined round trip. So "settle after the try/finally that releases" cannot
-be written: there is no code of yours between the two."""
+be written: there is no code of yours between the two. Cancelled while still
+deciding, the call may yet run on Redis: what it took is given back when its
+reply lands."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Set
 
 from .args import Zone
 from .policy import Policy, PolicyDecision
 
 if TYPE_CHECKING:
     from .client import AsyncRateLimiter, RateLimiter
+
+log = logging.getLogger("redis_rl")
+
+# How long a decision nobody waits for any more may still answer: Redis runs
+# a command it has read even when the caller stopped waiting (a budget ran
+# out, the request was cancelled), so what it took is given back on arrival.
+LATE_REPLY_WAIT = 60.0
+
+# Strong references to the tasks that wait for such replies.
+_late: Set["asyncio.Future[Any]"] = set()
+
+
+def give_back_when_landed(limiter: "AsyncRateLimiter", decision: "asyncio.Future[PolicyDecision]") -> None:
+    """Waits (in the background) for a decision nobody awaits any more and,
+    if it admitted, ends it at once: lease released, estimate refunded."""
+    async def give_back() -> None:
+        try:
+            landed = await asyncio.wait_for(decision, LATE_REPLY_WAIT)
+        except BaseException:  # never answered, or failed: nothing was taken that we know of
+            return
+        if landed.allowed:
+            try:
+                await AsyncPermit(limiter, landed).close()  # nothing used
+            except Exception as e:
+                log.warning("redis_rl: could not give back a late decision of %s: %s", landed.policy.name, e)
+    task = asyncio.get_running_loop().create_task(give_back())
+    _late.add(task)
+    task.add_done_callback(_late.discard)
 
 
 class RateLimitExceeded(Exception):
@@ -115,7 +146,14 @@ class AsyncAcquire:
         self.permit: AsyncPermit | None = None
 
     async def __aenter__(self) -> AsyncPermit:
-        decision = await self._limiter.decide(self._policy, self._key, **self._kw)
+        # Shielded: cancelled while the call is on the wire, it may still run
+        # on Redis; what it took is then given back when it lands.
+        deciding = asyncio.ensure_future(self._limiter.decide(self._policy, self._key, **self._kw))
+        try:
+            decision = await asyncio.shield(deciding)
+        except asyncio.CancelledError:
+            give_back_when_landed(self._limiter, deciding)
+            raise
         if decision.limited:
             raise RateLimitExceeded(decision)
         self.permit = AsyncPermit(self._limiter, decision)

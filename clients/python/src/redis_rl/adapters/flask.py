@@ -1,7 +1,8 @@
 """Flask: ``@limits.limit(policy, key=limits.client_ip)`` decides before the
 view and adds the headers to its answer; 429/503 problem JSON as in
 clients/DESIGN.md. ``scope=True`` holds the lease and estimate for the view
-(``flask.g.rate_limit_permit.used(n)``) and settles when it returns or raises."""
+(``flask.g.rate_limit_permit.used(n)``; None when failing open) and settles
+when it returns or raises."""
 
 from __future__ import annotations
 
@@ -44,6 +45,8 @@ class FlaskRateLimits:
                 if decision is None:
                     if policy.fail == "closed":
                         return _response(*http.unavailable(policy))
+                    if scope:  # failing open: there is no permit (as FastAPI's scope yields None)
+                        flask.g.rate_limit_permit = None
                     return view(*args, **kwargs)
                 if decision.limited:
                     return _response(*http.refusal(decision, x_ratelimit=x_ratelimit))
