@@ -1,5 +1,9 @@
 package dev.redisratelimit.spring.aop;
 
+import static dev.redisratelimit.spring.aop.PolicyExpressions.cost;
+import static dev.redisratelimit.spring.aop.PolicyExpressions.string;
+import static dev.redisratelimit.spring.aop.PolicyExpressions.usage;
+
 import dev.redisratelimit.spring.core.CallInput;
 import dev.redisratelimit.spring.core.Permit;
 import dev.redisratelimit.spring.core.PolicyCall;
@@ -17,15 +21,12 @@ import java.util.List;
 import java.util.Map;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.context.expression.MethodBasedEvaluationContext;
 import org.springframework.core.DefaultParameterNameDiscoverer;
 import org.springframework.core.ParameterNameDiscoverer;
 import org.springframework.expression.EvaluationContext;
-import org.springframework.expression.Expression;
 import org.springframework.web.context.request.RequestAttributes;
 import org.springframework.web.context.request.RequestContextHolder;
 import org.springframework.web.context.request.ServletRequestAttributes;
@@ -37,8 +38,6 @@ import org.springframework.web.context.request.ServletRequestAttributes;
  * and settles its estimates from {@code #result}.
  */
 public final class RateLimitMethodInterceptor implements MethodInterceptor {
-
-    private static final Logger log = LoggerFactory.getLogger(RateLimitMethodInterceptor.class);
 
     private final ObjectProvider<AnnotationPolicies> policies;
     private final ObjectProvider<RateLimiter> limiter;
@@ -219,44 +218,5 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
             throw new RateLimitConfigurationException("policy '" + policy + "': no " + r.policy().spec().by() + " to key the call by");
         }
         return k;
-    }
-
-    private static String string(Expression e, EvaluationContext ctx, String what, String policy) {
-        Object v;
-        try {
-            v = e.getValue(ctx);
-        } catch (RuntimeException ex) {
-            throw new RateLimitConfigurationException("policy '" + policy + "': " + what + " expression '" + e.getExpressionString()
-                    + "' failed: " + ex.getMessage(), ex);
-        }
-        if (v == null || v.toString().isEmpty()) {
-            throw new RateLimitConfigurationException("policy '" + policy + "': " + what + " expression '" + e.getExpressionString()
-                    + "' evaluated to " + (v == null ? "null" : "an empty string"));
-        }
-        return v.toString();
-    }
-
-    private static long cost(Expression e, EvaluationContext ctx, String policy) {
-        Object v = e.getValue(ctx);
-        if (!(v instanceof Number n) || n.longValue() < 1 || n.doubleValue() != n.longValue()) {
-            throw new RateLimitConfigurationException("policy '" + policy + "': cost expression '" + e.getExpressionString()
-                    + "' must give an integer of 1 or more, gave " + v);
-        }
-        return n.longValue();
-    }
-
-    // The usage reported by the result; if it cannot be read, the estimate stands (nothing settled).
-    private static long usage(Expression e, EvaluationContext ctx, long estimate, String policy) {
-        try {
-            Object v = e.getValue(ctx);
-            if (v instanceof Number n && n.longValue() >= 0) {
-                return n.longValue();
-            }
-            log.warn("policy '{}': settle expression '{}' gave {}; the estimate {} stands", policy, e.getExpressionString(), v, estimate);
-        } catch (RuntimeException ex) {
-            log.warn("policy '{}': settle expression '{}' failed ({}); the estimate {} stands", policy, e.getExpressionString(),
-                    ex.getMessage(), estimate);
-        }
-        return estimate;
     }
 }
