@@ -161,11 +161,11 @@ export function createApp({ redis, prefix = "", limiter = new RateLimiter(redis)
       const n = req.body.max_tokens;
       const { signal } = req.rateLimit;
       try {
-        await fakeModel(Number(req.get("X-Sleep-Ms") ?? 100), req.get("X-Fail") === "1", signal);
+        await fakeModel(headerInt(req, "X-Sleep-Ms", 100), req.get("X-Fail") === "1", signal);
       } catch (e) {
         return next(e); // the permit settles to 0 when the response ends
       }
-      const used = Math.min(n, Number(req.get("X-Used-Tokens") ?? Math.floor(n / 2)));
+      const used = Math.min(n, headerInt(req, "X-Used-Tokens", Math.floor(n / 2)));
       req.rateLimit.used(used);
       res.json({ used_tokens: used });
     },
@@ -185,6 +185,12 @@ export function createApp({ redis, prefix = "", limiter = new RateLimiter(redis)
 }
 
 class ModelError extends Error {}
+
+/** The fake model's knobs: a non-negative integer header, else the default (as the Python app reads them). */
+function headerInt(req, name, fallback) {
+  const v = req.get(name) ?? "";
+  return /^[0-9]+$/.test(v) ? Number(v) : fallback;
+}
 
 /** The fake model: sleeps (stopped early when the client goes away), then answers or fails. */
 function fakeModel(ms, fail, signal) {

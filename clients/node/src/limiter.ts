@@ -9,6 +9,7 @@ import { RateLimitClient } from "./client";
 import * as d from "./decisions";
 import { RateLimitedError, RateLimitError, RateLimitUnavailableError } from "./errors";
 import * as a from "./args";
+import { allCall, clausesOf, decisionOf, merge, slotGroups, type Clause, type Part, type PolicyCall } from "./combined";
 import { groupKey, keyBase, type Group, type Limit, type LimitKind, type Policy } from "./policy";
 import type { Call, RedisLike } from "./transport";
 
@@ -33,7 +34,10 @@ export interface LimitState {
 }
 
 export interface PolicyDecision {
+  /** The policy (of a combined decision: the policy of the binding limit). */
   readonly policy: string;
+  /** A combined decision (`decideAll`/`acquireAll`): every bound policy, in binding order. */
+  readonly policies?: readonly string[];
   readonly limited: boolean;
   /** The limit the reply names as binding. */
   readonly binding: LimitState;
@@ -90,8 +94,11 @@ export class RateLimiter {
 
   constructor(redis: RedisLike | RateLimitClient, options: RateLimiterOptions = {}) {
     this.client = redis instanceof RateLimitClient ? redis : new RateLimitClient(redis);
-    this.timeout = options.timeout ?? 500;
-    this.probeInterval = options.probeInterval ?? 250;
+    // Checked here: a string ("500" from an env var) or NaN would not fail,
+    // it would make every decision "unavailable" at once or never time out.
+    this.timeout = a.int("timeout", options.timeout ?? 500, 1, 2 ** 31 - 1);
+    this.probeInterval = a.int("probeInterval", options.probeInterval ?? 250, 1, 2 ** 31 - 1);
+    if (options.onError !== undefined && typeof options.onError !== "function") throw new TypeError("onError must be a function");
     this.onError = options.onError ?? (() => {});
   }
 
@@ -131,7 +138,16 @@ export class RateLimiter {
         this.sweeper = setInterval(() => this.sweep(), Math.max(5, Math.floor(this.timeout / 10)));
         this.sweeper.unref();
       }
-      fn().then(
+      // A client that throws at once (instead of rejecting) must not leave
+      // the entry pending: the sweep would take it for a timeout and open
+      // the circuit.
+      let running: Promise<T>;
+      try {
+        running = fn();
+      } catch (e) {
+        running = Promise.reject(e);
+      }
+      running.then(
         (v) => {
           if (settle()) resolve(v);
           else late?.(v);
@@ -207,7 +223,7 @@ export class RateLimiter {
   async acquire(policy: Policy, key: string, options: AcquireOptions = {}): Promise<Permit> {
     const token = policy.limits.some((l) => l.kind === "concurrency") ? randomUUID() : null;
     const { decision, held, estimate } = await this.run(policy, key, options, token);
-    return new Permit(this, policy, decision, decision.limited ? null : held, estimate, token, options.signal);
+    return new Permit(this, decision.limited ? null : [{ policy, held, estimate }], decision, estimate, token, options.signal);
   }
 
   /**
@@ -222,6 +238,101 @@ export class RateLimiter {
     } finally {
       await permit.close();
     }
+  }
+
+  /**
+   * Decides several policies, each bound to its own key (`policy.bind(key,
+   * { cost, estimate, ... })`), in ONE RL.ALL: admitted only if every limit
+   * admits, nothing written otherwise; the binding limit across all and
+   * every limit's state. Under Cluster, bindings whose keys hash to
+   * different slots are decided slot by slot (sent together) and the
+   * admitting slots refunded when one refuses. For policies with an
+   * in-flight limit or an estimate, use `acquireAll`.
+   */
+  decideAll(calls: readonly PolicyCall[]): Promise<PolicyDecision> {
+    if (calls.length === 1) return this.decide(calls[0].policy, calls[0].key, calls[0].options);
+    const needs = calls.find((c) => c?.policy?.needsPermit);
+    if (needs) return Promise.reject(new TypeError(`policy '${needs.policy.name}' holds a lease or an estimate: use acquireAll()`));
+    let parts: Part[];
+    try {
+      parts = partsOf(calls, null);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.guarded(() => this.sendAll(parts));
+  }
+
+  /**
+   * `decideAll`, and when admitted one permit that holds every bound lease
+   * (one token) and estimate: closing it releases and settles them all.
+   */
+  async acquireAll(calls: readonly PolicyCall[], options: { readonly signal?: AbortSignal } = {}): Promise<Permit> {
+    if (calls.length === 1) return this.acquire(calls[0].policy, calls[0].key, { ...calls[0].options, signal: options.signal });
+    const token = calls.some((c) => c?.policy?.limits.some((l) => l.kind === "concurrency")) ? randomUUID() : null;
+    const parts = partsOf(calls, token);
+    const giveBack = (decision: PolicyDecision) => {
+      if (decision.limited) return;
+      const calls = parts.flatMap((p) => this.settlementCalls(p.policy, p.held, p.estimate, 0));
+      if (calls.length > 0) void this.settle(calls).catch((e) => this.report(e));
+    };
+    const decision = await this.guarded(() => this.sendAll(parts), giveBack);
+    return new Permit(this, decision.limited ? null : parts, decision, Math.max(...parts.map((p) => p.estimate)), token, options.signal);
+  }
+
+  /** `acquireAll`, then `fn` under the permit, closed whatever happens (as `withPermit`). */
+  async withPermitAll<T>(calls: readonly PolicyCall[], options: { readonly signal?: AbortSignal }, fn: (permit: Permit) => Promise<T> | T): Promise<T> {
+    const permit = await this.acquireAll(calls, options);
+    if (permit.decision.limited) throw new RateLimitedError(permit.decision, `rate limited by '${permit.decision.binding.name}' of policy '${permit.decision.policy}'`);
+    try {
+      return await fn(permit);
+    } finally {
+      await permit.close();
+    }
+  }
+
+  // One RL.ALL for every part's clauses; under Cluster one per slot.
+  private sendAll(parts: readonly Part[]): Promise<PolicyDecision> {
+    const clauses = clausesOf(parts);
+    const details = this.detailsSupported && parts.some((p) => p.policy.options.details);
+    const groups = this.client.transport.kind.endsWith("cluster") ? slotGroups(clauses) : [clauses.map((_, i) => i)];
+    const one = (idx: number[], refund: boolean, withDetails: boolean): Promise<d.AllDecision> =>
+      this.client.send(allCall(clauses, idx, refund, withDetails)).then((reply) => d.allDecision("RL.ALL", reply, withDetails));
+    if (groups.length === 1) {
+      return one(groups[0], false, details).then(
+        (all) => decisionOf(parts, clauses, all, stateOf),
+        (e) => {
+          // A module build older than DETAILS: remember, and decide without it (as `send`).
+          if (!(details && e instanceof RateLimitError && /unknown option 'DETAILS'/.test(e.message))) throw e;
+          this.detailsSupported = false;
+          return one(groups[0], false, false).then((all) => decisionOf(parts, clauses, all, stateOf));
+        },
+      );
+    }
+    return this.bySlot(parts, clauses, groups, details, one);
+  }
+
+  /**
+   * Under Cluster: one RL.ALL per slot, sent together; when one refuses or
+   * fails, the slots that admitted are given back (RL.ALL ... REFUND) before
+   * answering, so a refusal writes nothing in the end. Between an admission
+   * and its refund another request may find those units taken: a refusal
+   * too many in a race, never an admission too many.
+   */
+  private async bySlot(parts: readonly Part[], clauses: readonly Clause[], groups: number[][], details: boolean, one: (idx: number[], refund: boolean, details: boolean) => Promise<d.AllDecision>): Promise<PolicyDecision> {
+    const got = await Promise.allSettled(groups.map((g) => one(g, false, details)));
+    const failed = got.find((r) => r.status === "rejected");
+    const replies = got.map((r) => (r.status === "fulfilled" ? r.value : null));
+    const after: (d.AllDecision | null)[] = groups.map(() => null);
+    if (failed || replies.some((r) => r?.limited)) {
+      const admitted = replies.flatMap((r, j) => (r && !r.limited ? [j] : []));
+      const refunds = await Promise.allSettled(admitted.map((j) => one(groups[j], true, details)));
+      refunds.forEach((r, k) => {
+        if (r.status === "fulfilled") after[admitted[k]] = r.value;
+        else this.report(r.reason);
+      });
+    }
+    if (failed) throw (failed as PromiseRejectedResult).reason;
+    return decisionOf(parts, clauses, merge(clauses, groups, replies as d.AllDecision[], after), stateOf);
   }
 
   private run(policy: Policy, key: string, o: DecideOptions, token: string | null): Promise<{ decision: PolicyDecision; held: Held; estimate: number }> {
@@ -354,6 +465,27 @@ export interface Held {
   readonly token: string | null;
 }
 
+/** The bound policies' keys, zones and costs, checked before any Redis call; one lease token for all. */
+function partsOf(calls: readonly PolicyCall[], token: string | null): Part[] {
+  if (!Array.isArray(calls) || calls.length === 0) throw new TypeError("nothing to decide: bind at least one policy (policy.bind(key))");
+  const seen = new Set<string>();
+  const parts: Part[] = [];
+  for (const c of calls) {
+    if (!c || typeof c.policy?.compile !== "function" || typeof c.key !== "string") throw new TypeError("expected policy.bind(key, options)");
+    if (c.policy.compile().lockout) throw new TypeError(`policy '${c.policy.name}' is a lockout: RL.LOCKCOUNT is not an RL.ALL clause, decide it on its own`);
+    const o = c.options ?? {};
+    const cost = positive("cost", o.cost ?? 1);
+    const estimate = positive("estimate", o.estimate ?? cost);
+    const held = heldFor(c.policy, c.key, o, cost, estimate, token);
+    // The same binding twice counts once (two keys named alike would be refused by RL.ALL).
+    const id = `${held.keys.join("\n")}|${cost}|${estimate}`;
+    if (seen.has(id)) continue;
+    seen.add(id);
+    parts.push({ policy: c.policy, held, estimate });
+  }
+  return parts;
+}
+
 /** Checks a call's arguments against the compiled policy, before any Redis call. */
 function heldFor(policy: Policy, key: string, o: DecideOptions, cost: number, estimate: number, token: string | null): Held {
   const c = policy.compile();
@@ -401,9 +533,9 @@ function fromAll(policy: Policy, all: d.AllDecision): PolicyDecision {
   return finish(policy, binding!, states);
 }
 
-function stateOf(l: Limit, r: d.Decision): LimitState {
+function stateOf(l: Limit, r: d.Decision, name: string = l.name): LimitState {
   return Object.freeze({
-    name: l.name,
+    name,
     kind: l.kind,
     limited: r.limited,
     limit: l.limit,
@@ -444,10 +576,10 @@ export class Permit implements AsyncDisposable {
 
   constructor(
     private readonly limiter: RateLimiter,
-    private readonly policy: Policy,
+    /** What each admitted policy holds (one for `acquire`, each bound policy's for `acquireAll`); null when refused. */
+    private readonly held: readonly Part[] | null,
     readonly decision: PolicyDecision,
-    private readonly held: Held | null,
-    /** Units taken up front on the estimate limits. */
+    /** Units taken up front on the estimate limits (of several bound policies: the largest). */
     readonly estimate: number,
     /** The lease's token (null without an in-flight limit or when refused). */
     readonly token: string | null,
@@ -487,7 +619,7 @@ export class Permit implements AsyncDisposable {
     if (!this.closing) {
       this.unlisten();
       this.closing = this.held
-        ? this.limiter.settle(this.limiter.settlementCalls(this.policy, this.held, this.estimate, this.usedUnits ?? 0)).catch((e) => this.limiter.report(e))
+        ? this.limiter.settle(this.held.flatMap((p) => this.limiter.settlementCalls(p.policy, p.held, p.estimate, this.usedUnits ?? 0))).catch((e) => this.limiter.report(e))
         : Promise.resolve();
     }
     return this.closing;

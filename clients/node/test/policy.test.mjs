@@ -119,6 +119,19 @@ describe("one call per decision", () => {
     assert.throws(() => new Policy("g").slidingWindow("global", 1, 1000, { global: true }), /fixed tag/);
     assert.throws(() => new Policy("l").slidingWindow("a", 1, 1000).lockout("b", 1, 1, 1), /stands alone/);
   });
+
+  test("a client that throws at once (no promise) is an error, not an outage: the circuit stays closed", async () => {
+    const throwing = { kind: "broken", send: () => { throw new TypeError("not a command this client can send"); }, batch: async () => [], sendAny: async () => "PONG" };
+    const l = new RateLimiter(throwing, { timeout: 50 });
+    const p = new Policy("sync", { prefix: "t9:" }).slidingWindow("w", 1, 1000);
+    try {
+      await assert.rejects(l.decide(p, "k"), /not a command this client can send/);
+      await sleep(200); // past the budget: a decision left pending would now open the circuit
+      assert.equal(l.circuitOpen, false);
+    } finally {
+      l.close();
+    }
+  });
 });
 
 describe("permits: the lease released and the estimate settled, whatever happens", () => {

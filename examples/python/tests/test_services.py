@@ -178,6 +178,14 @@ def test_llm_inflight_tokens_and_failures(app, redis_server, details):
     raw.close()
 
 
+def test_model_knobs_that_are_not_integers_take_their_defaults(app):
+    """X-Used-Tokens / X-Sleep-Ms that are not non-negative integers: the
+    defaults (floor(N/2), 100 ms), in both example apps."""
+    r = app.http.post("/llm/complete", json={"max_tokens": 10},
+                      headers={"X-Api-Key": "knobs", "X-Zone": "UTC", "X-Used-Tokens": "-5", "X-Sleep-Ms": "soon"})
+    assert (r.status_code, r.json()) == (200, {"used_tokens": 5})
+
+
 def test_twenty_concurrent_clients_never_above_the_limit(app):
     with cf.ThreadPoolExecutor(20) as pool:
         codes = list(pool.map(lambda _: app.http.get("/seed002/api/user/conc").status_code, range(40)))

@@ -63,7 +63,7 @@ def refusal(decision: PolicyDecision, *, x_ratelimit: bool = False) -> tuple[int
     """429 problem JSON with Retry-After (none when waiting cannot help) and the headers."""
     headers = [("Content-Type", PROBLEM_JSON)] + rate_limit_headers(decision, x_ratelimit=x_ratelimit)
     retry = decision.retry_after
-    detail = f"limit {decision.binding!r} of {decision.policy.name!r} exceeded"
+    detail = f"limit {decision.binding!r} of {decision.policy.origin(decision.binding).name!r} exceeded"
     if retry is not None:
         headers.append(("Retry-After", str(max(0, _seconds_up(retry)))))
         detail += f"; retry after {_seconds_up(retry)} s"
@@ -76,6 +76,12 @@ def unavailable(policy: Policy) -> tuple[int, list[tuple[str, str]], bytes]:
     body = problem(503, "unavailable", "Service Unavailable",
                    f"rate limits of {policy.name!r} cannot be decided: Redis is unreachable")
     return 503, [("Content-Type", PROBLEM_JSON)], body
+
+
+def misconfigured(detail: str) -> tuple[int, list[tuple[str, str]], bytes]:
+    """500 ``…/problems/misconfigured`` (as the Spring starter answers): the
+    limits cannot be decided at all, e.g. the module is not loaded."""
+    return 500, [("Content-Type", PROBLEM_JSON)], problem(500, "misconfigured", "Internal Server Error", detail)
 
 
 def bad_request(detail: str) -> tuple[int, list[tuple[str, str]], bytes]:

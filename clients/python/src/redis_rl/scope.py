@@ -12,13 +12,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Mapping, Set
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Set, cast
 
 from .args import Zone
 from .policy import Policy, PolicyDecision
 
 if TYPE_CHECKING:
     from .client import AsyncRateLimiter, RateLimiter
+    from .combined import PolicyCall
 
 log = logging.getLogger("redis_rl")
 
@@ -31,13 +32,17 @@ LATE_REPLY_WAIT = 60.0
 _late: Set["asyncio.Future[Any]"] = set()
 
 
-def give_back_when_landed(limiter: "AsyncRateLimiter", decision: "asyncio.Future[PolicyDecision]") -> None:
+def give_back_when_landed(limiter: "AsyncRateLimiter", decision: "asyncio.Future[PolicyDecision]",
+                          lost: "Callable[[BaseException], None] | None" = None) -> None:
     """Waits (in the background) for a decision nobody awaits any more and,
-    if it admitted, ends it at once: lease released, estimate refunded."""
+    if it admitted, ends it at once: lease released, estimate refunded.
+    ``lost`` gets the error when no reply comes (the call may still have run)."""
     async def give_back() -> None:
         try:
             landed = await asyncio.wait_for(decision, LATE_REPLY_WAIT)
-        except BaseException:  # never answered, or failed: nothing was taken that we know of
+        except BaseException as e:  # never answered, or failed: nothing was taken that we know of
+            if lost is not None:
+                lost(e)
             return
         if landed.allowed:
             try:
@@ -124,12 +129,16 @@ class Acquire:
     """``with limiter.acquire(...) as permit``: decides on entry (raising
     RateLimitExceeded when refused), settles on exit."""
 
-    def __init__(self, limiter: "RateLimiter", policy: Policy, key: str, kw: Mapping[str, Any]) -> None:
-        self._limiter, self._policy, self._key, self._kw = limiter, policy, key, kw
+    def __init__(self, limiter: "RateLimiter", policy: Policy | None, key: str, kw: Mapping[str, Any],
+                 calls: "Sequence[PolicyCall] | None" = None) -> None:
+        self._limiter, self._policy, self._key, self._kw, self._calls = limiter, policy, key, kw, calls
         self.permit: Permit | None = None
 
     def __enter__(self) -> Permit:
-        decision = self._limiter.decide(self._policy, self._key, **self._kw)
+        if self._calls is not None:  # acquire_all: several policies, one decision
+            decision = self._limiter.decide_all(self._calls)
+        else:
+            decision = self._limiter.decide(cast(Policy, self._policy), self._key, **self._kw)
         if decision.limited:
             raise RateLimitExceeded(decision)
         self.permit = Permit(self._limiter, decision)
@@ -141,14 +150,17 @@ class Acquire:
 
 
 class AsyncAcquire:
-    def __init__(self, limiter: "AsyncRateLimiter", policy: Policy, key: str, kw: Mapping[str, Any]) -> None:
-        self._limiter, self._policy, self._key, self._kw = limiter, policy, key, kw
+    def __init__(self, limiter: "AsyncRateLimiter", policy: Policy | None, key: str, kw: Mapping[str, Any],
+                 calls: "Sequence[PolicyCall] | None" = None) -> None:
+        self._limiter, self._policy, self._key, self._kw, self._calls = limiter, policy, key, kw, calls
         self.permit: AsyncPermit | None = None
 
     async def __aenter__(self) -> AsyncPermit:
         # Shielded: cancelled while the call is on the wire, it may still run
         # on Redis; what it took is then given back when it lands.
-        deciding = asyncio.ensure_future(self._limiter.decide(self._policy, self._key, **self._kw))
+        deciding = asyncio.ensure_future(
+            self._limiter.decide_all(self._calls) if self._calls is not None
+            else self._limiter.decide(cast(Policy, self._policy), self._key, **self._kw))
         try:
             decision = await asyncio.shield(deciding)
         except asyncio.CancelledError:
