@@ -8,11 +8,13 @@ import dev.redisratelimit.spring.annotation.KeyBy;
 import dev.redisratelimit.spring.aop.AnnotationPolicies;
 import dev.redisratelimit.spring.core.CallInput;
 import dev.redisratelimit.spring.core.Permit;
+import dev.redisratelimit.spring.core.PolicyCall;
 import dev.redisratelimit.spring.core.RateLimitConfigurationException;
 import dev.redisratelimit.spring.core.RateLimiter;
 import dev.redisratelimit.spring.http.RateLimitAnswers;
 import java.lang.reflect.Method;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
@@ -158,8 +160,11 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
             }
             CallInput in = new CallInput(key, zone, costs, digest);
             boolean blocking = offloaded();
+            // Routes this request matched wait for its handler's policy: all decided in one RL.ALL.
+            List<PolicyCall> routes = RateLimitRouteWebFilter.takeDeferred(exchange);
             Mono<Permit> permit = Mono.defer(() -> {
-                CompletableFuture<Permit> decision = limiter.get().acquireAsync(r.policy(), in).toCompletableFuture();
+                CompletableFuture<Permit> decision = (routes == null ? limiter.get().acquireAsync(r.policy(), in)
+                        : limiter.get().acquireAsync(PolicyCall.withRoutes(routes, new PolicyCall(r.policy(), in)))).toCompletableFuture();
                 // Cancelled while deciding (the client went away): the permit Redis may still grant has nobody
                 // to close it, so close it when it comes (leases released, estimates refunded: nothing ran).
                 // The Mono waits on a copy, so its cancel does not cancel the decision this relies on.
