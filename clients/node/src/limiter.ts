@@ -80,6 +80,9 @@ export interface RateLimiterOptions {
 }
 
 
+// Lease releases waiting for Redis to answer; past this many they expire by TTL.
+const MAX_PENDING_RELEASES = 10_000;
+
 export class RateLimiter {
   readonly client: RateLimitClient;
   readonly timeout: number;
@@ -87,6 +90,7 @@ export class RateLimiter {
   private readonly onError: (error: unknown) => void;
   private open = false;
   private readonly pending = new Set<Pending>();
+  private readonly releases: Call[] = [];
   private sweeper: NodeJS.Timeout | null = null;
   /** False once the server refused DETAILS (an older module build). */
   detailsSupported = true;
@@ -113,8 +117,11 @@ export class RateLimiter {
    * Redis (it runs what it has read): `late` gets a reply that lands after
    * the caller was answered, so what it took can be given back.
    * `always`: run even while the circuit is open (giving back what was taken).
+   * `lost`: called when the call fails without a reply (a timeout of the
+   * client's own, a broken connection), in time or late: Redis may still
+   * have run it.
    */
-  guarded<T>(fn: () => Promise<T>, late?: (value: T) => void, always = false): Promise<T> {
+  guarded<T>(fn: () => Promise<T>, late?: (value: T) => void, always = false, lost?: () => void): Promise<T> {
     if (this.open && !always) return Promise.reject(new RateLimitUnavailableError("Redis is unreachable (circuit open; probing)"));
     // No timer per decision (this runs on every request): pending decisions
     // sit in a set that one sweep, every tenth of the budget, expires.
@@ -153,10 +160,12 @@ export class RateLimiter {
           else late?.(v);
         },
         (e) => {
+          const replied = e instanceof RateLimitError || e instanceof d.ReplyShapeError || e instanceof RangeError || e instanceof TypeError;
+          if (!replied) lost?.();
           if (!settle()) return;
           // An error reply, a reply of an unexpected shape or a bad argument says
           // nothing about Redis being reachable: it passes as it is.
-          if (e instanceof RateLimitError || e instanceof d.ReplyShapeError || e instanceof RangeError || e instanceof TypeError) return reject(e);
+          if (replied) return reject(e);
           this.trip();
           reject(e instanceof RateLimitUnavailableError ? e : new RateLimitUnavailableError(`Redis is unreachable: ${(e as Error)?.message}`, e));
         },
@@ -180,6 +189,8 @@ export class RateLimiter {
           this.client.transport.sendAny(["PING"]),
           new Promise((_, reject) => (timer = setTimeout(() => reject(new Error("probe timeout")), this.timeout))),
         ]);
+        // Leases whose reply was lost go back before decisions resume.
+        if (!(await this.flushReleases())) throw new Error("releases not sent");
         this.open = false;
         this.probing = null;
       } catch {
@@ -191,6 +202,41 @@ export class RateLimiter {
     };
     this.probing = setTimeout(probe, this.probeInterval);
     this.probing.unref();
+  }
+
+  /**
+   * Queues RL.RELEASE calls of leases whose admission may have run while its
+   * reply was lost; sent when Redis answers (by the probe, or now if the
+   * circuit is closed). Releasing a token not held changes nothing.
+   */
+  private releaseLater(calls: Call[]): void {
+    const releases = calls.filter((c) => c.args[0] === "RL.RELEASE");
+    if (releases.length === 0) return;
+    this.releases.push(...releases.slice(0, Math.max(0, MAX_PENDING_RELEASES - this.releases.length)));
+    if (this.open) return; // the probe sends them
+    void this.flushReleases().then((sent) => {
+      if (!sent) this.trip();
+    });
+  }
+
+  private async flushReleases(): Promise<boolean> {
+    while (this.releases.length > 0) {
+      const calls = this.releases.splice(0, this.releases.length);
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        const replies = await Promise.race([
+          this.client.batch(calls),
+          new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error("release timeout")), this.timeout))),
+        ]);
+        for (const r of replies) if (r instanceof Error) this.report(r); // an error reply: that one cannot be released
+      } catch {
+        this.releases.unshift(...calls);
+        return false;
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+    return true;
   }
 
   /** Stops the background probe (when closing the app). */
@@ -275,7 +321,8 @@ export class RateLimiter {
       const calls = parts.flatMap((p) => this.settlementCalls(p.policy, p.held, p.estimate, 0));
       if (calls.length > 0) void this.settle(calls).catch((e) => this.report(e));
     };
-    const decision = await this.guarded(() => this.sendAll(parts), giveBack);
+    const lost = () => this.releaseLater(parts.flatMap((p) => this.settlementCalls(p.policy, p.held, p.estimate, p.estimate)));
+    const decision = await this.guarded(() => this.sendAll(parts), giveBack, false, lost);
     return new Permit(this, decision.limited ? null : parts, decision, Math.max(...parts.map((p) => p.estimate)), token, options.signal);
   }
 
@@ -353,7 +400,10 @@ export class RateLimiter {
       const calls = this.settlementCalls(policy, held, estimate, 0);
       if (calls.length > 0) void this.settle(calls).catch((e) => this.report(e));
     };
-    return this.guarded(() => this.send(policy, held), giveBack).then((decision) => ({ decision, held, estimate }));
+    // A reply lost (the client's commandTimeout, a broken connection): the
+    // lease goes back by its token once Redis answers; the estimate cannot.
+    const lost = () => this.releaseLater(this.settlementCalls(policy, held, estimate, estimate));
+    return this.guarded(() => this.send(policy, held), giveBack, false, lost).then((decision) => ({ decision, held, estimate }));
   }
 
   // A promise chain, not async functions: this runs on every request, and
@@ -438,7 +488,7 @@ export class RateLimiter {
     if (calls.length === 0) return;
     // Tried even while the circuit is open (another request's timeout must
     // not keep this lease held for its TTL); past the budget it still lands.
-    const replies = await this.guarded(() => this.client.batch(calls), undefined, true);
+    const replies = await this.guarded(() => this.client.batch(calls), undefined, true, () => this.releaseLater(calls));
     const failed = replies.find((r) => r instanceof Error);
     if (failed) throw failed;
   }

@@ -16,7 +16,7 @@ import { rateLimit, keys } from "redis-ratelimit/express";
 const require = createRequire(import.meta.url);
 const Redis = require("ioredis");
 const calculateSlot = require("cluster-key-slot");
-const { Server, Cluster, freePort } = require("./support/servers.cjs");
+const { Server, Cluster, freePort, waitUntil } = require("./support/servers.cjs");
 
 const sms = (prefix) => [
   new Policy("sms-ip", { prefix }).slidingWindow("ip", 20, 3_600_000),
@@ -184,13 +184,12 @@ describe("standalone", () => {
 
       const done = await s.post("/jobs", {}, { "X-User": "u2" });
       assert.equal(done.status, 200);
-      await new Promise((r) => setTimeout(r, 100)); // the permit closes when the response finishes
-      assert.equal(await leases("m4:", "u2"), 0);
-      assert.equal(await units("m4:", "t2"), 50);
+      // the permit closes when the response finishes: the lease back, 150 of the 200 refunded
+      await waitUntil("the permit's close", async () => (await leases("m4:", "u2")) === 0 && (await units("m4:", "t2")) === 50, 5000);
       assert.equal((await s.post("/jobs?fail=1", {}, { "X-User": "u2" })).status, 500);
-      await new Promise((r) => setTimeout(r, 100));
-      assert.equal(await leases("m4:", "u2"), 0); // released after the handler threw
-      assert.equal(await units("m4:", "t2"), 50); // its 200 refunded
+      // released after the handler threw, its 200 refunded (50 from the first call stay)
+      await waitUntil("the permit's close after a throw", async () => (await leases("m4:", "u2")) === 0 && (await units("m4:", "t2")) === 50, 5000);
+      assert.equal(await units("m4:", "t2"), 50);
     } finally {
       await s.close();
     }
