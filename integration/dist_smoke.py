@@ -10,6 +10,10 @@ a toolchain (issue 29).
   commented module config uncommented.
 - The archive: its members, its SHA256SUMS, a stripped `.so`, loaded into
   Redis 8.2 and Valkey 8.1 / 9.1 of the test matrix.
+- The install guide's archive steps (docs/guides/install.md, "The archive"),
+  run as written with `sudo` dropped and `/usr/lib/redis/modules/` moved under
+  a temporary directory: Debian's redis-server loads the module from where
+  they put it (Redis 7.0+ refuses a module file without an execute bit).
 - dist/SHA256SUMS matches both files.
 
 Each server reports the crate's version (MODULE LIST `ver`, INFO
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -177,6 +182,33 @@ def check_tarball(version: str, tarball: Path, tmp: Path) -> None:
     print(f"dist-test: {tarball.name}: members and SHA256SUMS as expected, stripped; loads into {', '.join(loaded)}")
 
 
+def archive_steps() -> str:
+    """The shell block of the install guide's "The archive" section."""
+    section = (ROOT / "docs/guides/install.md").read_text().split("\n## The archive\n", 1)[1]
+    m = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert m, "docs/guides/install.md: no sh block under 'The archive'"
+    return m.group(1)
+
+
+def check_install_guide(version: str, tarball: Path, tmp: Path) -> None:
+    work, modules = tmp / "download", tmp / "usr/lib/redis/modules"
+    work.mkdir()
+    shutil.copy(tarball, work)
+    shutil.copy(DIST / "SHA256SUMS", work)
+    name = tarball.name.removesuffix(".tar.gz")
+    # The guide names one release's archive; this run's is the same but for
+    # the version and architecture.
+    script = re.sub(r"redis-ratelimit-[0-9][^ /]*-linux-[A-Za-z0-9_]+(?=\.tar\.gz|\s|$)", name,
+                    archive_steps(), flags=re.M)
+    script = script.replace("sudo ", "").replace("/usr/lib/redis/modules/", f"{modules}/")
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=work, capture_output=True, text=True)
+    assert done.returncode == 0, f"the install guide's archive steps failed:\n{script}\n{done.stderr}"
+    so = modules / "libredis_ratelimit.so"
+    with Server(module=False, binary=server_binary("redis7"), args=["--loadmodule", str(so)]) as s:
+        smoke(s, version, str(so)).close()
+    print(f"dist-test: docs/guides/install.md's archive steps install a module redis7 loads ({so.stat().st_mode:o})")
+
+
 def main() -> None:
     version = crate_version()
     tarballs = sorted(DIST.glob("redis-ratelimit-*.tar.gz"))
@@ -187,6 +219,8 @@ def main() -> None:
         check_deb(version, debs[0], Path(tmp))
     with tempfile.TemporaryDirectory(prefix="rl-dist-tar-") as tmp:
         check_tarball(version, tarballs[0], Path(tmp))
+    with tempfile.TemporaryDirectory(prefix="rl-dist-guide-") as tmp:
+        check_install_guide(version, tarballs[0], Path(tmp))
 
 
 if __name__ == "__main__":

@@ -100,9 +100,15 @@ export class RateLimiter {
     return this.open;
   }
 
-  /** Runs `fn` within the budget; unreachable Redis opens the circuit. Error replies pass as RateLimitError. */
-  guarded<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.open) return Promise.reject(new RateLimitUnavailableError("Redis is unreachable (circuit open; probing)"));
+  /**
+   * Runs `fn` within the budget; unreachable Redis opens the circuit. Error
+   * replies pass as RateLimitError. A call past its budget is not lost on
+   * Redis (it runs what it has read): `late` gets a reply that lands after
+   * the caller was answered, so what it took can be given back.
+   * `always`: run even while the circuit is open (giving back what was taken).
+   */
+  guarded<T>(fn: () => Promise<T>, late?: (value: T) => void, always = false): Promise<T> {
+    if (this.open && !always) return Promise.reject(new RateLimitUnavailableError("Redis is unreachable (circuit open; probing)"));
     // No timer per decision (this runs on every request): pending decisions
     // sit in a set that one sweep, every tenth of the budget, expires.
     return new Promise<T>((resolve, reject) => {
@@ -128,6 +134,7 @@ export class RateLimiter {
       fn().then(
         (v) => {
           if (settle()) resolve(v);
+          else late?.(v);
         },
         (e) => {
           if (!settle()) return;
@@ -227,7 +234,15 @@ export class RateLimiter {
     } catch (e) {
       return Promise.reject(e); // bad input: refused before any Redis call
     }
-    return this.guarded(() => this.send(policy, held)).then((decision) => ({ decision, held, estimate }));
+    // An admission that lands after the budget answered "unavailable": its
+    // lease and estimate go back at once (else the lease stays held for its
+    // TTL, and each stall of Redis costs an in-flight slot per request).
+    const giveBack = (decision: PolicyDecision) => {
+      if (decision.limited) return;
+      const calls = this.settlementCalls(policy, held, estimate, 0);
+      if (calls.length > 0) void this.settle(calls).catch((e) => this.report(e));
+    };
+    return this.guarded(() => this.send(policy, held), giveBack).then((decision) => ({ decision, held, estimate }));
   }
 
   // A promise chain, not async functions: this runs on every request, and
@@ -310,7 +325,9 @@ export class RateLimiter {
   /** Called by Permit.close: one round trip (a pipeline) for every settlement and the release. */
   async settle(calls: Call[]): Promise<void> {
     if (calls.length === 0) return;
-    const replies = await this.guarded(() => this.client.batch(calls));
+    // Tried even while the circuit is open (another request's timeout must
+    // not keep this lease held for its TTL); past the budget it still lands.
+    const replies = await this.guarded(() => this.client.batch(calls), undefined, true);
     const failed = replies.find((r) => r instanceof Error);
     if (failed) throw failed;
   }

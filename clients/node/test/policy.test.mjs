@@ -232,3 +232,38 @@ describe("Redis down: within the budget, no storm, back soon after", () => {
     }
   });
 });
+
+describe("a decision that lands after its budget", () => {
+  test("Redis stalls with the RL.ALL read: unavailable within the budget, then its lease and estimate are given back", async () => {
+    const own = await new Server().start();
+    const client = new Redis({ host: "127.0.0.1", port: own.port });
+    client.on("error", () => {});
+    const raw = own.client();
+    const l = new RateLimiter(client, { timeout: 200, probeInterval: 50 });
+    const p = new Policy("stall", { prefix: "t7:" })
+      .concurrency("inflight", 2, 60_000)
+      .quota("tokens", "UTC", "day", 1000, { cost: "estimate" });
+    const held = async () => 2 - (await raw.call("RL.LEASEPEEK", "t7:stall:{k}:inflight", "*", "2", "COST", "0"))[3];
+    const left = async () => (await raw.call("RL.QUOTAPEEK", "t7:stall:{k}:tokens", "*", "UTC", "DAY", "1000", "COST", "0"))[3];
+    try {
+      await client.ping();
+      own.pause();
+      const t0 = Date.now();
+      try {
+        await assert.rejects(l.acquire(p, "k", { estimate: 100 }), RateLimitUnavailableError);
+        assert.ok(Date.now() - t0 < 700, `answered after ${Date.now() - t0} ms`);
+      } finally {
+        own.resume();
+      }
+      // Redis runs the stalled RL.ALL now: whatever it took comes back.
+      await waitUntil("the late lease and estimate given back", async () => (await held()) === 0 && (await left()) === 1000, 5000, 50);
+      await sleep(300);
+      assert.deepEqual([await held(), await left()], [0, 1000]);
+    } finally {
+      l.close();
+      client.disconnect();
+      raw.disconnect();
+      await own.stop();
+    }
+  });
+});

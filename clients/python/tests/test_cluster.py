@@ -100,3 +100,23 @@ def test_keys_are_on_their_slot_owner(cluster):
         owners.add(node.port)
     assert len(owners) == 3
     rc.close()
+
+
+def test_a_key_that_would_empty_the_hash_tag_is_refused_before_any_call(cluster):
+    """`{}` is no hash tag: a caller's key starting with '}' ("}x" ->
+    "sms:{}x}:short", "sms:{}x}:duplicate:...") would hash each of the
+    policy's keys apart, and its RL.ALL would be CROSSSLOT under Cluster
+    only. Refused up front (ValueError), as the Node package refuses it."""
+    from redis_rl import Policy, sliding_window
+
+    p = Policy("tagless", [sliding_window("short", 2, 10 * S),
+                           sliding_window("duplicate", 1, 5 * S, subkey=True)])
+    rc = cluster.client()
+    rl = RateLimiter(rc)
+    rl.ensure_module()
+    assert rl.decide(p, "x}", subkeys={"duplicate": "b"}).allowed  # a '}' elsewhere keeps the tag "x"
+    reset_stats(cluster)
+    with pytest.raises(ValueError, match="'}'"):
+        rl.decide(p, "}x", subkeys={"duplicate": "b"})
+    assert redirects_and_getkeys(cluster)[2] == 0  # nothing was sent
+    rc.close()

@@ -13,6 +13,7 @@ import redis
 
 from redis_rl import Policy, sliding_window
 from redis_rl.guard import AsyncGuard, Guard
+from redis_rl.scope import AsyncPermit, Permit
 
 POLICY = Policy("p", [sliding_window("w", 1, timedelta(seconds=1))], budget=timedelta(milliseconds=100))
 
@@ -81,3 +82,134 @@ async def test_async_guard_times_out_within_budget_and_recovers():
     while guard.open:
         assert time.monotonic() - t0 < 1.0
         await asyncio.sleep(0.01)
+
+
+@pytest.mark.anyio
+async def test_async_guard_gives_back_a_decision_that_lands_after_its_budget():
+    """Redis stalls (SIGSTOP) while the decision is on the wire: the guard
+    answers None within the budget, yet Redis runs the RL.ALL when it
+    resumes. The lease and the estimate it took must be given back, or every
+    stall leaks a lease for its whole TTL (2 stalls lock an API key out of a
+    2-in-flight limit for a minute) and the estimate for the day."""
+    import signal
+
+    import redis.asyncio
+
+    from redis_rl import AsyncRateLimiter, concurrency, quota
+    from servers import Server, wait_until
+
+    policy = Policy("stall", [concurrency("inflight", 2, timedelta(seconds=60)),
+                              quota("tokens", "UTC", "day", 1000, metered=True)],
+                    budget=timedelta(milliseconds=200))
+    with Server() as s:
+        raw = s.client()
+        client = redis.asyncio.Redis(port=s.port)
+        guard = AsyncGuard(AsyncRateLimiter(client), probe_interval=0.05)
+        inflight_key, tokens_key = "stall:{k}:inflight", "stall:{k}:tokens"
+
+        def state():
+            held = 2 - raw.execute_command("RL.LEASEPEEK", inflight_key, "*", 2, "COST", 0)[3]
+            left = raw.execute_command("RL.QUOTAPEEK", tokens_key, "*", "UTC", "DAY", 1000, "COST", 0)[3]
+            return held, left
+
+        await guard.limiter.ensure_module()
+        s.proc.send_signal(signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            assert await guard.decide(policy, "k", estimate=100) is None
+            assert time.monotonic() - t0 < 1.0
+        finally:
+            s.proc.send_signal(signal.SIGCONT)
+        # Redis runs the stalled RL.ALL now; whatever it took comes back.
+        deadline = time.monotonic() + 5
+        while (await asyncio.to_thread(state)) != (0, 1000):
+            assert time.monotonic() < deadline, f"leaked (held, tokens left): {state()}"
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)  # and stays given back
+        assert state() == (0, 1000)
+        await client.aclose()
+        raw.close()
+
+
+@pytest.mark.anyio
+async def test_async_guard_close_answers_within_its_budget_while_redis_stalls():
+    """A settlement that Redis does not answer holds the request no longer
+    than the budget; it goes on in the background and lands when Redis
+    resumes (the lease is back)."""
+    import signal
+
+    import redis.asyncio
+
+    from redis_rl import AsyncRateLimiter, concurrency
+    from servers import Server
+
+    policy = Policy("stall2", [concurrency("inflight", 2, timedelta(seconds=60))])
+    with Server() as s:
+        raw = s.client()
+        client = redis.asyncio.Redis(port=s.port)
+        limiter = AsyncRateLimiter(client)
+        guard = AsyncGuard(limiter, probe_interval=0.05)
+        decision = await guard.decide(policy, "k")
+        assert decision is not None and decision.allowed
+        permit = AsyncPermit(limiter, decision)
+
+        def held():
+            return 2 - raw.execute_command("RL.LEASEPEEK", "stall2:{k}:inflight", "*", 2, "COST", 0)[3]
+
+        assert held() == 1
+        s.proc.send_signal(signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            await asyncio.wait_for(guard.close(permit, 0.2), 5)
+            assert time.monotonic() - t0 < 1.0
+        finally:
+            s.proc.send_signal(signal.SIGCONT)
+        deadline = time.monotonic() + 5
+        while await asyncio.to_thread(held) != 0:
+            assert time.monotonic() < deadline, "the lease was not given back"
+            await asyncio.sleep(0.05)
+        await client.aclose()
+        raw.close()
+
+
+def _oom_policy(name):
+    from redis_rl import concurrency, quota
+    return Policy(name, [concurrency("inflight", 2, timedelta(seconds=60)),
+                         quota("tokens", "UTC", "day", 1000, metered=True)])
+
+
+def _held_and_left(raw, name):
+    held = 2 - raw.execute_command("RL.LEASEPEEK", f"{name}:{{k}}:inflight", "*", 2, "COST", 0)[3]
+    left = raw.execute_command("RL.QUOTAPEEK", f"{name}:{{k}}:tokens", "*", "UTC", "DAY", 1000, "COST", 0)[3]
+    return held, left
+
+
+@pytest.mark.anyio
+async def test_a_settlement_the_server_refuses_is_logged_not_raised(server, raw, caplog):
+    """Over maxmemory Redis refuses the DEBIT of a usage above the estimate
+    (releases and refunds still run). The work is done: closing the scope
+    logs the refusal instead of failing the request (a 500 for a served
+    call), and the lease is back — as the Node package reports it to onError."""
+    import redis.asyncio
+
+    from redis_rl import AsyncRateLimiter, RateLimiter
+
+    client = redis.asyncio.Redis(port=server.port)
+    limiter = AsyncRateLimiter(client)
+    guard, sync_guard = AsyncGuard(limiter), Guard(RateLimiter(server.client()))
+    decision = await guard.decide(_oom_policy("oom1"), "k", estimate=10)
+    permit = AsyncPermit(limiter, decision)
+    permit.used(50)
+    sync_decision = sync_guard.decide(_oom_policy("oom2"), "k", estimate=10)
+    sync_permit = Permit(sync_guard.limiter, sync_decision)
+    sync_permit.used(50)
+    raw.config_set("maxmemory", 1)
+    try:
+        await guard.close(permit, 1.0)
+        sync_guard.close(sync_permit)
+    finally:
+        raw.config_set("maxmemory", 0)
+    assert _held_and_left(raw, "oom1") == (0, 990)  # released; the debit of 40 refused
+    assert _held_and_left(raw, "oom2") == (0, 990)
+    assert caplog.text.count("OOM command not allowed") == 2, caplog.text
+    await client.aclose()

@@ -155,14 +155,19 @@ class Cluster {
   }
 }
 
-/** Whether the loaded module answers RL.ALL's DETAILS option (added by a later engine revision). */
+/**
+ * True when the loaded module answers RL.ALL's DETAILS option; this tree's
+ * engine has it, so a module that does not fails the run (rather than
+ * skipping every DETAILS check behind `if (DETAILS)`).
+ */
 async function supportsDetails(port) {
   const c = new Redis({ host: "127.0.0.1", port });
   try {
-    await c.call("RL.ALLPEEK", "1", "rl-node-details-probe", "*", "CHECK", "1", "1", "1000", "DETAILS");
+    const reply = await c.call("RL.ALLPEEK", "1", "rl-node-details-probe", "*", "CHECK", "1", "1", "1000", "DETAILS");
+    if (!Array.isArray(reply) || reply.length <= 7) throw new Error(`RL.ALLPEEK ... DETAILS answered ${JSON.stringify(reply)}`);
     return true;
-  } catch {
-    return false;
+  } catch (e) {
+    throw new Error(`the module at RL_MODULE answers no RL.ALL DETAILS: ${e.message}`);
   } finally {
     c.disconnect();
   }

@@ -230,8 +230,10 @@ class Policy:
         Everything but the keys and the lease token is checked and laid out
         once per shape (cost, estimate, zone, overrides, details) and kept, so
         a decision costs little more than its keys' f-strings."""
-        if not isinstance(key, str) or not key:
-            raise ValueError(f"invalid key {key!r}: a non-empty str")
+        if not isinstance(key, str) or not key or key.startswith("}"):
+            # '{}' is no hash tag: a key starting with '}' would hash the
+            # policy's keys apart (CROSSSLOT under Cluster).
+            raise ValueError(f"invalid key {key!r}: a non-empty str not starting with '}}'")
         shape = (cost, estimate, zone, tuple(sorted(overrides.items())) if overrides else None, details)
         try:
             tpl = self._templates.get(shape)

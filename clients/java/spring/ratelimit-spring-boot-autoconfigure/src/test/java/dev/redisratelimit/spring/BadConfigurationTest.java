@@ -7,25 +7,19 @@ import dev.redisratelimit.spring.annotation.RateLimited;
 import dev.redisratelimit.spring.autoconfigure.RateLimitAutoConfiguration;
 import dev.redisratelimit.spring.test.RedisServer;
 import dev.redisratelimit.spring.test.SharedRedis;
+import dev.redisratelimit.spring.test.SpringBootRedis;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
-import org.springframework.util.ClassUtils;
 
 /** Bad configuration fails the application's start with a message that names it. */
 class BadConfigurationTest {
 
-    // Spring Boot's Redis auto-configuration, by name: its class and package differ between Boot 4.0 and 3.5
-    static final Class<?> BOOT_REDIS = ClassUtils.resolveClassName(
-            ClassUtils.isPresent("org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration", null)
-                    ? "org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration"
-                    : "org.springframework.boot.autoconfigure.data.redis.RedisAutoConfiguration", null);
-
     ApplicationContextRunner runner() {
         return new ApplicationContextRunner()
-                .withConfiguration(AutoConfigurations.of(BOOT_REDIS, RateLimitAutoConfiguration.class))
+                .withConfiguration(AutoConfigurations.of(SpringBootRedis.AUTO_CONFIGURATION, RateLimitAutoConfiguration.class))
                 .withPropertyValues("spring.data.redis.url=" + SharedRedis.get().url());
     }
 
@@ -108,7 +102,7 @@ class BadConfigurationTest {
     void theModuleMissing() throws Exception {
         try (RedisServer plain = RedisServer.launchWithoutModule()) {
             new ApplicationContextRunner()
-                    .withConfiguration(AutoConfigurations.of(BOOT_REDIS, RateLimitAutoConfiguration.class))
+                    .withConfiguration(AutoConfigurations.of(SpringBootRedis.AUTO_CONFIGURATION, RateLimitAutoConfiguration.class))
                     .withPropertyValues("spring.data.redis.url=redis://127.0.0.1:" + plain.port).run(ctx -> {
                         assertThat(ctx).hasFailed();
                         assertThat(ctx.getStartupFailure()).rootCause().hasMessageContaining("module is not loaded");

@@ -2,6 +2,8 @@ package dev.redisratelimit.spring.aop;
 
 import dev.redisratelimit.spring.core.CallInput;
 import dev.redisratelimit.spring.core.Permit;
+import dev.redisratelimit.spring.core.PolicyCall;
+import dev.redisratelimit.spring.web.DeferredRoutes;
 import dev.redisratelimit.spring.core.RateLimitConfigurationException;
 import dev.redisratelimit.spring.core.RateLimiter;
 import dev.redisratelimit.spring.web.CallerResolver;
@@ -9,7 +11,9 @@ import dev.redisratelimit.spring.web.RateLimitHttpAnswers;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.lang.reflect.Method;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
@@ -83,7 +87,11 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
         if (r.policy().spec().duplicateWindow() != null && digest == null) {
             throw new RateLimitConfigurationException("policy '" + policyName + "': preventDuplicate needs an HTTP request body");
         }
-        Permit permit = limiter.getObject().acquire(r.policy(), new CallInput(key, zone, costs, digest));
+        CallInput own = new CallInput(key, zone, costs, digest);
+        // Routes this request matched wait for its handler's policy: all decided in one RL.ALL.
+        List<PolicyCall> routes = request != null ? DeferredRoutes.take(request) : null;
+        Permit permit = routes == null ? limiter.getObject().acquire(r.policy(), own)
+                : limiter.getObject().acquire(withRoutes(routes, new PolicyCall(r.policy(), own)));
         RateLimitHttpAnswers http = answers.getIfAvailable();
         if (permit.decision() != null && response != null && http != null) {
             http.writeHeaders(response, permit.decision());
@@ -104,6 +112,18 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
             }
             permit.close(used); // a method that threw used nothing: its estimates are refunded
         }
+    }
+
+    // The routes' calls then the method's own (last); a route naming the same policy and key counts once.
+    private static List<PolicyCall> withRoutes(List<PolicyCall> routes, PolicyCall own) {
+        List<PolicyCall> all = new ArrayList<>(routes.size() + 1);
+        for (PolicyCall c : routes) {
+            if (!(c.policy().name().equals(own.policy().name()) && c.input().key().equals(own.input().key()))) {
+                all.add(c);
+            }
+        }
+        all.add(own);
+        return all;
     }
 
     private String key(AnnotationPolicies.Resolved r, EvaluationContext ctx, HttpServletRequest request, CallerResolver caller) {

@@ -15,6 +15,8 @@ import dev.redisratelimit.spring.web.DefaultCallerResolver;
 import dev.redisratelimit.spring.web.DefaultRateLimitHttpAnswers;
 import dev.redisratelimit.spring.web.RateLimitExceptionHandler;
 import dev.redisratelimit.spring.web.RateLimitHttpAnswers;
+import dev.redisratelimit.spring.web.RateLimitRouteInterceptor;
+import dev.redisratelimit.spring.web.RateLimitRoutes;
 import dev.redisratelimit.spring.web.RequestBodyCachingFilter;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -34,7 +36,10 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
 import org.springframework.context.annotation.Role;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
+import org.springframework.util.ClassUtils;
 import org.springframework.web.servlet.DispatcherServlet;
+import org.springframework.web.servlet.config.annotation.InterceptorRegistry;
+import org.springframework.web.servlet.config.annotation.WebMvcConfigurer;
 
 /**
  * The starter's beans, each replaceable by one of your own: the Java
@@ -93,8 +98,10 @@ public class RateLimitAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     public RateLimiter rateLimiter(RateLimitAsyncClient client, RuntimeLimits limits, RedisAvailability availability, LocalLimiter local,
-            RateLimitProperties p) {
-        return new RateLimiter(client, limits, availability, local, p.getPrefix(), p.getDecisionBudget(), p.getOnRedisDown());
+            RateLimitProperties p, ObjectProvider<RedisConnectionFactory> factory) {
+        RateLimiter limiter = new RateLimiter(client, limits, availability, local, p.getPrefix(), p.getDecisionBudget(), p.getOnRedisDown());
+        limiter.setClustered(ClusterAware.isCluster(factory.getIfAvailable()));
+        return limiter;
     }
 
     @Bean
@@ -116,6 +123,33 @@ public class RateLimitAutoConfiguration {
     static RateLimitAdvisingPostProcessor rateLimitAdvisingPostProcessor(ObjectProvider<AnnotationPolicies> policies,
             ObjectProvider<RateLimiter> limiter, ObjectProvider<CallerResolver> callers, ObjectProvider<RateLimitHttpAnswers> answers) {
         return new RateLimitAdvisingPostProcessor(policies, new RateLimitMethodInterceptor(policies, limiter, callers, answers));
+    }
+
+    /** Whether the connection factory talks to a Cluster (each driver's class is looked at only when present). */
+    static final class ClusterAware {
+        private static final ClassLoader LOADER = ClusterAware.class.getClassLoader();
+
+        static boolean isCluster(RedisConnectionFactory f) {
+            if (f == null) {
+                return false;
+            }
+            if (ClassUtils.isPresent("io.lettuce.core.RedisClient", LOADER) && Lettuce.isCluster(f)) {
+                return true;
+            }
+            return ClassUtils.isPresent("redis.clients.jedis.Jedis", LOADER) && Jedis.isCluster(f);
+        }
+
+        static final class Lettuce {
+            static boolean isCluster(RedisConnectionFactory f) {
+                return f instanceof org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory l && l.isClusterAware();
+            }
+        }
+
+        static final class Jedis {
+            static boolean isCluster(RedisConnectionFactory f) {
+                return f instanceof org.springframework.data.redis.connection.jedis.JedisConnectionFactory j && j.isRedisClusterAware();
+            }
+        }
     }
 
     @Configuration(proxyBeanMethods = false)
@@ -144,6 +178,26 @@ public class RateLimitAutoConfiguration {
         @ConditionalOnMissingBean
         RequestBodyCachingFilter rateLimitRequestBodyCachingFilter() {
             return new RequestBodyCachingFilter(1 << 20);
+        }
+
+        // ratelimit.routes, checked at start-up (after the YAML policies are registered).
+        @Bean
+        @ConditionalOnMissingBean
+        RateLimitRoutes rateLimitRoutes(RateLimitProperties p, AnnotationPolicies policies, RateLimiter limiter) {
+            return new RateLimitRoutes(p, limiter.policies());
+        }
+
+        @Bean
+        WebMvcConfigurer rateLimitRoutesConfigurer(RateLimitRoutes routes, RateLimiter limiter, AnnotationPolicies policies,
+                CallerResolver caller, RateLimitHttpAnswers answers) {
+            return new WebMvcConfigurer() {
+                @Override
+                public void addInterceptors(InterceptorRegistry registry) {
+                    if (!routes.isEmpty()) {
+                        registry.addInterceptor(new RateLimitRouteInterceptor(routes, limiter, policies, caller, answers));
+                    }
+                }
+            };
         }
     }
 

@@ -58,8 +58,52 @@ public class RateLimitProperties {
     /** The properties default: a @RateLimited with no limits and no policy gets this sliding window. */
     private final Default defaultLimit = new Default();
 
-    /** Named policies, referenced by @RateLimited(policy = "name"). */
+    /** Named policies, referenced by @RateLimited(policy = "name") and by routes. */
     private Map<String, Policy> policies = new LinkedHashMap<>();
+
+    /**
+     * Routes: requests matched by path pattern (and method) decided against a
+     * named policy with no annotation. Every route a request matches applies,
+     * all in one decision (and with the handler's @RateLimited, if any).
+     */
+    private List<Route> routes = new ArrayList<>();
+
+    /** One route: which requests, which policy, keyed by what. */
+    public static class Route {
+        /** A name for messages and logs (default: routes[index]). */
+        private String name;
+        /** Path patterns in Spring's PathPattern syntax (/api/**, /users/{id}, /files/{*rest}), matched within the application. */
+        private List<String> paths = new ArrayList<>();
+        /** HTTP methods (GET, POST, ...); empty: every method. */
+        private List<String> methods = new ArrayList<>();
+        /** The policy, a name under ratelimit.policies. */
+        private String policy;
+        /**
+         * What the caller is counted by: ip (default), user (the principal's
+         * name, else ratelimit.user-header), header:Name, or spel:expression
+         * (over #request, #ip, #user, #path, #method).
+         */
+        private String keyResolver = "ip";
+        /** The header of key-resolver: header (instead of header:Name). */
+        private String header;
+        /** The SpEL of key-resolver: spel (instead of spel:expression). */
+        private String expression;
+
+        public String getName() { return name; }
+        public void setName(String name) { this.name = name; }
+        public List<String> getPaths() { return paths; }
+        public void setPaths(List<String> paths) { this.paths = paths; }
+        public List<String> getMethods() { return methods; }
+        public void setMethods(List<String> methods) { this.methods = methods; }
+        public String getPolicy() { return policy; }
+        public void setPolicy(String policy) { this.policy = policy; }
+        public String getKeyResolver() { return keyResolver; }
+        public void setKeyResolver(String keyResolver) { this.keyResolver = keyResolver; }
+        public String getHeader() { return header; }
+        public void setHeader(String header) { this.header = header; }
+        public String getExpression() { return expression; }
+        public void setExpression(String expression) { this.expression = expression; }
+    }
 
     public static class Default {
         /** Calls admitted per window. */
@@ -172,4 +216,6 @@ public class RateLimitProperties {
     public Default getDefaultLimit() { return defaultLimit; }
     public Map<String, Policy> getPolicies() { return policies; }
     public void setPolicies(Map<String, Policy> policies) { this.policies = policies; }
+    public List<Route> getRoutes() { return routes; }
+    public void setRoutes(List<Route> routes) { this.routes = routes; }
 }

@@ -7,7 +7,8 @@ import java.util.Map;
  * What an admitted call holds until it ends: its leases and its estimates.
  * {@link #close(Map)} — on return, on exception, on a client that went away —
  * releases every lease and settles every estimate to the usage reported (by
- * clause index; none reported: 0, a full refund), in one pipelined burst.
+ * clause index; none reported: 0, a full refund), in one pipelined burst;
+ * {@link #closeAsync(Map)} does the same without waiting for the replies.
  */
 public final class Permit {
 
@@ -24,7 +25,7 @@ public final class Permit {
     private final List<Lease> leases;
     private final List<Estimate> estimates;
     private final List<String> localLeases;
-    private boolean closed;
+    private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
 
     Permit(RateLimiter limiter, Decision decision, List<Lease> leases, List<Estimate> estimates, List<String> localLeases) {
         this.limiter = limiter;
@@ -48,13 +49,21 @@ public final class Permit {
         return estimates.stream().map(Estimate::clause).toList();
     }
 
-    /** Releases and settles; idempotent. */
-    public synchronized void close(Map<Integer, Long> usedByClause) {
-        if (closed) {
-            return;
+    /** Releases and settles, waiting for the replies at most the decision budget; idempotent. */
+    public void close(Map<Integer, Long> usedByClause) {
+        closeAsync(usedByClause).toCompletableFuture().join();
+    }
+
+    /**
+     * Releases and settles without waiting: the stage completes (never
+     * exceptionally) when the replies are in or the decision budget has
+     * passed. Idempotent: only the first close sends anything.
+     */
+    public java.util.concurrent.CompletionStage<Void> closeAsync(Map<Integer, Long> usedByClause) {
+        if (!closed.compareAndSet(false, true)) {
+            return java.util.concurrent.CompletableFuture.completedFuture(null);
         }
-        closed = true;
-        limiter.finish(this, usedByClause == null ? Map.of() : usedByClause);
+        return limiter.finish(this, usedByClause == null ? Map.of() : usedByClause);
     }
 
     List<Lease> leases() {

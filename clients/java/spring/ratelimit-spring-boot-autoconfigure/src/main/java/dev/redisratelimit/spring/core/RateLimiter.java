@@ -14,6 +14,7 @@ import dev.redisratelimit.spring.annotation.LimitType;
 import dev.redisratelimit.spring.annotation.OnRedisDown;
 import java.time.Duration;
 import java.time.ZoneId;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.ArrayList;
@@ -24,6 +25,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
+import org.springframework.data.redis.connection.ClusterSlotHashUtil;
 import org.slf4j.LoggerFactory;
 
 /**
@@ -51,6 +53,8 @@ public final class RateLimiter {
     private final OnRedisDown defaultDown;
     // Cleared if the loaded module predates RL.ALL's DETAILS option: headers then show the binding limit only.
     private volatile boolean details = true;
+    // Set under Cluster: clauses whose keys hash to different slots are decided slot by slot.
+    private volatile boolean clustered;
     // Told of every decision (Micrometer meters when the app has Micrometer); no-op otherwise.
     private volatile DecisionObserver observer = DecisionObserver.NONE;
     // Every registered policy by name (the Actuator endpoint lists and peeks them).
@@ -82,40 +86,130 @@ public final class RateLimiter {
         return java.util.Collections.unmodifiableMap(policies);
     }
 
+    /**
+     * Says that Redis is a Cluster (the auto-configuration sets it from the
+     * connection factory): a request whose policies' keys hash to different
+     * slots is then decided slot by slot. Learnt from a CROSSSLOT reply too.
+     */
+    public void setClustered(boolean clustered) {
+        this.clustered = clustered;
+    }
+
     /** Tells {@code observer} of every decision from now on (replacing the previous one). */
     public void setObserver(DecisionObserver observer) {
         this.observer = observer == null ? DecisionObserver.NONE : observer;
     }
 
     /**
-     * Decides; returns the permit to close when the call ends.
+     * Decides; returns the permit to close when the call ends. Waits for
+     * {@link #acquireAsync}, which completes within the decision budget.
      *
      * @throws RateLimitRefusedException when a limit refuses
      * @throws RateLimitUnavailableException when Redis is down and the policy fails closed
      */
     public Permit acquire(CompiledPolicy policy, CallInput in) {
+        return acquire(List.of(new PolicyCall(policy, in)));
+    }
+
+    /**
+     * Decides several policies for one request together — the routes it
+     * matches and its handler's {@code @RateLimited} — waiting for
+     * {@link #acquireAsync(List)}.
+     *
+     * @throws RateLimitRefusedException when a limit refuses
+     * @throws RateLimitUnavailableException when Redis is down and a policy fails closed
+     */
+    public Permit acquire(List<PolicyCall> calls) {
+        CompletableFuture<Permit> f = acquireAsync(calls).toCompletableFuture();
+        try {
+            return f.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            f.thenAccept(p -> p.closeAsync(Map.of())); // nobody will close what is decided after all
+            throw new RateLimitUnavailableException(calls.get(0).policy().name(), e);
+        } catch (ExecutionException e) {
+            Throwable cause = unwrap(e);
+            if (cause instanceof RuntimeException re) {
+                throw re;
+            }
+            throw new IllegalStateException(cause);
+        }
+    }
+
+    /**
+     * Decides without blocking the calling thread: the stage completes on the
+     * transport's thread when Redis answers, or — past the decision budget, a
+     * timeout rather than a wait — with the policy's Redis-down behaviour. It
+     * fails with {@link RateLimitRefusedException}, {@link RateLimitUnavailableException}
+     * or {@link RateLimitConfigurationException} where {@link #acquire} throws them.
+     */
+    public CompletionStage<Permit> acquireAsync(CompiledPolicy policy, CallInput in) {
+        return acquireAsync(List.of(new PolicyCall(policy, in)));
+    }
+
+    /**
+     * Decides several policies for one request together (its routes and its
+     * handler's {@code @RateLimited}) with one RL.ALL of all their clauses:
+     * admitted only if every clause admits, nothing written otherwise; the
+     * binding limit and the headers come from the combined reply (every
+     * policy's items, in call order). Under Cluster, clauses whose keys hash
+     * to different slots are decided slot by slot (one RL.ALL per slot, sent
+     * together) and the slots that admitted are refunded if another refused.
+     * A lockout policy (RL.LOCKCOUNT) is decided alone. The one decision path:
+     * a single policy is a list of one.
+     */
+    public CompletionStage<Permit> acquireAsync(List<PolicyCall> calls) {
+        if (calls.isEmpty()) {
+            return CompletableFuture.failedFuture(new IllegalArgumentException("nothing to decide"));
+        }
         long started = System.nanoTime();
         DecisionObserver o = observer;
+        CompletableFuture<Permit> f;
         try {
-            Permit p;
             if (availability.isDown()) {
-                p = whenDown(policy, in, null);
+                f = CompletableFuture.completedFuture(whenDown(calls, null));
+            } else if (calls.size() == 1 && calls.get(0).policy().isLockout()) {
+                f = lockout(calls.get(0).policy(), calls.get(0).input());
             } else {
-                p = policy.isLockout() ? lockout(policy, in) : all(policy, in, true);
+                f = all(calls, true);
             }
-            o.decided(policy.name(), DecisionObserver.Outcome.ADMITTED, null, System.nanoTime() - started);
-            return p;
-        } catch (RateLimitRefusedException e) {
-            o.decided(policy.name(), DecisionObserver.Outcome.REFUSED, e.getDecision().kind(), System.nanoTime() - started);
-            throw e;
-        } catch (RateLimitUnavailableException e) {
-            o.decided(policy.name(), DecisionObserver.Outcome.UNAVAILABLE, null, System.nanoTime() - started);
-            throw e;
         } catch (RuntimeException e) {
-            o.error(policy.name(), e instanceof RateLimitConfigurationException ? DecisionObserver.ErrorKind.CONFIGURATION
-                    : DecisionObserver.ErrorKind.OTHER);
-            o.decided(policy.name(), DecisionObserver.Outcome.ERROR, null, System.nanoTime() - started);
-            throw e;
+            f = CompletableFuture.failedFuture(e);
+        }
+        return f.whenComplete((p, failure) -> observe(o, calls, unwrap(failure), System.nanoTime() - started));
+    }
+
+    // Every policy of a combined decision sees its outcome (the request was refused, so each policy refused it).
+    private static void observe(DecisionObserver o, List<PolicyCall> calls, Throwable e, long nanos) {
+        for (int i = 0; i < calls.size(); i++) {
+            String policy = calls.get(i).policy().name();
+            if (e == null) {
+                o.decided(policy, DecisionObserver.Outcome.ADMITTED, null, nanos);
+            } else if (e instanceof RateLimitRefusedException r) {
+                o.decided(policy, DecisionObserver.Outcome.REFUSED, r.getDecision().kind(), nanos);
+            } else if (e instanceof RateLimitUnavailableException) {
+                o.decided(policy, DecisionObserver.Outcome.UNAVAILABLE, null, nanos);
+            } else {
+                o.error(policy, e instanceof RateLimitConfigurationException ? DecisionObserver.ErrorKind.CONFIGURATION
+                        : DecisionObserver.ErrorKind.OTHER);
+                o.decided(policy, DecisionObserver.Outcome.ERROR, null, nanos);
+            }
+        }
+    }
+
+    private static Throwable unwrap(Throwable e) {
+        while ((e instanceof CompletionException || e instanceof ExecutionException) && e.getCause() != null) {
+            e = e.getCause();
+        }
+        return e;
+    }
+
+    // Runs a step whose exceptions become the stage's failure.
+    private static <T> CompletableFuture<T> stage(java.util.function.Supplier<CompletableFuture<T>> step) {
+        try {
+            return step.get();
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
         }
     }
 
@@ -142,56 +236,292 @@ public final class RateLimiter {
             }
         }
         try {
-            return decision(policy, (AllDecision) await(client.allPeek(clauses, details ? Options.none().withDetails() : Options.none())));
-        } catch (Unavailable e) {
-            throw new RateLimitUnavailableException(policy.name(), e.getCause());
+            AllDecision r = within(client.allPeek(clauses, details ? Options.none().withDetails() : Options.none())).join();
+            return decision(new Batch(List.of(new PolicyCall(policy, in)), clauses.size()).identity(), Outcome.of(r, null));
+        } catch (CompletionException e) {
+            Throwable cause = unwrap(e);
+            if (cause instanceof Unavailable u) {
+                throw new RateLimitUnavailableException(policy.name(), u.getCause());
+            }
+            throw cause instanceof RuntimeException re ? re : e;
         }
     }
 
-    private Permit all(CompiledPolicy policy, CallInput in, boolean firstTry) {
-        List<dev.redisratelimit.spring.core.Clause> specs = policy.clauses();
-        List<Clause> clauses = new ArrayList<>(specs.size());
-        List<Permit.Lease> leases = new ArrayList<>();
-        List<Permit.Estimate> estimates = new ArrayList<>();
-        for (int ci = 0; ci < specs.size(); ci++) {
-            dev.redisratelimit.spring.core.Clause c = specs.get(ci);
-            long cost = in.costs() != null && ci < in.costs().length ? in.costs()[ci] : 1;
-            String key = key(policy, c, in);
-            Clause clause;
-            if (c.type() == LimitType.CONCURRENCY) {
-                LimitSpec l = policy.limitOf(c.items().get(0));
-                String token = UUID.randomUUID().toString();
-                clause = new Clause.Lease(key, runtime.count(policy.name(), l), l.ttl(), token, 1);
-                leases.add(new Permit.Lease(key, token));
-            } else {
-                clause = clause(policy, c, in, key).withCost(cost);
-                if (c.settle() != null) {
-                    estimates.add(new Permit.Estimate(ci, clause, cost));
+    /** One request's clauses, flattened across its policy calls, with where each came from. */
+    private static final class Batch {
+        final List<PolicyCall> calls;
+        final List<Clause> clauses;
+        final int[] callOf;
+        final int[] clauseOf;
+        final List<Permit.Lease> leases = new ArrayList<>();
+        final List<Permit.Estimate> estimates = new ArrayList<>();
+
+        Batch(List<PolicyCall> calls, int size) {
+            this.calls = calls;
+            this.clauses = new ArrayList<>(size);
+            this.callOf = new int[size];
+            this.clauseOf = new int[size];
+        }
+
+        // A one-policy batch whose clauses are that policy's, in order (peeks).
+        Batch identity() {
+            for (int i = 0; i < callOf.length; i++) {
+                clauseOf[i] = i;
+            }
+            return this;
+        }
+
+        String names() {
+            if (calls.size() == 1) {
+                return "'" + calls.get(0).policy().name() + "'";
+            }
+            StringBuilder sb = new StringBuilder();
+            for (PolicyCall c : calls) {
+                sb.append(sb.length() == 0 ? "'" : ", '").append(c.policy().name()).append('\'');
+            }
+            return sb.toString();
+        }
+    }
+
+    /**
+     * RL.ALL's seven integers (clause 0-based in the batch) and, with DETAILS,
+     * each batch clause's rule states (an entry may be null: not known).
+     */
+    private record Outcome(boolean limited, int clause, int rule, long remaining, long retryAfter, long resetAfter,
+            List<List<RuleState>> details) {
+
+        static Outcome of(AllDecision r, int[] flat) {
+            int c = flat == null ? r.clause() - 1 : flat[r.clause() - 1];
+            return new Outcome(r.limited(), c, r.rule(), r.remaining(), r.retryAfterMillis(), r.resetAfterMillis(),
+                    r.hasDetails() && flat == null ? r.details() : null);
+        }
+    }
+
+    private Batch batch(List<PolicyCall> calls) {
+        int size = 0;
+        for (PolicyCall c : calls) {
+            if (c.policy().isLockout()) {
+                throw new RateLimitConfigurationException("policy '" + c.policy().name()
+                        + "' is a lockout (RL.LOCKCOUNT): it is decided alone, not with other policies");
+            }
+            size += c.policy().clauses().size();
+        }
+        Batch b = new Batch(calls, size);
+        int flat = 0;
+        for (int k = 0; k < calls.size(); k++) {
+            CompiledPolicy policy = calls.get(k).policy();
+            CallInput in = calls.get(k).input();
+            List<dev.redisratelimit.spring.core.Clause> specs = policy.clauses();
+            for (int ci = 0; ci < specs.size(); ci++, flat++) {
+                dev.redisratelimit.spring.core.Clause c = specs.get(ci);
+                long cost = in.costs() != null && ci < in.costs().length ? in.costs()[ci] : 1;
+                String key = key(policy, c, in);
+                Clause clause;
+                if (c.type() == LimitType.CONCURRENCY) {
+                    LimitSpec l = policy.limitOf(c.items().get(0));
+                    String token = UUID.randomUUID().toString();
+                    clause = new Clause.Lease(key, runtime.count(policy.name(), l), l.ttl(), token, 1);
+                    b.leases.add(new Permit.Lease(key, token));
+                } else {
+                    clause = clause(policy, c, in, key).withCost(cost);
+                    if (c.settle() != null) {
+                        b.estimates.add(new Permit.Estimate(ci, clause, cost));
+                    }
+                }
+                b.clauses.add(clause);
+                b.callOf[flat] = k;
+                b.clauseOf[flat] = ci;
+            }
+        }
+        return b;
+    }
+
+    private CompletableFuture<Permit> all(List<PolicyCall> calls, boolean firstTry) {
+        Batch b = batch(calls);
+        boolean withDetails = details;
+        boolean slotted = clustered;
+        CompletableFuture<Outcome> sent;
+        try {
+            List<int[]> groups = slotted ? slotGroups(b.clauses) : null;
+            sent = groups == null
+                    ? within(client.all(b.clauses, withDetails ? Options.none().withDetails() : Options.none())).thenApply(r -> Outcome.of(r, null))
+                    : bySlot(b, groups, withDetails);
+        } catch (IllegalArgumentException e) {
+            throw new RateLimitConfigurationException("rate limit " + b.names() + ": " + e.getMessage(), e);
+        }
+        return sent.handle((out, failure) -> stage(() -> {
+            Throwable e = unwrap(failure);
+            if (e instanceof Unavailable) {
+                return CompletableFuture.completedFuture(whenDown(calls, e.getCause()));
+            }
+            if (e instanceof RateLimitException) {
+                String m = String.valueOf(e.getMessage());
+                if (withDetails && firstTry && m.contains("DETAILS")) {
+                    log.warn("the loaded ratelimit module has no RL.ALL DETAILS: RateLimit headers will show the binding limit only");
+                    details = false;
+                    return all(calls, false);
+                }
+                if (!slotted && m.startsWith("CROSSSLOT")) {
+                    // A Cluster the auto-configuration did not recognise: decide slot by slot from now on.
+                    log.info("Redis answered CROSSSLOT: policies keyed differently are decided slot by slot from now on");
+                    clustered = true;
+                    return all(calls, firstTry);
+                }
+                throw new RateLimitConfigurationException("Redis refused rate limit " + b.names() + ": " + e.getMessage(), e);
+            }
+            if (e != null) {
+                return CompletableFuture.failedFuture(e);
+            }
+            Decision d = decision(b, out);
+            if (!d.admitted()) {
+                throw new RateLimitRefusedException(d);
+            }
+            return CompletableFuture.completedFuture(new Permit(this, d, b.leases, b.estimates, List.of()));
+        })).thenCompose(f -> f);
+    }
+
+    // The batch's clauses grouped by Cluster slot (in order of first appearance), or null when they share one.
+    private static List<int[]> slotGroups(List<Clause> clauses) {
+        if (clauses.size() < 2) {
+            return null;
+        }
+        Map<Integer, List<Integer>> bySlot = new java.util.LinkedHashMap<>();
+        for (int i = 0; i < clauses.size(); i++) {
+            bySlot.computeIfAbsent(ClusterSlotHashUtil.calculateSlot(clauses.get(i).key()), k -> new ArrayList<>()).add(i);
+        }
+        if (bySlot.size() == 1) {
+            return null;
+        }
+        List<int[]> groups = new ArrayList<>(bySlot.size());
+        for (List<Integer> g : bySlot.values()) {
+            groups.add(g.stream().mapToInt(Integer::intValue).toArray());
+        }
+        return groups;
+    }
+
+    /**
+     * Under Cluster, one RL.ALL per slot, sent together (each to its node);
+     * when one refuses or fails, the slots that admitted are refunded
+     * (RL.ALL ... REFUND: their charges given back, their leases released),
+     * so a refusal still writes nothing in the end. Between the admission and
+     * the refund another request may see those units taken: a refusal too
+     * many in a race, never an admission too many.
+     */
+    private CompletableFuture<Outcome> bySlot(Batch b, List<int[]> groups, boolean withDetails) {
+        Options options = withDetails ? Options.none().withDetails() : Options.none();
+        List<List<Clause>> parts = new ArrayList<>(groups.size());
+        List<CompletableFuture<AllDecision>> sent = new ArrayList<>(groups.size());
+        for (int[] g : groups) {
+            List<Clause> part = new ArrayList<>(g.length);
+            for (int i : g) {
+                part.add(b.clauses.get(i));
+            }
+            parts.add(part);
+            sent.add(within(client.all(part, options)));
+        }
+        return settled(sent).thenCompose(none -> {
+            AllDecision[] replies = new AllDecision[groups.size()];
+            Throwable failed = null;
+            boolean refused = false;
+            for (int j = 0; j < replies.length; j++) {
+                if (sent.get(j).isCompletedExceptionally()) {
+                    failed = failed != null ? failed : unwrap(sent.get(j).handle((v, e) -> e).join());
+                } else {
+                    replies[j] = sent.get(j).join();
+                    refused |= replies[j].limited();
                 }
             }
-            clauses.add(clause);
-        }
-        boolean withDetails = details;
-        Object reply;
-        try {
-            reply = await(client.all(clauses, withDetails ? Options.none().withDetails() : Options.none()));
-        } catch (IllegalArgumentException e) {
-            throw new RateLimitConfigurationException("rate limit '" + policy.name() + "': " + e.getMessage(), e);
-        } catch (Unavailable e) {
-            return whenDown(policy, in, e.getCause());
-        } catch (RateLimitException e) {
-            if (withDetails && firstTry && String.valueOf(e.getMessage()).contains("DETAILS")) {
-                log.warn("the loaded ratelimit module has no RL.ALL DETAILS: RateLimit headers will show the binding limit only");
-                details = false;
-                return all(policy, in, false);
+            if (failed == null && !refused) {
+                return CompletableFuture.completedFuture(combine(b, groups, replies, new AllDecision[replies.length], false, withDetails));
             }
-            throw new RateLimitConfigurationException("Redis refused rate limit '" + policy.name() + "': " + e.getMessage(), e);
+            // Give back what the admitting slots took; their details become the state after the refund.
+            Options refund = withDetails ? Options.none().withRefund().withDetails() : Options.none().withRefund();
+            List<CompletableFuture<AllDecision>> refunds = new ArrayList<>(replies.length);
+            for (int j = 0; j < replies.length; j++) {
+                refunds.add(replies[j] != null && !replies[j].limited() ? within(client.all(parts.get(j), refund)) : null);
+            }
+            Throwable failure = failed;
+            boolean anyRefused = refused;
+            return settled(refunds).thenApply(x -> {
+                AllDecision[] after = new AllDecision[replies.length];
+                for (int j = 0; j < refunds.size(); j++) {
+                    CompletableFuture<AllDecision> r = refunds.get(j);
+                    if (r != null && r.isCompletedExceptionally()) {
+                        log.warn("rate limit refund of an admitting Cluster slot not confirmed: {}", unwrap(r.handle((v, e) -> e).join()).toString());
+                    } else if (r != null) {
+                        after[j] = r.join();
+                    }
+                }
+                if (failure != null) {
+                    throw failure instanceof RuntimeException re ? re : new CompletionException(failure);
+                }
+                return combine(b, groups, replies, after, anyRefused, withDetails);
+            });
+        });
+    }
+
+    // Completes when every stage (nulls skipped) has, whether it failed or not.
+    private static CompletableFuture<Void> settled(List<? extends CompletableFuture<?>> stages) {
+        List<CompletableFuture<?>> done = new ArrayList<>(stages.size());
+        for (CompletableFuture<?> f : stages) {
+            if (f != null) {
+                done.add(f.handle((v, e) -> null));
+            }
         }
-        Decision d = decision(policy, (AllDecision) reply);
-        if (!d.admitted()) {
-            throw new RateLimitRefusedException(d);
+        return CompletableFuture.allOf(done.toArray(CompletableFuture[]::new));
+    }
+
+    // The slots' replies as one RL.ALL reply: the binding clause chosen across slots, details in batch order.
+    private static Outcome combine(Batch b, List<int[]> groups, AllDecision[] replies, AllDecision[] after, boolean refused,
+            boolean withDetails) {
+        List<List<RuleState>> flatDetails = withDetails ? new ArrayList<>(java.util.Collections.nCopies(b.clauses.size(), null)) : null;
+        int best = -1;
+        for (int j = 0; j < replies.length; j++) {
+            place(flatDetails, after[j] != null ? after[j] : replies[j], groups.get(j));
+            if ((!refused || replies[j].limited())
+                    && (best < 0 || binds(replies[j], groups.get(j), replies[best], groups.get(best), b.clauses))) {
+                best = j;
+            }
         }
-        return new Permit(this, d, leases, estimates, List.of());
+        Outcome o = Outcome.of(replies[best], groups.get(best));
+        return new Outcome(o.limited(), o.clause(), o.rule(), o.remaining(), o.retryAfter(), o.resetAfter(), flatDetails);
+    }
+
+    private static void place(List<List<RuleState>> flat, AllDecision r, int[] group) {
+        if (flat == null || !r.hasDetails()) {
+            return;
+        }
+        for (int k = 0; k < group.length && k < r.details().size(); k++) {
+            flat.set(group[k], r.details().get(k));
+        }
+    }
+
+    // RL.ALL's choice of the binding clause, across slots: a refusal that waiting cannot help, else the longest
+    // retry-after; among admissions the fewest calls left, then the latest reset; ties to the earlier clause.
+    private static boolean binds(AllDecision a, int[] ga, AllDecision b, int[] gb, List<Clause> clauses) {
+        int ia = ga[a.clause() - 1];
+        int ib = gb[b.clause() - 1];
+        if (a.limited() != b.limited()) {
+            return a.limited();
+        }
+        if (a.limited()) {
+            if ((a.retryAfterMillis() < 0) != (b.retryAfterMillis() < 0)) {
+                return a.retryAfterMillis() < 0;
+            }
+            if (a.retryAfterMillis() != b.retryAfterMillis() && a.retryAfterMillis() >= 0) {
+                return a.retryAfterMillis() > b.retryAfterMillis();
+            }
+            return ia < ib;
+        }
+        long la = a.remaining() / Math.max(1, clauses.get(ia).cost());
+        long lb = b.remaining() / Math.max(1, clauses.get(ib).cost());
+        if (la != lb) {
+            return la < lb;
+        }
+        if (a.resetAfterMillis() != b.resetAfterMillis()) {
+            return a.resetAfterMillis() > b.resetAfterMillis();
+        }
+        return ia < ib;
     }
 
     // A CHECK, THROTTLE or QUOTA clause with the counts in force now (cost 1; the caller sets it).
@@ -229,44 +559,70 @@ public final class RateLimiter {
         }
     }
 
-    private Decision decision(CompiledPolicy policy, AllDecision r) {
+    // The decision a request sees: every call's items in call order (a name a previous call used is
+    // qualified by its policy: "policy.name"), the binding one from the reply.
+    private Decision decision(Batch b, Outcome r) {
         boolean limited = r.limited();
-        List<dev.redisratelimit.spring.core.Clause> clauses = policy.clauses();
-        int bindingItem = clauses.get(r.clause() - 1).items().get(r.rule() - 1);
-        int n = policy.itemNames().size();
-        ItemState[] states = new ItemState[n];
+        int bindingCall = b.callOf[r.clause()];
+        CompiledPolicy bindingPolicy = b.calls.get(bindingCall).policy();
+        dev.redisratelimit.spring.core.Clause bindingClause = bindingPolicy.clauses().get(b.clauseOf[r.clause()]);
+        int bindingItem = bindingClause.items().get(r.rule() - 1);
+        int[] offset = new int[b.calls.size() + 1];
+        for (int k = 0; k < b.calls.size(); k++) {
+            offset[k + 1] = offset[k] + b.calls.get(k).policy().itemNames().size();
+        }
+        ItemState[] states = new ItemState[offset[b.calls.size()]];
         boolean duplicateRefused = false;
-        if (r.hasDetails()) {
+        if (r.details() != null) {
             List<List<RuleState>> details = r.details();
-            for (int ci = 0; ci < clauses.size() && ci < details.size(); ci++) {
-                dev.redisratelimit.spring.core.Clause c = clauses.get(ci);
-                List<RuleState> perRule = details.get(ci);
+            for (int fi = 0; fi < b.callOf.length && fi < details.size(); fi++) {
+                List<RuleState> perRule = details.get(fi);
+                if (perRule == null) {
+                    continue;
+                }
+                CompiledPolicy policy = b.calls.get(b.callOf[fi]).policy();
+                dev.redisratelimit.spring.core.Clause c = policy.clauses().get(b.clauseOf[fi]);
                 for (int j = 0; j < perRule.size() && j < c.items().size(); j++) {
                     RuleState s = perRule.get(j);
                     int item = c.items().get(j);
-                    states[item] = state(policy, item, s.limited(), s.remaining(), s.retryAfterMillis(), s.resetAfterMillis());
+                    states[offset[b.callOf[fi]] + item] = state(policy, item, s.limited(), s.remaining(), s.retryAfterMillis(),
+                            s.resetAfterMillis());
                     duplicateRefused |= c.duplicate() && s.limited();
                 }
             }
-        } else {
-            states[bindingItem] = state(policy, bindingItem, limited, r.remaining(), r.retryAfterMillis(), r.resetAfterMillis());
-            duplicateRefused = limited && clauses.get(r.clause() - 1).duplicate();
         }
-        List<ItemState> items = new ArrayList<>(n);
+        int bindingIndex = offset[bindingCall] + bindingItem;
+        if (states[bindingIndex] == null) {
+            states[bindingIndex] = state(bindingPolicy, bindingItem, limited, r.remaining(), r.retryAfter(), r.resetAfter());
+            duplicateRefused |= limited && bindingClause.duplicate();
+        }
+        List<ItemState> items = new ArrayList<>(states.length);
+        java.util.Set<String> names = b.calls.size() > 1 ? new java.util.HashSet<>() : null;
         int binding = -1;
-        for (int i = 0; i < n; i++) {
-            if (states[i] != null) {
-                if (i == bindingItem) {
+        boolean legacy = false;
+        for (int k = 0; k < b.calls.size(); k++) {
+            CompiledPolicy policy = b.calls.get(k).policy();
+            legacy |= policy.spec().legacyHeaders();
+            for (int i = offset[k]; i < offset[k + 1]; i++) {
+                ItemState s = states[i];
+                if (s == null) {
+                    continue;
+                }
+                if (names != null && !names.add(s.name())) {
+                    s = new ItemState(policy.name() + "." + s.name(), s.q(), s.w(), s.r(), s.t(), s.limited(), s.retryAfterMs());
+                    names.add(s.name());
+                }
+                if (i == bindingIndex) {
                     binding = items.size();
                 }
-                items.add(states[i]);
+                items.add(s);
             }
         }
-        LimitSpec bl = policy.limitOf(bindingItem);
+        LimitSpec bl = bindingPolicy.limitOf(bindingItem);
         Decision.Kind kind = !limited ? Decision.Kind.ADMITTED
                 : duplicateRefused ? Decision.Kind.DUPLICATE : Decision.Kind.RATE_LIMITED;
-        return new Decision(policy.name(), !limited, List.copyOf(items), binding, limited ? r.retryAfterMillis() : -1,
-                bl == null ? LimitType.SLIDING_WINDOW : bl.type(), kind, policy.spec().legacyHeaders());
+        return new Decision(bindingPolicy.name(), !limited, List.copyOf(items), binding, limited ? r.retryAfter() : -1,
+                bl == null ? LimitType.SLIDING_WINDOW : bl.type(), kind, legacy);
     }
 
     /** Redis did not answer within the budget, or the connection failed: the circuit is open now. */
@@ -276,31 +632,33 @@ public final class RateLimiter {
         }
     }
 
-    // Waits at most the budget; a timeout or a connection failure opens the circuit (Unavailable),
-    // an error reply is the server's RateLimitException.
-    private Object await(CompletionStage<?> stage) {
-        java.util.concurrent.CompletableFuture<?> f = stage.toCompletableFuture();
-        try {
-            return f.get(budgetMs, TimeUnit.MILLISECONDS);
-        } catch (TimeoutException e) {
-            f.cancel(true);
-            availability.markDown(e);
-            throw new Unavailable(e);
-        } catch (InterruptedException e) {
-            f.cancel(true);
-            Thread.currentThread().interrupt();
-            throw new Unavailable(e);
-        } catch (ExecutionException e) {
-            Throwable cause = e.getCause();
-            while (cause instanceof CompletionException && cause.getCause() != null) {
-                cause = cause.getCause();
+    // The reply within the budget, never a wait: past it (a timeout) or on a connection failure the
+    // circuit opens and the stage fails with Unavailable; an error reply fails it with the server's
+    // RateLimitException.
+    private <T> CompletableFuture<T> within(CompletionStage<T> stage) {
+        CompletableFuture<T> sent = stage.toCompletableFuture();
+        CompletableFuture<T> reply = new CompletableFuture<>();
+        sent.whenComplete((v, e) -> {
+            if (e == null) {
+                reply.complete(v);
+            } else {
+                reply.completeExceptionally(e);
             }
+        });
+        return reply.orTimeout(budgetMs, TimeUnit.MILLISECONDS).handle((v, failure) -> {
+            if (failure == null) {
+                return v;
+            }
+            Throwable cause = unwrap(failure);
             if (cause instanceof RateLimitException rle) {
                 throw rle;
             }
+            if (cause instanceof TimeoutException) {
+                sent.cancel(true);
+            }
             availability.markDown(cause);
             throw new Unavailable(cause);
-        }
+        });
     }
 
     private ItemState state(CompiledPolicy policy, int item, boolean limited, long remaining, long retry, long reset) {
@@ -311,57 +669,86 @@ public final class RateLimiter {
                 limited ? retry : -1);
     }
 
-    private Permit lockout(CompiledPolicy policy, CallInput in) {
+    private CompletableFuture<Permit> lockout(CompiledPolicy policy, CallInput in) {
         LimitSpec l = policy.spec().limits().get(0);
         String base = prefix + policy.name() + ":{" + in.key() + "}:" + l.name();
         long max = runtime.count(policy.name(), l);
-        LockoutDecision r;
+        CompletionStage<LockoutDecision> sent;
         try {
-            r = (LockoutDecision) await(client.lockcount(base + ":lock", base + ":count", l.window(), max, l.lockTime()));
+            sent = client.lockcount(base + ":lock", base + ":count", l.window(), max, l.lockTime());
         } catch (IllegalArgumentException e) {
             throw new RateLimitConfigurationException("rate limit '" + policy.name() + "': " + e.getMessage(), e);
-        } catch (Unavailable e) {
-            return whenDown(policy, in, e.getCause());
-        } catch (RateLimitException e) {
-            throw new RateLimitConfigurationException("Redis refused rate limit '" + policy.name() + "': " + e.getMessage(), e);
         }
-        boolean limited = r.limited();
-        long ttl = r.ttlMillis();
-        ItemState s = new ItemState(l.name(), max, l.windowSeconds(), limited ? 0 : Math.max(0, max - r.count()),
-                LimitSpec.ceilSeconds(ttl), limited, limited ? ttl : -1);
-        Decision d = new Decision(policy.name(), !limited, List.of(s), 0, limited ? ttl : -1, LimitType.LOCKOUT,
-                limited ? Decision.Kind.LOCKED : Decision.Kind.ADMITTED, policy.spec().legacyHeaders());
-        if (limited) {
-            throw new RateLimitRefusedException(d);
-        }
-        return new Permit(this, d, List.of(), List.of(), List.of());
+        return within(sent).handle((r, failure) -> {
+            Throwable e = unwrap(failure);
+            if (e instanceof Unavailable) {
+                return whenDown(policy, in, e.getCause());
+            }
+            if (e instanceof RateLimitException) {
+                throw new RateLimitConfigurationException("Redis refused rate limit '" + policy.name() + "': " + e.getMessage(), e);
+            }
+            if (e != null) {
+                throw e instanceof RuntimeException re ? re : new CompletionException(e);
+            }
+            boolean limited = r.limited();
+            long ttl = r.ttlMillis();
+            ItemState s = new ItemState(l.name(), max, l.windowSeconds(), limited ? 0 : Math.max(0, max - r.count()),
+                    LimitSpec.ceilSeconds(ttl), limited, limited ? ttl : -1);
+            Decision d = new Decision(policy.name(), !limited, List.of(s), 0, limited ? ttl : -1, LimitType.LOCKOUT,
+                    limited ? Decision.Kind.LOCKED : Decision.Kind.ADMITTED, policy.spec().legacyHeaders());
+            if (limited) {
+                throw new RateLimitRefusedException(d);
+            }
+            return new Permit(this, d, List.of(), List.of(), List.of());
+        });
     }
 
     private Permit whenDown(CompiledPolicy policy, CallInput in, Throwable why) {
-        OnRedisDown mode = policy.spec().onRedisDown() == OnRedisDown.DEFAULT ? defaultDown : policy.spec().onRedisDown();
-        DecisionObserver o = observer;
-        o.error(policy.name(), why == null ? DecisionObserver.ErrorKind.CIRCUIT_OPEN
-                : why instanceof TimeoutException ? DecisionObserver.ErrorKind.TIMEOUT : DecisionObserver.ErrorKind.CONNECTION);
-        o.fallback(policy.name(), mode);
-        switch (mode) {
-            case FAIL_OPEN:
-                return new Permit(this, null, List.of(), List.of(), List.of());
-            case LOCAL: {
-                List<String> leases = local.tryAcquire(policy, in.key(), runtime);
-                if (leases == null) {
-                    // No Redis state to show: a refusal without per-limit items, waiting may help.
-                    throw new RateLimitRefusedException(new Decision(policy.name(), false, List.of(), -1, 1000,
-                            LimitType.SLIDING_WINDOW, Decision.Kind.RATE_LIMITED, false));
-                }
-                return new Permit(this, null, List.of(), List.of(), leases);
-            }
-            default:
-                throw new RateLimitUnavailableException(policy.name(), why);
-        }
+        return whenDown(List.of(new PolicyCall(policy, in)), why);
     }
 
-    /** Releases leases and settles estimates (sent back to back: pipelined), waiting at most the budget. */
-    void finish(Permit permit, Map<Integer, Long> used) {
+    // Each policy's Redis-down behaviour; one that fails closed answers 503 for the request.
+    private Permit whenDown(List<PolicyCall> calls, Throwable why) {
+        DecisionObserver o = observer;
+        OnRedisDown[] modes = new OnRedisDown[calls.size()];
+        PolicyCall closed = null;
+        for (int k = 0; k < calls.size(); k++) {
+            CompiledPolicy policy = calls.get(k).policy();
+            modes[k] = policy.spec().onRedisDown() == OnRedisDown.DEFAULT ? defaultDown : policy.spec().onRedisDown();
+            o.error(policy.name(), why == null ? DecisionObserver.ErrorKind.CIRCUIT_OPEN
+                    : why instanceof TimeoutException ? DecisionObserver.ErrorKind.TIMEOUT : DecisionObserver.ErrorKind.CONNECTION);
+            o.fallback(policy.name(), modes[k]);
+            if (closed == null && modes[k] != OnRedisDown.FAIL_OPEN && modes[k] != OnRedisDown.LOCAL) {
+                closed = calls.get(k);
+            }
+        }
+        if (closed != null) {
+            throw new RateLimitUnavailableException(closed.policy().name(), why);
+        }
+        List<String> held = new ArrayList<>();
+        for (int k = 0; k < calls.size(); k++) {
+            if (modes[k] != OnRedisDown.LOCAL) {
+                continue;
+            }
+            CompiledPolicy policy = calls.get(k).policy();
+            List<String> leases = local.tryAcquire(policy, calls.get(k).input().key(), runtime);
+            if (leases == null) {
+                local.release(held);
+                // No Redis state to show: a refusal without per-limit items, waiting may help.
+                throw new RateLimitRefusedException(new Decision(policy.name(), false, List.of(), -1, 1000,
+                        LimitType.SLIDING_WINDOW, Decision.Kind.RATE_LIMITED, false));
+            }
+            held.addAll(leases);
+        }
+        return new Permit(this, null, List.of(), List.of(), held.isEmpty() ? List.of() : held);
+    }
+
+    /**
+     * Releases leases and settles estimates (sent back to back: pipelined);
+     * the stage completes, never exceptionally, once every reply is in or
+     * the budget has passed — a timeout, not a wait.
+     */
+    CompletableFuture<Void> finish(Permit permit, Map<Integer, Long> used) {
         if (!permit.localLeases().isEmpty()) {
             local.release(permit.localLeases());
         }
@@ -384,18 +771,19 @@ public final class RateLimiter {
         } catch (IllegalArgumentException e) {
             log.warn("rate limit settlement not sent: {}", e.getMessage());
         }
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(budgetMs);
-        for (CompletionStage<?> s : sent) {
-            try {
-                s.toCompletableFuture().get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
-            } catch (Exception e) {
-                // A lease not released expires with its TTL; an estimate not settled stays charged.
-                log.warn("rate limit release/settlement not confirmed: {}", e.toString());
-            }
+        if (sent.isEmpty()) {
+            return CompletableFuture.completedFuture(null);
         }
+        CompletableFuture<?>[] confirmed = new CompletableFuture<?>[sent.size()];
+        for (int i = 0; i < confirmed.length; i++) {
+            confirmed[i] = sent.get(i).toCompletableFuture().thenApply(v -> v).orTimeout(budgetMs, TimeUnit.MILLISECONDS)
+                    .exceptionally(e -> {
+                        // A lease not released expires with its TTL; an estimate not settled stays charged.
+                        log.warn("rate limit release/settlement not confirmed: {}", unwrap(e).toString());
+                        return null;
+                    });
+        }
+        return CompletableFuture.allOf(confirmed);
     }
 
     // The clause's own command with REFUND or DEBIT (RL.CHECK, RL.THROTTLE or RL.QUOTA on its key).

@@ -14,7 +14,7 @@ import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.ExceptionHandler;
 import org.springframework.web.bind.annotation.RestControllerAdvice;
 
-/** Turns the starter's exceptions into problem+json answers (429, 503, 500). */
+/** Turns the starter's exceptions into problem+json answers (429, 503, 500; 401/400 when a route finds no key). */
 @RestControllerAdvice
 @Order(Ordered.HIGHEST_PRECEDENCE)
 public class RateLimitExceptionHandler {
@@ -41,6 +41,12 @@ public class RateLimitExceptionHandler {
     @ExceptionHandler(RateLimitUnavailableException.class)
     public ResponseEntity<ProblemDetail> unavailable(RateLimitUnavailableException e) {
         return ResponseEntity.status(HttpStatus.SERVICE_UNAVAILABLE).body(answers.unavailable(e.getPolicy()));
+    }
+
+    @ExceptionHandler(RateLimitKeyMissingException.class)
+    public ResponseEntity<ProblemDetail> missingKey(RateLimitKeyMissingException e) {
+        ProblemDetail body = answers.missingKey(e);
+        return ResponseEntity.status(body.getStatus()).body(body);
     }
 
     @ExceptionHandler(RateLimitConfigurationException.class)

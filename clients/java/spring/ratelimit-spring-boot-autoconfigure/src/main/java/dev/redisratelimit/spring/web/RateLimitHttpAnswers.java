@@ -2,6 +2,8 @@ package dev.redisratelimit.spring.web;
 
 import dev.redisratelimit.spring.core.Decision;
 import jakarta.servlet.http.HttpServletResponse;
+import java.net.URI;
+import org.springframework.http.HttpStatus;
 import org.springframework.http.ProblemDetail;
 
 /**
@@ -25,4 +27,17 @@ public interface RateLimitHttpAnswers {
 
     /** The 500 body of a rate limit that cannot be applied as configured. */
     ProblemDetail misconfigured(String message);
+
+    /**
+     * The body when a route finds no key to count the caller by: 401
+     * {@code .../problems/unauthorized} when the key names the caller (no
+     * principal, no API-key header), else 400 {@code .../problems/bad-request}.
+     */
+    default ProblemDetail missingKey(RateLimitKeyMissingException e) {
+        ProblemDetail p = ProblemDetail.forStatus(e.isIdentity() ? HttpStatus.UNAUTHORIZED : HttpStatus.BAD_REQUEST);
+        p.setType(URI.create(DefaultRateLimitHttpAnswers.PROBLEMS + (e.isIdentity() ? "unauthorized" : "bad-request")));
+        p.setTitle(e.isIdentity() ? "Unauthorized" : "Bad Request");
+        p.setDetail(e.getMessage());
+        return p;
+    }
 }
