@@ -8,4 +8,4 @@
 EXTRA_TESTS += docs-node-test
 
 docs-node-test: build node-build
-	RL_SERVER=redis7 $(PY) -m pytest -q -p no:cacheprovider integration/test_docs_node.py
+	RL_DOCS_NODE=1 RL_SERVER=redis7 $(PY) -m pytest -q -p no:cacheprovider integration/test_docs_node.py

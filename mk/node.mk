@@ -24,7 +24,7 @@ node-build: node-deps
 
 # The package's suite, then the example app's HTTP tests (standalone, two
 # instances, Redis stopped/paused and back, a three-primary Cluster).
-node-test: node-build
+node-test: build node-build
 	cd $(NODE_PKG) && RL_MODULE=$(RL_MODULE) npm test
 	cd $(NODE_EXAMPLE) && RL_MODULE=$(RL_MODULE) npm test
 

@@ -16,7 +16,7 @@ $(PYC_VENV)/.stamp: $(PYC_DIR)/requirements-test.txt $(PYC_DIR)/pyproject.toml
 	@scripts/deps.sh system
 	@test -x $(PYC_PY) || python3 -m venv $(PYC_VENV)
 	$(PYC_PY) -m pip install -q --disable-pip-version-check -r $(PYC_DIR)/requirements-test.txt
-	$(PYC_PY) -m pip install -q --disable-pip-version-check --no-deps -e $(PYC_DIR)
+	$(PYC_PY) -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e $(PYC_DIR)
 	@touch $@
 
 python-venv: $(PYC_VENV)/.stamp

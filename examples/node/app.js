@@ -145,7 +145,8 @@ export function createApp({ redis, prefix = "", limiter = new RateLimiter(redis)
     validate((req) => {
       if (!req.get("X-Api-Key")) throw new ProblemError(401, "unauthorized", "missing X-Api-Key header");
       const zone = req.get("X-Zone") ?? "";
-      if (!isZone(zone)) throw badRequest("X-Zone must be an IANA time zone");
+      // isZone also takes a fixed offset (RL.QUOTA does): no IANA zone.
+      if (/^[+-]/.test(zone) || !isZone(zone)) throw badRequest("X-Zone must be an IANA time zone");
       const n = req.body?.max_tokens;
       if (!Number.isSafeInteger(n) || n < 1 || n > 100_000) throw badRequest("max_tokens must be an integer from 1 to 100000");
     }),
@@ -160,11 +161,11 @@ export function createApp({ redis, prefix = "", limiter = new RateLimiter(redis)
       const n = req.body.max_tokens;
       const { signal } = req.rateLimit;
       try {
-        await fakeModel(Number(req.get("X-Sleep-Ms") ?? 100), req.get("X-Fail") === "1", signal);
+        await fakeModel(headerInt(req, "X-Sleep-Ms", 100), req.get("X-Fail") === "1", signal);
       } catch (e) {
         return next(e); // the permit settles to 0 when the response ends
       }
-      const used = Math.min(n, Number(req.get("X-Used-Tokens") ?? Math.floor(n / 2)));
+      const used = Math.min(n, headerInt(req, "X-Used-Tokens", Math.floor(n / 2)));
       req.rateLimit.used(used);
       res.json({ used_tokens: used });
     },
@@ -184,6 +185,12 @@ export function createApp({ redis, prefix = "", limiter = new RateLimiter(redis)
 }
 
 class ModelError extends Error {}
+
+/** The fake model's knobs: a non-negative integer header, else the default (as the Python app reads them). */
+function headerInt(req, name, fallback) {
+  const v = req.get(name) ?? "";
+  return /^[0-9]+$/.test(v) ? Number(v) : fallback;
+}
 
 /** The fake model: sleeps (stopped early when the client goes away), then answers or fails. */
 function fakeModel(ms, fail, signal) {

@@ -100,6 +100,9 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
     try {
       if (policy.needsPermit) {
         permit = await limiter.acquire(policy, key, opts);
+        // The client left while the decision was in flight: the permit has
+        // already given its lease back, so the work must not start.
+        if (permit.signal.aborted) return;
         decision = permit.decision;
       } else {
         decision = await limiter.decide(policy, key, opts);

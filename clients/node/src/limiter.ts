@@ -90,8 +90,11 @@ export class RateLimiter {
 
   constructor(redis: RedisLike | RateLimitClient, options: RateLimiterOptions = {}) {
     this.client = redis instanceof RateLimitClient ? redis : new RateLimitClient(redis);
-    this.timeout = options.timeout ?? 500;
-    this.probeInterval = options.probeInterval ?? 250;
+    // Checked here: a string ("500" from an env var) or NaN would not fail,
+    // it would make every decision "unavailable" at once or never time out.
+    this.timeout = a.int("timeout", options.timeout ?? 500, 1, 2 ** 31 - 1);
+    this.probeInterval = a.int("probeInterval", options.probeInterval ?? 250, 1, 2 ** 31 - 1);
+    if (options.onError !== undefined && typeof options.onError !== "function") throw new TypeError("onError must be a function");
     this.onError = options.onError ?? (() => {});
   }
 
@@ -131,7 +134,16 @@ export class RateLimiter {
         this.sweeper = setInterval(() => this.sweep(), Math.max(5, Math.floor(this.timeout / 10)));
         this.sweeper.unref();
       }
-      fn().then(
+      // A client that throws at once (instead of rejecting) must not leave
+      // the entry pending: the sweep would take it for a timeout and open
+      // the circuit.
+      let running: Promise<T>;
+      try {
+        running = fn();
+      } catch (e) {
+        running = Promise.reject(e);
+      }
+      running.then(
         (v) => {
           if (settle()) resolve(v);
           else late?.(v);

@@ -230,7 +230,11 @@ export function compile(policy: Policy): Compiled {
   const drafts: Draft[] = [];
   for (const l of policy.limits) {
     const costKind = l.options.cost ?? "request";
-    const shareable = !l.options.subkey && (l.kind === "slidingWindow" || l.kind === "quota");
+    // Limits of one kind on one key share a clause (and its key): sliding
+    // windows one CHECK, token buckets one THROTTLE, quotas of one zone one
+    // QUOTA -- the grouping of the Java and Python packages, so the three
+    // write the same keys.
+    const shareable = !l.options.subkey && (l.kind === "slidingWindow" || l.kind === "tokenBucket" || l.kind === "quota");
     const g = shareable
       ? drafts.find(
           (x) =>
@@ -239,7 +243,9 @@ export function compile(policy: Policy): Compiled {
             x.costKind === costKind &&
             !!x.limits[0].options.global === !!l.options.global &&
             x.limits[0].zone === l.zone &&
-            (l.kind !== "quota" || !x.limits.some((y) => y.period === l.period)),
+            (l.kind !== "quota" || !x.limits.some((y) => y.period === l.period)) &&
+            // One hash field per window: a bucket of the same window takes its own clause.
+            (l.kind !== "tokenBucket" || !x.limits.some((y) => y.window === l.window)),
         )
       : undefined;
     if (g) g.limits.push(l);

@@ -148,3 +148,19 @@ test("a server error keeps its text, and the class is the package's", async () =
     return true;
   });
 });
+
+test("RateLimiter options: a timeout or probe interval that is not a positive integer ms is refused", () => {
+  const { RateLimiter } = require("redis-ratelimit");
+  const { rl } = spy();
+  // "500" (an env var passed as is) made every decision time out at once;
+  // NaN made decisions wait without any budget while Redis stalled.
+  for (const timeout of ["500", NaN, -5, 0, 1.5, Infinity]) {
+    assert.throws(() => new RateLimiter(rl, { timeout }), (e) => e instanceof RangeError && /invalid timeout/.test(e.message), String(timeout));
+  }
+  for (const probeInterval of ["250", NaN, 0]) {
+    assert.throws(() => new RateLimiter(rl, { probeInterval }), /invalid probeInterval/);
+  }
+  assert.throws(() => new RateLimiter(rl, { onError: "log" }), TypeError);
+  assert.equal(new RateLimiter(rl).timeout, 500);
+  assert.equal(new RateLimiter(rl, { timeout: 200, probeInterval: 50 }).probeInterval, 50);
+});

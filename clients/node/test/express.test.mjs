@@ -5,7 +5,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
 import express from "express";
-import { Policy, RateLimiter } from "redis-ratelimit";
+import { Policy, RateLimitClient, RateLimiter } from "redis-ratelimit";
 import { rateLimit, keys, ProblemError } from "redis-ratelimit/express";
 
 const require = createRequire(import.meta.url);
@@ -37,7 +37,7 @@ async function serve(configure) {
     const res = await fetch(`http://127.0.0.1:${port}${path}`, { headers });
     return { status: res.status, h: (n) => res.headers.get(n), body: await res.json().catch(() => null) };
   };
-  return { get, close: () => new Promise((r) => srv.close(r)) };
+  return { get, port, close: () => new Promise((r) => srv.close(r)) };
 }
 
 test("keys.ip follows express's trust proxy; no X-RateLimit-* unless asked", async () => {
@@ -128,5 +128,38 @@ test("Redis unreachable: fail open (no headers, decision null) or closed (503), 
     await s.close();
     l.close();
     dead.disconnect();
+  }
+});
+
+test("a client that leaves while its decision is in flight: the handler does not run, the lease is back", async () => {
+  // The decision is held until the client has gone (a slow Redis), then lands admitted.
+  const real = new RateLimitClient(redis).transport;
+  let land;
+  const landed = new Promise((r) => (land = r));
+  const slow = { kind: "slow", send: (c) => landed.then(() => real.send(c)), batch: (calls) => real.batch(calls), sendAny: (args) => real.sendAny(args) };
+  const l = new RateLimiter(slow, { timeout: 3000 });
+  const policy = new Policy("gone", { prefix: "ex5:" }).concurrency("slot", 1, 60_000);
+  let ran = 0;
+  const s = await serve((app) => {
+    app.get("/job", rateLimit({ limiter: l, policy, key: () => "one" }), (_req, res) => {
+      ran++; // the work: must not start for a client that left, nor without its lease
+      res.json({});
+    });
+  });
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  try {
+    const ac = new AbortController();
+    const request = fetch(`http://127.0.0.1:${s.port}/job`, { signal: ac.signal }).catch(() => null);
+    await sleep(150);
+    ac.abort();
+    await request;
+    await sleep(150);
+    land();
+    await sleep(300);
+    assert.equal(ran, 0, "the handler ran for a client that had left (its lease already given back)");
+    assert.equal((await limiter.client.leasePeek("ex5:gone:{one}:slot", { limit: 1, cost: 0 })).remaining, 1);
+  } finally {
+    await s.close();
+    l.close();
   }
 });

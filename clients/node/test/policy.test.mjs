@@ -83,6 +83,18 @@ describe("one call per decision", () => {
     assert.equal(c.binding.name, "short");
   });
 
+  test("token buckets on one key share one THROTTLE clause and key, as in the Java and Python packages", async () => {
+    const p = new Policy("burst", { prefix: "t8:" }).tokenBucket("second", 10, 1000, 10).tokenBucket("minute", 100, 60_000, 100);
+    const d = await limiter.decide(p, "k");
+    assert.equal(d.limited, false);
+    assert.deepEqual((await admin.hkeys("t8:burst:{k}:second")).sort(), ["1000", "60000"]);
+    assert.equal(Number(await admin.exists("t8:burst:{k}:minute")), 0);
+    // A second bucket of the same window cannot share the hash (one field per window).
+    const twice = new Policy("same", { prefix: "t8:" }).tokenBucket("a", 10, 1000, 10).tokenBucket("b", 5, 1000, 5);
+    assert.equal((await limiter.decide(twice, "k")).limited, false);
+    assert.deepEqual([await admin.hkeys("t8:same:{k}:a"), await admin.hkeys("t8:same:{k}:b")], [["1000"], ["1000"]]);
+  });
+
   test("a lockout policy: max calls per window, then locked with its own problem", async () => {
     const p = new Policy("login", { prefix: "t3:" }).lockout("login", 5, 10_000, 30_000);
     for (let i = 1; i <= 5; i++) {
@@ -106,6 +118,19 @@ describe("one call per decision", () => {
     assert.equal(await calls("rl.quota"), before0);
     assert.throws(() => new Policy("g").slidingWindow("global", 1, 1000, { global: true }), /fixed tag/);
     assert.throws(() => new Policy("l").slidingWindow("a", 1, 1000).lockout("b", 1, 1, 1), /stands alone/);
+  });
+
+  test("a client that throws at once (no promise) is an error, not an outage: the circuit stays closed", async () => {
+    const throwing = { kind: "broken", send: () => { throw new TypeError("not a command this client can send"); }, batch: async () => [], sendAny: async () => "PONG" };
+    const l = new RateLimiter(throwing, { timeout: 50 });
+    const p = new Policy("sync", { prefix: "t9:" }).slidingWindow("w", 1, 1000);
+    try {
+      await assert.rejects(l.decide(p, "k"), /not a command this client can send/);
+      await sleep(200); // past the budget: a decision left pending would now open the circuit
+      assert.equal(l.circuitOpen, false);
+    } finally {
+      l.close();
+    }
   });
 });
 

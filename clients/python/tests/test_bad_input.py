@@ -41,6 +41,11 @@ def rl():
     (lambda rl: rl.throttle("k", [(1, 1, S)], mode="debit", reserve=S), "reserve"),
     (lambda rl: rl.quota("k", "Mars/Base", {"day": 1}), "invalid zone"),
     (lambda rl: rl.quota("k", "+24:00", {"day": 1}), "invalid zone"),
+    # ZoneInfo opens these files of Debian's zoneinfo directory; the module refuses them.
+    (lambda rl: rl.quota("k", "localtime", {"day": 1}), "invalid zone"),
+    (lambda rl: rl.quota("k", "posixrules", {"day": 1}), "invalid zone"),
+    (lambda rl: rl.quota("k", "posix/Europe/Paris", {"day": 1}), "invalid zone"),
+    (lambda rl: rl.quota("k", "right/UTC", {"day": 1}), "invalid zone"),
     (lambda rl: rl.quota("k", "UTC", {"fortnight": 1}), "invalid period"),
     (lambda rl: rl.quota("k", "UTC", {"day": -1}), "limit of DAY"),
     (lambda rl: rl.quota("k", "UTC", {}), "at least one period"),

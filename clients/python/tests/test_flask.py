@@ -42,6 +42,14 @@ def make_app(client, prefix):
             raise RuntimeError("job failed")
         return "done"
 
+    open_jobs = Policy("open-jobs", [concurrency("inflight", 1, 60 * S)], prefix=prefix, fail=FAIL_OPEN)
+
+    @app.post("/open-job")
+    @limits.limit(open_jobs, key=lambda: "j", scope=True)
+    def open_job():
+        permit = flask.g.rate_limit_permit  # None when failing open
+        return "done" if permit is None else f"held {permit.token is not None}"
+
     app.config["PROPAGATE_EXCEPTIONS"] = False
     return app
 
@@ -78,4 +86,7 @@ def test_flask_fail_open_and_closed_without_redis():
     assert closed.status_code == 503 and closed.json["type"].endswith("/unavailable")
     opened = c.get("/open")
     assert opened.status_code == 200 and "RateLimit" not in opened.headers
+    # a scope failing open: the view runs, its permit is None (not missing)
+    job = c.post("/open-job")
+    assert (job.status_code, job.text) == (200, "done")
     assert time.monotonic() - t0 < 1.0

@@ -213,3 +213,132 @@ async def test_a_settlement_the_server_refuses_is_logged_not_raised(server, raw,
     assert _held_and_left(raw, "oom2") == (0, 990)
     assert caplog.text.count("OOM command not allowed") == 2, caplog.text
     await client.aclose()
+
+
+@pytest.mark.anyio
+async def test_acquire_cancelled_while_deciding_gives_the_lease_back():
+    """``async with limiter.acquire(...)`` cancelled while its RL.ALL is on
+    the wire (a client that went away during a stall): the call still runs
+    on Redis when it resumes, and what it took is given back."""
+    import signal
+
+    import redis.asyncio
+
+    from redis_rl import AsyncRateLimiter, concurrency, quota
+    from servers import Server
+
+    policy = Policy("cancel", [concurrency("inflight", 2, timedelta(seconds=60)),
+                               quota("tokens", "UTC", "day", 1000, metered=True)])
+    with Server() as s:
+        raw = s.client()
+        client = redis.asyncio.Redis(port=s.port)
+        limiter = AsyncRateLimiter(client)
+        await limiter.ensure_module()
+        entered = []
+
+        async def request():
+            async with limiter.acquire(policy, "k", estimate=100):
+                entered.append(True)
+
+        s.proc.send_signal(signal.SIGSTOP)
+        try:
+            task = asyncio.ensure_future(request())
+            await asyncio.sleep(0.2)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        finally:
+            s.proc.send_signal(signal.SIGCONT)
+        deadline = time.monotonic() + 5
+        while (await asyncio.to_thread(_held_and_left, raw, "cancel")) != (0, 1000):
+            assert time.monotonic() < deadline, f"leaked (held, tokens left): {_held_and_left(raw, 'cancel')}"
+            await asyncio.sleep(0.05)
+        assert entered == []
+        await client.aclose()
+        raw.close()
+
+
+def _held(raw, key):
+    return 2 - raw.execute_command("RL.LEASEPEEK", key, "*", 2, "COST", 0)[3]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("socket_timeout, budget_ms", [(0.3, 1000), (0.4, 200)])
+async def test_async_guard_releases_a_lease_whose_reply_was_lost(socket_timeout, budget_ms):
+    """A socket timeout shorter than the stall drops the reply (before the
+    budget, or while the guard awaits it late), yet Redis runs the RL.ALL it
+    had read once it resumes. The guard chose the lease's token, so it
+    releases it when Redis answers again: no lease held for its 60 s TTL."""
+    import redis.asyncio
+
+    from redis_rl import AsyncRateLimiter, concurrency, quota
+    from servers import Server
+
+    policy = Policy("lost", [concurrency("inflight", 2, timedelta(seconds=60)),
+                             quota("tokens", "UTC", "day", 1000, metered=True)],
+                    budget=timedelta(milliseconds=budget_ms))
+    with Server() as s:
+        raw = s.client()
+        client = redis.asyncio.Redis(port=s.port, socket_timeout=socket_timeout)
+        guard = AsyncGuard(AsyncRateLimiter(client), probe_interval=0.05)
+        await guard.limiter.ensure_module()
+        import signal
+        s.proc.send_signal(signal.SIGSTOP)
+        try:
+            assert await guard.decide(policy, "k", estimate=100) is None
+            await asyncio.sleep(max(0.0, socket_timeout + 0.2 - budget_ms / 1000))  # the late read times out too
+        finally:
+            s.proc.send_signal(signal.SIGCONT)
+        assert raw.info("commandstats")["cmdstat_rl.all"]["calls"] == 1  # it did run
+        deadline = time.monotonic() + 5
+        while await asyncio.to_thread(_held, raw, "lost:{k}:inflight") != 0:
+            assert time.monotonic() < deadline, "the lease stays held until its TTL"
+            await asyncio.sleep(0.05)
+        while guard.open:  # the probe closes the circuit right after the release
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.02)
+        await client.aclose()
+        raw.close()
+
+
+def test_sync_guard_releases_a_lease_whose_reply_was_lost():
+    """The sync guard's budget is the socket timeout: the reply of a call
+    that outlives it is lost, yet Redis runs it on resuming; the lease is
+    released by its token once the probe finds Redis again."""
+    import signal
+
+    from redis_rl import RateLimiter, concurrency
+    from servers import Server
+
+    policy = Policy("lost", [concurrency("inflight", 2, timedelta(seconds=60))])
+    with Server() as s:
+        raw = s.client()
+        guard = Guard(RateLimiter(redis.Redis(port=s.port, socket_timeout=0.3)), probe_interval=0.05)
+        guard.limiter.ensure_module()
+        s.proc.send_signal(signal.SIGSTOP)
+        try:
+            assert guard.decide(policy, "k") is None
+        finally:
+            s.proc.send_signal(signal.SIGCONT)
+        deadline = time.monotonic() + 5
+        while raw.info("commandstats").get("cmdstat_rl.lease", {}).get("calls") != 1 or _held(raw, "lost:{k}:inflight"):
+            assert time.monotonic() < deadline, "the lease stays held until its TTL"
+            time.sleep(0.05)
+        raw.close()
+
+
+def test_sync_guard_close_while_redis_is_down_logs_and_returns(caplog):
+    """Redis goes away during a Flask scope: closing the permit logs and
+    returns (the view's answer stands), it does not raise."""
+    from redis_rl import RateLimiter, concurrency
+    from servers import Server
+
+    policy = Policy("down", [concurrency("inflight", 2, timedelta(seconds=60))])
+    with Server() as s:
+        guard = Guard(RateLimiter(redis.Redis(port=s.port, socket_timeout=0.3, socket_connect_timeout=0.3)))
+        decision = guard.decide(policy, "k")
+        assert decision is not None and decision.allowed
+        s.stop()
+        guard.close(Permit(guard.limiter, decision))
+    assert "could not release/settle down" in caplog.text
+    assert guard.open

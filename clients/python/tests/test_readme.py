@@ -17,7 +17,9 @@ def blocks() -> dict[str, str]:
     found = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
     named = {}
     for b in found:
-        if "FastAPI()" in b:
+        if "limits.bind(" in b:
+            named["two"] = b
+        elif "FastAPI()" in b:
             named["llm"] = b
         elif "flask.Flask" in b:
             named["flask"] = b
@@ -25,7 +27,7 @@ def blocks() -> dict[str, str]:
             named["sms"] = b
         elif "Five" not in b and "rl.check(" in b:
             named["start"] = b
-    assert set(named) == {"llm", "sms", "start", "flask"}, list(named)
+    assert set(named) == {"llm", "sms", "start", "flask", "two"}, list(named)
     return named
 
 
@@ -70,3 +72,20 @@ def test_flask_recipe(server):
     assert first.headers["RateLimit"] == '"search";r=4;t=30'
     codes = [c.get("/search", environ_base={"REMOTE_ADDR": "192.0.2.77"}).status_code for _ in range(5)]
     assert codes == [200] * 4 + [429]
+
+
+def test_two_policies_on_one_route_decide_in_one_call(server, raw):
+    ns, _ = run(blocks()["two"], f"redis://127.0.0.1:{server.port}")
+    with TestClient(ns["app"]) as client:
+        first = client.post("/sms/send", json={"phone": "5550142"})
+        assert first.status_code == 200 and first.json() == {"sent": True}
+        assert first.headers["RateLimit-Policy"] == '"ip";q=20;w=3600, "minute";q=1;w=60, "day";q=5;w=86400'
+        assert first.headers["RateLimit"].startswith('"ip";r=19;t=3600, "minute";r=0;t=60, "day";r=4;t=')
+        raw.config_resetstat()
+        second = client.post("/sms/send", json={"phone": "5550142"})
+        assert second.status_code == 429 and second.headers["Retry-After"] == "60"
+        assert "limit 'minute' of 'sms-phone' exceeded" in second.json()["detail"]
+        calls = {k: int(v["calls"]) for k, v in raw.info("commandstats").items() if k.startswith("cmdstat_rl.")}
+        assert calls == {"cmdstat_rl.all": 1}
+    # the refused call wrote nothing to the IP's window (the TestClient's peer is "testclient")
+    assert raw.execute_command("RL.PEEK", "two:sms-ip:{testclient}:ip", "*", 20, 3_600_000, "COST", 0)[3] == 19

@@ -3,6 +3,7 @@ module's RL commands, over redis-py (sync and asyncio, standalone and Cluster)."
 
 from .args import Duration, Now, Zone
 from .client import AsyncRateLimiter, RateLimiter
+from .combined import PolicyCall
 from .commands import Bucket, Call, Clause, Period, Rule
 from .decisions import AllDecision, DayHourDecision, Decision, LeaseDecision, LockDecision, RuleState
 from .errors import ModuleNotLoadedError, RateLimitError
@@ -12,7 +13,7 @@ from .scope import AsyncPermit, Permit, RateLimitExceeded
 
 __all__ = [
     "FAIL_CLOSED", "FAIL_OPEN", "FailMode", "Limit", "Policy", "PolicyDecision", "concurrency", "lockout", "quota",
-    "sliding_window", "token_bucket", "AsyncPermit", "Permit", "RateLimitExceeded",
+    "sliding_window", "token_bucket", "PolicyCall", "AsyncPermit", "Permit", "RateLimitExceeded",
     "AllDecision", "AsyncRateLimiter", "Bucket", "Call", "Clause", "DayHourDecision", "Decision", "Duration",
     "LeaseDecision", "LockDecision", "ModuleNotLoadedError", "Now", "Period", "RateLimitError", "RateLimiter",
     "Rule", "RuleState", "Zone",

@@ -21,6 +21,11 @@ Duration = Union[timedelta, int]  # a timedelta, or whole milliseconds
 Now = Union[None, int, datetime]  # None: the server's clock ("*")
 Zone = Union[zoneinfo.ZoneInfo, timezone, str]
 
+# Files of a zoneinfo directory (Debian's) that ZoneInfo opens but that are no
+# IANA zone names: the module refuses them.
+_NOT_ZONES = ("localtime", "posixrules")
+_NOT_ZONE_DIRS = ("posix/", "right/")
+
 _TOKEN = re.compile(r"[\x21-\x22\x24-\x7e]{1,64}")  # printable ASCII, no space, no '#'
 _OFFSET = re.compile(r"[+-](?:[01][0-9]|2[0-3]):[0-5][0-9]")
 
@@ -74,6 +79,8 @@ def zone_arg(zone: Zone) -> str:
     if _OFFSET.fullmatch(zone):
         return "+00:00" if zone == "-00:00" else zone
     try:
+        if zone in _NOT_ZONES or zone.startswith(_NOT_ZONE_DIRS):
+            raise ValueError(zone)
         return zoneinfo.ZoneInfo(zone).key
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
         raise ValueError(f"invalid zone {zone!r}: expected an IANA time-zone name such as "

@@ -10,7 +10,9 @@ whose keys Redis marks movable.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+import asyncio
+import logging
+from typing import Any, Mapping, Sequence, cast
 
 import redis
 import redis.asyncio
@@ -19,11 +21,14 @@ from redis.cluster import RedisCluster
 
 from . import commands as c
 from .args import Duration, Now, Zone
+from .combined import PolicyCall, combine, merge
 from .commands import Bucket, Call, Clause, Key, Mode, Period, Rule
 from .decisions import AllDecision, DayHourDecision, Decision, LeaseDecision, LockDecision
 from .errors import ModuleNotLoadedError, RateLimitError
 from .policy import Policy, PolicyDecision
 from .scope import Acquire, AsyncAcquire, AsyncPermit, Permit
+
+log = logging.getLogger("redis_rl")
 
 # A probe RL.ALLPEEK with DETAILS: writes nothing, tells whether the engine
 # answers per-rule states (SPEC "DETAILS").
@@ -54,6 +59,18 @@ def _server_error(e: redis.exceptions.ResponseError) -> RateLimitError:
     if text.lower().startswith("err unknown command") and "rl." in text.lower():
         return ModuleNotLoadedError(f"({text})")
     return RateLimitError(text)
+
+
+def _details_after_probe_error(e: redis.exceptions.ResponseError) -> bool:
+    """Whether to send DETAILS after the probe failed: not when the engine
+    refused the option by name (a build older than it); yes otherwise (a
+    NOPERM for the probe's key says nothing about the engine) -- a decision
+    the engine refuses for DETAILS is then sent again without it."""
+    return "DETAILS" not in str(e)
+
+
+def _refuses_details(e: RateLimitError) -> bool:
+    return "unknown option 'DETAILS'" in str(e)
 
 
 def _module_loaded(reply: Any) -> bool:
@@ -96,8 +113,8 @@ class RateLimiter(_Limiter):
                 raise ModuleNotLoadedError(f"at {node.name}" if node is not None else "")
         try:
             self.details_supported = len(self.redis.execute_command(*_PROBE, **self._target("rl:probe"))) > 7
-        except redis.exceptions.ResponseError:
-            self.details_supported = False
+        except redis.exceptions.ResponseError as e:
+            self.details_supported = _details_after_probe_error(e)
         self._checked = True
 
     def run(self, call: Call) -> Any:
@@ -117,13 +134,24 @@ class RateLimiter(_Limiter):
             return []
         if not self._checked:
             self.ensure_module()
-        if self.cluster:
-            pipe = self._node(calls[0].key).redis_connection.pipeline(transaction=False)
-        else:
+        if not self.cluster:
             pipe = self.redis.pipeline(transaction=False)
-        for call in calls:
-            pipe.execute_command(*call.args)
-        replies = pipe.execute(raise_on_error=False)
+            for call in calls:
+                pipe.execute_command(*call.args)
+            return _parse_all(calls, pipe.execute(raise_on_error=False))
+        # Under Cluster one pipeline per node (a combined decision's
+        # settlement spans the slots of its policies' keys).
+        by_node: dict[str, tuple[Any, list[int]]] = {}
+        for i, call in enumerate(calls):
+            node = self._node(call.key)
+            by_node.setdefault(node.name, (node, []))[1].append(i)
+        replies: list[Any] = [None] * len(calls)
+        for node, idx in by_node.values():
+            pipe = node.redis_connection.pipeline(transaction=False)
+            for i in idx:
+                pipe.execute_command(*calls[i].args)
+            for i, reply in zip(idx, pipe.execute(raise_on_error=False)):
+                replies[i] = reply
         return _parse_all(calls, replies)
 
     def check(self, key: Key, rules: Sequence[Rule], *, cost: int = 1, mode: Mode = None, now: Now = None) -> Decision:
@@ -186,15 +214,68 @@ class RateLimiter(_Limiter):
 
     def decide(self, policy: Policy, key: str, *, cost: int = 1, estimate: int | None = None,
                zone: Zone | None = None, subkeys: Mapping[str, str] | None = None,
-               overrides: Mapping[str, int] | None = None) -> PolicyDecision:
+               overrides: Mapping[str, int] | None = None, token: str | None = None) -> PolicyDecision:
         """Decides ``key`` under ``policy`` in one call. An admitted decision
         that took a lease or an estimate must be ended: prefer ``acquire``, or
-        call ``finish(decision, used=...)``."""
+        call ``finish(decision, used=...)``. ``token``: the lease's token
+        (random when None)."""
         if not self._checked:
             self.ensure_module()
-        plan = policy.plan(key, cost=cost, estimate=estimate, zone=zone, subkeys=subkeys, overrides=overrides,
-                           details=bool(self.details_supported))
+        kw = dict(cost=cost, estimate=estimate, zone=zone, subkeys=subkeys, overrides=overrides, token=token)
+        plan = policy.plan(key, **kw, details=bool(self.details_supported))
+        try:
+            return plan.decision(self.run(plan.call))
+        except RateLimitError as e:  # refused whole: nothing was written
+            if not (self.details_supported and _refuses_details(e)):
+                raise
+        self.details_supported = False
+        plan = policy.plan(key, **kw, details=False)
         return plan.decision(self.run(plan.call))
+
+    def decide_all(self, calls: Sequence[PolicyCall], *, token: str | None = None) -> PolicyDecision:
+        """Decides several policies, each bound to its key (``policy.bind(key,
+        cost=..., estimate=...)``), in ONE RL.ALL: admitted only if every
+        limit admits, nothing written otherwise; the binding limit across all,
+        every limit's state. Under Cluster, bindings whose keys hash to
+        different slots are decided slot by slot and the admitting slots
+        refunded when one refuses (module ``redis_rl.combined``). End an
+        admitted decision with ``finish`` (or use ``acquire_all``)."""
+        calls = list(calls)
+        if len(calls) == 1:
+            return self.decide(calls[0].policy, calls[0].key, **_kw(calls[0]), token=token)
+        if not self._checked:
+            self.ensure_module()
+        plan = combine(calls, details=bool(self.details_supported), token=token)
+        groups = plan.slot_groups() if self.cluster else []
+        if len(groups) < 2:
+            try:
+                return plan.decision(self.run(plan.call))
+            except RateLimitError as e:  # refused whole: nothing was written
+                if not (self.details_supported and _refuses_details(e)):
+                    raise
+            self.details_supported = False  # an engine older than DETAILS (as ``decide``)
+            plan = combine(calls, details=False, token=plan.token)
+            return plan.decision(self.run(plan.call))
+        replies: list[AllDecision | None] = []
+        failure: BaseException | None = None
+        for g in groups:  # sync: one after the other (the asyncio limiter sends them together)
+            try:
+                replies.append(self.run(plan.group_call(g)))
+            except Exception as e:
+                failure = failure or e
+                replies.append(None)
+        after: list[AllDecision | None] = [None] * len(groups)
+        if failure is not None or any(r is not None and r.limited for r in replies):
+            for j, r in enumerate(replies):
+                if r is not None and not r.limited:
+                    try:
+                        after[j] = self.run(plan.group_call(groups[j], refund=True))
+                    except Exception as e:
+                        log.warning("redis_rl: refund of an admitting Cluster slot of %s not confirmed: %s",
+                                    plan.policy.name, e)
+        if failure is not None:
+            raise failure
+        return plan.decision(merge(plan, groups, cast(list[AllDecision], replies), after))
 
     def finish(self, decision: PolicyDecision, used: int | None = None) -> None:
         """Releases the decision's lease and settles its estimate to ``used``."""
@@ -206,6 +287,11 @@ class RateLimiter(_Limiter):
     def acquire(self, policy: Policy, key: str, **kw: Any) -> Acquire:
         """``with rl.acquire(policy, key, estimate=N) as permit: ...; permit.used(u)``."""
         return Acquire(self, policy, key, kw)
+
+    def acquire_all(self, calls: Sequence[PolicyCall]) -> Acquire:
+        """``with rl.acquire_all([p1.bind(ip), p2.bind(user, estimate=N)]) as permit``:
+        one decision for all; on exit every lease released, every estimate settled."""
+        return Acquire(self, None, "", {}, list(calls))
 
 
 class AsyncRateLimiter(_Limiter):
@@ -228,8 +314,8 @@ class AsyncRateLimiter(_Limiter):
                 raise ModuleNotLoadedError(f"at {node.name}" if node is not None else "")
         try:
             self.details_supported = len(await self.redis.execute_command(*_PROBE, **self._target("rl:probe"))) > 7
-        except redis.exceptions.ResponseError:
-            self.details_supported = False
+        except redis.exceptions.ResponseError as e:
+            self.details_supported = _details_after_probe_error(e)
         self._checked = True
 
     async def run(self, call: Call) -> Any:
@@ -247,8 +333,8 @@ class AsyncRateLimiter(_Limiter):
         if not self._checked:
             await self.ensure_module()
         pipe = self.redis.pipeline(transaction=False) if not self.cluster else self.redis.pipeline()
-        for call in calls:
-            pipe.execute_command(*call.args, **self._target(calls[0].key))
+        for call in calls:  # under Cluster each to its key's node (the pipeline groups them)
+            pipe.execute_command(*call.args, **self._target(call.key))
         replies = await pipe.execute(raise_on_error=False)
         return _parse_all(calls, replies)
 
@@ -310,12 +396,56 @@ class AsyncRateLimiter(_Limiter):
 
     async def decide(self, policy: Policy, key: str, *, cost: int = 1, estimate: int | None = None,
                      zone: Zone | None = None, subkeys: Mapping[str, str] | None = None,
-                     overrides: Mapping[str, int] | None = None) -> PolicyDecision:
+                     overrides: Mapping[str, int] | None = None, token: str | None = None) -> PolicyDecision:
         if not self._checked:
             await self.ensure_module()
-        plan = policy.plan(key, cost=cost, estimate=estimate, zone=zone, subkeys=subkeys, overrides=overrides,
-                           details=bool(self.details_supported))
+        kw = dict(cost=cost, estimate=estimate, zone=zone, subkeys=subkeys, overrides=overrides, token=token)
+        plan = policy.plan(key, **kw, details=bool(self.details_supported))
+        try:
+            return plan.decision(await self.run(plan.call))
+        except RateLimitError as e:  # refused whole: nothing was written
+            if not (self.details_supported and _refuses_details(e)):
+                raise
+        self.details_supported = False
+        plan = policy.plan(key, **kw, details=False)
         return plan.decision(await self.run(plan.call))
+
+    async def decide_all(self, calls: Sequence[PolicyCall], *, token: str | None = None) -> PolicyDecision:
+        """Several policies in ONE RL.ALL (see ``RateLimiter.decide_all``);
+        under Cluster one RL.ALL per slot, sent together."""
+        calls = list(calls)
+        if len(calls) == 1:
+            return await self.decide(calls[0].policy, calls[0].key, **_kw(calls[0]), token=token)
+        if not self._checked:
+            await self.ensure_module()
+        plan = combine(calls, details=bool(self.details_supported), token=token)
+        groups = plan.slot_groups() if self.cluster else []
+        if len(groups) < 2:
+            try:
+                return plan.decision(await self.run(plan.call))
+            except RateLimitError as e:  # refused whole: nothing was written
+                if not (self.details_supported and _refuses_details(e)):
+                    raise
+            self.details_supported = False  # an engine older than DETAILS (as ``decide``)
+            plan = combine(calls, details=False, token=plan.token)
+            return plan.decision(await self.run(plan.call))
+        got = await asyncio.gather(*(self.run(plan.group_call(g)) for g in groups), return_exceptions=True)
+        failure = next((r for r in got if isinstance(r, BaseException)), None)
+        replies = [None if isinstance(r, BaseException) else cast(AllDecision, r) for r in got]
+        after: list[AllDecision | None] = [None] * len(groups)
+        if failure is not None or any(r is not None and r.limited for r in replies):
+            admitted = [j for j, r in enumerate(replies) if r is not None and not r.limited]
+            refunds = await asyncio.gather(*(self.run(plan.group_call(groups[j], refund=True)) for j in admitted),
+                                           return_exceptions=True)
+            for j, r in zip(admitted, refunds):
+                if isinstance(r, BaseException):
+                    log.warning("redis_rl: refund of an admitting Cluster slot of %s not confirmed: %s",
+                                plan.policy.name, r)
+                else:
+                    after[j] = r
+        if failure is not None:
+            raise failure
+        return plan.decision(merge(plan, groups, cast(list[AllDecision], replies), after))
 
     async def finish(self, decision: PolicyDecision, used: int | None = None) -> None:
         permit = AsyncPermit(self, decision)
@@ -326,6 +456,14 @@ class AsyncRateLimiter(_Limiter):
     def acquire(self, policy: Policy, key: str, **kw: Any) -> AsyncAcquire:
         """``async with rl.acquire(policy, key, estimate=N) as permit: ...``."""
         return AsyncAcquire(self, policy, key, kw)
+
+    def acquire_all(self, calls: Sequence[PolicyCall]) -> AsyncAcquire:
+        """``async with rl.acquire_all([p1.bind(ip), p2.bind(user)]) as permit: ...``."""
+        return AsyncAcquire(self, None, "", {}, list(calls))
+
+
+def _kw(x: PolicyCall) -> dict[str, Any]:
+    return {"cost": x.cost, "estimate": x.estimate, "zone": x.zone, "subkeys": x.subkeys, "overrides": x.overrides}
 
 
 def _parse_all(calls: Sequence[Call], replies: Sequence[Any]) -> list[Any]:

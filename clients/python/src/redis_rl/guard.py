@@ -9,14 +9,18 @@ import asyncio
 import logging
 import threading
 import time
-from typing import Any
+import uuid
+from datetime import timedelta
+from typing import Any, Awaitable, Callable, Mapping, Sequence
 
 import redis
 
 from .client import AsyncRateLimiter, RateLimiter
+from .combined import PolicyCall
+from .commands import Call
 from .errors import ModuleNotLoadedError, RateLimitError
 from .policy import Policy, PolicyDecision
-from .scope import AsyncPermit, Permit
+from .scope import AsyncPermit, Permit, give_back_when_landed
 
 log = logging.getLogger("redis_rl")
 
@@ -26,10 +30,39 @@ log = logging.getLogger("redis_rl")
 UNAVAILABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, TimeoutError, OSError,
                redis.exceptions.ClusterDownError, redis.exceptions.TryAgainError, redis.exceptions.ClusterError)
 
-# How long a decision that outlived its budget (or its request) may still
-# answer: Redis runs a command it has read even when the caller stopped
-# waiting, so its lease and estimate are given back when the reply lands.
-LATE_REPLY_WAIT = 60.0
+# Leases whose admission may have run while its reply was lost (a socket
+# timeout, a broken connection, a redis-py retry): released by token when
+# Redis answers again. At most this many wait; past it they expire by TTL.
+MAX_PENDING_RELEASES = 10_000
+
+
+def _with_token(policy: Policy, kw: Mapping[str, Any]) -> dict[str, Any]:
+    """The decision's arguments with its lease token chosen here, so the
+    guard can release that lease even if the reply never comes."""
+    kw = dict(kw)
+    if policy.has_lease and kw.get("token") is None:
+        kw["token"] = uuid.uuid4().hex
+    return kw
+
+
+def _releases(policy: Policy, key: str, kw: Mapping[str, Any]) -> list[Call]:
+    if kw.get("token") is None:
+        return []
+    try:
+        return policy.lease_releases(key, kw["token"], kw.get("subkeys"))
+    except ValueError:  # the call never got as far as Redis
+        return []
+
+
+def _token_for(calls: Sequence[PolicyCall]) -> str | None:
+    """One lease token for every bound policy (chosen here, as ``_with_token``)."""
+    return uuid.uuid4().hex if any(x.policy.has_lease for x in calls) else None
+
+
+def _all_releases(calls: Sequence[PolicyCall], token: str | None) -> list[Call]:
+    if token is None:
+        return []
+    return [r for x in calls for r in _releases(x.policy, x.key, {"token": token, "subkeys": x.subkeys})]
 
 
 class AsyncGuard:
@@ -39,6 +72,7 @@ class AsyncGuard:
         self.open = False
         self._probe: asyncio.Task[None] | None = None
         self._late: set[asyncio.Future[Any]] = set()  # strong references to background tasks
+        self._releases: list[Call] = []  # lease releases waiting for Redis to answer
 
     async def decide(self, policy: Policy, key: str, **kw: Any) -> PolicyDecision | None:
         """The decision, or None when Redis cannot answer within the budget
@@ -47,37 +81,53 @@ class AsyncGuard:
         The call is not cancelled when the budget runs out (nor when the
         request is): once sent, Redis may still run it, so it is awaited in
         the background and an admission that lands late is ended at once —
-        its lease released, its estimate refunded."""
+        its lease released, its estimate refunded. When the reply is lost
+        (a socket timeout, a broken connection) the lease is released by its
+        token once Redis answers again; the estimate cannot be told apart
+        from other calls' and stays taken."""
         if self.open:
             return None
-        task = asyncio.ensure_future(self.limiter.decide(policy, key, **kw))
+        kw = _with_token(policy, kw)
+        return await self._guarded(self.limiter.decide(policy, key, **kw), policy.budget,
+                                   lambda: _releases(policy, key, kw))
+
+    async def decide_all(self, calls: Sequence[PolicyCall]) -> PolicyDecision | None:
+        """``decide`` for several policies bound to their keys, in one
+        decision (``AsyncRateLimiter.decide_all``); the budget is the
+        smallest of theirs, the lease token chosen here (as ``decide``)."""
+        if self.open:
+            return None
+        token = _token_for(calls)
+        return await self._guarded(self.limiter.decide_all(calls, token=token),
+                                   min(x.policy.budget for x in calls), lambda: _all_releases(calls, token))
+
+    async def _guarded(self, deciding: Awaitable[PolicyDecision], budget: timedelta,
+                       releases: Callable[[], list[Call]]) -> PolicyDecision | None:
+        task = asyncio.ensure_future(deciding)
         try:
-            return await asyncio.wait_for(asyncio.shield(task), policy.budget.total_seconds())
+            return await asyncio.wait_for(asyncio.shield(task), budget.total_seconds())
         except ModuleNotLoadedError:
             raise
         except asyncio.CancelledError:
-            self._give_back_late(task)
+            give_back_when_landed(self.limiter, task, self._lost(releases()))
             raise
         except TimeoutError as e:  # the budget (asyncio's timeout is the builtin one)
-            self._give_back_late(task)
+            give_back_when_landed(self.limiter, task, self._lost(releases()))
             self._trip(e)
             return None
-        except UNAVAILABLE as e:
+        except UNAVAILABLE as e:  # sent, maybe run, its reply lost
+            self._release_later(releases())
             self._trip(e)
             return None
 
-    def _give_back_late(self, task: asyncio.Future[PolicyDecision]) -> None:
-        async def give_back() -> None:
-            try:
-                decision = await asyncio.wait_for(task, LATE_REPLY_WAIT)
-            except BaseException:  # never answered, or failed: nothing was taken that we know of
-                return
-            if decision.allowed:
-                try:
-                    await AsyncPermit(self.limiter, decision).close()  # nothing used
-                except Exception as e:
-                    log.warning("redis_rl: could not give back a late decision of %s: %s", decision.policy.name, e)
-        self._keep(asyncio.get_running_loop().create_task(give_back()))
+    def _lost(self, releases: list[Call]) -> Any:
+        """What a late reply that never lands does: its lease is released by
+        token when Redis answers again."""
+        def lost(e: BaseException) -> None:
+            if isinstance(e, (*UNAVAILABLE, asyncio.CancelledError)):
+                self._release_later(releases)
+                self._trip(e)
+        return lost
 
     def _keep(self, task: asyncio.Future[Any]) -> None:
         self._late.add(task)
@@ -101,7 +151,14 @@ class AsyncGuard:
         calls of the pipelined settlement, the release among them, ran."""
         # Shielded: past the budget the settlement goes on in the background
         # (AsyncPermit.close would otherwise hold the answer until it ends).
-        task = asyncio.ensure_future(permit.close())
+        async def settle() -> None:
+            try:
+                await permit.close()
+            except UNAVAILABLE as e:  # the lease goes back by token once Redis answers
+                self._release_later(permit.decision.plan.lease_releases())
+                self._trip(e)
+                raise
+        task = asyncio.ensure_future(settle())
         self._keep(task)
         try:
             await asyncio.wait_for(asyncio.shield(task), budget)
@@ -112,6 +169,25 @@ class AsyncGuard:
                 task.add_done_callback(self._log_failure)
         except RateLimitError as e:  # e.g. a DEBIT refused over maxmemory: the work is done, the rest ran
             log.warning("redis_rl: the server refused a settlement of %s: %s", permit.decision.policy.name, e)
+
+    def _release_later(self, calls: list[Call]) -> None:
+        """Queued for the probe, which sends them before it closes the circuit."""
+        room = MAX_PENDING_RELEASES - len(self._releases)
+        self._releases.extend(calls[:max(0, room)])
+
+    async def _flush_releases(self) -> bool:
+        """Sends the queued releases; False (the rest kept) if Redis fails again."""
+        while self._releases:
+            calls, self._releases = self._releases, []
+            for i, call in enumerate(calls):
+                try:
+                    await asyncio.wait_for(self.limiter.run(call), 0.5)
+                except UNAVAILABLE:
+                    self._release_later(calls[i:])
+                    return False
+                except Exception as e:  # an error reply: that one cannot be released
+                    log.warning("redis_rl: could not release a lease on %s: %s", call.key, e)
+        return True
 
     def _trip(self, e: BaseException) -> None:
         if not self.open:
@@ -125,6 +201,8 @@ class AsyncGuard:
             await asyncio.sleep(self.probe_interval)
             try:
                 await asyncio.wait_for(self.limiter.redis.ping(), 0.5)
+                if not await self._flush_releases():
+                    continue
             except Exception:
                 continue
             self.open = False
@@ -142,15 +220,33 @@ class Guard:
         self.open = False
         self._lock = threading.Lock()
         self._probe: threading.Thread | None = None
+        self._releases: list[Call] = []  # lease releases waiting for Redis to answer
 
     def decide(self, policy: Policy, key: str, **kw: Any) -> PolicyDecision | None:
+        """The decision, or None when Redis cannot answer (fail open or
+        closed). A decision whose reply is lost (the socket timeout) may
+        still run on Redis: its lease is released by token once Redis
+        answers again; its estimate stays taken."""
         if self.open:
             return None
+        kw = _with_token(policy, kw)
+        return self._guarded(lambda: self.limiter.decide(policy, key, **kw), lambda: _releases(policy, key, kw))
+
+    def decide_all(self, calls: Sequence[PolicyCall]) -> PolicyDecision | None:
+        """``decide`` for several policies in one decision (``RateLimiter.decide_all``)."""
+        if self.open:
+            return None
+        token = _token_for(calls)
+        return self._guarded(lambda: self.limiter.decide_all(calls, token=token), lambda: _all_releases(calls, token))
+
+    def _guarded(self, decide: Callable[[], PolicyDecision],
+                 releases: Callable[[], list[Call]]) -> PolicyDecision | None:
         try:
-            return self.limiter.decide(policy, key, **kw)
+            return decide()
         except ModuleNotLoadedError:
             raise
         except UNAVAILABLE as e:
+            self._release_later(releases())
             self._trip(e)
             return None
 
@@ -162,11 +258,30 @@ class Guard:
             permit.close()
         except UNAVAILABLE as e:
             log.warning("redis_rl: could not release/settle %s: %s", permit.decision.policy.name, e)
+            self._release_later(permit.decision.plan.lease_releases())
             self._trip(e)
-            if not task.done():  # past the budget: it goes on, and says if it fails
-                task.add_done_callback(self._log_failure)
         except RateLimitError as e:  # e.g. a DEBIT refused over maxmemory: the work is done, the rest ran
             log.warning("redis_rl: the server refused a settlement of %s: %s", permit.decision.policy.name, e)
+
+    def _release_later(self, calls: list[Call]) -> None:
+        with self._lock:
+            room = MAX_PENDING_RELEASES - len(self._releases)
+            self._releases.extend(calls[:max(0, room)])
+
+    def _flush_releases(self) -> bool:
+        while True:
+            with self._lock:
+                calls, self._releases = self._releases, []
+            if not calls:
+                return True
+            for i, call in enumerate(calls):
+                try:
+                    self.limiter.run(call)
+                except UNAVAILABLE:
+                    self._release_later(calls[i:])
+                    return False
+                except Exception as e:  # an error reply: that one cannot be released
+                    log.warning("redis_rl: could not release a lease on %s: %s", call.key, e)
 
     def _trip(self, e: BaseException) -> None:
         with self._lock:
@@ -182,6 +297,8 @@ class Guard:
             time.sleep(self.probe_interval)
             try:
                 self.limiter.redis.ping()
+                if not self._flush_releases():
+                    continue
             except Exception:
                 continue
             self.open = False

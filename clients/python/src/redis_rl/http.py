@@ -63,7 +63,7 @@ def refusal(decision: PolicyDecision, *, x_ratelimit: bool = False) -> tuple[int
     """429 problem JSON with Retry-After (none when waiting cannot help) and the headers."""
     headers = [("Content-Type", PROBLEM_JSON)] + rate_limit_headers(decision, x_ratelimit=x_ratelimit)
     retry = decision.retry_after
-    detail = f"limit {decision.binding!r} of {decision.policy.name!r} exceeded"
+    detail = f"limit {decision.binding!r} of {decision.policy.origin(decision.binding).name!r} exceeded"
     if retry is not None:
         headers.append(("Retry-After", str(max(0, _seconds_up(retry)))))
         detail += f"; retry after {_seconds_up(retry)} s"

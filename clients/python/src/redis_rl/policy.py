@@ -18,12 +18,15 @@ import enum
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Callable, Literal, Mapping, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Sequence, cast
 
 from . import args as a
 from . import commands as c
 from .commands import Call, Clause, Period
 from .decisions import AllDecision, Decision, LeaseDecision, LockDecision, RuleState
+
+if TYPE_CHECKING:
+    from .combined import PolicyCall
 
 Kind = Literal["window", "bucket", "quota", "lease", "lockout"]
 
@@ -171,6 +174,12 @@ class Policy:
         set_(self, "limits", limits)
         set_(self, "prefix", prefix)
         set_(self, "tag", tag)
+        # Checked here, not on the first request: a budget of 0 or less would
+        # answer every decision "unavailable" (and open the circuit).
+        if not isinstance(budget, timedelta) or budget <= timedelta(0):
+            raise ValueError(f"invalid budget {budget!r}: a timedelta above 0")
+        if not isinstance(inflight_retry_after, timedelta) or inflight_retry_after < timedelta(0):
+            raise ValueError(f"invalid inflight_retry_after {inflight_retry_after!r}: a timedelta of 0 or more")
         set_(self, "fail", FailMode(fail))
         set_(self, "budget", budget)
         set_(self, "inflight_retry_after", inflight_retry_after)
@@ -186,6 +195,22 @@ class Policy:
                 before, after = f"{prefix}{name}:{{", f"}}:{first.name}"
             parts.append((before, after, first.shared, first.name if first.subkey else None))
         set_(self, "_key_parts", tuple(parts))
+
+    def inflight_for(self, limit: str) -> timedelta:
+        """The Retry-After of a refusal by concurrency limit ``limit``."""
+        return self.inflight_retry_after
+
+    def origin(self, limit: str) -> "Policy":
+        """The policy limit ``limit`` belongs to (this one; a combined
+        decision's: the bound policy it came from)."""
+        return self
+
+    def bind(self, key: str, *, cost: int = 1, estimate: int | None = None, zone: a.Zone | None = None,
+             subkeys: Mapping[str, str] | None = None, overrides: Mapping[str, int] | None = None) -> "PolicyCall":
+        """This policy bound to ``key`` (and cost, estimate, ...), for deciding
+        several policies in one call: ``limiter.decide_all([p1.bind(ip), p2.bind(phone)])``."""
+        from .combined import PolicyCall
+        return PolicyCall(self, key, cost, estimate, zone, subkeys, overrides)
 
     def limit(self, name: str) -> Limit:
         for lim in self.limits:
@@ -219,6 +244,21 @@ class Policy:
                 k += ":" + str(subkeys[sub])
             out.append(k)
         return out
+
+    def lease_releases(self, key: str, token: str, subkeys: Mapping[str, str] | None = None) -> list[Call]:
+        """RL.RELEASE of ``token`` on each concurrency limit of ``key``: what
+        gives back a lease whose admission may have run while its reply was
+        lost. Safe either way: releasing a token not held changes nothing."""
+        return [c.release(k, [token]) for g, k in zip(self.groups, self._keys(key, subkeys)) if g.kind == "lease"]
+
+    @property
+    def has_lease(self) -> bool:
+        return any(g.kind == "lease" for g in self.groups)
+
+    @property
+    def needs_permit(self) -> bool:
+        """A decision holds a lease or an estimate that only a permit's close gives back."""
+        return any(lim.kind == "lease" or lim.metered for lim in self.limits)
 
     # --- planning one decision ---
 
@@ -389,7 +429,7 @@ class PolicyDecision:
         if not self.limited or self.state.retry_after is None:
             return None
         if self.policy.limit(self.binding).kind == "lease":
-            return self.policy.inflight_retry_after
+            return self.policy.inflight_for(self.binding)
         return self.state.retry_after
 
     @property
@@ -429,6 +469,12 @@ class Plan:
             return PolicyDecision(p, reply.limited, binding, reply, reply, self)
         name = p.groups[0].limits[0].name
         return PolicyDecision(p, reply.limited, name, reply, reply, self, [{name: reply}])
+
+    def lease_releases(self) -> list[Call]:
+        """RL.RELEASE of this decision's lease token (none without a concurrency limit)."""
+        if self.token is None:
+            return []
+        return [c.release(k, [self.token]) for g, k in zip(self.policy.groups, self.keys) if g.kind == "lease"]
 
     def settlement(self, used: int | None) -> list[Call]:
         """What ends an admitted decision: the metered clauses settled from the

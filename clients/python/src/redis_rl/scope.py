@@ -3,19 +3,55 @@
 return, exception, or asyncio cancellation — releases the lease and settles
 the estimate to ``permit.used(n)`` (0 when nothing was reported), in one
 pipelined round trip. So "settle after the try/finally that releases" cannot
-be written: there is no code of yours between the two."""
+be written: there is no code of yours between the two. Cancelled while still
+deciding, the call may yet run on Redis: what it took is given back when its
+reply lands."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Set, cast
 
 from .args import Zone
 from .policy import Policy, PolicyDecision
 
 if TYPE_CHECKING:
     from .client import AsyncRateLimiter, RateLimiter
+    from .combined import PolicyCall
+
+log = logging.getLogger("redis_rl")
+
+# How long a decision nobody waits for any more may still answer: Redis runs
+# a command it has read even when the caller stopped waiting (a budget ran
+# out, the request was cancelled), so what it took is given back on arrival.
+LATE_REPLY_WAIT = 60.0
+
+# Strong references to the tasks that wait for such replies.
+_late: Set["asyncio.Future[Any]"] = set()
+
+
+def give_back_when_landed(limiter: "AsyncRateLimiter", decision: "asyncio.Future[PolicyDecision]",
+                          lost: "Callable[[BaseException], None] | None" = None) -> None:
+    """Waits (in the background) for a decision nobody awaits any more and,
+    if it admitted, ends it at once: lease released, estimate refunded.
+    ``lost`` gets the error when no reply comes (the call may still have run)."""
+    async def give_back() -> None:
+        try:
+            landed = await asyncio.wait_for(decision, LATE_REPLY_WAIT)
+        except BaseException as e:  # never answered, or failed: nothing was taken that we know of
+            if lost is not None:
+                lost(e)
+            return
+        if landed.allowed:
+            try:
+                await AsyncPermit(limiter, landed).close()  # nothing used
+            except Exception as e:
+                log.warning("redis_rl: could not give back a late decision of %s: %s", landed.policy.name, e)
+    task = asyncio.get_running_loop().create_task(give_back())
+    _late.add(task)
+    task.add_done_callback(_late.discard)
 
 
 class RateLimitExceeded(Exception):
@@ -93,12 +129,16 @@ class Acquire:
     """``with limiter.acquire(...) as permit``: decides on entry (raising
     RateLimitExceeded when refused), settles on exit."""
 
-    def __init__(self, limiter: "RateLimiter", policy: Policy, key: str, kw: Mapping[str, Any]) -> None:
-        self._limiter, self._policy, self._key, self._kw = limiter, policy, key, kw
+    def __init__(self, limiter: "RateLimiter", policy: Policy | None, key: str, kw: Mapping[str, Any],
+                 calls: "Sequence[PolicyCall] | None" = None) -> None:
+        self._limiter, self._policy, self._key, self._kw, self._calls = limiter, policy, key, kw, calls
         self.permit: Permit | None = None
 
     def __enter__(self) -> Permit:
-        decision = self._limiter.decide(self._policy, self._key, **self._kw)
+        if self._calls is not None:  # acquire_all: several policies, one decision
+            decision = self._limiter.decide_all(self._calls)
+        else:
+            decision = self._limiter.decide(cast(Policy, self._policy), self._key, **self._kw)
         if decision.limited:
             raise RateLimitExceeded(decision)
         self.permit = Permit(self._limiter, decision)
@@ -110,12 +150,22 @@ class Acquire:
 
 
 class AsyncAcquire:
-    def __init__(self, limiter: "AsyncRateLimiter", policy: Policy, key: str, kw: Mapping[str, Any]) -> None:
-        self._limiter, self._policy, self._key, self._kw = limiter, policy, key, kw
+    def __init__(self, limiter: "AsyncRateLimiter", policy: Policy | None, key: str, kw: Mapping[str, Any],
+                 calls: "Sequence[PolicyCall] | None" = None) -> None:
+        self._limiter, self._policy, self._key, self._kw, self._calls = limiter, policy, key, kw, calls
         self.permit: AsyncPermit | None = None
 
     async def __aenter__(self) -> AsyncPermit:
-        decision = await self._limiter.decide(self._policy, self._key, **self._kw)
+        # Shielded: cancelled while the call is on the wire, it may still run
+        # on Redis; what it took is then given back when it lands.
+        deciding = asyncio.ensure_future(
+            self._limiter.decide_all(self._calls) if self._calls is not None
+            else self._limiter.decide(cast(Policy, self._policy), self._key, **self._kw))
+        try:
+            decision = await asyncio.shield(deciding)
+        except asyncio.CancelledError:
+            give_back_when_landed(self._limiter, deciding)
+            raise
         if decision.limited:
             raise RateLimitExceeded(decision)
         self.permit = AsyncPermit(self._limiter, decision)

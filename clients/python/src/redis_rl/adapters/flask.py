@@ -1,19 +1,23 @@
 """Flask: ``@limits.limit(policy, key=limits.client_ip)`` decides before the
 view and adds the headers to its answer; 429/503 problem JSON as in
 clients/DESIGN.md. ``scope=True`` holds the lease and estimate for the view
-(``flask.g.rate_limit_permit.used(n)``) and settles when it returns or raises."""
+(``flask.g.rate_limit_permit.used(n)``; None when failing open) and settles
+when it returns or raises. Several policies on one view (a list of
+``limits.bind(...)``, or stacked decorators) are decided in one call."""
 
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import flask
 
 from .. import http
 from ..client import RateLimiter
 from ..guard import Guard
-from ..policy import Policy
+from ..combined import CombinedPolicy
+from ..policy import Policy, PolicyDecision
 from ..scope import Permit
 
 
@@ -34,31 +38,102 @@ class FlaskRateLimits:
     def client_ip(self) -> str:
         return http.client_ip(flask.request.remote_addr, flask.request.headers.get("X-Forwarded-For"), self.trusted)
 
-    def limit(self, policy: Policy, *, key: Callable[[], str], x_ratelimit: bool = False, scope: bool = False,
+    @staticmethod
+    def bind(policy: Policy, key: Callable[[], str], **decide_kw: Callable[[], Any]) -> "Bound":
+        """A policy with the resolvers of its key (cost, estimate, ...), for
+        several policies on one view decided in one call:
+        ``@limits.limit([limits.bind(per_ip, key=limits.client_ip), limits.bind(per_phone, key=phone)])``."""
+        return Bound(policy, key, dict(decide_kw))
+
+    def limit(self, policy: "Policy | Sequence[Bound]", *, key: Callable[[], str] | None = None,
+              x_ratelimit: bool = False, scope: bool = False,
               **decide_kw: Callable[[], Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Limits a view by ``policy`` keyed by ``key()`` (decide_kw: ``cost=``,
+        ``estimate=``, ``zone=``, ... as zero-argument callables); or by a list
+        of ``limits.bind(...)``, decided in one call. Stacked ``@limits.limit``
+        decorators combine too: one decision for all (the upper one's limits first)."""
+        if isinstance(policy, Policy):
+            if key is None:
+                raise TypeError("a key resolver is needed: limit(policy, key=...)")
+            bounds = [Bound(policy, key, dict(decide_kw))]
+        else:
+            bounds = list(policy)
+            if key is not None or decide_kw:
+                raise TypeError("with a list of limits.bind(...), give the key (and cost, ...) to each bind")
+            if not bounds or not all(isinstance(b, Bound) for b in bounds):
+                raise TypeError("expected a Policy or a non-empty list of limits.bind(policy, key, ...)")
+        for b in bounds:
+            if b.policy.needs_permit and not scope:
+                # Without a scope the lease and the estimate would never be given back.
+                raise ValueError(f"policy {b.policy.name!r} holds a lease or an estimate: decorate with scope=True")
+
         def decorator(view: Callable[..., Any]) -> Callable[..., Any]:
-            @functools.wraps(view)
-            def wrapped(*args: Any, **kwargs: Any) -> Any:
-                kw = {name: fn() for name, fn in decide_kw.items()}
-                decision = self.guard.decide(policy, key(), **kw)
-                if decision is None:
-                    if policy.fail == "closed":
-                        return _response(*http.unavailable(policy))
-                    return view(*args, **kwargs)
-                if decision.limited:
-                    return _response(*http.refusal(decision, x_ratelimit=x_ratelimit))
-                if scope:
-                    permit = Permit(self.limiter, decision)
-                    flask.g.rate_limit_permit = permit
-                    try:
-                        rv = view(*args, **kwargs)
-                    finally:  # return or exception: release and settle
-                        self.guard.close(permit)
-                else:
-                    rv = view(*args, **kwargs)
-                response = flask.make_response(rv)
-                for k, v in http.rate_limit_headers(decision, x_ratelimit=x_ratelimit):
-                    response.headers[k] = v
-                return response
-            return wrapped
+            inner: _Limited | None = getattr(view, "__rate_limits__", None)
+            # A @limits.limit right below (not a decorator between that copied
+            # its attributes): one decision for both.
+            if inner is not None and inner.owner is self and getattr(view, "__rate_limited__", None) is view:
+                return self._wrap(inner.view, bounds + inner.bounds, x_ratelimit or inner.x_ratelimit,
+                                  scope or inner.scope)
+            return self._wrap(view, bounds, x_ratelimit, scope)
         return decorator
+
+    def _wrap(self, view: Callable[..., Any], bounds: list["Bound"], x_ratelimit: bool,
+              scope: bool) -> Callable[..., Any]:
+        # One policy: decided as before; several: one call (RateLimiter.decide_all).
+        policy = bounds[0].policy if len(bounds) == 1 else CombinedPolicy([b.policy for b in bounds])
+
+        def decide() -> PolicyDecision | None:
+            calls = [b.policy.bind(b.key(), **{name: fn() for name, fn in b.kw.items()}) for b in bounds]
+            if len(calls) == 1:
+                x = calls[0]
+                return self.guard.decide(x.policy, x.key, cost=x.cost, estimate=x.estimate, zone=x.zone,
+                                         subkeys=x.subkeys, overrides=x.overrides)
+            return self.guard.decide_all(calls)
+
+        @functools.wraps(view)
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            decision = decide()
+            if decision is None:
+                if policy.fail == "closed":
+                    return _response(*http.unavailable(policy))
+                if scope:  # failing open: there is no permit (as FastAPI's scope yields None)
+                    flask.g.rate_limit_permit = None
+                return view(*args, **kwargs)
+            if decision.limited:
+                return _response(*http.refusal(decision, x_ratelimit=x_ratelimit))
+            if scope:
+                permit = Permit(self.limiter, decision)
+                flask.g.rate_limit_permit = permit
+                try:
+                    rv = view(*args, **kwargs)
+                finally:  # return or exception: release and settle
+                    self.guard.close(permit)
+            else:
+                rv = view(*args, **kwargs)
+            response = flask.make_response(rv)
+            for k, v in http.rate_limit_headers(decision, x_ratelimit=x_ratelimit):
+                response.headers[k] = v
+            return response
+        wrapped.__rate_limits__ = _Limited(self, view, bounds, x_ratelimit, scope)  # type: ignore[attr-defined]
+        wrapped.__rate_limited__ = wrapped  # type: ignore[attr-defined]
+        return wrapped
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A policy with the resolvers of its key, cost, estimate, ... (``FlaskRateLimits.bind``)."""
+
+    policy: Policy
+    key: Callable[[], str]
+    kw: Mapping[str, Callable[[], Any]]
+
+
+@dataclass(frozen=True)
+class _Limited:
+    """What a ``@limits.limit`` view holds, so a decorator stacked on it combines."""
+
+    owner: FlaskRateLimits
+    view: Callable[..., Any]
+    bounds: list[Bound]
+    x_ratelimit: bool
+    scope: bool

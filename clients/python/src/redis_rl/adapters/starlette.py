@@ -7,7 +7,8 @@ handler that renders ``ProblemError``."""
 from __future__ import annotations
 
 import inspect
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
@@ -15,11 +16,33 @@ from starlette.responses import Response
 
 from .. import http
 from ..client import AsyncRateLimiter
+from ..combined import CombinedPolicy
 from ..guard import AsyncGuard
 from ..policy import Policy, PolicyDecision
 from ..scope import AsyncPermit
 
 Resolver = Callable[[Request], Any]  # may return a value or an awaitable
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A policy with the resolvers of its key, cost, estimate, ... (``RateLimits.bind``)."""
+
+    policy: Policy
+    key: Resolver
+    kw: Mapping[str, Resolver | None]
+
+
+def _no_permit(policy: Policy, where: str) -> None:
+    # Decided without a scope, a lease or an estimate is never given back:
+    # every request would hold a lease for its TTL and spend its estimate.
+    if policy.needs_permit:
+        raise ValueError(f"policy {policy.name!r} holds a lease or an estimate: {where} cannot give it back; "
+                         "use RateLimits.scope(...)")
+
+
+def _policies(policy: "Policy | Sequence[Bound]") -> list[Policy]:
+    return [policy] if isinstance(policy, Policy) else [b.policy for b in policy if isinstance(b, Bound)]
 
 
 class ProblemError(Exception):
@@ -82,11 +105,53 @@ class RateLimits:
             return value
         return resolve
 
+    @staticmethod
+    def bind(policy: Policy, key: Resolver, *, cost: Resolver | None = None, estimate: Resolver | None = None,
+             zone: Resolver | None = None, subkeys: Resolver | None = None,
+             overrides: Resolver | None = None) -> "Bound":
+        """A policy and the resolvers of its key (cost, estimate, ...), for
+        several policies on one route decided in one call:
+        ``limits.depends([limits.bind(per_ip, limits.client_ip), limits.bind(per_phone, phone)])``."""
+        return Bound(policy, key, {"cost": cost, "estimate": estimate, "zone": zone, "subkeys": subkeys,
+                                   "overrides": overrides})
+
     async def _decide(self, request: Request, policy: Policy, key: Resolver, kw: Mapping[str, Resolver | None],
                       x_ratelimit: bool) -> tuple[PolicyDecision | None, list[tuple[str, str]]]:
         k = await _value(key, request)
         args = {name: await _value(r, request) for name, r in kw.items() if r is not None}
         decision = await self.guard.decide(policy, k, **args)
+        return self._answer(policy, decision, x_ratelimit)
+
+    async def _decide_all(self, request: Request, bounds: "Sequence[Bound]", combined: Policy,
+                          x_ratelimit: bool) -> tuple[PolicyDecision | None, list[tuple[str, str]]]:
+        calls = []
+        for b in bounds:
+            k = await _value(b.key, request)
+            args = {name: await _value(r, request) for name, r in b.kw.items() if r is not None}
+            calls.append(b.policy.bind(k, **args))
+        return self._answer(combined, await self.guard.decide_all(calls), x_ratelimit)
+
+    def _decider(self, policy: "Policy | Sequence[Bound]", key: Resolver | None, kw: Mapping[str, Resolver | None],
+                 x_ratelimit: bool) -> Callable[[Request], Awaitable[tuple[PolicyDecision | None,
+                                                                          list[tuple[str, str]]]]]:
+        """One policy and its resolvers, or a list of ``bind(...)``: what decides a request."""
+        if isinstance(policy, Policy):
+            if key is None:
+                raise TypeError("a key resolver is needed: depends(policy, key=...)")
+            return lambda request: self._decide(request, policy, key, kw, x_ratelimit)
+        bounds = list(policy)
+        if key is not None or any(v is not None for v in kw.values()):
+            raise TypeError("with a list of limits.bind(...), give the key (and cost, estimate, ...) to each bind")
+        if not bounds or not all(isinstance(b, Bound) for b in bounds):
+            raise TypeError("expected a Policy or a non-empty list of limits.bind(policy, key, ...)")
+        if len(bounds) == 1:
+            b = bounds[0]
+            return lambda request: self._decide(request, b.policy, b.key, b.kw, x_ratelimit)
+        combined = CombinedPolicy([b.policy for b in bounds])  # checks the bindings once, names the 503
+        return lambda request: self._decide_all(request, bounds, combined, x_ratelimit)
+
+    def _answer(self, policy: Policy, decision: PolicyDecision | None,
+                x_ratelimit: bool) -> tuple[PolicyDecision | None, list[tuple[str, str]]]:
         if decision is None:
             if policy.fail == "closed":
                 raise ProblemError(*http.unavailable(policy))
@@ -95,31 +160,39 @@ class RateLimits:
             raise ProblemError(*http.refusal(decision, x_ratelimit=x_ratelimit))
         return decision, http.rate_limit_headers(decision, x_ratelimit=x_ratelimit)
 
-    def depends(self, policy: Policy, key: Resolver, *, x_ratelimit: bool = False, cost: Resolver | None = None,
-                zone: Resolver | None = None, subkeys: Resolver | None = None,
+    def depends(self, policy: "Policy | Sequence[Bound]", key: Resolver | None = None, *, x_ratelimit: bool = False,
+                cost: Resolver | None = None, zone: Resolver | None = None, subkeys: Resolver | None = None,
                 overrides: Resolver | None = None) -> Callable[..., Awaitable[PolicyDecision | None]]:
         """``Depends(limits.depends(policy, key=limits.client_ip))``: decides
-        before the endpoint; the endpoint gets the decision (None when failing open)."""
-        kw = {"cost": cost, "zone": zone, "subkeys": subkeys, "overrides": overrides}
+        before the endpoint; the endpoint gets the decision (None when failing open).
+        Several policies on one route: a list of ``limits.bind(policy, key, ...)``,
+        decided in one call (two ``Depends`` are two separate decisions)."""
+        for p in _policies(policy):
+            _no_permit(p, "depends()")
+        decide = self._decider(policy, key, {"cost": cost, "zone": zone, "subkeys": subkeys,
+                                             "overrides": overrides}, x_ratelimit)
 
         async def dependency(request: Request, response: Response) -> PolicyDecision | None:
-            decision, headers = await self._decide(request, policy, key, kw, x_ratelimit)
+            decision, headers = await decide(request)
             for k, v in headers:
                 response.headers[k] = v
             return decision
         return dependency
 
-    def scope(self, policy: Policy, key: Resolver, *, x_ratelimit: bool = False, estimate: Resolver | None = None,
-              zone: Resolver | None = None, subkeys: Resolver | None = None,
+    def scope(self, policy: "Policy | Sequence[Bound]", key: Resolver | None = None, *, x_ratelimit: bool = False,
+              estimate: Resolver | None = None, zone: Resolver | None = None, subkeys: Resolver | None = None,
               overrides: Resolver | None = None) -> Callable[..., AsyncIterator[AsyncPermit | None]]:
         """``Depends(limits.scope(policy, key=..., estimate=...))``: takes the
         lease and the estimate before the endpoint and, when the endpoint ends
         (return, exception, cancellation), releases and settles to
-        ``permit.used(n)``. None when failing open."""
-        kw = {"estimate": estimate, "zone": zone, "subkeys": subkeys, "overrides": overrides}
+        ``permit.used(n)``. None when failing open. A list of
+        ``limits.bind(...)``: one decision, one permit for every policy."""
+        decide = self._decider(policy, key, {"estimate": estimate, "zone": zone, "subkeys": subkeys,
+                                             "overrides": overrides}, x_ratelimit)
+        budget = (policy if isinstance(policy, Policy) else CombinedPolicy([b.policy for b in policy])).budget
 
         async def dependency(request: Request, response: Response) -> AsyncIterator[AsyncPermit | None]:
-            decision, headers = await self._decide(request, policy, key, kw, x_ratelimit)
+            decision, headers = await decide(request)
             for k, v in headers:
                 response.headers[k] = v
             if decision is None:
@@ -129,7 +202,7 @@ class RateLimits:
             try:
                 yield permit
             finally:  # return, exception or cancellation: release and settle
-                await self.guard.close(permit, policy.budget.total_seconds())
+                await self.guard.close(permit, budget.total_seconds())
         return dependency
 
 
@@ -137,18 +210,23 @@ class RateLimitMiddleware(BaseHTTPMiddleware):
     """Decides the requests whose path is in ``routes`` (path -> (policy, key
     resolver)) before the app runs; adds the headers to its answer."""
 
-    def __init__(self, app: Any, *, limits: RateLimits, routes: Mapping[str, tuple[Policy, Resolver]],
-                 x_ratelimit: bool = False) -> None:
+    def __init__(self, app: Any, *, limits: RateLimits,
+                 routes: Mapping[str, "tuple[Policy, Resolver] | Sequence[Bound]"], x_ratelimit: bool = False) -> None:
         super().__init__(app)
-        self.limits, self.routes, self.x_ratelimit = limits, dict(routes), x_ratelimit
+        for r in routes.values():
+            for p in _policies(r[0] if isinstance(r, tuple) else r):
+                _no_permit(p, "RateLimitMiddleware")
+        self.limits, self.x_ratelimit = limits, x_ratelimit
+        # (policy, key) or a list of limits.bind(...) (decided in one call)
+        self.routes = {path: limits._decider(*((r[0], r[1], {}) if isinstance(r, tuple) else (r, None, {})),
+                                             x_ratelimit) for path, r in routes.items()}
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
-        route = self.routes.get(request.url.path)
-        if route is None:
+        decide = self.routes.get(request.url.path)
+        if decide is None:
             return await call_next(request)
-        policy, key = route
         try:
-            _, headers = await self.limits._decide(request, policy, key, {}, self.x_ratelimit)
+            _, headers = await decide(request)
         except ProblemError as e:
             return e.response()
         response = await call_next(request)

@@ -1,9 +1,12 @@
 package dev.redisratelimit.bench;
 
 import dev.redisratelimit.bench.seed.RateRule;
+import dev.redisratelimit.client.RateLimitTransport;
+import dev.redisratelimit.client.RedisCall;
 import dev.redisratelimit.spring.annotation.KeyBy;
 import dev.redisratelimit.spring.annotation.Limit;
 import dev.redisratelimit.spring.annotation.RateLimited;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.context.annotation.Bean;
@@ -22,7 +25,8 @@ import org.springframework.web.bind.annotation.RestController;
  * One Spring MVC app, one endpoint per contestant, the same 2 ms of work behind
  * each: (a) /starter with the starter's {@code @RateLimited} (three sliding
  * windows: one RL.ALL), (b) /seed with seed 000's {@code @RateLimiter} aspect
- * and its Lua script (the same three rules), (c) /none unguarded. The three
+ * and its Lua script (the same three rules), (c) /none unguarded, (d)
+ * /roundtrip: one PING through the starter's transport, no limiter. The three
  * rules are seed 000's shape at sizes no caller of the benchmark reaches, so
  * every request is admitted and does the work.
  */
@@ -37,6 +41,12 @@ public class BenchApp {
 
     @RestController
     public static class Endpoints {
+
+        private final RateLimitTransport transport;
+
+        public Endpoints(RateLimitTransport transport) {
+            this.transport = transport;
+        }
 
         @GetMapping("/starter")
         @RateLimited(policy = "bench", by = KeyBy.USER, limits = {
@@ -58,6 +68,18 @@ public class BenchApp {
 
         @GetMapping("/none")
         public String none() throws InterruptedException {
+            return work();
+        }
+
+        /**
+         * (d), the floor under (a): one PING through the starter's own
+         * transport (Spring Data's Lettuce connection), waited for as (a)
+         * waits for its RL.ALL, and no limiter logic. (a) minus (d) is what
+         * the starter adds beyond the one round trip it cannot avoid.
+         */
+        @GetMapping("/roundtrip")
+        public String roundtrip() throws Exception {
+            transport.execute(new RedisCall("PING", List.of(), -1)).toCompletableFuture().get(1, TimeUnit.SECONDS);
             return work();
         }
     }

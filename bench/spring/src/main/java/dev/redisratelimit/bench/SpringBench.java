@@ -51,7 +51,13 @@ public final class SpringBench {
         final List<long[]> latencies = new ArrayList<>();
         final Map<String, long[]> commands = new TreeMap<>(); // name -> {calls, usec}
         final List<Double> roundRps = new ArrayList<>();
+        final Map<String, Long> cpu = new java.util.LinkedHashMap<>(); // group -> ns over the segments (CpuMeter)
         long[] sorted;
+
+        /** CPU microseconds per request of a group (CpuMeter.GROUPS, "jvm", "redis"). */
+        double cpuUsPerRequest(String group) {
+            return cpu.getOrDefault(group, 0L) / 1e3 / requests;
+        }
 
         double rps() {
             return requests / (nanos / 1e9);
@@ -89,7 +95,7 @@ public final class SpringBench {
         int seconds = env("BENCH_SECONDS", 4);
         int concurrency = env("BENCH_CONCURRENCY", 8);
         int users = env("BENCH_USERS", 1000);
-        int warmup = env("BENCH_WARMUP_SECONDS", 5);
+        int warmup = env("BENCH_WARMUP_SECONDS", 10);
         String module = System.getenv("RL_MODULE");
         if (module == null || !Files.isRegularFile(Path.of(module))) {
             throw new IllegalStateException("set RL_MODULE to the module's .so (make build makes target/release/libredis_ratelimit.so)");
@@ -116,10 +122,15 @@ public final class SpringBench {
         RedisClient client = RedisClient.create("redis://127.0.0.1:" + redisPort);
         try (StatefulRedisConnection<String, String> conn = client.connect()) {
             RedisCommands<String, String> r = conn.sync();
-            List<Contestant> contestants = List.of(
+            List<Contestant> all = List.of(
                     new Contestant("(a) starter @RateLimited", "/starter", n -> n.startsWith("rl.")),
                     new Contestant("(b) seed 000 aspect + Lua", "/seed", n -> n.equals("evalsha") || n.equals("eval")),
-                    new Contestant("(c) no limiter", "/none", n -> false));
+                    new Contestant("(c) no limiter", "/none", n -> false),
+                    new Contestant("(d) one PING round trip", "/roundtrip", n -> n.equals("ping")));
+            // BENCH_ONLY=a (or a,c ...) drives only those contestants: for profiling one of them.
+            String only = System.getenv().getOrDefault("BENCH_ONLY", "").trim();
+            List<Contestant> contestants = only.isEmpty() ? all
+                    : all.stream().filter(c -> only.contains(c.label().substring(1, 2))).toList();
             HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
             Map<Contestant, HttpRequest[]> requests = new java.util.HashMap<>();
             for (Contestant c : contestants) {
@@ -155,7 +166,9 @@ public final class SpringBench {
                     Tally t = tallies.get(c);
                     r.configResetstat();
                     long before = t.requests;
+                    CpuMeter.Reading cpu0 = CpuMeter.read(r.info("cpu"));
                     long nanos = segment(requests.get(c), concurrency, seconds, http, t);
+                    CpuMeter.between(cpu0, CpuMeter.read(r.info("cpu"))).forEach((g, ns) -> t.cpu.merge(g, ns, Long::sum));
                     t.roundRps.add((t.requests - before) / (nanos / 1e9));
                     commandStats(r.info("commandstats")).forEach((name, v) -> {
                         long[] sum = t.commands.computeIfAbsent(name, k -> new long[2]);
@@ -289,11 +302,54 @@ public final class SpringBench {
         System.out.println("  (commands a script runs are listed too; their time is inside EVALSHA's, so only the top-level");
         System.out.println("   RL.* / EVALSHA calls make the server us/req column; background calls of the starter are listed, not counted)");
 
-        Tally a = ts.get(cs.get(0));
-        Tally b = ts.get(cs.get(1));
-        Tally c = ts.get(cs.get(2));
-        double aCalls = a.ownCallsPerRequest(cs.get(0).own());
-        double costRatio = a.ownUsecPerRequest(cs.get(0).own()) / b.ownUsecPerRequest(cs.get(1).own());
+        System.out.println("\nCPU per request, microseconds (load-insensitive: what each request costs whoever else runs;");
+        System.out.println(" the JVM holds the load generator too, split by thread group: see CpuMeter; jit: compiling (warm-up); rest: GC, VM threads;");
+        System.out.println(" alloc: heap bytes allocated per request by the named groups' threads):");
+        System.out.printf(Locale.ROOT, "%-28s %9s %9s %9s %9s %9s %9s %9s %13s %10s%n", "contestant", "jvm", "tomcat", "lettuce", "loadgen", "jit",
+                "rest", "redis", "jvm+redis", "alloc KB");
+        for (Contestant c : cs) {
+            Tally t = ts.get(c);
+            System.out.printf(Locale.ROOT, "%-28s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %13.1f %10.1f%n", c.label(), t.cpuUsPerRequest("jvm"),
+                    t.cpuUsPerRequest("tomcat"), t.cpuUsPerRequest("lettuce"), t.cpuUsPerRequest("loadgen"), t.cpuUsPerRequest("jit"),
+                    t.cpuUsPerRequest("rest"),
+                    t.cpuUsPerRequest("redis"), t.cpuUsPerRequest("jvm") + t.cpuUsPerRequest("redis"),
+                    t.cpu.getOrDefault("alloc", 0L) / 1024.0 / t.requests);
+        }
+        Map<Character, Tally> by = new java.util.HashMap<>();
+        Map<Character, Contestant> who = new java.util.HashMap<>();
+        for (Contestant x : cs) {
+            by.put(x.label().charAt(1), ts.get(x));
+            who.put(x.label().charAt(1), x);
+        }
+        if (!by.keySet().containsAll(List.of('a', 'b', 'c'))) {
+            return; // BENCH_ONLY: no ratios against absent contestants
+        }
+        Tally a = by.get('a');
+        Tally b = by.get('b');
+        Tally c = by.get('c');
+        Tally d = by.get('d');
+        System.out.println("  CPU per request beyond (c)'s (the JVM's less JIT, and redis-server's), us:");
+        for (char k : new char[] {'a', 'b', 'd'}) {
+            Tally t = by.get(k);
+            if (t != null) {
+                System.out.printf(Locale.ROOT, "    %-28s jvm %7.1f + redis %6.1f = %7.1f%n", who.get(k).label(), steadyJvm(t) - steadyJvm(c),
+                        t.cpuUsPerRequest("redis") - c.cpuUsPerRequest("redis"), steady(t) - steady(c));
+            }
+        }
+        System.out.printf(Locale.ROOT, "  ratios: (a)/(b) of that CPU %.3f (jvm %.3f, redis %.3f); whole request (a)/(c) %.3f, (b)/(c) %.3f%n",
+                (steady(a) - steady(c)) / (steady(b) - steady(c)), (steadyJvm(a) - steadyJvm(c)) / (steadyJvm(b) - steadyJvm(c)),
+                (a.cpuUsPerRequest("redis") - c.cpuUsPerRequest("redis")) / (b.cpuUsPerRequest("redis") - c.cpuUsPerRequest("redis")),
+                steady(a) / steady(c), steady(b) / steady(c));
+        if (d != null) {
+            System.out.printf(Locale.ROOT, "  (a)'s gap to (c) = (d)-(c), one round trip through the transport, + (a)-(d), the starter beyond it:%n");
+            System.out.printf(Locale.ROOT, "    CPU  %+.1f us = %+.1f + %+.1f (jvm %+.1f, redis %+.1f)%n", steady(a) - steady(c), steady(d) - steady(c),
+                    steady(a) - steady(d), steadyJvm(a) - steadyJvm(d), a.cpuUsPerRequest("redis") - d.cpuUsPerRequest("redis"));
+            System.out.printf(Locale.ROOT, "    p50  %+.2f ms = %+.2f + %+.2f%n", a.percentileMs(50) - c.percentileMs(50),
+                    d.percentileMs(50) - c.percentileMs(50), a.percentileMs(50) - d.percentileMs(50));
+        }
+
+        double aCalls = a.ownCallsPerRequest(who.get('a').own());
+        double costRatio = a.ownUsecPerRequest(who.get('a').own()) / b.ownUsecPerRequest(who.get('b').own());
         double p50Delta = a.percentileMs(50) - c.percentileMs(50);
         System.out.println("\nratios:");
         System.out.printf(Locale.ROOT, "  throughput (a)/(c) %.3f, (b)/(c) %.3f, (a)/(b) %.3f%n", a.rps() / c.rps(), b.rps() / c.rps(), a.rps() / b.rps());
@@ -305,6 +361,16 @@ public final class SpringBench {
                 Math.abs(aCalls - 1.0) < 0.01 ? "met" : "MISSED");
         System.out.printf(Locale.ROOT, "  (a) server cost <= 0.5 x (b): %.3f -> %s%n", costRatio, costRatio <= 0.5 ? "met" : "MISSED");
         System.out.printf(Locale.ROOT, "  (a) p50 <= (c) p50 + 1 ms: %+.2f ms -> %s%n", p50Delta, p50Delta <= 1.0 ? "met" : "MISSED");
+    }
+
+    /** The JVM's CPU per request less the JIT compilers' (warm-up, not a per-request cost). */
+    static double steadyJvm(Tally t) {
+        return t.cpuUsPerRequest("jvm") - t.cpuUsPerRequest("jit");
+    }
+
+    /** The JVM's steady CPU per request plus redis-server's. */
+    static double steady(Tally t) {
+        return steadyJvm(t) + t.cpuUsPerRequest("redis");
     }
 
     static int env(String name, int dflt) {

@@ -262,11 +262,12 @@ public final class Calls {
         if (clauses.size() > Limits.RULE_CAP) {
             throw new IllegalArgumentException("invalid numkeys '" + clauses.size() + "': expected an integer from 1 to 64");
         }
-        List<String> args = new ArrayList<>();
+        List<String> args = new ArrayList<>(4 + 10 * clauses.size());
         args.add(Integer.toString(clauses.size()));
-        Set<String> keys = new HashSet<>();
+        // One clause cannot repeat a key: no set to build for the commonest call.
+        Set<String> keys = clauses.size() > 1 ? new HashSet<>() : null;
         for (Clause clause : clauses) {
-            if (!keys.add(clause.key())) {
+            if (keys != null && !keys.add(clause.key())) {
                 throw new IllegalArgumentException("key '" + clause.key() + "' used by two clauses: each key takes exactly one clause");
             }
             args.add(clause.key());
@@ -299,7 +300,7 @@ public final class Calls {
 
     private static void clause(List<String> args, Clause clause, int index, boolean peek, Options options) {
         long min = peek ? 0 : 1;
-        String where = "clause " + index;
+        // "clause <index>" is named in argument errors only: built when one is thrown, not on every call.
         if (clause instanceof Clause.Check c) {
             args.add("CHECK");
             args.add(Integer.toString(index));
@@ -310,7 +311,7 @@ public final class Calls {
                 smallest = Math.min(smallest, rule.count());
             }
             boolean refund = options.mode() == Options.Mode.REFUND;
-            range(where + " cost", c.cost(), min, refund ? Limits.COST_CAP : Math.min(smallest, Limits.COST_CAP));
+            clauseCost(index, c.cost(), min, refund ? Limits.COST_CAP : Math.min(smallest, Limits.COST_CAP));
             cost(args, c.cost());
         } else if (clause instanceof Clause.Throttle t) {
             args.add("THROTTLE");
@@ -319,7 +320,7 @@ public final class Calls {
             Set<Long> windows = new HashSet<>();
             for (TokenBucket rule : t.rules()) {
                 if (!windows.add(rule.windowMillis())) {
-                    throw new IllegalArgumentException(where + " repeats window " + rule.windowMillis() + " ms");
+                    throw new IllegalArgumentException("clause " + index + " repeats window " + rule.windowMillis() + " ms");
                 }
                 args.add(Long.toString(rule.burst()));
                 args.add(Long.toString(rule.count()));
@@ -327,7 +328,7 @@ public final class Calls {
                 smallest = Math.min(smallest, rule.burst());
             }
             boolean refund = options.mode() == Options.Mode.REFUND;
-            range(where + " cost", t.cost(), min, refund ? Limits.MAX : smallest);
+            clauseCost(index, t.cost(), min, refund ? Limits.MAX : smallest);
             cost(args, t.cost());
         } else if (clause instanceof Clause.Quota q) {
             args.add("QUOTA");
@@ -338,21 +339,21 @@ public final class Calls {
                 args.add(limit.period().name());
                 args.add(Long.toString(limit.limit()));
             }
-            range(where + " cost", q.cost(), min, Limits.MAX);
+            clauseCost(index, q.cost(), min, Limits.MAX);
             cost(args, q.cost());
         } else if (clause instanceof Clause.Lease l) {
             args.add("LEASE");
             args.add(Integer.toString(index));
-            Limits.positive(where + " limit", l.limit());
+            Limits.positive("clause " + index + " limit", l.limit());
             args.add(Long.toString(l.limit()));
             args.add(Long.toString(ttlWithin(l.ttl(), options)));
             if (l.token() != null) {
                 args.add("TOKEN");
                 args.add(l.token());
             } else if (!peek) {
-                throw new IllegalArgumentException(where + ": a LEASE clause of RL.ALL requires a TOKEN");
+                throw new IllegalArgumentException("clause " + index + ": a LEASE clause of RL.ALL requires a TOKEN");
             }
-            range(where + " cost", l.cost(), min, Math.min(l.limit(), Limits.COST_CAP));
+            clauseCost(index, l.cost(), min, Math.min(l.limit(), Limits.COST_CAP));
             cost(args, l.cost());
         }
     }
@@ -380,6 +381,12 @@ public final class Calls {
         }
         if (rules > Limits.RULE_CAP) {
             throw new IllegalArgumentException("too many rules: " + rules + " (at most 64 per call)");
+        }
+    }
+
+    private static void clauseCost(int index, long cost, long min, long max) {
+        if (cost < min || cost > max) {
+            range("clause " + index + " cost", cost, min, max);
         }
     }
 

@@ -94,7 +94,7 @@ public final class LettuceTransport implements RateLimitTransport {
         RedisClusterAsyncCommands<String, String> c = (RedisClusterAsyncCommands<String, String>) commands;
         CompletableFuture<Object> reply;
         try {
-            reply = c.dispatch(new Keyword(call.command()), new ArrayOutput<>(CODEC), args).toCompletableFuture()
+            reply = c.dispatch(Keyword.of(call.command()), new ArrayOutput<>(CODEC), args).toCompletableFuture()
                     .thenApply(LettuceTransport::normalize);
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
@@ -113,17 +113,28 @@ public final class LettuceTransport implements RateLimitTransport {
         }
     }
 
-    /** ArrayOutput gives a list (possibly nested); a bare reply comes as a one-element list. */
+    /**
+     * ArrayOutput gives a list (possibly nested); a bare reply comes as a
+     * one-element list. A list whose elements need no conversion (RL replies
+     * are integers) is returned as it is: the output's fresh list, ours alone.
+     */
     private static Object normalize(Object reply) {
         if (reply instanceof byte[] bytes) {
             return new String(bytes, StandardCharsets.UTF_8);
         }
         if (reply instanceof List<?> list) {
-            List<Object> out = new ArrayList<>(list.size());
-            for (Object item : list) {
-                out.add(normalize(item));
+            List<Object> out = null;
+            for (int i = 0; i < list.size(); i++) {
+                Object item = list.get(i);
+                Object n = normalize(item);
+                if (out == null && n != item) {
+                    out = new ArrayList<>(list);
+                }
+                if (out != null) {
+                    out.set(i, n);
+                }
             }
-            return out;
+            return out != null ? out : list;
         }
         if (reply instanceof java.nio.ByteBuffer buffer) {
             return StandardCharsets.UTF_8.decode(buffer.duplicate()).toString();
@@ -143,10 +154,24 @@ public final class LettuceTransport implements RateLimitTransport {
     }
 
     /** A command name Lettuce does not know (the module's). */
-    private record Keyword(String name) implements ProtocolKeyword {
+    private record Keyword(String name, byte[] bytes) implements ProtocolKeyword {
+        // One per command name (a handful: RL.*, PING, HGETALL, ...), its bytes encoded once.
+        private static final java.util.concurrent.ConcurrentMap<String, Keyword> KNOWN = new java.util.concurrent.ConcurrentHashMap<>();
+
+        static Keyword of(String name) {
+            Keyword k = KNOWN.get(name);
+            if (k == null) {
+                k = new Keyword(name, name.getBytes(StandardCharsets.US_ASCII));
+                if (KNOWN.size() < 256) {
+                    KNOWN.putIfAbsent(name, k);
+                }
+            }
+            return k;
+        }
+
         @Override
         public byte[] getBytes() {
-            return name.getBytes(StandardCharsets.US_ASCII);
+            return bytes;
         }
 
         @Override

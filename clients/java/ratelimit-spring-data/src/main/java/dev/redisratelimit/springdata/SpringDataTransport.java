@@ -70,8 +70,9 @@ public final class SpringDataTransport implements RateLimitTransport {
             List<CompletionStage<Object>> replies = LettuceDriver.pipeline(nativeConnection, calls);
             // The native connection is the factory's shared one (or a dedicated one
             // this RedisConnection holds): give it back once every reply is in.
-            CompletableFuture.allOf(replies.stream().map(CompletionStage::toCompletableFuture).toArray(CompletableFuture[]::new))
-                    .whenComplete((done, failure) -> connection.close());
+            CompletableFuture<?> all = replies.size() == 1 ? replies.get(0).toCompletableFuture()
+                    : CompletableFuture.allOf(replies.stream().map(CompletionStage::toCompletableFuture).toArray(CompletableFuture[]::new));
+            all.whenComplete((done, failure) -> connection.close());
             return replies;
         }
         try {

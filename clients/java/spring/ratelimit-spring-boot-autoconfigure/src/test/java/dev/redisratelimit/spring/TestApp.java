@@ -7,14 +7,27 @@ import dev.redisratelimit.spring.annotation.OnRedisDown;
 import dev.redisratelimit.client.QuotaPeriod;
 import dev.redisratelimit.spring.annotation.RateLimited;
 import java.util.Map;
-import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.autoconfigure.AutoConfigurationExcludeFilter;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.boot.context.TypeExcludeFilter;
+import org.springframework.context.annotation.ComponentScan;
+import org.springframework.context.annotation.FilterType;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
 
-/** The app the starter's tests drive over HTTP: one endpoint per feature. */
-@SpringBootApplication
+/**
+ * The app the starter's tests drive over HTTP: one endpoint per feature. Its
+ * package holds the starter's own classes too: the scan leaves out the
+ * WebFlux adapter's (registered by the auto-configuration in a reactive app).
+ */
+@SpringBootConfiguration
+@EnableAutoConfiguration
+@ComponentScan(excludeFilters = {@ComponentScan.Filter(type = FilterType.CUSTOM, classes = TypeExcludeFilter.class),
+        @ComponentScan.Filter(type = FilterType.CUSTOM, classes = AutoConfigurationExcludeFilter.class),
+        @ComponentScan.Filter(type = FilterType.REGEX, pattern = "dev\\.redisratelimit\\.spring\\.reactive\\..*")})
 public class TestApp {
 
     @RestController

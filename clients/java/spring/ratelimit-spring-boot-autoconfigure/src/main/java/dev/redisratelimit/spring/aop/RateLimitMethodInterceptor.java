@@ -1,5 +1,9 @@
 package dev.redisratelimit.spring.aop;
 
+import static dev.redisratelimit.spring.aop.PolicyExpressions.cost;
+import static dev.redisratelimit.spring.aop.PolicyExpressions.string;
+import static dev.redisratelimit.spring.aop.PolicyExpressions.usage;
+
 import dev.redisratelimit.spring.core.CallInput;
 import dev.redisratelimit.spring.core.Permit;
 import dev.redisratelimit.spring.core.PolicyCall;
@@ -17,15 +21,12 @@ import java.util.List;
 import java.util.Map;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.context.expression.MethodBasedEvaluationContext;
 import org.springframework.core.DefaultParameterNameDiscoverer;
 import org.springframework.core.ParameterNameDiscoverer;
 import org.springframework.expression.EvaluationContext;
-import org.springframework.expression.Expression;
 import org.springframework.web.context.request.RequestAttributes;
 import org.springframework.web.context.request.RequestContextHolder;
 import org.springframework.web.context.request.ServletRequestAttributes;
@@ -38,13 +39,19 @@ import org.springframework.web.context.request.ServletRequestAttributes;
  */
 public final class RateLimitMethodInterceptor implements MethodInterceptor {
 
-    private static final Logger log = LoggerFactory.getLogger(RateLimitMethodInterceptor.class);
-
     private final ObjectProvider<AnnotationPolicies> policies;
     private final ObjectProvider<RateLimiter> limiter;
     private final ObjectProvider<CallerResolver> callers;
     private final ObjectProvider<RateLimitHttpAnswers> answers;
     private final ParameterNameDiscoverer names = new DefaultParameterNameDiscoverer();
+    // The beans, once found: an ObjectProvider looks its bean up in the bean factory on every call,
+    // which cost more than the rest of the interceptor (bench/spring). The interceptor is made
+    // before them (the post-processor is infrastructure), so they are found on first use. A bean
+    // that is absent is looked up again next time, as before.
+    private volatile AnnotationPolicies policiesBean;
+    private volatile RateLimiter limiterBean;
+    private volatile CallerResolver callerBean;
+    private volatile RateLimitHttpAnswers answersBean;
 
     public RateLimitMethodInterceptor(ObjectProvider<AnnotationPolicies> policies, ObjectProvider<RateLimiter> limiter,
             ObjectProvider<CallerResolver> callers, ObjectProvider<RateLimitHttpAnswers> answers) {
@@ -58,29 +65,22 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
     public Object invoke(MethodInvocation inv) throws Throwable {
         Method method = inv.getMethod();
         Class<?> target = inv.getThis() != null ? AopUtils.getTargetClass(inv.getThis()) : method.getDeclaringClass();
-        AnnotationPolicies.Resolved r = policies.getObject().resolve(method, target);
+        AnnotationPolicies.Resolved r = policies().resolve(method, target);
         if (r == null) {
             return inv.proceed();
         }
         RequestAttributes ra = RequestContextHolder.getRequestAttributes();
         HttpServletRequest request = ra instanceof ServletRequestAttributes s ? s.getRequest() : null;
         HttpServletResponse response = ra instanceof ServletRequestAttributes s ? s.getResponse() : null;
-        CallerResolver caller = callers.getIfAvailable();
-        MethodBasedEvaluationContext ctx = new MethodBasedEvaluationContext(inv.getThis(), method, inv.getArguments(), names);
-        if (request != null) {
-            ctx.setVariable("request", request);
-            ctx.setVariable("path", request.getRequestURI());
-            if (caller != null) {
-                ctx.setVariable("ip", caller.clientIp(request));
-                ctx.setVariable("user", caller.user(request));
-            }
-        }
+        CallerResolver caller = caller();
+        // The SpEL context only when an expression reads it: most policies key by IP or user and have none.
+        Expressions spel = new Expressions(inv, method, request, caller);
         String policyName = r.policy().name();
-        String key = key(r, ctx, request, caller);
-        String zone = r.zone() == null ? null : string(r.zone(), ctx, "zone", policyName);
+        String key = key(r, spel, request, caller);
+        String zone = r.zone() == null ? null : string(r.zone(), spel.context(), "zone", policyName);
         long[] costs = new long[r.costs().length];
         for (int i = 0; i < costs.length; i++) {
-            costs[i] = r.costs()[i] == null ? 1 : cost(r.costs()[i], ctx, policyName);
+            costs[i] = r.costs()[i] == null ? 1 : cost(r.costs()[i], spel.context(), policyName);
         }
         String digest = r.policy().spec().duplicateWindow() == null ? null
                 : caller != null && request != null ? caller.bodyDigest(request) : null;
@@ -90,9 +90,9 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
         CallInput own = new CallInput(key, zone, costs, digest);
         // Routes this request matched wait for its handler's policy: all decided in one RL.ALL.
         List<PolicyCall> routes = request != null ? DeferredRoutes.take(request) : null;
-        Permit permit = routes == null ? limiter.getObject().acquire(r.policy(), own)
-                : limiter.getObject().acquire(withRoutes(routes, new PolicyCall(r.policy(), own)));
-        RateLimitHttpAnswers http = answers.getIfAvailable();
+        Permit permit = routes == null ? limiter().acquire(r.policy(), own)
+                : limiter().acquire(withRoutes(routes, new PolicyCall(r.policy(), own)));
+        RateLimitHttpAnswers http = answers();
         if (permit.decision() != null && response != null && http != null) {
             http.writeHeaders(response, permit.decision());
         }
@@ -103,8 +103,10 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
             ok = true;
             return result;
         } finally {
-            Map<Integer, Long> used = new HashMap<>();
+            Map<Integer, Long> used = Map.of();
             if (ok && permit.hasEstimates()) {
+                used = new HashMap<>();
+                EvaluationContext ctx = spel.context();
                 ctx.setVariable("result", result);
                 for (int clause : permit.estimateClauses()) {
                     used.put(clause, usage(r.settles()[clause], ctx, costs[clause], policyName));
@@ -112,6 +114,74 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
             }
             permit.close(used); // a method that threw used nothing: its estimates are refunded
         }
+    }
+
+    /**
+     * The evaluation context of a call, made on first use: the method's
+     * arguments by name, {@code #request}, {@code #path}, {@code #ip} and
+     * {@code #user} (the last four in an HTTP request).
+     */
+    private final class Expressions {
+        private final MethodInvocation inv;
+        private final Method method;
+        private final HttpServletRequest request;
+        private final CallerResolver caller;
+        private MethodBasedEvaluationContext context;
+
+        Expressions(MethodInvocation inv, Method method, HttpServletRequest request, CallerResolver caller) {
+            this.inv = inv;
+            this.method = method;
+            this.request = request;
+            this.caller = caller;
+        }
+
+        EvaluationContext context() {
+            if (context == null) {
+                MethodBasedEvaluationContext ctx = new MethodBasedEvaluationContext(inv.getThis(), method, inv.getArguments(), names);
+                if (request != null) {
+                    ctx.setVariable("request", request);
+                    ctx.setVariable("path", request.getRequestURI());
+                    if (caller != null) {
+                        ctx.setVariable("ip", caller.clientIp(request));
+                        ctx.setVariable("user", caller.user(request));
+                    }
+                }
+                context = ctx;
+            }
+            return context;
+        }
+    }
+
+    private AnnotationPolicies policies() {
+        AnnotationPolicies p = policiesBean;
+        if (p == null) {
+            policiesBean = p = policies.getObject();
+        }
+        return p;
+    }
+
+    private RateLimiter limiter() {
+        RateLimiter l = limiterBean;
+        if (l == null) {
+            limiterBean = l = limiter.getObject();
+        }
+        return l;
+    }
+
+    private CallerResolver caller() {
+        CallerResolver c = callerBean;
+        if (c == null) {
+            callerBean = c = callers.getIfAvailable();
+        }
+        return c;
+    }
+
+    private RateLimitHttpAnswers answers() {
+        RateLimitHttpAnswers a = answersBean;
+        if (a == null) {
+            answersBean = a = answers.getIfAvailable();
+        }
+        return a;
     }
 
     // The routes' calls then the method's own (last); a route naming the same policy and key counts once.
@@ -126,10 +196,10 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
         return all;
     }
 
-    private String key(AnnotationPolicies.Resolved r, EvaluationContext ctx, HttpServletRequest request, CallerResolver caller) {
+    private String key(AnnotationPolicies.Resolved r, Expressions spel, HttpServletRequest request, CallerResolver caller) {
         String policy = r.policy().name();
         if (r.key() != null) {
-            return string(r.key(), ctx, "key", policy);
+            return string(r.key(), spel.context(), "key", policy);
         }
         if (r.policy().spec().by() == dev.redisratelimit.spring.annotation.KeyBy.GLOBAL) {
             return "global";
@@ -148,44 +218,5 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
             throw new RateLimitConfigurationException("policy '" + policy + "': no " + r.policy().spec().by() + " to key the call by");
         }
         return k;
-    }
-
-    private static String string(Expression e, EvaluationContext ctx, String what, String policy) {
-        Object v;
-        try {
-            v = e.getValue(ctx);
-        } catch (RuntimeException ex) {
-            throw new RateLimitConfigurationException("policy '" + policy + "': " + what + " expression '" + e.getExpressionString()
-                    + "' failed: " + ex.getMessage(), ex);
-        }
-        if (v == null || v.toString().isEmpty()) {
-            throw new RateLimitConfigurationException("policy '" + policy + "': " + what + " expression '" + e.getExpressionString()
-                    + "' evaluated to " + (v == null ? "null" : "an empty string"));
-        }
-        return v.toString();
-    }
-
-    private static long cost(Expression e, EvaluationContext ctx, String policy) {
-        Object v = e.getValue(ctx);
-        if (!(v instanceof Number n) || n.longValue() < 1 || n.doubleValue() != n.longValue()) {
-            throw new RateLimitConfigurationException("policy '" + policy + "': cost expression '" + e.getExpressionString()
-                    + "' must give an integer of 1 or more, gave " + v);
-        }
-        return n.longValue();
-    }
-
-    // The usage reported by the result; if it cannot be read, the estimate stands (nothing settled).
-    private static long usage(Expression e, EvaluationContext ctx, long estimate, String policy) {
-        try {
-            Object v = e.getValue(ctx);
-            if (v instanceof Number n && n.longValue() >= 0) {
-                return n.longValue();
-            }
-            log.warn("policy '{}': settle expression '{}' gave {}; the estimate {} stands", policy, e.getExpressionString(), v, estimate);
-        } catch (RuntimeException ex) {
-            log.warn("policy '{}': settle expression '{}' failed ({}); the estimate {} stands", policy, e.getExpressionString(),
-                    ex.getMessage(), estimate);
-        }
-        return estimate;
     }
 }

@@ -10,6 +10,14 @@ import dev.redisratelimit.spring.core.LocalLimiter;
 import dev.redisratelimit.spring.core.RateLimiter;
 import dev.redisratelimit.spring.core.RedisAvailability;
 import dev.redisratelimit.spring.core.RuntimeLimits;
+import dev.redisratelimit.spring.http.DefaultRateLimitAnswers;
+import dev.redisratelimit.spring.http.RateLimitAnswers;
+import dev.redisratelimit.spring.reactive.DefaultReactiveCallerResolver;
+import dev.redisratelimit.spring.reactive.ReactiveCallerResolver;
+import dev.redisratelimit.spring.reactive.ReactiveOffload;
+import dev.redisratelimit.spring.reactive.ReactiveRateLimitExceptionHandler;
+import dev.redisratelimit.spring.reactive.ReactiveRateLimitInterceptor;
+import dev.redisratelimit.spring.reactive.RateLimitWebFilter;
 import dev.redisratelimit.spring.web.CallerResolver;
 import dev.redisratelimit.spring.web.DefaultCallerResolver;
 import dev.redisratelimit.spring.web.DefaultRateLimitHttpAnswers;
@@ -32,6 +40,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplicat
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Conditional;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
 import org.springframework.context.annotation.Role;
@@ -46,8 +55,8 @@ import org.springframework.web.servlet.config.annotation.WebMvcConfigurer;
  * client's transport over Spring Data Redis's connection factory (so
  * {@code spring.data.redis.*} configures standalone or Cluster) and its async
  * client, the limiter, the runtime limits, the
- * {@code @RateLimited} proxying, and in a servlet app the caller resolver and
- * the HTTP answers.
+ * {@code @RateLimited} proxying, and in a servlet or a WebFlux app the caller
+ * resolver and the HTTP answers.
  */
 // after Spring Boot's Redis auto-configuration: DataRedisAutoConfiguration on Boot 4, RedisAutoConfiguration on 3.5
 @AutoConfiguration(afterName = {"org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration",
@@ -120,6 +129,7 @@ public class RateLimitAutoConfiguration {
 
     @Bean
     @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+    @Conditional(OnNotReactiveWebApplication.class)
     static RateLimitAdvisingPostProcessor rateLimitAdvisingPostProcessor(ObjectProvider<AnnotationPolicies> policies,
             ObjectProvider<RateLimiter> limiter, ObjectProvider<CallerResolver> callers, ObjectProvider<RateLimitHttpAnswers> answers) {
         return new RateLimitAdvisingPostProcessor(policies, new RateLimitMethodInterceptor(policies, limiter, callers, answers));
@@ -198,6 +208,60 @@ public class RateLimitAutoConfiguration {
                     }
                 }
             };
+        }
+    }
+
+    /**
+     * A WebFlux app: {@code @RateLimited} methods returning Mono/Flux decided
+     * without blocking, the exchange through the Reactor Context, the same
+     * headers and problem bodies as MVC. With Spring Data Redis's Jedis
+     * driver (blocking) the decisions are sent from boundedElastic.
+     */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.REACTIVE)
+    @ConditionalOnClass(name = "org.springframework.web.reactive.DispatcherHandler")
+    static class ReactiveAnswers {
+
+        @Bean
+        @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+        static RateLimitAdvisingPostProcessor rateLimitReactiveAdvisingPostProcessor(ObjectProvider<AnnotationPolicies> policies,
+                ObjectProvider<RateLimiter> limiter, ObjectProvider<ReactiveCallerResolver> callers, ObjectProvider<RateLimitAnswers> answers,
+                ObjectProvider<ReactiveOffload> offload) {
+            return new RateLimitAdvisingPostProcessor(policies, new ReactiveRateLimitInterceptor(policies, limiter, callers, answers, offload));
+        }
+
+        @Bean
+        @ConditionalOnMissingBean
+        ReactiveOffload rateLimitReactiveOffload(RateLimitTransport transport) {
+            ReactiveOffload o = ReactiveOffload.of(transport);
+            if (o.blocking()) {
+                org.slf4j.LoggerFactory.getLogger(RateLimitAutoConfiguration.class).info(
+                        "rate limits: the Redis driver (Jedis) blocks; WebFlux decisions are sent from Reactor's boundedElastic scheduler");
+            }
+            return o;
+        }
+
+        @Bean
+        @ConditionalOnMissingBean
+        ReactiveCallerResolver rateLimitReactiveCallerResolver(RateLimitProperties p) {
+            return new DefaultReactiveCallerResolver(p.getUserHeader());
+        }
+
+        @Bean
+        @ConditionalOnMissingBean
+        RateLimitAnswers rateLimitAnswers(RateLimitProperties p) {
+            return new DefaultRateLimitAnswers(p.isRateLimitHeaders(), p.isLegacyHeaders(), p.getConcurrencyRetryAfter());
+        }
+
+        @Bean
+        ReactiveRateLimitExceptionHandler rateLimitReactiveExceptionHandler(RateLimitAnswers answers) {
+            return new ReactiveRateLimitExceptionHandler(answers);
+        }
+
+        @Bean
+        @ConditionalOnMissingBean
+        RateLimitWebFilter rateLimitWebFilter() {
+            return new RateLimitWebFilter(1 << 20);
         }
     }
 

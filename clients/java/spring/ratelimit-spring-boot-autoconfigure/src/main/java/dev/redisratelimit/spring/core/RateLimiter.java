@@ -22,6 +22,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
@@ -319,7 +320,10 @@ public final class RateLimiter {
                 Clause clause;
                 if (c.type() == LimitType.CONCURRENCY) {
                     LimitSpec l = policy.limitOf(c.items().get(0));
-                    String token = UUID.randomUUID().toString();
+                    // Unique, not secret (Redis access is the trust boundary): ThreadLocalRandom, as
+                    // UUID.randomUUID's SecureRandom reads /dev/urandom, a blocking call on an event loop.
+                    ThreadLocalRandom rnd = ThreadLocalRandom.current();
+                    String token = new UUID(rnd.nextLong(), rnd.nextLong()).toString();
                     clause = new Clause.Lease(key, runtime.count(policy.name(), l), l.ttl(), token, 1);
                     b.leases.add(new Permit.Lease(key, token));
                 } else {

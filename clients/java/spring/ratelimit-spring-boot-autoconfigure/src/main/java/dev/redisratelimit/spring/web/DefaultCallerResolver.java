@@ -1,5 +1,6 @@
 package dev.redisratelimit.spring.web;
 
+import dev.redisratelimit.spring.http.ClientAddress;
 import jakarta.servlet.http.HttpServletRequest;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -9,10 +10,8 @@ import org.springframework.web.util.ContentCachingRequestWrapper;
 import org.springframework.web.util.WebUtils;
 
 /**
- * The client IP is the peer's address, except behind a proxy on the same host
- * (the peer is loopback): then the right-most address of X-Forwarded-For that
- * is not loopback — the one the nearest proxy saw, which a client cannot forge
- * by sending its own header. The user is the request's principal, else the
+ * The client IP is {@link ClientAddress}'s rule (the peer, or behind a proxy on
+ * the same host the right-most non-loopback X-Forwarded-For address). The user is the request's principal, else the
  * header named by {@code ratelimit.user-header}.
  */
 public class DefaultCallerResolver implements CallerResolver {
@@ -25,20 +24,7 @@ public class DefaultCallerResolver implements CallerResolver {
 
     @Override
     public String clientIp(HttpServletRequest request) {
-        String peer = request.getRemoteAddr();
-        if (isLoopback(peer)) {
-            String xff = request.getHeader("X-Forwarded-For");
-            if (xff != null) {
-                String[] parts = xff.split(",");
-                for (int i = parts.length - 1; i >= 0; i--) {
-                    String a = parts[i].trim();
-                    if (!a.isEmpty() && !isLoopback(a)) {
-                        return a;
-                    }
-                }
-            }
-        }
-        return peer;
+        return ClientAddress.of(request.getRemoteAddr(), request.getHeader("X-Forwarded-For"));
     }
 
     @Override
@@ -62,10 +48,5 @@ public class DefaultCallerResolver implements CallerResolver {
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);
         }
-    }
-
-    static boolean isLoopback(String a) {
-        return a.startsWith("127.") || a.equals("::1") || a.equals("0:0:0:0:0:0:0:1") || a.equals("[::1]")
-                || a.startsWith("::ffff:127.");
     }
 }

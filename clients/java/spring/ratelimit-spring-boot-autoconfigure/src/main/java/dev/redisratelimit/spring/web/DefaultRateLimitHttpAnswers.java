@@ -1,117 +1,25 @@
 package dev.redisratelimit.spring.web;
 
-import dev.redisratelimit.spring.annotation.LimitType;
 import dev.redisratelimit.spring.core.Decision;
-import dev.redisratelimit.spring.core.ItemState;
-import dev.redisratelimit.spring.core.LimitSpec;
+import dev.redisratelimit.spring.http.DefaultRateLimitAnswers;
 import jakarta.servlet.http.HttpServletResponse;
-import java.net.URI;
 import java.time.Duration;
-import org.springframework.http.HttpStatus;
-import org.springframework.http.ProblemDetail;
 
 /**
- * The answers every redis-ratelimit adapter gives (clients/DESIGN.md): 429
- * RFC 9457 problems typed {@code .../rate-limited}, {@code /duplicate} or
- * {@code /locked}; Retry-After = the binding limit's retry-after rounded up
- * (none when waiting cannot help; the configured small value when an in-flight
- * limit binds); {@code RateLimit-Policy: "short";q=2;w=10, ...} and
- * {@code RateLimit: "short";r=1;t=10, ...} one item per limit in the policy's
- * order; opt-in X-RateLimit-Limit/Remaining/Reset of the binding limit.
+ * The MVC adapter's answers: {@link DefaultRateLimitAnswers} (the same
+ * headers and problem bodies as every adapter, clients/DESIGN.md) written to
+ * the servlet response.
  */
-public class DefaultRateLimitHttpAnswers implements RateLimitHttpAnswers {
+public class DefaultRateLimitHttpAnswers extends DefaultRateLimitAnswers implements RateLimitHttpAnswers {
 
-    public static final String PROBLEMS = "https://redis-ratelimit.dev/problems/";
-
-    private final boolean ietf;
-    private final boolean legacy;
-    private final Duration concurrencyRetryAfter;
+    public static final String PROBLEMS = DefaultRateLimitAnswers.PROBLEMS;
 
     public DefaultRateLimitHttpAnswers(boolean ietf, boolean legacy, Duration concurrencyRetryAfter) {
-        this.ietf = ietf;
-        this.legacy = legacy;
-        this.concurrencyRetryAfter = concurrencyRetryAfter;
+        super(ietf, legacy, concurrencyRetryAfter);
     }
 
     @Override
     public void writeHeaders(HttpServletResponse response, Decision d) {
-        if (d.items().isEmpty()) {
-            return;
-        }
-        if (ietf) {
-            StringBuilder policy = new StringBuilder();
-            StringBuilder state = new StringBuilder();
-            for (ItemState s : d.items()) {
-                if (!policy.isEmpty()) {
-                    policy.append(", ");
-                    state.append(", ");
-                }
-                policy.append('"').append(s.name()).append("\";q=").append(s.q());
-                if (s.w() >= 0) {
-                    policy.append(";w=").append(s.w());
-                }
-                state.append('"').append(s.name()).append("\";r=").append(s.r()).append(";t=").append(s.t());
-            }
-            response.setHeader("RateLimit-Policy", policy.toString());
-            response.setHeader("RateLimit", state.toString());
-        }
-        ItemState b = d.bindingItem();
-        if ((legacy || d.legacyHeaders()) && b != null) {
-            response.setHeader("X-RateLimit-Limit", Long.toString(b.q()));
-            response.setHeader("X-RateLimit-Remaining", Long.toString(b.r()));
-            response.setHeader("X-RateLimit-Reset", Long.toString(b.t()));
-        }
-    }
-
-    @Override
-    public Long retryAfterSeconds(Decision d) {
-        if (d.admitted() || d.retryAfterMs() < 0) {
-            return null;
-        }
-        if (d.bindingType() == LimitType.CONCURRENCY) {
-            return Math.max(1, LimitSpec.ceilSeconds(concurrencyRetryAfter.toMillis()));
-        }
-        return LimitSpec.ceilSeconds(d.retryAfterMs());
-    }
-
-    @Override
-    public ProblemDetail refused(Decision d) {
-        ProblemDetail p = ProblemDetail.forStatus(HttpStatus.TOO_MANY_REQUESTS);
-        p.setTitle("Too Many Requests");
-        ItemState b = d.bindingItem();
-        switch (d.kind()) {
-            case DUPLICATE -> {
-                p.setType(URI.create(PROBLEMS + "duplicate"));
-                p.setDetail("The same request was admitted moments ago; it is not repeated.");
-            }
-            case LOCKED -> {
-                p.setType(URI.create(PROBLEMS + "locked"));
-                p.setDetail("Too many calls: locked out" + (d.retryAfterMs() >= 0 ? " for " + LimitSpec.ceilSeconds(d.retryAfterMs()) + " s." : "."));
-            }
-            default -> {
-                p.setType(URI.create(PROBLEMS + "rate-limited"));
-                p.setDetail("Rate limit" + (b != null ? " '" + b.name() + "'" : "") + " exceeded"
-                        + (d.retryAfterMs() >= 0 ? "; retry in " + retryAfterSeconds(d) + " s." : "; waiting will not help."));
-            }
-        }
-        return p;
-    }
-
-    @Override
-    public ProblemDetail unavailable(String policy) {
-        ProblemDetail p = ProblemDetail.forStatus(HttpStatus.SERVICE_UNAVAILABLE);
-        p.setType(URI.create(PROBLEMS + "unavailable"));
-        p.setTitle("Service Unavailable");
-        p.setDetail("The rate limiter cannot decide right now; try again shortly.");
-        return p;
-    }
-
-    @Override
-    public ProblemDetail misconfigured(String message) {
-        ProblemDetail p = ProblemDetail.forStatus(HttpStatus.INTERNAL_SERVER_ERROR);
-        p.setType(URI.create(PROBLEMS + "misconfigured"));
-        p.setTitle("Internal Server Error");
-        p.setDetail(message);
-        return p;
+        headers(d).forEach((name, values) -> response.setHeader(name, values.get(0)));
     }
 }

@@ -1,0 +1,31 @@
+package dev.redisratelimit.spring.http;
+
+import dev.redisratelimit.spring.core.Decision;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.ProblemDetail;
+
+/**
+ * How decisions become HTTP, whatever the web stack: the rate-limit headers
+ * of every decided response and the problem bodies of refusals
+ * (clients/DESIGN.md). The MVC and WebFlux adapters both write what this
+ * gives, so they answer alike. A bean of this type replaces the default in
+ * a WebFlux app ({@link DefaultRateLimitAnswers}; extend it to change one
+ * piece); an MVC app's {@code RateLimitHttpAnswers} extends the default too.
+ */
+public interface RateLimitAnswers {
+
+    /** Headers of an admitted or refused call (RateLimit-Policy, RateLimit, opt-in X-RateLimit-*), in order. */
+    HttpHeaders headers(Decision decision);
+
+    /** Retry-After seconds of a refusal, or null for none (waiting cannot help). */
+    Long retryAfterSeconds(Decision decision);
+
+    /** The 429 body. */
+    ProblemDetail refused(Decision decision);
+
+    /** The 503 body of a fail-closed policy while Redis is down. */
+    ProblemDetail unavailable(String policy);
+
+    /** The 500 body of a rate limit that cannot be applied as configured. */
+    ProblemDetail misconfigured(String message);
+}

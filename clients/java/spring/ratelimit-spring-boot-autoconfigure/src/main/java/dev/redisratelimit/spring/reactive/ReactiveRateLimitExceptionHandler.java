@@ -1,0 +1,54 @@
+package dev.redisratelimit.spring.reactive;
+
+import dev.redisratelimit.spring.core.RateLimitConfigurationException;
+import dev.redisratelimit.spring.core.RateLimitRefusedException;
+import dev.redisratelimit.spring.core.RateLimitUnavailableException;
+import dev.redisratelimit.spring.http.RateLimitAnswers;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.core.Ordered;
+import org.springframework.core.annotation.Order;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.ProblemDetail;
+import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.annotation.ExceptionHandler;
+import org.springframework.web.bind.annotation.RestControllerAdvice;
+
+/**
+ * Turns the starter's exceptions into problem+json answers on WebFlux (429
+ * with the rate-limit headers and Retry-After, 503, 500): the same bodies
+ * and headers as the MVC adapter, from the same {@link RateLimitAnswers}.
+ */
+@RestControllerAdvice
+@Order(Ordered.HIGHEST_PRECEDENCE)
+public class ReactiveRateLimitExceptionHandler {
+
+    private static final Logger log = LoggerFactory.getLogger(ReactiveRateLimitExceptionHandler.class);
+
+    private final RateLimitAnswers answers;
+
+    public ReactiveRateLimitExceptionHandler(RateLimitAnswers answers) {
+        this.answers = answers;
+    }
+
+    @ExceptionHandler(RateLimitRefusedException.class)
+    public ResponseEntity<ProblemDetail> refused(RateLimitRefusedException e) {
+        ResponseEntity.BodyBuilder b = ResponseEntity.status(HttpStatus.TOO_MANY_REQUESTS).headers(answers.headers(e.getDecision()));
+        Long retry = answers.retryAfterSeconds(e.getDecision());
+        if (retry != null) {
+            b.header("Retry-After", Long.toString(retry));
+        }
+        return b.body(answers.refused(e.getDecision()));
+    }
+
+    @ExceptionHandler(RateLimitUnavailableException.class)
+    public ResponseEntity<ProblemDetail> unavailable(RateLimitUnavailableException e) {
+        return ResponseEntity.status(HttpStatus.SERVICE_UNAVAILABLE).body(answers.unavailable(e.getPolicy()));
+    }
+
+    @ExceptionHandler(RateLimitConfigurationException.class)
+    public ResponseEntity<ProblemDetail> misconfigured(RateLimitConfigurationException e) {
+        log.error("rate limit misconfigured: {}", e.getMessage());
+        return ResponseEntity.status(HttpStatus.INTERNAL_SERVER_ERROR).body(answers.misconfigured(e.getMessage()));
+    }
+}

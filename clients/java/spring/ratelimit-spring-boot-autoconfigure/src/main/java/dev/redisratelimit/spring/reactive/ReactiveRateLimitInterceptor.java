@@ -1,0 +1,249 @@
+package dev.redisratelimit.spring.reactive;
+
+import static dev.redisratelimit.spring.aop.PolicyExpressions.cost;
+import static dev.redisratelimit.spring.aop.PolicyExpressions.string;
+import static dev.redisratelimit.spring.aop.PolicyExpressions.usage;
+
+import dev.redisratelimit.spring.annotation.KeyBy;
+import dev.redisratelimit.spring.aop.AnnotationPolicies;
+import dev.redisratelimit.spring.core.CallInput;
+import dev.redisratelimit.spring.core.Permit;
+import dev.redisratelimit.spring.core.RateLimitConfigurationException;
+import dev.redisratelimit.spring.core.RateLimiter;
+import dev.redisratelimit.spring.http.RateLimitAnswers;
+import java.lang.reflect.Method;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+import org.aopalliance.intercept.MethodInterceptor;
+import org.aopalliance.intercept.MethodInvocation;
+import org.reactivestreams.Publisher;
+import org.springframework.aop.support.AopUtils;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.context.expression.MethodBasedEvaluationContext;
+import org.springframework.core.DefaultParameterNameDiscoverer;
+import org.springframework.core.ParameterNameDiscoverer;
+import org.springframework.core.ReactiveAdapter;
+import org.springframework.core.ReactiveAdapterRegistry;
+import org.springframework.web.filter.reactive.ServerWebExchangeContextFilter;
+import org.springframework.web.server.ServerWebExchange;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * Around a {@code @RateLimited} method of a WebFlux app. For a method
+ * returning a Mono or a Flux (any Reactive Streams type Spring adapts) it
+ * returns a publisher that, when subscribed, decides without blocking
+ * ({@link RateLimiter#acquireAsync}, the exchange from the Reactor Context),
+ * writes the rate-limit headers, then subscribes the method's own publisher;
+ * when that completes, errs or is cancelled (the client went away) the
+ * permit is closed exactly once ({@code usingWhen}): leases released,
+ * estimates settled from {@code #result} on completion (a Flux's last
+ * element), refunded on error, left standing on cancel (the work started is
+ * paid at the estimate). A method returning a plain value is decided
+ * synchronously — but never on an event-loop thread, where it is a
+ * configuration error (return a Mono).
+ */
+public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
+
+    private final ObjectProvider<AnnotationPolicies> policies;
+    private final ObjectProvider<RateLimiter> limiter;
+    private final ObjectProvider<ReactiveCallerResolver> callers;
+    private final ObjectProvider<RateLimitAnswers> answers;
+    private final ObjectProvider<ReactiveOffload> offload;
+    private final ParameterNameDiscoverer names = new DefaultParameterNameDiscoverer();
+    private final ReactiveAdapterRegistry adapters = ReactiveAdapterRegistry.getSharedInstance();
+
+    public ReactiveRateLimitInterceptor(ObjectProvider<AnnotationPolicies> policies, ObjectProvider<RateLimiter> limiter,
+            ObjectProvider<ReactiveCallerResolver> callers, ObjectProvider<RateLimitAnswers> answers, ObjectProvider<ReactiveOffload> offload) {
+        this.policies = policies;
+        this.limiter = limiter;
+        this.callers = callers;
+        this.answers = answers;
+        this.offload = offload;
+    }
+
+    @Override
+    public Object invoke(MethodInvocation inv) throws Throwable {
+        Method method = inv.getMethod();
+        Class<?> target = inv.getThis() != null ? AopUtils.getTargetClass(inv.getThis()) : method.getDeclaringClass();
+        AnnotationPolicies.Resolved r = policies.getObject().resolve(method, target);
+        if (r == null) {
+            return inv.proceed();
+        }
+        ReactiveAdapter adapter = adapters.getAdapter(method.getReturnType());
+        if (adapter == null) {
+            return plain(inv, r);
+        }
+        Mono<Call> decided = Mono.deferContextual(cv -> decide(inv, r, ServerWebExchangeContextFilter.getExchange(cv).orElse(null)));
+        if (adapter.isMultiValue()) {
+            return adapter.fromPublisher(Flux.usingWhen(decided, call -> Flux.from(call.run(adapter)), Call::completed,
+                    (call, e) -> call.failed(), Call::cancelled));
+        }
+        return adapter.fromPublisher(Mono.usingWhen(decided, call -> Mono.from(call.run(adapter)), Call::completed,
+                (call, e) -> call.failed(), Call::cancelled));
+    }
+
+    // A plain return value: decided and closed on the calling thread, which must not be an event loop.
+    private Object plain(MethodInvocation inv, AnnotationPolicies.Resolved r) throws Throwable {
+        if (Schedulers.isInNonBlockingThread()) {
+            throw new RateLimitConfigurationException("@RateLimited " + inv.getMethod().getDeclaringClass().getSimpleName() + "."
+                    + inv.getMethod().getName() + " returns a plain value on an event-loop thread, where the decision would block it:"
+                    + " return a Mono or a Flux");
+        }
+        Call call = decide(inv, r, null).block();
+        Object result;
+        try {
+            result = inv.proceed();
+        } catch (Throwable t) {
+            call.failed().block();
+            throw t;
+        }
+        call.last = result;
+        call.completed().block();
+        return result;
+    }
+
+    private Mono<Call> decide(MethodInvocation inv, AnnotationPolicies.Resolved r, ServerWebExchange exchange) {
+        ReactiveCallerResolver caller = exchange == null ? null : callers.getIfAvailable();
+        Mono<Optional<String>> user = caller == null ? Mono.just(Optional.empty())
+                : caller.user(exchange).map(Optional::of).defaultIfEmpty(Optional.empty());
+        return user.flatMap(u -> {
+            MethodBasedEvaluationContext ctx = new MethodBasedEvaluationContext(inv.getThis(), inv.getMethod(), inv.getArguments(), names);
+            String ip = null;
+            if (exchange != null) {
+                ctx.setVariable("exchange", exchange);
+                ctx.setVariable("request", exchange.getRequest());
+                ctx.setVariable("path", exchange.getRequest().getPath().value());
+                if (caller != null) {
+                    ip = caller.clientIp(exchange);
+                    ctx.setVariable("ip", ip);
+                    ctx.setVariable("user", u.orElse(null));
+                }
+            }
+            String policyName = r.policy().name();
+            String key = key(r, ctx, exchange, ip, u.orElse(null));
+            String zone = r.zone() == null ? null : string(r.zone(), ctx, "zone", policyName);
+            long[] costs = new long[r.costs().length];
+            for (int i = 0; i < costs.length; i++) {
+                costs[i] = r.costs()[i] == null ? 1 : cost(r.costs()[i], ctx, policyName);
+            }
+            String digest = r.policy().spec().duplicateWindow() == null || caller == null ? null : caller.bodyDigest(exchange);
+            if (r.policy().spec().duplicateWindow() != null && digest == null) {
+                throw new RateLimitConfigurationException("policy '" + policyName + "': preventDuplicate needs an HTTP request body");
+            }
+            CallInput in = new CallInput(key, zone, costs, digest);
+            boolean blocking = offloaded();
+            Mono<Permit> permit = Mono.fromCompletionStage(() -> limiter.getObject().acquireAsync(r.policy(), in));
+            if (blocking) {
+                permit = permit.subscribeOn(Schedulers.boundedElastic());
+            }
+            return permit.map(p -> new Call(inv, r, ctx, costs, p, exchange, blocking));
+        });
+    }
+
+    private boolean offloaded() {
+        ReactiveOffload o = offload.getIfAvailable();
+        return o != null && o.blocking();
+    }
+
+    private static String key(AnnotationPolicies.Resolved r, MethodBasedEvaluationContext ctx, ServerWebExchange exchange, String ip,
+            String user) {
+        String policy = r.policy().name();
+        if (r.key() != null) {
+            return string(r.key(), ctx, "key", policy);
+        }
+        if (r.policy().spec().by() == KeyBy.GLOBAL) {
+            return "global";
+        }
+        if (exchange == null || ip == null && r.policy().spec().by() != KeyBy.USER) {
+            throw new RateLimitConfigurationException("policy '" + policy + "' is keyed by " + r.policy().spec().by()
+                    + " but the call is not an HTTP request: give it a key expression");
+        }
+        String k = switch (r.policy().spec().by()) {
+            case IP -> ip;
+            case USER -> user;
+            case IP_AND_PATH -> ip + ":" + exchange.getRequest().getPath().value();
+            default -> null;
+        };
+        if (k == null || k.isEmpty()) {
+            throw new RateLimitConfigurationException("policy '" + policy + "': no " + r.policy().spec().by() + " to key the call by");
+        }
+        return k;
+    }
+
+    /** One admitted invocation: its permit, and what settling it needs. */
+    private final class Call {
+        private final MethodInvocation inv;
+        private final AnnotationPolicies.Resolved r;
+        private final MethodBasedEvaluationContext ctx;
+        private final long[] costs;
+        private final Permit permit;
+        private final ServerWebExchange exchange;
+        private final boolean blocking;
+        private volatile Object last;
+
+        Call(MethodInvocation inv, AnnotationPolicies.Resolved r, MethodBasedEvaluationContext ctx, long[] costs, Permit permit,
+                ServerWebExchange exchange, boolean blocking) {
+            this.inv = inv;
+            this.r = r;
+            this.ctx = ctx;
+            this.costs = costs;
+            this.permit = permit;
+            this.exchange = exchange;
+            this.blocking = blocking;
+        }
+
+        // Headers first (the response is not committed yet), then the method's own publisher.
+        @SuppressWarnings("unchecked")
+        Publisher<Object> run(ReactiveAdapter adapter) {
+            RateLimitAnswers http = answers.getIfAvailable();
+            if (permit.decision() != null && exchange != null && http != null) {
+                org.springframework.http.HttpHeaders target = exchange.getResponse().getHeaders();
+                http.headers(permit.decision()).forEach((name, values) -> target.set(name, values.get(0)));
+            }
+            Object returned;
+            try {
+                returned = inv.proceed();
+            } catch (Throwable t) {
+                return Mono.error(t);
+            }
+            if (returned == null) {
+                return Mono.empty();
+            }
+            return Flux.from((Publisher<Object>) adapter.toPublisher(returned)).doOnNext(v -> last = v);
+        }
+
+        // Completed: estimates settled from #result (the value, or a Flux's last element).
+        Mono<Void> completed() {
+            Map<Integer, Long> used = new HashMap<>();
+            if (permit.hasEstimates()) {
+                ctx.setVariable("result", last);
+                for (int clause : permit.estimateClauses()) {
+                    used.put(clause, usage(r.settles()[clause], ctx, costs[clause], r.policy().name()));
+                }
+            }
+            return close(used);
+        }
+
+        // Failed: the method used nothing, its estimates are refunded.
+        Mono<Void> failed() {
+            return close(Map.of());
+        }
+
+        // Cancelled (the client went away): leases released, estimates stand as charged.
+        Mono<Void> cancelled() {
+            Map<Integer, Long> used = new HashMap<>();
+            for (int clause : permit.estimateClauses()) {
+                used.put(clause, costs[clause]);
+            }
+            return close(used);
+        }
+
+        private Mono<Void> close(Map<Integer, Long> used) {
+            Mono<Void> m = Mono.fromCompletionStage(() -> permit.closeAsync(used));
+            return blocking ? m.subscribeOn(Schedulers.boundedElastic()) : m;
+        }
+    }
+}

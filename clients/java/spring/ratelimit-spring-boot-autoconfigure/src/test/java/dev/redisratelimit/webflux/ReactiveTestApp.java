@@ -1,0 +1,108 @@
+package dev.redisratelimit.webflux;
+
+import dev.redisratelimit.client.QuotaPeriod;
+import dev.redisratelimit.spring.annotation.KeyBy;
+import dev.redisratelimit.spring.annotation.Limit;
+import dev.redisratelimit.spring.annotation.LimitType;
+import dev.redisratelimit.spring.annotation.OnRedisDown;
+import dev.redisratelimit.spring.annotation.RateLimited;
+import java.time.Duration;
+import java.util.Map;
+import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.RequestBody;
+import org.springframework.web.bind.annotation.RequestParam;
+import org.springframework.web.bind.annotation.RestController;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * The reactive app the WebFlux tests drive over HTTP (Reactor Netty): the
+ * MVC test app's policies on methods returning Mono and Flux.
+ */
+@SpringBootApplication
+public class ReactiveTestApp {
+
+    @RestController
+    public static class Endpoints {
+
+        // the same policy as the MVC TestApp's /two: both apps must answer alike
+        @GetMapping("/two")
+        @RateLimited(policy = "two", key = "#request.headers.getFirst('X-Key')",
+                limits = {@Limit(name = "short", count = 2, window = "10s"), @Limit(name = "long", count = 5, window = "1h")})
+        public Mono<Map<String, Object>> two() {
+            return Mono.just(Map.of("ok", true));
+        }
+
+        @PostMapping("/work")
+        @RateLimited(policy = "work", key = "#request.headers.getFirst('X-Key')", limits = {
+                @Limit(name = "inflight", type = LimitType.CONCURRENCY, count = 2, ttl = "60s"),
+                @Limit(name = "tokens", type = LimitType.QUOTA, period = QuotaPeriod.DAY, count = 1000, zone = "UTC",
+                        cost = "#estimate", settle = "#result['used']")})
+        public Mono<Map<String, Object>> work(@RequestParam long estimate, @RequestParam long used,
+                @RequestParam(defaultValue = "0") long delayMs, @RequestParam(defaultValue = "false") boolean fail) {
+            Mono<Long> wait = delayMs > 0 ? Mono.delay(Duration.ofMillis(delayMs)) : Mono.just(0L);
+            return wait.flatMap(x -> fail ? Mono.error(new IllegalStateException("the work failed")) : Mono.just(Map.of("used", used)));
+        }
+
+        // A slow stream holding the only lease of its key; #result is its last element.
+        @GetMapping("/stream")
+        @RateLimited(policy = "stream", key = "#request.headers.getFirst('X-Key')", limits = {
+                @Limit(name = "inflight", type = LimitType.CONCURRENCY, count = 1, ttl = "60s"),
+                @Limit(name = "chunks", type = LimitType.QUOTA, period = QuotaPeriod.DAY, count = 1000, zone = "UTC",
+                        cost = "#n", settle = "#result")})
+        public Flux<Long> stream(@RequestParam long n, @RequestParam(defaultValue = "0") long everyMs) {
+            Flux<Long> f = Flux.range(1, (int) n).map(Integer::longValue);
+            return everyMs > 0 ? f.delayElements(Duration.ofMillis(everyMs)) : f;
+        }
+
+        @GetMapping("/ip")
+        @RateLimited(policy = "ip", by = KeyBy.IP, limits = @Limit(name = "per-ip", count = 100, window = "60s"))
+        public Mono<String> ip() {
+            return Mono.just("ok");
+        }
+
+        @GetMapping("/user")
+        @RateLimited(policy = "user", by = KeyBy.USER, limits = @Limit(name = "per-user", count = 1, window = "60s"))
+        public Mono<String> user() {
+            return Mono.just("ok");
+        }
+
+        @PostMapping("/once")
+        @RateLimited(policy = "once", key = "#request.headers.getFirst('X-Key')", preventDuplicate = "10s",
+                limits = @Limit(name = "per", count = 100, window = "60s"))
+        public Mono<String> once(@RequestBody Map<String, Object> body) {
+            return Mono.just("ok");
+        }
+
+        @GetMapping("/plain")
+        @RateLimited(policy = "plain", key = "'k'", limits = @Limit(name = "p", count = 100, window = "60s"))
+        public String plain() {
+            return "ok";
+        }
+
+        // Not rate-limited: a blocking call on the event loop, for BlockHound's sanity check.
+        @GetMapping("/sleepy")
+        public Mono<String> sleepy() {
+            return Mono.fromCallable(() -> {
+                Thread.sleep(1);
+                return "slept";
+            });
+        }
+
+        @GetMapping("/closed")
+        @RateLimited(policy = "closed", key = "#request.headers.getFirst('X-Key')", onRedisDown = OnRedisDown.FAIL_CLOSED,
+                limits = @Limit(name = "c", count = 100, window = "60s"))
+        public Mono<String> closed() {
+            return Mono.just("ok");
+        }
+
+        @GetMapping("/open")
+        @RateLimited(policy = "open", key = "#request.headers.getFirst('X-Key')", onRedisDown = OnRedisDown.FAIL_OPEN,
+                limits = @Limit(name = "o", count = 100, window = "60s"))
+        public Mono<String> open() {
+            return Mono.just("ok");
+        }
+    }
+}

@@ -1,0 +1,73 @@
+"""Configuration that could only fail (or leak) at run time is refused when
+it is written: a budget that answers every decision "unavailable", a key
+whose hash tag is empty, and a policy that holds a lease or an estimate
+decided where nothing gives it back."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import flask
+import pytest
+import redis
+import redis.asyncio
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
+
+from redis_rl import AsyncRateLimiter, Policy, RateLimiter, concurrency, quota, sliding_window
+from redis_rl.adapters.flask import FlaskRateLimits
+from redis_rl.adapters.starlette import RateLimitMiddleware, RateLimits
+
+S = timedelta(seconds=1)
+WINDOW = [sliding_window("w", 5, S)]
+
+
+@pytest.mark.parametrize("budget", [timedelta(0), -S, 0.5, 500])
+def test_a_budget_that_is_not_a_positive_timedelta_is_refused(budget):
+    with pytest.raises(ValueError, match="budget"):
+        Policy("p", WINDOW, budget=budget)
+
+
+def test_a_negative_inflight_retry_after_is_refused():
+    with pytest.raises(ValueError, match="inflight_retry_after"):
+        Policy("p", WINDOW, inflight_retry_after=-S)
+
+
+def test_a_key_starting_with_a_closing_brace_is_refused():
+    # "p:{}x}:a" and "p:{}x}:b" hash apart (an empty tag hashes the whole key):
+    # under Cluster RL.ALL would answer CROSSSLOT for a caller-chosen key.
+    policy = Policy("p", [sliding_window("a", 5, S), concurrency("b", 1, S)])
+    with pytest.raises(ValueError, match="invalid key"):
+        policy.plan("}x")
+    assert policy.plan("x}y").call.args[2] == "p:{x}y}:a"  # a brace later keeps the tag "x"
+
+
+LEASE = Policy("lease", [concurrency("inflight", 2, 60 * S)])
+METERED = Policy("metered", [quota("tokens", "UTC", "day", 100, metered=True)])
+
+
+@pytest.mark.parametrize("policy", [LEASE, METERED])
+def test_starlette_depends_refuses_a_policy_that_needs_a_scope(policy):
+    limits = RateLimits(AsyncRateLimiter(redis.asyncio.Redis(port=1), check_module=False))
+    with pytest.raises(ValueError, match="use RateLimits.scope"):
+        limits.depends(policy, key=lambda r: "k")
+    limits.scope(policy, key=lambda r: "k")  # the scope gives them back: accepted
+
+
+@pytest.mark.parametrize("policy", [LEASE, METERED])
+def test_starlette_middleware_refuses_a_policy_that_needs_a_scope(policy):
+    limits = RateLimits(AsyncRateLimiter(redis.asyncio.Redis(port=1), check_module=False))
+    app = Starlette()
+    app.add_middleware(RateLimitMiddleware, limits=limits, routes={"/x": (policy, lambda r: "k")})
+    with pytest.raises(ValueError, match="holds a lease or an estimate"):
+        with TestClient(app) as c:  # the middleware stack is built on start
+            c.get("/x")
+
+
+@pytest.mark.parametrize("policy", [LEASE, METERED])
+def test_flask_limit_without_scope_refuses_a_policy_that_needs_one(policy):
+    limits = FlaskRateLimits(RateLimiter(redis.Redis(port=1), check_module=False))
+    with pytest.raises(ValueError, match="scope=True"):
+        limits.limit(policy, key=lambda: "k")
+    app = flask.Flask(__name__)
+    app.get("/x")(limits.limit(policy, key=lambda: "k", scope=True)(lambda: "ok"))
