@@ -31,19 +31,23 @@ export class RateLimitClient {
   }
 
   /**
-   * Throws `ModuleNotLoadedError` unless the server knows RL.ALL
-   * (`COMMAND INFO RL.ALL`). Call it once at start.
+   * Throws `ModuleNotLoadedError` unless the server -- under Cluster, every
+   * primary -- knows RL.ALL (`COMMAND INFO RL.ALL`). Call it once at start.
    */
   async assertModuleLoaded(): Promise<void> {
-    let reply: unknown;
+    const args = ["COMMAND", "INFO", "RL.ALL"];
+    let replies: unknown[];
     try {
-      reply = await this.transport.sendAny(["COMMAND", "INFO", "RL.ALL"]);
+      replies = this.transport.sendEach ? await this.transport.sendEach(args) : [await this.transport.sendAny(args)];
     } catch (e) {
       throw asRateLimitError(e);
     }
-    if (!Array.isArray(reply) || reply.length === 0 || reply[0] == null) {
-      throw new ModuleNotLoadedError("COMMAND INFO RL.ALL answered nothing");
-    }
+    if (replies.length === 0) throw new ModuleNotLoadedError("no primary answered COMMAND INFO RL.ALL");
+    replies.forEach((reply, i) => {
+      if (!Array.isArray(reply) || reply.length === 0 || reply[0] == null) {
+        throw new ModuleNotLoadedError(`COMMAND INFO RL.ALL answered nothing${replies.length > 1 ? ` on primary ${i + 1} of ${replies.length}` : ""}`);
+      }
+    });
   }
 
   /** RL.CHECK: sliding-window log, every rule at once. */

@@ -9,8 +9,10 @@
  *   app.get("/api", rateLimit({ limiter, policy, key: keys.ip() }), handler);
  */
 import type { NextFunction, Request, RequestHandler, Response } from "express";
+import { isIPv4 } from "node:net";
 import { RateLimitUnavailableError } from "./errors";
-import type { AcquireOptions, Permit, PolicyDecision, RateLimiter } from "./limiter";
+import type { PolicyCall } from "./combined";
+import type { Permit, PolicyDecision, RateLimiter } from "./limiter";
 import type { FailureMode, Policy } from "./policy";
 import { PROBLEM_JSON, ProblemError, problem, rateLimitHeaders, refusal, unavailable, type Problem } from "./problems";
 
@@ -20,8 +22,8 @@ export type { Problem } from "./problems";
 /** Turns a request into the policy's key; may throw `ProblemError` (401 for a missing user, 400 ...). */
 export type KeyResolver = (req: Request) => string | Promise<string>;
 
-export interface RateLimitOptions {
-  readonly limiter: RateLimiter;
+/** A policy, the resolver of its key, and the request's cost, estimate, zone and subkeys for it. */
+export interface PolicyRoute {
   readonly policy: Policy;
   readonly key: KeyResolver;
   /** Units of this request on the policy's `"request"` limits (default 1). */
@@ -32,11 +34,22 @@ export interface RateLimitOptions {
   readonly zone?: (req: Request) => string;
   /** Discriminators of `subkey` limits (e.g. a hash of the body for duplicates). */
   readonly subkeys?: (req: Request) => Record<string, string>;
+}
+
+interface CommonOptions {
+  readonly limiter: RateLimiter;
   /** Also send `X-RateLimit-Limit/Remaining/Reset` (the binding limit). Default false. */
   readonly legacyHeaders?: boolean;
-  /** Overrides the policy's failure mode. */
+  /** Overrides the policy's failure mode (of several policies: closed if any is). */
   readonly failure?: FailureMode;
 }
+
+/**
+ * One policy (`policy`, `key`, ...), or several on one route (`policies`:
+ * a list of `{ policy, key, ... }`) decided in ONE RL.ALL — two
+ * `rateLimit(...)` middlewares are two separate decisions.
+ */
+export type RateLimitOptions = (CommonOptions & PolicyRoute) | (CommonOptions & { readonly policies: readonly PolicyRoute[] });
 
 /** What the middleware leaves on `req.rateLimit` for the handler. */
 export interface RateLimitInfo {
@@ -61,8 +74,18 @@ function send(res: Response, p: Problem, headers: Array<[string, string]> = []):
 }
 
 export function rateLimit(options: RateLimitOptions): RequestHandler {
-  const { limiter, policy } = options;
-  const failure = options.failure ?? policy.options.failure;
+  const { limiter } = options;
+  const routes: readonly PolicyRoute[] = "policies" in options ? options.policies : [options];
+  if (!Array.isArray(routes) || routes.length === 0) throw new TypeError("rateLimit: give policy and key, or policies: [{ policy, key }, ...]");
+  for (const r of routes) {
+    if (!r || typeof r.policy?.compile !== "function" || typeof r.key !== "function") throw new TypeError("rateLimit: each of policies needs a policy and a key resolver");
+  }
+  const single = routes.length === 1;
+  const policy = routes[0].policy;
+  const needsPermit = routes.some((r) => r.policy.needsPermit);
+  // Named in the 503 of several policies.
+  const named = single ? policy : { name: routes.map((r) => r.policy.name).join("+") };
+  const failure = options.failure ?? (routes.some((r) => r.policy.options.failure === "closed") ? "closed" : "open");
   return async function rateLimitMiddleware(req: Request, res: Response, next: NextFunction) {
     // Aborted when the client goes away before the response ends; made only
     // when someone needs it (a permit, or a handler reading the signal).
@@ -79,17 +102,14 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
       }
       return aborted.signal;
     };
-    let opts: AcquireOptions;
-    let key: string;
+    const calls: PolicyCall[] = [];
+    let signal: AbortSignal | undefined;
     try {
-      key = await options.key(req);
-      opts = {
-        cost: options.cost?.(req),
-        estimate: options.estimate?.(req),
-        zone: options.zone?.(req),
-        subkeys: options.subkeys?.(req),
-        signal: policy.needsPermit ? abortSignal() : undefined,
-      };
+      for (const r of routes) {
+        const key = await r.key(req);
+        calls.push(r.policy.bind(key, { cost: r.cost?.(req), estimate: r.estimate?.(req), zone: r.zone?.(req), subkeys: r.subkeys?.(req) }));
+      }
+      signal = needsPermit ? abortSignal() : undefined;
     } catch (e) {
       if (e instanceof ProblemError) return send(res, e.problem);
       if (e instanceof RangeError || e instanceof TypeError) return send(res, problem(400, "bad-request", e.message));
@@ -98,18 +118,18 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
     let decision: PolicyDecision;
     let permit: Permit | null = null;
     try {
-      if (policy.needsPermit) {
-        permit = await limiter.acquire(policy, key, opts);
+      if (needsPermit) {
+        permit = single ? await limiter.acquire(policy, calls[0].key, { ...calls[0].options, signal }) : await limiter.acquireAll(calls, { signal });
         // The client left while the decision was in flight: the permit has
         // already given its lease back, so the work must not start.
         if (permit.signal.aborted) return;
         decision = permit.decision;
       } else {
-        decision = await limiter.decide(policy, key, opts);
+        decision = single ? await limiter.decide(policy, calls[0].key, calls[0].options) : await limiter.decideAll(calls);
       }
     } catch (e) {
       if (e instanceof RateLimitUnavailableError) {
-        if (failure === "closed") return send(res, unavailable(policy));
+        if (failure === "closed") return send(res, unavailable(named));
         req.rateLimit = info(null, null, abortSignal);
         return next();
       }
@@ -145,6 +165,8 @@ function info(decision: PolicyDecision | null, permit: Permit | null, signal: ()
   });
 }
 
+const IPV4_MAPPED = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i;
+
 /** Key resolvers for the common identities. */
 export const keys = {
   /** The client's IP as express computes it (`req.ip`), honouring the app's `trust proxy` setting. */
@@ -152,7 +174,10 @@ export const keys = {
     return (req) => {
       const ip = req.ip ?? req.socket.remoteAddress;
       if (!ip) throw new ProblemError(400, "bad-request", "the client address is unknown");
-      return ip;
+      // A dual-stack listener sees an IPv4 caller as ::ffff:a.b.c.d: keyed as
+      // a.b.c.d, the same caller and key as the Java and Python packages.
+      const mapped = IPV4_MAPPED.exec(ip);
+      return mapped && isIPv4(mapped[1]) ? mapped[1] : ip;
     };
   },
   /** The authenticated user: `req.user.id` by default; 401 when there is none. */

@@ -24,5 +24,6 @@ export { transportFor } from "./transport";
 export { Policy } from "./policy";
 export type { PolicyOptions, LimitOptions, Limit, LimitKind, FailureMode } from "./policy";
 export { RateLimiter, Permit } from "./limiter";
+export type { PolicyCall } from "./combined";
 export type { LimitState, PolicyDecision, DecideOptions, AcquireOptions, RateLimiterOptions } from "./limiter";
 export { isZone } from "./args";

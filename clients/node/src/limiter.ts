@@ -9,6 +9,7 @@ import { RateLimitClient } from "./client";
 import * as d from "./decisions";
 import { RateLimitedError, RateLimitError, RateLimitUnavailableError } from "./errors";
 import * as a from "./args";
+import { allCall, clausesOf, decisionOf, merge, slotGroups, type Clause, type Part, type PolicyCall } from "./combined";
 import { groupKey, keyBase, type Group, type Limit, type LimitKind, type Policy } from "./policy";
 import type { Call, RedisLike } from "./transport";
 
@@ -33,7 +34,10 @@ export interface LimitState {
 }
 
 export interface PolicyDecision {
+  /** The policy (of a combined decision: the policy of the binding limit). */
   readonly policy: string;
+  /** A combined decision (`decideAll`/`acquireAll`): every bound policy, in binding order. */
+  readonly policies?: readonly string[];
   readonly limited: boolean;
   /** The limit the reply names as binding. */
   readonly binding: LimitState;
@@ -76,6 +80,9 @@ export interface RateLimiterOptions {
 }
 
 
+// Lease releases waiting for Redis to answer; past this many they expire by TTL.
+const MAX_PENDING_RELEASES = 10_000;
+
 export class RateLimiter {
   readonly client: RateLimitClient;
   readonly timeout: number;
@@ -83,6 +90,7 @@ export class RateLimiter {
   private readonly onError: (error: unknown) => void;
   private open = false;
   private readonly pending = new Set<Pending>();
+  private readonly releases: Call[] = [];
   private sweeper: NodeJS.Timeout | null = null;
   /** False once the server refused DETAILS (an older module build). */
   detailsSupported = true;
@@ -109,8 +117,11 @@ export class RateLimiter {
    * Redis (it runs what it has read): `late` gets a reply that lands after
    * the caller was answered, so what it took can be given back.
    * `always`: run even while the circuit is open (giving back what was taken).
+   * `lost`: called when the call fails without a reply (a timeout of the
+   * client's own, a broken connection), in time or late: Redis may still
+   * have run it.
    */
-  guarded<T>(fn: () => Promise<T>, late?: (value: T) => void, always = false): Promise<T> {
+  guarded<T>(fn: () => Promise<T>, late?: (value: T) => void, always = false, lost?: () => void): Promise<T> {
     if (this.open && !always) return Promise.reject(new RateLimitUnavailableError("Redis is unreachable (circuit open; probing)"));
     // No timer per decision (this runs on every request): pending decisions
     // sit in a set that one sweep, every tenth of the budget, expires.
@@ -149,10 +160,12 @@ export class RateLimiter {
           else late?.(v);
         },
         (e) => {
+          const replied = e instanceof RateLimitError || e instanceof d.ReplyShapeError || e instanceof RangeError || e instanceof TypeError;
+          if (!replied) lost?.();
           if (!settle()) return;
           // An error reply, a reply of an unexpected shape or a bad argument says
           // nothing about Redis being reachable: it passes as it is.
-          if (e instanceof RateLimitError || e instanceof d.ReplyShapeError || e instanceof RangeError || e instanceof TypeError) return reject(e);
+          if (replied) return reject(e);
           this.trip();
           reject(e instanceof RateLimitUnavailableError ? e : new RateLimitUnavailableError(`Redis is unreachable: ${(e as Error)?.message}`, e));
         },
@@ -176,6 +189,8 @@ export class RateLimiter {
           this.client.transport.sendAny(["PING"]),
           new Promise((_, reject) => (timer = setTimeout(() => reject(new Error("probe timeout")), this.timeout))),
         ]);
+        // Leases whose reply was lost go back before decisions resume.
+        if (!(await this.flushReleases())) throw new Error("releases not sent");
         this.open = false;
         this.probing = null;
       } catch {
@@ -187,6 +202,41 @@ export class RateLimiter {
     };
     this.probing = setTimeout(probe, this.probeInterval);
     this.probing.unref();
+  }
+
+  /**
+   * Queues RL.RELEASE calls of leases whose admission may have run while its
+   * reply was lost; sent when Redis answers (by the probe, or now if the
+   * circuit is closed). Releasing a token not held changes nothing.
+   */
+  private releaseLater(calls: Call[]): void {
+    const releases = calls.filter((c) => c.args[0] === "RL.RELEASE");
+    if (releases.length === 0) return;
+    this.releases.push(...releases.slice(0, Math.max(0, MAX_PENDING_RELEASES - this.releases.length)));
+    if (this.open) return; // the probe sends them
+    void this.flushReleases().then((sent) => {
+      if (!sent) this.trip();
+    });
+  }
+
+  private async flushReleases(): Promise<boolean> {
+    while (this.releases.length > 0) {
+      const calls = this.releases.splice(0, this.releases.length);
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        const replies = await Promise.race([
+          this.client.batch(calls),
+          new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error("release timeout")), this.timeout))),
+        ]);
+        for (const r of replies) if (r instanceof Error) this.report(r); // an error reply: that one cannot be released
+      } catch {
+        this.releases.unshift(...calls);
+        return false;
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+    return true;
   }
 
   /** Stops the background probe (when closing the app). */
@@ -219,7 +269,7 @@ export class RateLimiter {
   async acquire(policy: Policy, key: string, options: AcquireOptions = {}): Promise<Permit> {
     const token = policy.limits.some((l) => l.kind === "concurrency") ? randomUUID() : null;
     const { decision, held, estimate } = await this.run(policy, key, options, token);
-    return new Permit(this, policy, decision, decision.limited ? null : held, estimate, token, options.signal);
+    return new Permit(this, decision.limited ? null : [{ policy, held, estimate }], decision, estimate, token, options.signal);
   }
 
   /**
@@ -234,6 +284,102 @@ export class RateLimiter {
     } finally {
       await permit.close();
     }
+  }
+
+  /**
+   * Decides several policies, each bound to its own key (`policy.bind(key,
+   * { cost, estimate, ... })`), in ONE RL.ALL: admitted only if every limit
+   * admits, nothing written otherwise; the binding limit across all and
+   * every limit's state. Under Cluster, bindings whose keys hash to
+   * different slots are decided slot by slot (sent together) and the
+   * admitting slots refunded when one refuses. For policies with an
+   * in-flight limit or an estimate, use `acquireAll`.
+   */
+  decideAll(calls: readonly PolicyCall[]): Promise<PolicyDecision> {
+    if (calls.length === 1) return this.decide(calls[0].policy, calls[0].key, calls[0].options);
+    const needs = calls.find((c) => c?.policy?.needsPermit);
+    if (needs) return Promise.reject(new TypeError(`policy '${needs.policy.name}' holds a lease or an estimate: use acquireAll()`));
+    let parts: Part[];
+    try {
+      parts = partsOf(calls, null);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.guarded(() => this.sendAll(parts));
+  }
+
+  /**
+   * `decideAll`, and when admitted one permit that holds every bound lease
+   * (one token) and estimate: closing it releases and settles them all.
+   */
+  async acquireAll(calls: readonly PolicyCall[], options: { readonly signal?: AbortSignal } = {}): Promise<Permit> {
+    if (calls.length === 1) return this.acquire(calls[0].policy, calls[0].key, { ...calls[0].options, signal: options.signal });
+    const token = calls.some((c) => c?.policy?.limits.some((l) => l.kind === "concurrency")) ? randomUUID() : null;
+    const parts = partsOf(calls, token);
+    const giveBack = (decision: PolicyDecision) => {
+      if (decision.limited) return;
+      const calls = parts.flatMap((p) => this.settlementCalls(p.policy, p.held, p.estimate, 0));
+      if (calls.length > 0) void this.settle(calls).catch((e) => this.report(e));
+    };
+    const lost = () => this.releaseLater(parts.flatMap((p) => this.settlementCalls(p.policy, p.held, p.estimate, p.estimate)));
+    const decision = await this.guarded(() => this.sendAll(parts), giveBack, false, lost);
+    return new Permit(this, decision.limited ? null : parts, decision, Math.max(...parts.map((p) => p.estimate)), token, options.signal);
+  }
+
+  /** `acquireAll`, then `fn` under the permit, closed whatever happens (as `withPermit`). */
+  async withPermitAll<T>(calls: readonly PolicyCall[], options: { readonly signal?: AbortSignal }, fn: (permit: Permit) => Promise<T> | T): Promise<T> {
+    const permit = await this.acquireAll(calls, options);
+    if (permit.decision.limited) throw new RateLimitedError(permit.decision, `rate limited by '${permit.decision.binding.name}' of policy '${permit.decision.policy}'`);
+    try {
+      return await fn(permit);
+    } finally {
+      await permit.close();
+    }
+  }
+
+  // One RL.ALL for every part's clauses; under Cluster one per slot.
+  private sendAll(parts: readonly Part[]): Promise<PolicyDecision> {
+    const clauses = clausesOf(parts);
+    const details = this.detailsSupported && parts.some((p) => p.policy.options.details);
+    const groups = this.client.transport.kind.endsWith("cluster") ? slotGroups(clauses) : [clauses.map((_, i) => i)];
+    const one = (idx: number[], refund: boolean, withDetails: boolean): Promise<d.AllDecision> =>
+      this.client.send(allCall(clauses, idx, refund, withDetails)).then((reply) => d.allDecision("RL.ALL", reply, withDetails));
+    if (groups.length === 1) {
+      return one(groups[0], false, details).then(
+        (all) => decisionOf(parts, clauses, all, stateOf),
+        (e) => {
+          // A module build older than DETAILS: remember, and decide without it (as `send`).
+          if (!(details && e instanceof RateLimitError && /unknown option 'DETAILS'/.test(e.message))) throw e;
+          this.detailsSupported = false;
+          return one(groups[0], false, false).then((all) => decisionOf(parts, clauses, all, stateOf));
+        },
+      );
+    }
+    return this.bySlot(parts, clauses, groups, details, one);
+  }
+
+  /**
+   * Under Cluster: one RL.ALL per slot, sent together; when one refuses or
+   * fails, the slots that admitted are given back (RL.ALL ... REFUND) before
+   * answering, so a refusal writes nothing in the end. Between an admission
+   * and its refund another request may find those units taken: a refusal
+   * too many in a race, never an admission too many.
+   */
+  private async bySlot(parts: readonly Part[], clauses: readonly Clause[], groups: number[][], details: boolean, one: (idx: number[], refund: boolean, details: boolean) => Promise<d.AllDecision>): Promise<PolicyDecision> {
+    const got = await Promise.allSettled(groups.map((g) => one(g, false, details)));
+    const failed = got.find((r) => r.status === "rejected");
+    const replies = got.map((r) => (r.status === "fulfilled" ? r.value : null));
+    const after: (d.AllDecision | null)[] = groups.map(() => null);
+    if (failed || replies.some((r) => r?.limited)) {
+      const admitted = replies.flatMap((r, j) => (r && !r.limited ? [j] : []));
+      const refunds = await Promise.allSettled(admitted.map((j) => one(groups[j], true, details)));
+      refunds.forEach((r, k) => {
+        if (r.status === "fulfilled") after[admitted[k]] = r.value;
+        else this.report(r.reason);
+      });
+    }
+    if (failed) throw (failed as PromiseRejectedResult).reason;
+    return decisionOf(parts, clauses, merge(clauses, groups, replies as d.AllDecision[], after), stateOf);
   }
 
   private run(policy: Policy, key: string, o: DecideOptions, token: string | null): Promise<{ decision: PolicyDecision; held: Held; estimate: number }> {
@@ -254,7 +400,10 @@ export class RateLimiter {
       const calls = this.settlementCalls(policy, held, estimate, 0);
       if (calls.length > 0) void this.settle(calls).catch((e) => this.report(e));
     };
-    return this.guarded(() => this.send(policy, held), giveBack).then((decision) => ({ decision, held, estimate }));
+    // A reply lost (the client's commandTimeout, a broken connection): the
+    // lease goes back by its token once Redis answers; the estimate cannot.
+    const lost = () => this.releaseLater(this.settlementCalls(policy, held, estimate, estimate));
+    return this.guarded(() => this.send(policy, held), giveBack, false, lost).then((decision) => ({ decision, held, estimate }));
   }
 
   // A promise chain, not async functions: this runs on every request, and
@@ -339,7 +488,7 @@ export class RateLimiter {
     if (calls.length === 0) return;
     // Tried even while the circuit is open (another request's timeout must
     // not keep this lease held for its TTL); past the budget it still lands.
-    const replies = await this.guarded(() => this.client.batch(calls), undefined, true);
+    const replies = await this.guarded(() => this.client.batch(calls), undefined, true, () => this.releaseLater(calls));
     const failed = replies.find((r) => r instanceof Error);
     if (failed) throw failed;
   }
@@ -364,6 +513,27 @@ export interface Held {
   readonly zones: readonly (string | null)[];
   readonly costs: readonly number[];
   readonly token: string | null;
+}
+
+/** The bound policies' keys, zones and costs, checked before any Redis call; one lease token for all. */
+function partsOf(calls: readonly PolicyCall[], token: string | null): Part[] {
+  if (!Array.isArray(calls) || calls.length === 0) throw new TypeError("nothing to decide: bind at least one policy (policy.bind(key))");
+  const seen = new Set<string>();
+  const parts: Part[] = [];
+  for (const c of calls) {
+    if (!c || typeof c.policy?.compile !== "function" || typeof c.key !== "string") throw new TypeError("expected policy.bind(key, options)");
+    if (c.policy.compile().lockout) throw new TypeError(`policy '${c.policy.name}' is a lockout: RL.LOCKCOUNT is not an RL.ALL clause, decide it on its own`);
+    const o = c.options ?? {};
+    const cost = positive("cost", o.cost ?? 1);
+    const estimate = positive("estimate", o.estimate ?? cost);
+    const held = heldFor(c.policy, c.key, o, cost, estimate, token);
+    // The same binding twice counts once (two keys named alike would be refused by RL.ALL).
+    const id = `${held.keys.join("\n")}|${cost}|${estimate}`;
+    if (seen.has(id)) continue;
+    seen.add(id);
+    parts.push({ policy: c.policy, held, estimate });
+  }
+  return parts;
 }
 
 /** Checks a call's arguments against the compiled policy, before any Redis call. */
@@ -413,9 +583,9 @@ function fromAll(policy: Policy, all: d.AllDecision): PolicyDecision {
   return finish(policy, binding!, states);
 }
 
-function stateOf(l: Limit, r: d.Decision): LimitState {
+function stateOf(l: Limit, r: d.Decision, name: string = l.name): LimitState {
   return Object.freeze({
-    name: l.name,
+    name,
     kind: l.kind,
     limited: r.limited,
     limit: l.limit,
@@ -456,10 +626,10 @@ export class Permit implements AsyncDisposable {
 
   constructor(
     private readonly limiter: RateLimiter,
-    private readonly policy: Policy,
+    /** What each admitted policy holds (one for `acquire`, each bound policy's for `acquireAll`); null when refused. */
+    private readonly held: readonly Part[] | null,
     readonly decision: PolicyDecision,
-    private readonly held: Held | null,
-    /** Units taken up front on the estimate limits. */
+    /** Units taken up front on the estimate limits (of several bound policies: the largest). */
     readonly estimate: number,
     /** The lease's token (null without an in-flight limit or when refused). */
     readonly token: string | null,
@@ -499,7 +669,7 @@ export class Permit implements AsyncDisposable {
     if (!this.closing) {
       this.unlisten();
       this.closing = this.held
-        ? this.limiter.settle(this.limiter.settlementCalls(this.policy, this.held, this.estimate, this.usedUnits ?? 0)).catch((e) => this.limiter.report(e))
+        ? this.limiter.settle(this.held.flatMap((p) => this.limiter.settlementCalls(p.policy, p.held, p.estimate, this.usedUnits ?? 0))).catch((e) => this.limiter.report(e))
         : Promise.resolve();
     }
     return this.closing;

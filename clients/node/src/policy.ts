@@ -14,6 +14,8 @@ import * as a from "./args";
 import * as b from "./build";
 import type { Period } from "./build";
 import { PERIODS } from "./build";
+import type { PolicyCall } from "./combined";
+import type { DecideOptions } from "./limiter";
 
 export type FailureMode = "open" | "closed";
 
@@ -170,6 +172,15 @@ export class Policy {
   /** The argument templates of this policy (rebuilt after a change). */
   compile(): Compiled {
     return (this.compiled ??= compile(this));
+  }
+
+  /**
+   * This policy bound to `key` (and cost, estimate, zone, subkeys), for
+   * deciding several policies in one call:
+   * `limiter.decideAll([perIp.bind(ip), perPhone.bind(phone)])`.
+   */
+  bind(key: string, options: DecideOptions = {}): PolicyCall {
+    return Object.freeze({ policy: this, key, options });
   }
 
   /** Whether a call must hold a permit (an in-flight limit or an estimate to settle). */

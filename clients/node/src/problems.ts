@@ -71,6 +71,6 @@ export function refusal(d: PolicyDecision): { headers: Array<[string, string]>; 
   return { headers, body: problem(429, d.problem, detail) };
 }
 
-export function unavailable(policy: Policy): Problem {
+export function unavailable(policy: Pick<Policy, "name">): Problem {
   return problem(503, "unavailable", `rate limits of '${policy.name}' cannot be decided: Redis is unreachable`);
 }

@@ -25,6 +25,8 @@ export interface Transport {
   batch(calls: readonly Call[]): Promise<unknown[]>;
   /** A command with no key (COMMAND INFO, PING), to any node. */
   sendAny(args: readonly string[]): Promise<unknown>;
+  /** A command with no key to every primary of a Cluster, replies in node order (absent: one server). */
+  sendEach?(args: readonly string[]): Promise<unknown[]>;
 }
 
 /** Any client object the package accepts. Typed loosely so neither client is a hard dependency. */
@@ -106,6 +108,10 @@ function ioredisCluster(client: any): Transport {
     kind: "ioredis-cluster",
     send: (c) => client.sendCommand(command(c)),
     sendAny: (args) => client.call(args[0], ...args.slice(1)),
+    sendEach: async (args) => {
+      await client.call("PING"); // queued until the cluster is ready, so its primaries are known
+      return Promise.all(client.nodes("master").map((node: any) => node.call(args[0], ...args.slice(1))));
+    },
     batch: (calls) =>
       splitBySlot(calls, (part) => {
         const p = client.pipeline();
@@ -141,6 +147,8 @@ function nodeRedisCluster(client: any): Transport {
     kind: "node-redis-cluster",
     send: (c) => client.sendCommand(c.key, c.readOnly, [...c.args]),
     sendAny: (args) => client.sendCommand(undefined, true, [...args]),
+    sendEach: (args) =>
+      Promise.all(client.masters.map(async (node: any) => (await client.nodeClient(node)).sendCommand([...args]))),
     batch: (calls) =>
       splitBySlot(calls, (part) => {
         const m = client.multi(part[0].key);

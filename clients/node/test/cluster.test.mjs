@@ -103,3 +103,28 @@ for (const [clientName, make] of Object.entries(makers)) {
     });
   });
 }
+
+describe("the module check under Cluster", () => {
+  let partial;
+  before(async () => {
+    partial = new Cluster(3);
+    partial.nodes[2].module = false; // a rolling deploy that missed one primary
+    await partial.start();
+  });
+  after(async () => partial?.stop());
+
+  for (const [clientName, make] of Object.entries(makers)) {
+    test(`${clientName}: every primary is asked (one without the module fails the check)`, async () => {
+      const redis = await make.cluster(partial.seeds);
+      try {
+        for (let i = 0; i < 5; i++) {
+          // Whichever node a keyless command would reach, the check finds the one without.
+          await assert.rejects(new RateLimitClient(redis).assertModuleLoaded(), /not loaded/);
+        }
+      } finally {
+        await make.close(redis);
+      }
+    });
+  }
+});
+

@@ -105,3 +105,18 @@ for (const [clientName, make] of Object.entries(makers)) {
     });
   });
 }
+
+test("a test server leaves no directory behind, and starts again on its port after a stop", async () => {
+  const fs = require("node:fs");
+  const s = await new Server().start();
+  const dir = s.dir;
+  assert.ok(fs.existsSync(dir));
+  await s.stop();
+  assert.equal(fs.existsSync(dir), false, `${dir} left in the temporary directory`);
+  await s.start(); // the outage tests restart a server on its port
+  const c = s.client();
+  assert.equal(await c.ping(), "PONG");
+  c.disconnect();
+  await s.stop();
+  assert.equal(fs.existsSync(dir), false);
+});

@@ -163,3 +163,14 @@ test("a client that leaves while its decision is in flight: the handler does not
     l.close();
   }
 });
+
+test("keys.ip keys an IPv4-mapped IPv6 address as its IPv4 form (as Java and Python do)", () => {
+  const ip = keys.ip();
+  const req = (addr) => ({ ip: addr, socket: { remoteAddress: addr } });
+  assert.equal(ip(req("::ffff:203.0.113.7")), "203.0.113.7");
+  assert.equal(ip(req("::FFFF:127.0.0.1")), "127.0.0.1");
+  assert.equal(ip(req("203.0.113.7")), "203.0.113.7");
+  assert.equal(ip(req("2001:db8::1")), "2001:db8::1");
+  assert.equal(ip(req("::ffff:999.1.1.1")), "::ffff:999.1.1.1"); // not an IPv4 address: kept as it is
+  assert.throws(() => ip({ socket: {} }), ProblemError);
+});

@@ -291,4 +291,37 @@ describe("a decision that lands after its budget", () => {
       await own.stop();
     }
   });
+
+  for (const commandTimeout of [100, 400]) {
+    test(`ioredis commandTimeout ${commandTimeout} ms drops the reply of a stalled RL.ALL that Redis still runs: its lease is released by token`, async () => {
+      // 100: the client's timeout fires within the 200 ms budget; 400: after it, while the limiter awaits it late.
+      const own = await new Server().start();
+      const client = new Redis({ host: "127.0.0.1", port: own.port, commandTimeout });
+      client.on("error", () => {});
+      const raw = own.client();
+      const l = new RateLimiter(client, { timeout: 200, probeInterval: 50 });
+      const p = new Policy("lost", { prefix: "t8:" })
+        .concurrency("inflight", 2, 60_000)
+        .quota("tokens", "UTC", "day", 1000, { cost: "estimate" });
+      const held = async () => 2 - (await raw.call("RL.LEASEPEEK", "t8:lost:{k}:inflight", "*", "2", "COST", "0"))[3];
+      const ran = async () => Number(/cmdstat_rl\.all:calls=(\d+)/.exec(await raw.info("commandstats"))?.[1] ?? 0);
+      try {
+        await client.ping();
+        own.pause();
+        try {
+          await assert.rejects(l.acquire(p, "k", { estimate: 100 }), RateLimitUnavailableError);
+          await sleep(commandTimeout + 200); // the reply is lost for good
+        } finally {
+          own.resume();
+        }
+        await waitUntil("the RL.ALL ran", async () => (await ran()) === 1, 5000, 50);
+        await waitUntil("the lease released by its token", async () => (await held()) === 0, 5000, 50);
+      } finally {
+        l.close();
+        client.disconnect();
+        raw.disconnect();
+        await own.stop();
+      }
+    });
+  }
 });

@@ -342,3 +342,25 @@ def test_sync_guard_close_while_redis_is_down_logs_and_returns(caplog):
         guard.close(Permit(guard.limiter, decision))
     assert "could not release/settle down" in caplog.text
     assert guard.open
+
+
+@pytest.mark.anyio
+async def test_a_full_connection_pool_does_not_open_the_circuit(server):
+    """``max_connections`` reached in a burst: redis-py raises
+    ConnectionError("Too many connections") before sending anything. Those
+    requests fail open/closed alone; Redis is fine, so the circuit stays
+    closed and the next request is decided (it opened for every request)."""
+    import redis.asyncio
+
+    from redis_rl import AsyncRateLimiter
+
+    client = redis.asyncio.Redis(port=server.port, max_connections=2)
+    guard = AsyncGuard(AsyncRateLimiter(client))
+    await guard.limiter.ensure_module()
+    policy = Policy("pool", [sliding_window("w", 1000, timedelta(seconds=60))])
+    results = await asyncio.gather(*(guard.decide(policy, "k") for _ in range(20)))
+    assert any(r is None for r in results), "the burst did not exhaust the pool"
+    assert any(r is not None and r.allowed for r in results)
+    assert not guard.open
+    assert (await guard.decide(policy, "k")) is not None
+    await client.aclose()

@@ -71,3 +71,61 @@ def test_flask_limit_without_scope_refuses_a_policy_that_needs_one(policy):
         limits.limit(policy, key=lambda: "k")
     app = flask.Flask(__name__)
     app.get("/x")(limits.limit(policy, key=lambda: "k", scope=True)(lambda: "ok"))
+
+
+def _assert_misconfigured(status, content_type, body):
+    import json
+    assert status == 500 and content_type == "application/problem+json"
+    doc = json.loads(body)
+    assert doc["type"] == "https://redis-ratelimit.dev/problems/misconfigured" and doc["status"] == 500
+    assert "module is not loaded" in doc["detail"]
+
+
+def test_without_the_module_the_adapters_answer_a_problem_naming_it():
+    """A server without the module: each adapter answers a problem+json 500
+    that says so (Spring's /misconfigured), not a plain-text 500."""
+    from fastapi import Depends, FastAPI
+    from fastapi.testclient import TestClient as FastClient
+    from servers import Server
+
+    with Server(module=False) as s:
+        limits = RateLimits(AsyncRateLimiter(redis.asyncio.Redis(port=s.port)))
+        app = FastAPI()
+        limits.install(app)
+        app.add_middleware(RateLimitMiddleware, limits=limits, routes={"/mw": (Policy("mw", WINDOW), lambda r: "k")})
+
+        @app.get("/dep", dependencies=[Depends(limits.depends(Policy("dep", WINDOW), key=lambda r: "k"))])
+        async def dep():
+            return {}
+
+        @app.get("/mw")
+        async def mw():
+            return {}
+
+        with FastClient(app) as c:
+            for path in ("/dep", "/mw"):
+                r = c.get(path)
+                _assert_misconfigured(r.status_code, r.headers["content-type"], r.content)
+
+        flimits = FlaskRateLimits(RateLimiter(redis.Redis(port=s.port)))
+        fapp = flask.Flask(__name__)
+        fapp.get("/x")(flimits.limit(Policy("fl", WINDOW), key=lambda: "k")(lambda: "ok"))
+        r = fapp.test_client().get("/x")
+        _assert_misconfigured(r.status_code, r.headers["Content-Type"], r.data)
+
+
+def test_flask_warns_when_the_client_has_no_socket_timeout(caplog, cluster):
+    """The sync guard's budget is the socket timeout: a client without one
+    lets a frozen Redis hold each request (measured: 4.0 s for a 4 s SIGSTOP,
+    budget 0.5 s). Said when the adapter is set up, not found in production."""
+    FlaskRateLimits(RateLimiter(redis.Redis(port=1), check_module=False))
+    assert "has no socket_timeout" in caplog.text
+    caplog.clear()
+    FlaskRateLimits(RateLimiter(redis.Redis(port=1, socket_timeout=0.5), check_module=False))
+    assert "socket_timeout" not in caplog.text
+    from redis.cluster import RedisCluster
+    port = cluster.nodes[0].port
+    FlaskRateLimits(RateLimiter(RedisCluster(host="127.0.0.1", port=port, socket_timeout=0.5), check_module=False))
+    assert "socket_timeout" not in caplog.text
+    FlaskRateLimits(RateLimiter(RedisCluster(host="127.0.0.1", port=port), check_module=False))
+    assert "has no socket_timeout" in caplog.text

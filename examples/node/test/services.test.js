@@ -271,8 +271,10 @@ describe("5. POST /llm/complete", () => {
     const t0 = Date.now();
     controllers.forEach((c) => c.abort());
     await Promise.all(pending);
-    await waitUntil("leases released after the disconnects", async () => (await llm("k3", { n: 10, headers: { "X-Sleep-Ms": "10", "X-Used-Tokens": "0" } })).status === 200, 2000, 20);
-    assert.ok(Date.now() - t0 < 700, `released ${Date.now() - t0} ms after the disconnect`);
+    await waitUntil("leases released after the disconnects", async () => (await llm("k3", { n: 10, headers: { "X-Sleep-Ms": "10", "X-Used-Tokens": "0" } })).status === 200, 3000, 20);
+    // Cancelled with the client, not when the model would have ended (4.8 s
+    // later); no tighter bound: a loaded CI box took 719 ms for a 700 ms one.
+    assert.ok(Date.now() - t0 < 2000, `released ${Date.now() - t0} ms after the disconnect`);
     const r = await llm("k3", { n: 10, headers: { "X-Sleep-Ms": "10", "X-Used-Tokens": "0" } });
     assert.equal(tokens(r), 99_990, "the cancelled calls used nothing");
     assert.equal(items(r.h("ratelimit")).inflight.r, 1);

@@ -53,6 +53,7 @@ class Server {
 
   async start() {
     if (!this.port) this.port = await freePort();
+    fs.mkdirSync(this.dir, { recursive: true }); // again after a stop (a restart on the same port)
     const args = ["--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", this.dir];
     if (this.module) args.push("--loadmodule", MODULE);
     if (this.cluster) args.push("--cluster-enabled", "yes", "--cluster-config-file", `nodes-${this.port}.conf`);
@@ -79,11 +80,14 @@ class Server {
 
   async stop() {
     const proc = this.proc;
-    if (!proc || proc.exitCode !== null) return;
-    const exited = new Promise((r) => proc.once("exit", r));
-    proc.kill("SIGKILL");
-    await exited;
+    if (proc && proc.exitCode === null && proc.signalCode === null) {
+      const exited = new Promise((r) => proc.once("exit", r));
+      proc.kill("SIGKILL");
+      await exited;
+    }
     this.proc = null;
+    // Its directory goes with it: every run used to leave one in /tmp.
+    fs.rmSync(this.dir, { recursive: true, force: true });
   }
 
   /** Pauses (SIGSTOP: connections accepted, never answered) or resumes the process. */

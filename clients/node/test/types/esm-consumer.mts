@@ -2,7 +2,7 @@
 // (module nodenext): the shipped .d.ts files type every public name, and
 // `await using` closes a permit.
 import { Redis } from "ioredis";
-import { Policy, RateLimiter, RateLimitClient, type Decision, type PolicyDecision, type Permit } from "redis-ratelimit";
+import { Policy, RateLimiter, RateLimitClient, type Decision, type PolicyCall, type PolicyDecision, type Permit } from "redis-ratelimit";
 import { rateLimit, keys, type RateLimitInfo } from "redis-ratelimit/express";
 import express from "express";
 
@@ -27,6 +27,13 @@ export async function run(port: number): Promise<string> {
     const info: RateLimitInfo | undefined = req.rateLimit;
     res.json({ remaining: info?.decision?.binding.remaining });
   });
+  // several policies on one route: one decision
+  const perIp = new Policy("types-ip").slidingWindow("ip", 5, 1000);
+  const bound: PolicyCall[] = [perIp.bind("192.0.2.1"), policy.bind("u", { estimate: 1 })];
+  app.post("/two", rateLimit({ limiter, policies: [{ policy: perIp, key: keys.ip() }, { policy, key: keys.header("X-User"), estimate: () => 1 }] }), (_req, res) => res.end());
+  const both: PolicyDecision = (await limiter.decideAll([perIp.bind("192.0.2.1")]));
+  await limiter.withPermitAll(bound, {}, (p: Permit) => p.used(0));
+  void both.policies;
   limiter.close();
   redis.disconnect();
   return JSON.stringify({ limited: d.limited, limits: closedInside, left: left.remaining, inflight: inflight.remaining });

@@ -36,6 +36,14 @@ UNAVAILABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, 
 MAX_PENDING_RELEASES = 10_000
 
 
+def _pool_exhausted(e: BaseException) -> bool:
+    """redis-py's own pool has no connection to lend (``max_connections``
+    reached; a BlockingConnectionPool's wait ran out): a burst, not Redis
+    down, so it must not open the circuit for every request."""
+    return isinstance(e, redis.exceptions.ConnectionError) and str(e) in (
+        "Too many connections", "No connection available.")
+
+
 def _with_token(policy: Policy, kw: Mapping[str, Any]) -> dict[str, Any]:
     """The decision's arguments with its lease token chosen here, so the
     guard can release that lease even if the reply never comes."""
@@ -116,6 +124,8 @@ class AsyncGuard:
             self._trip(e)
             return None
         except UNAVAILABLE as e:  # sent, maybe run, its reply lost
+            if _pool_exhausted(e):
+                return None  # nothing sent; Redis is fine: this request alone fails open/closed
             self._release_later(releases())
             self._trip(e)
             return None
@@ -246,6 +256,8 @@ class Guard:
         except ModuleNotLoadedError:
             raise
         except UNAVAILABLE as e:
+            if _pool_exhausted(e):
+                return None  # nothing sent; Redis is fine: this request alone fails open/closed
             self._release_later(releases())
             self._trip(e)
             return None

@@ -78,6 +78,12 @@ def unavailable(policy: Policy) -> tuple[int, list[tuple[str, str]], bytes]:
     return 503, [("Content-Type", PROBLEM_JSON)], body
 
 
+def misconfigured(detail: str) -> tuple[int, list[tuple[str, str]], bytes]:
+    """500 ``…/problems/misconfigured`` (as the Spring starter answers): the
+    limits cannot be decided at all, e.g. the module is not loaded."""
+    return 500, [("Content-Type", PROBLEM_JSON)], problem(500, "misconfigured", "Internal Server Error", detail)
+
+
 def bad_request(detail: str) -> tuple[int, list[tuple[str, str]], bytes]:
     return 400, [("Content-Type", PROBLEM_JSON)], problem(400, "bad-request", "Bad Request", detail)
 

@@ -301,6 +301,9 @@ class Policy:
         unknown = set(overrides) - {lim.name for lim in self.limits}
         if unknown:
             raise ValueError(f"overrides name no limit of the policy: {sorted(unknown)}")
+        # A decision writes: COST 0 is a peek's (the clauses are checked as
+        # RL.ALLPEEK's, which take it; a one-limit policy sends its command).
+        a.integer(cost, "cost", 1)
         est = cost if estimate is None else estimate
         zone_name = None if zone is None else a.zone_arg(zone)
         if any(lim.metered for lim in self.limits):

@@ -8,6 +8,7 @@ when it returns or raises. Several policies on one view (a list of
 from __future__ import annotations
 
 import functools
+import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -17,6 +18,7 @@ from .. import http
 from ..client import RateLimiter
 from ..guard import Guard
 from ..combined import CombinedPolicy
+from ..errors import ModuleNotLoadedError
 from ..policy import Policy, PolicyDecision
 from ..scope import Permit
 
@@ -28,12 +30,28 @@ def _response(status: int, headers: list[tuple[str, str]], body: bytes) -> flask
     return r
 
 
+def _socket_timeout(client: Any) -> float | None:
+    """The redis-py client's socket_timeout (standalone or Cluster); 0 when unknown."""
+    for holder in (getattr(client, "connection_pool", None), getattr(client, "nodes_manager", None)):
+        kwargs = getattr(holder, "connection_kwargs", None)
+        if isinstance(kwargs, dict):
+            return kwargs.get("socket_timeout")
+    return 0
+
+
 class FlaskRateLimits:
     def __init__(self, limiter: RateLimiter, *,
                  trusted_proxies: Iterable[str | http.Network] = ("127.0.0.0/8", "::1/128")) -> None:
         self.limiter = limiter
         self.guard = Guard(limiter)
         self.trusted = http.networks(trusted_proxies)
+        if _socket_timeout(limiter.redis) is None:
+            # The sync guard's budget is the socket timeout: without one a
+            # frozen Redis holds every limited request for as long as it lasts.
+            logging.getLogger("redis_rl").warning(
+                "redis_rl: the Redis client has no socket_timeout, so a decision has no time budget (a frozen "
+                "Redis holds each limited request until it answers): give it socket_timeout=0.5, "
+                "socket_connect_timeout=0.5")
 
     def client_ip(self) -> str:
         return http.client_ip(flask.request.remote_addr, flask.request.headers.get("X-Forwarded-For"), self.trusted)
@@ -92,7 +110,13 @@ class FlaskRateLimits:
 
         @functools.wraps(view)
         def wrapped(*args: Any, **kwargs: Any) -> Any:
-            decision = decide()
+            try:
+                decision = decide()
+            except ModuleNotLoadedError as e:  # a problem+json 500 naming it, not Flask's plain page
+                logging.getLogger("redis_rl").error("redis_rl: %s", e)
+                return _response(*http.misconfigured(str(e)))
+            except ValueError as e:  # the request's key, cost or estimate is out of range: before any call
+                return _response(*http.bad_request(str(e)))
             if decision is None:
                 if policy.fail == "closed":
                     return _response(*http.unavailable(policy))

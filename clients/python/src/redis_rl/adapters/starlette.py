@@ -7,6 +7,7 @@ handler that renders ``ProblemError``."""
 from __future__ import annotations
 
 import inspect
+import logging
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 
@@ -17,6 +18,7 @@ from starlette.responses import Response
 from .. import http
 from ..client import AsyncRateLimiter
 from ..combined import CombinedPolicy
+from ..errors import ModuleNotLoadedError
 from ..guard import AsyncGuard
 from ..policy import Policy, PolicyDecision
 from ..scope import AsyncPermit
@@ -43,6 +45,14 @@ def _no_permit(policy: Policy, where: str) -> None:
 
 def _policies(policy: "Policy | Sequence[Bound]") -> list[Policy]:
     return [policy] if isinstance(policy, Policy) else [b.policy for b in policy if isinstance(b, Bound)]
+
+
+def _misconfigured(exc: Exception) -> Response:
+    # Not a plain-text 500: the answer names what is wrong (the module missing).
+    logging.getLogger("redis_rl").error("redis_rl: %s", exc)
+    r = Response(http.misconfigured(str(exc))[2], status_code=500)
+    r.headers["Content-Type"] = http.PROBLEM_JSON
+    return r
 
 
 class ProblemError(Exception):
@@ -89,6 +99,10 @@ class RateLimits:
             return exc.response()
         app.add_exception_handler(ProblemError, handler)
 
+        async def module_missing(request: Request, exc: Exception) -> Response:
+            return _misconfigured(exc)
+        app.add_exception_handler(ModuleNotLoadedError, module_missing)
+
     # key resolvers
     def client_ip(self, request: Request) -> str:
         peer = request.client.host if request.client else None
@@ -119,7 +133,10 @@ class RateLimits:
                       x_ratelimit: bool) -> tuple[PolicyDecision | None, list[tuple[str, str]]]:
         k = await _value(key, request)
         args = {name: await _value(r, request) for name, r in kw.items() if r is not None}
-        decision = await self.guard.decide(policy, k, **args)
+        try:
+            decision = await self.guard.decide(policy, k, **args)
+        except ValueError as e:  # the request's key, cost or estimate is out of the policy's range: before any call
+            raise ProblemError.bad_request(str(e)) from None
         return self._answer(policy, decision, x_ratelimit)
 
     async def _decide_all(self, request: Request, bounds: "Sequence[Bound]", combined: Policy,
@@ -129,7 +146,11 @@ class RateLimits:
             k = await _value(b.key, request)
             args = {name: await _value(r, request) for name, r in b.kw.items() if r is not None}
             calls.append(b.policy.bind(k, **args))
-        return self._answer(combined, await self.guard.decide_all(calls), x_ratelimit)
+        try:
+            decision = await self.guard.decide_all(calls)
+        except ValueError as e:  # as in _decide: the request's input, before any call
+            raise ProblemError.bad_request(str(e)) from None
+        return self._answer(combined, decision, x_ratelimit)
 
     def _decider(self, policy: "Policy | Sequence[Bound]", key: Resolver | None, kw: Mapping[str, Resolver | None],
                  x_ratelimit: bool) -> Callable[[Request], Awaitable[tuple[PolicyDecision | None,
@@ -229,6 +250,8 @@ class RateLimitMiddleware(BaseHTTPMiddleware):
             _, headers = await decide(request)
         except ProblemError as e:
             return e.response()
+        except ModuleNotLoadedError as e:  # raised outside the app's exception handlers
+            return _misconfigured(e)
         response = await call_next(request)
         for k, v in headers:
             response.headers[k] = v

@@ -70,6 +70,16 @@ public class RoutedEndpoints {
         return Map.of("ok", true);
     }
 
+    /** A functional endpoint (no controller method): a route's refusal is answered all the same. */
+    @org.springframework.context.annotation.Configuration(proxyBeanMethods = false)
+    public static class Functional {
+        @org.springframework.context.annotation.Bean
+        public org.springframework.web.servlet.function.RouterFunction<org.springframework.web.servlet.function.ServerResponse> fn() {
+            return org.springframework.web.servlet.function.RouterFunctions.route()
+                    .GET("/r/fn", r -> org.springframework.web.servlet.function.ServerResponse.ok().body(Map.of("ok", true))).build();
+        }
+    }
+
     /** Stands in for a security filter: X-Principal becomes the request's principal (no Spring Security needed). */
     @Component
     public static class PrincipalFilter extends OncePerRequestFilter {

@@ -15,7 +15,6 @@ import dev.redisratelimit.spring.web.RateLimitHttpAnswers;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.lang.reflect.Method;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -91,7 +90,7 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
         // Routes this request matched wait for its handler's policy: all decided in one RL.ALL.
         List<PolicyCall> routes = request != null ? DeferredRoutes.take(request) : null;
         Permit permit = routes == null ? limiter().acquire(r.policy(), own)
-                : limiter().acquire(withRoutes(routes, new PolicyCall(r.policy(), own)));
+                : limiter().acquire(PolicyCall.withRoutes(routes, new PolicyCall(r.policy(), own)));
         RateLimitHttpAnswers http = answers();
         if (permit.decision() != null && response != null && http != null) {
             http.writeHeaders(response, permit.decision());
@@ -182,18 +181,6 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
             answersBean = a = answers.getIfAvailable();
         }
         return a;
-    }
-
-    // The routes' calls then the method's own (last); a route naming the same policy and key counts once.
-    private static List<PolicyCall> withRoutes(List<PolicyCall> routes, PolicyCall own) {
-        List<PolicyCall> all = new ArrayList<>(routes.size() + 1);
-        for (PolicyCall c : routes) {
-            if (!(c.policy().name().equals(own.policy().name()) && c.input().key().equals(own.input().key()))) {
-                all.add(c);
-            }
-        }
-        all.add(own);
-        return all;
     }
 
     private String key(AnnotationPolicies.Resolved r, Expressions spel, HttpServletRequest request, CallerResolver caller) {

@@ -17,6 +17,7 @@ import dev.redisratelimit.spring.reactive.ReactiveCallerResolver;
 import dev.redisratelimit.spring.reactive.ReactiveOffload;
 import dev.redisratelimit.spring.reactive.ReactiveRateLimitExceptionHandler;
 import dev.redisratelimit.spring.reactive.ReactiveRateLimitInterceptor;
+import dev.redisratelimit.spring.reactive.RateLimitRouteWebFilter;
 import dev.redisratelimit.spring.reactive.RateLimitWebFilter;
 import dev.redisratelimit.spring.web.CallerResolver;
 import dev.redisratelimit.spring.web.DefaultCallerResolver;
@@ -262,6 +263,22 @@ public class RateLimitAutoConfiguration {
         @ConditionalOnMissingBean
         RateLimitWebFilter rateLimitWebFilter() {
             return new RateLimitWebFilter(1 << 20);
+        }
+
+        // ratelimit.routes, checked at start-up (after the YAML policies are registered).
+        @Bean
+        @ConditionalOnMissingBean
+        RateLimitRoutes rateLimitRoutes(RateLimitProperties p, AnnotationPolicies policies, RateLimiter limiter) {
+            return new RateLimitRoutes(p, limiter.policies());
+        }
+
+        @Bean
+        @ConditionalOnMissingBean
+        RateLimitRouteWebFilter rateLimitRouteWebFilter(RateLimitRoutes routes, RateLimiter limiter, AnnotationPolicies policies,
+                ReactiveCallerResolver caller, RateLimitAnswers answers, ReactiveOffload offload,
+                ObjectProvider<org.springframework.web.reactive.result.method.annotation.RequestMappingHandlerMapping> mapping,
+                ObjectProvider<org.springframework.http.codec.ServerCodecConfigurer> codecs) {
+            return new RateLimitRouteWebFilter(routes, limiter, policies, caller, answers, offload, mapping, codecs);
         }
     }
 

@@ -81,7 +81,7 @@ public class RateLimitProperties {
         /**
          * What the caller is counted by: ip (default), user (the principal's
          * name, else ratelimit.user-header), header:Name, or spel:expression
-         * (over #request, #ip, #user, #path, #method).
+         * (over #request, #headers, #ip, #user, #path, #method).
          */
         private String keyResolver = "ip";
         /** The header of key-resolver: header (instead of header:Name). */

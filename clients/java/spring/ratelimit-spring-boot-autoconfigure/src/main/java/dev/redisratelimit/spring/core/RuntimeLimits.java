@@ -43,7 +43,11 @@ public final class RuntimeLimits {
 
     /** The count in force for a limit: the value set at run time, else the configured one. */
     public long count(String policy, LimitSpec limit) {
-        Long v = current.get(policy + "/" + limit.name());
+        Map<String, Long> set = current;
+        if (set.isEmpty()) {
+            return limit.count(); // nothing set at run time: no field name to build (several per decision)
+        }
+        Long v = set.get(policy + "/" + limit.name());
         return v != null ? v : limit.count();
     }
 

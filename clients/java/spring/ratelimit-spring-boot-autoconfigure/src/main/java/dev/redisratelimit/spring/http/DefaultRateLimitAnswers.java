@@ -4,6 +4,7 @@ import dev.redisratelimit.spring.annotation.LimitType;
 import dev.redisratelimit.spring.core.Decision;
 import dev.redisratelimit.spring.core.ItemState;
 import dev.redisratelimit.spring.core.LimitSpec;
+import dev.redisratelimit.spring.web.RateLimitKeyMissingException;
 import java.net.URI;
 import java.time.Duration;
 import org.springframework.http.HttpHeaders;
@@ -31,6 +32,20 @@ public class DefaultRateLimitAnswers implements RateLimitAnswers {
         this.ietf = ietf;
         this.legacy = legacy;
         this.concurrencyRetryAfter = concurrencyRetryAfter;
+    }
+
+    @Override
+    public ProblemDetail missingKey(RateLimitKeyMissingException e) {
+        return missingKeyProblem(e);
+    }
+
+    /** 401 {@code .../unauthorized} when the missing key names the caller, else 400 {@code .../bad-request}. */
+    public static ProblemDetail missingKeyProblem(RateLimitKeyMissingException e) {
+        ProblemDetail p = ProblemDetail.forStatus(e.isIdentity() ? HttpStatus.UNAUTHORIZED : HttpStatus.BAD_REQUEST);
+        p.setType(URI.create(PROBLEMS + (e.isIdentity() ? "unauthorized" : "bad-request")));
+        p.setTitle(e.isIdentity() ? "Unauthorized" : "Bad Request");
+        p.setDetail(e.getMessage());
+        return p;
     }
 
     @Override

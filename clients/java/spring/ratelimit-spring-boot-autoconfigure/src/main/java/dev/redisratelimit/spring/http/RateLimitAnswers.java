@@ -1,6 +1,7 @@
 package dev.redisratelimit.spring.http;
 
 import dev.redisratelimit.spring.core.Decision;
+import dev.redisratelimit.spring.web.RateLimitKeyMissingException;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.ProblemDetail;
 
@@ -28,4 +29,13 @@ public interface RateLimitAnswers {
 
     /** The 500 body of a rate limit that cannot be applied as configured. */
     ProblemDetail misconfigured(String message);
+
+    /**
+     * The body when a route finds no key to count the caller by: 401
+     * {@code .../problems/unauthorized} when the key names the caller (no
+     * principal, no API-key header), else 400 {@code .../problems/bad-request}.
+     */
+    default ProblemDetail missingKey(RateLimitKeyMissingException e) {
+        return DefaultRateLimitAnswers.missingKeyProblem(e);
+    }
 }

@@ -8,11 +8,13 @@ import dev.redisratelimit.spring.annotation.KeyBy;
 import dev.redisratelimit.spring.aop.AnnotationPolicies;
 import dev.redisratelimit.spring.core.CallInput;
 import dev.redisratelimit.spring.core.Permit;
+import dev.redisratelimit.spring.core.PolicyCall;
 import dev.redisratelimit.spring.core.RateLimitConfigurationException;
 import dev.redisratelimit.spring.core.RateLimiter;
 import dev.redisratelimit.spring.http.RateLimitAnswers;
 import java.lang.reflect.Method;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import org.aopalliance.intercept.MethodInterceptor;
@@ -135,7 +137,10 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
             }
             CallInput in = new CallInput(key, zone, costs, digest);
             boolean blocking = offloaded();
-            Mono<Permit> permit = Mono.fromCompletionStage(() -> limiter.getObject().acquireAsync(r.policy(), in));
+            // Routes this request matched wait for its handler's policy: all decided in one RL.ALL.
+            List<PolicyCall> routes = RateLimitRouteWebFilter.takeDeferred(exchange);
+            Mono<Permit> permit = Mono.fromCompletionStage(() -> routes == null ? limiter.getObject().acquireAsync(r.policy(), in)
+                    : limiter.getObject().acquireAsync(PolicyCall.withRoutes(routes, new PolicyCall(r.policy(), in))));
             if (blocking) {
                 permit = permit.subscribeOn(Schedulers.boundedElastic());
             }

@@ -2,8 +2,7 @@ package dev.redisratelimit.spring.web;
 
 import dev.redisratelimit.spring.core.Decision;
 import jakarta.servlet.http.HttpServletResponse;
-import java.net.URI;
-import org.springframework.http.HttpStatus;
+import dev.redisratelimit.spring.http.DefaultRateLimitAnswers;
 import org.springframework.http.ProblemDetail;
 
 /**
@@ -34,10 +33,6 @@ public interface RateLimitHttpAnswers {
      * principal, no API-key header), else 400 {@code .../problems/bad-request}.
      */
     default ProblemDetail missingKey(RateLimitKeyMissingException e) {
-        ProblemDetail p = ProblemDetail.forStatus(e.isIdentity() ? HttpStatus.UNAUTHORIZED : HttpStatus.BAD_REQUEST);
-        p.setType(URI.create(DefaultRateLimitHttpAnswers.PROBLEMS + (e.isIdentity() ? "unauthorized" : "bad-request")));
-        p.setTitle(e.isIdentity() ? "Unauthorized" : "Bad Request");
-        p.setDetail(e.getMessage());
-        return p;
+        return DefaultRateLimitAnswers.missingKeyProblem(e);
     }
 }

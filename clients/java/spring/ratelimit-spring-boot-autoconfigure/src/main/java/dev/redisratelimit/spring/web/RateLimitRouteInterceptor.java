@@ -119,6 +119,7 @@ public final class RateLimitRouteInterceptor implements AsyncHandlerInterceptor 
     static EvaluationContext context(RateLimitRoutes.Request r) {
         StandardEvaluationContext ctx = new StandardEvaluationContext();
         ctx.setVariable("request", r.nativeRequest());
+        ctx.setVariable("headers", RateLimitRoutes.headers(r));
         ctx.setVariable("ip", r.clientIp());
         ctx.setVariable("user", r.user());
         ctx.setVariable("path", r.path());

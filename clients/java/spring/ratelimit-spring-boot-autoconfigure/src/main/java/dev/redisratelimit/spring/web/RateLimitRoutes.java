@@ -86,6 +86,29 @@ public final class RateLimitRoutes {
         }
     }
 
+    /**
+     * {@code #headers} in a route's SpEL: {@code #headers['X-Api-Key']} reads a
+     * request header on MVC and WebFlux alike (lookup only; not iterable).
+     */
+    public static Map<String, String> headers(Request request) {
+        return new java.util.AbstractMap<>() {
+            @Override
+            public String get(Object name) {
+                return name == null ? null : request.header(name.toString());
+            }
+
+            @Override
+            public boolean containsKey(Object name) {
+                return get(name) != null;
+            }
+
+            @Override
+            public Set<Map.Entry<String, String>> entrySet() {
+                return Set.of();
+            }
+        };
+    }
+
     private static final Set<String> METHODS = Set.of("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE");
 
     private final List<Route> routes;
@@ -138,7 +161,7 @@ public final class RateLimitRoutes {
      * key and costs resolved; two routes that name the same policy and
      * resolve the same key count once.
      *
-     * @param context builds the SpEL context of a request (its variables: #request, #ip, #user, #path, #method)
+     * @param context builds the SpEL context of a request (its variables: #request, #headers, #ip, #user, #path, #method)
      * @throws RateLimitKeyMissingException when a route finds no key
      */
     public List<PolicyCall> calls(List<Route> matched, Request request, Function<Request, EvaluationContext> context) {

@@ -8,7 +8,9 @@ import java.time.Duration;
 
 /** A small JDK HTTP client for the tests (real requests to the running app). */
 public final class Http {
-    public static final HttpClient CLIENT = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    // HTTP/1.1 from the first request: no h2c upgrade attempt on each new connection (the test servers speak HTTP/1.1).
+    public static final HttpClient CLIENT = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(Duration.ofSeconds(5)).build();
 
     private final String base;
 

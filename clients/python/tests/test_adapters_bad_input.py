@@ -1,0 +1,51 @@
+"""A request whose key, cost or estimate the policy refuses (ValueError,
+raised before any Redis call) is a 400 problem in both adapters, as the
+Node middleware answers a RangeError -- not a 500."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import flask
+import redis
+import redis.asyncio
+from fastapi import Depends, FastAPI
+from fastapi.testclient import TestClient
+
+from redis_rl import AsyncRateLimiter, Policy, RateLimiter, sliding_window
+from redis_rl.adapters.flask import FlaskRateLimits
+from redis_rl.adapters.starlette import RateLimits
+
+POLICY = Policy("bad", [sliding_window("w", 5, timedelta(seconds=10))])
+CASES = ["/x?k=%7Da", "/x?k=a&cost=0", "/x?k=a&cost=6"]  # key '}a' (an empty hash tag); cost 0; cost above 5
+
+
+def test_fastapi_answers_400():
+    limits = RateLimits(AsyncRateLimiter(redis.asyncio.Redis(port=1), check_module=False))  # never reached
+    app = FastAPI()
+    limits.install(app)
+
+    @app.get("/x", dependencies=[Depends(limits.depends(POLICY, key=lambda r: r.query_params["k"],
+                                                        cost=lambda r: int(r.query_params.get("cost", "1"))))])
+    async def x():
+        return {}
+
+    with TestClient(app) as c:
+        for url in CASES:
+            r = c.get(url)
+            assert r.status_code == 400 and r.json()["type"].endswith("/bad-request"), (url, r.text)
+
+
+def test_flask_answers_400():
+    limits = FlaskRateLimits(RateLimiter(redis.Redis(port=1), check_module=False))
+    app = flask.Flask(__name__)
+
+    @app.get("/x")
+    @limits.limit(POLICY, key=lambda: flask.request.args["k"], cost=lambda: int(flask.request.args.get("cost", "1")))
+    def x():
+        return "ok"
+
+    c = app.test_client()
+    for url in CASES:
+        r = c.get(url)
+        assert r.status_code == 400 and r.json["type"].endswith("/bad-request"), (url, r.text)
