@@ -72,7 +72,9 @@ class WebFluxBlockHoundTest {
 
     @Test
     void theDecisionNeverBlocksAnEventLoop() {
+        long t0 = System.nanoTime();
         try (ConfigurableApplicationContext lettuce = app("lettuce", false)) {
+            System.out.printf("blockhound: lettuce app started in %d ms%n", (System.nanoTime() - t0) / 1_000_000);
             Http http = new Http(Integer.parseInt(lettuce.getEnvironment().getProperty("local.server.port")));
             blocked.clear();
             // sanity: BlockHound watches the event loop (an unlimited endpoint that sleeps on it)
@@ -80,7 +82,9 @@ class WebFluxBlockHoundTest {
             assertThat(blocked).as("BlockHound saw the sleep on the event loop").anySatisfy(b -> assertThat(b).contains("sleep"));
             blocked.clear();
 
+            t0 = System.nanoTime();
             traffic(lettuce);
+            System.out.printf("blockhound: lettuce traffic in %d ms%n", (System.nanoTime() - t0) / 1_000_000);
             assertThat(blocked).as(WebFluxBlockHoundTest::report).isEmpty();
         }
     }
@@ -95,8 +99,9 @@ class WebFluxBlockHoundTest {
         }
         try (ConfigurableApplicationContext jedis = app("jedis", true)) {
             blocked.clear();
-            traffic(jedis);
-            assertThat(blocked).as("without the offload, Jedis blocks the event loop").isNotEmpty();
+            Http http = new Http(Integer.parseInt(jedis.getEnvironment().getProperty("local.server.port")));
+            assertThat(http.get("/two", "X-Key", UUID.randomUUID().toString()).statusCode()).isEqualTo(200);
+            assertThat(blocked).as("without the offload, Jedis blocks the event loop").anySatisfy(b -> assertThat(b).contains("redis.clients.jedis"));
         }
     }
 }

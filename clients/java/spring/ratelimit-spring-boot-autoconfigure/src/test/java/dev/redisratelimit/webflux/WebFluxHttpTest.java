@@ -131,13 +131,14 @@ class WebFluxHttpTest {
     }
 
     @Test
-    void leasesReleasedAndEstimatesRefundedWhenTheHandlerErrs() {
+    void leasesReleasedAndEstimatesRefundedWhenTheHandlerErrs() throws Exception {
         String k = key();
         for (int i = 0; i < 3; i++) { // two leases, three failing calls: each released its lease
             HttpResponse<String> failed = http().post("/work?estimate=100&used=0&fail=true", null, "X-Key", k);
             assertThat(failed.statusCode()).isEqualTo(500);
             assertThat(remaining(failed, "tokens")).isEqualTo(900); // 100 charged now, the earlier 100s refunded
         }
+        assertThat(held("work:{" + k + "}:inflight")).isZero();
         HttpResponse<String> ok = http().post("/work?estimate=10&used=4", null, "X-Key", k);
         assertThat(ok.statusCode()).isEqualTo(200);
         assertThat(remaining(ok, "tokens")).isEqualTo(990);
@@ -145,17 +146,29 @@ class WebFluxHttpTest {
         assertThat(remaining(next, "tokens")).isEqualTo(1000 - 4 - 10); // settled from #result['used']
     }
 
+    // The units held on a lease key (a sorted set, one member per unit: SPEC, RL.LEASE).
+    static long held(String policyAndKey) throws Exception {
+        return Long.parseLong(SharedRedis.get().cli("ZCARD", PREFIX + policyAndKey).trim());
+    }
+
     @Test
-    void concurrencyLimitHoldsWhileCallsRun() throws Exception {
+    void concurrencyLimitHoldsWhileCallsRunAndIsReleasedAfter() throws Exception {
         String k = key();
-        CompletableFuture<HttpResponse<String>> a = CompletableFuture.supplyAsync(() -> http().post("/work?estimate=1&used=1&delayMs=1500", null, "X-Key", k));
-        CompletableFuture<HttpResponse<String>> b = CompletableFuture.supplyAsync(() -> http().post("/work?estimate=1&used=1&delayMs=1500", null, "X-Key", k));
-        Thread.sleep(700);
+        String lease = "work:{" + k + "}:inflight";
+        CompletableFuture<HttpResponse<String>> a = CompletableFuture.supplyAsync(() -> http().post("/work?estimate=1&used=1&delayMs=3000", null, "X-Key", k));
+        CompletableFuture<HttpResponse<String>> b = CompletableFuture.supplyAsync(() -> http().post("/work?estimate=1&used=1&delayMs=3000", null, "X-Key", k));
+        long t0 = System.nanoTime();
+        while (held(lease) < 2 && (System.nanoTime() - t0) / 1_000_000 < 10_000) { // both admitted, however slow the machine
+            Thread.sleep(20);
+        }
+        assertThat(held(lease)).isEqualTo(2);
         HttpResponse<String> third = http().post("/work?estimate=1&used=1", null, "X-Key", k);
         assertThat(third.statusCode()).isEqualTo(429);
         assertThat(third.body()).contains("'inflight'");
+        assertThat(third.headers().firstValue("Retry-After")).hasValue("1"); // ratelimit.concurrency-retry-after
         assertThat(a.get().statusCode()).isEqualTo(200);
         assertThat(b.get().statusCode()).isEqualTo(200);
+        assertThat(held(lease)).isZero();
         assertThat(http().post("/work?estimate=1&used=1", null, "X-Key", k).statusCode()).isEqualTo(200);
     }
 
@@ -186,6 +199,7 @@ class WebFluxHttpTest {
             Thread.sleep(50);
         }
         assertThat(after.statusCode()).isEqualTo(200); // released on cancel (the lease's TTL is 60 s)
+        assertThat(held("stream:{" + k + "}:inflight")).isZero();
         // 997, then the cancelled call's estimate 100 stands, then 1 charged now
         assertThat(remaining(after, "chunks")).isEqualTo(997 - 100 - 1);
     }

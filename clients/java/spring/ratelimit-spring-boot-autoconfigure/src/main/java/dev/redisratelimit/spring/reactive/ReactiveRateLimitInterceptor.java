@@ -17,6 +17,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
 import org.reactivestreams.Publisher;
@@ -49,28 +50,50 @@ import reactor.core.scheduler.Schedulers;
  */
 public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
 
-    private final ObjectProvider<AnnotationPolicies> policies;
-    private final ObjectProvider<RateLimiter> limiter;
-    private final ObjectProvider<ReactiveCallerResolver> callers;
-    private final ObjectProvider<RateLimitAnswers> answers;
-    private final ObjectProvider<ReactiveOffload> offload;
+    private final Found<AnnotationPolicies> policies;
+    private final Found<RateLimiter> limiter;
+    private final Found<ReactiveCallerResolver> callers;
+    private final Found<RateLimitAnswers> answers;
+    private final Found<ReactiveOffload> offload;
     private final ParameterNameDiscoverer names = new DefaultParameterNameDiscoverer();
     private final ReactiveAdapterRegistry adapters = ReactiveAdapterRegistry.getSharedInstance();
 
     public ReactiveRateLimitInterceptor(ObjectProvider<AnnotationPolicies> policies, ObjectProvider<RateLimiter> limiter,
             ObjectProvider<ReactiveCallerResolver> callers, ObjectProvider<RateLimitAnswers> answers, ObjectProvider<ReactiveOffload> offload) {
-        this.policies = policies;
-        this.limiter = limiter;
-        this.callers = callers;
-        this.answers = answers;
-        this.offload = offload;
+        this.policies = new Found<>(policies);
+        this.limiter = new Found<>(limiter);
+        this.callers = new Found<>(callers);
+        this.answers = new Found<>(answers);
+        this.offload = new Found<>(offload);
+    }
+
+    /**
+     * A bean found on first use, then kept: an ObjectProvider looks its bean up on every call (costly per
+     * request, bench/spring), and the interceptor is made before the beans exist (the post-processor is
+     * infrastructure). An absent bean is looked up again next time.
+     */
+    private static final class Found<T> {
+        private final ObjectProvider<T> provider;
+        private volatile T bean;
+
+        Found(ObjectProvider<T> provider) {
+            this.provider = provider;
+        }
+
+        T get() {
+            T b = bean;
+            if (b == null) {
+                bean = b = provider.getIfAvailable();
+            }
+            return b;
+        }
     }
 
     @Override
     public Object invoke(MethodInvocation inv) throws Throwable {
         Method method = inv.getMethod();
         Class<?> target = inv.getThis() != null ? AopUtils.getTargetClass(inv.getThis()) : method.getDeclaringClass();
-        AnnotationPolicies.Resolved r = policies.getObject().resolve(method, target);
+        AnnotationPolicies.Resolved r = policies.get().resolve(method, target);
         if (r == null) {
             return inv.proceed();
         }
@@ -108,7 +131,7 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
     }
 
     private Mono<Call> decide(MethodInvocation inv, AnnotationPolicies.Resolved r, ServerWebExchange exchange) {
-        ReactiveCallerResolver caller = exchange == null ? null : callers.getIfAvailable();
+        ReactiveCallerResolver caller = exchange == null ? null : callers.get();
         Mono<Optional<String>> user = caller == null ? Mono.just(Optional.empty())
                 : caller.user(exchange).map(Optional::of).defaultIfEmpty(Optional.empty());
         return user.flatMap(u -> {
@@ -139,8 +162,16 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
             boolean blocking = offloaded();
             // Routes this request matched wait for its handler's policy: all decided in one RL.ALL.
             List<PolicyCall> routes = RateLimitRouteWebFilter.takeDeferred(exchange);
-            Mono<Permit> permit = Mono.fromCompletionStage(() -> routes == null ? limiter.getObject().acquireAsync(r.policy(), in)
-                    : limiter.getObject().acquireAsync(PolicyCall.withRoutes(routes, new PolicyCall(r.policy(), in))));
+            Mono<Permit> permit = Mono.defer(() -> {
+                CompletableFuture<Permit> decision = (routes == null ? limiter.get().acquireAsync(r.policy(), in)
+                        : limiter.get().acquireAsync(PolicyCall.withRoutes(routes, new PolicyCall(r.policy(), in)))).toCompletableFuture();
+                // Cancelled while deciding (the client went away): the permit Redis may still grant has nobody
+                // to close it, so close it when it comes (leases released, estimates refunded: nothing ran).
+                // The Mono waits on a copy, so its cancel does not cancel the decision this relies on.
+                return Mono.fromCompletionStage(decision.thenApply(p -> p))
+                        .doOnCancel(() -> decision.thenAcceptAsync(p -> p.closeAsync(Map.of()),
+                                blocking ? r0 -> Schedulers.boundedElastic().schedule(r0) : Runnable::run));
+            });
             if (blocking) {
                 permit = permit.subscribeOn(Schedulers.boundedElastic());
             }
@@ -149,7 +180,7 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
     }
 
     private boolean offloaded() {
-        ReactiveOffload o = offload.getIfAvailable();
+        ReactiveOffload o = offload.get();
         return o != null && o.blocking();
     }
 
@@ -203,7 +234,7 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
         // Headers first (the response is not committed yet), then the method's own publisher.
         @SuppressWarnings("unchecked")
         Publisher<Object> run(ReactiveAdapter adapter) {
-            RateLimitAnswers http = answers.getIfAvailable();
+            RateLimitAnswers http = answers.get();
             if (permit.decision() != null && exchange != null && http != null) {
                 org.springframework.http.HttpHeaders target = exchange.getResponse().getHeaders();
                 http.headers(permit.decision()).forEach((name, values) -> target.set(name, values.get(0)));
