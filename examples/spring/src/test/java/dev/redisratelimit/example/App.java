@@ -3,7 +3,6 @@ package dev.redisratelimit.example;
 import dev.redisratelimit.spring.test.Http;
 import java.util.HashMap;
 import java.util.Map;
-import org.springframework.boot.web.server.context.WebServerApplicationContext;
 import org.springframework.context.ConfigurableApplicationContext;
 
 /** One running instance of the example app (its own Spring context and port), started as `make example-java` would. */
@@ -17,7 +16,8 @@ final class App implements AutoCloseable {
 
     private App(ConfigurableApplicationContext context) {
         this.context = context;
-        this.port = ((WebServerApplicationContext) context).getWebServer().getPort();
+        // the port the embedded server bound (PORT=0), as Spring Boot publishes it on every version
+        this.port = context.getEnvironment().getRequiredProperty("local.server.port", Integer.class);
         this.http = new Http(port);
     }
 

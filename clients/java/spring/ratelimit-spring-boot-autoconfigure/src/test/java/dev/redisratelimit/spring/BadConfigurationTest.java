@@ -7,9 +7,9 @@ import dev.redisratelimit.spring.annotation.RateLimited;
 import dev.redisratelimit.spring.autoconfigure.RateLimitAutoConfiguration;
 import dev.redisratelimit.spring.test.RedisServer;
 import dev.redisratelimit.spring.test.SharedRedis;
+import dev.redisratelimit.spring.test.SpringBootRedis;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
-import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -19,7 +19,7 @@ class BadConfigurationTest {
 
     ApplicationContextRunner runner() {
         return new ApplicationContextRunner()
-                .withConfiguration(AutoConfigurations.of(DataRedisAutoConfiguration.class, RateLimitAutoConfiguration.class))
+                .withConfiguration(AutoConfigurations.of(SpringBootRedis.AUTO_CONFIGURATION, RateLimitAutoConfiguration.class))
                 .withPropertyValues("spring.data.redis.url=" + SharedRedis.get().url());
     }
 
@@ -112,7 +112,7 @@ class BadConfigurationTest {
     void theModuleMissing() throws Exception {
         try (RedisServer plain = RedisServer.launchWithoutModule()) {
             new ApplicationContextRunner()
-                    .withConfiguration(AutoConfigurations.of(DataRedisAutoConfiguration.class, RateLimitAutoConfiguration.class))
+                    .withConfiguration(AutoConfigurations.of(SpringBootRedis.AUTO_CONFIGURATION, RateLimitAutoConfiguration.class))
                     .withPropertyValues("spring.data.redis.url=redis://127.0.0.1:" + plain.port).run(ctx -> {
                         assertThat(ctx).hasFailed();
                         assertThat(ctx.getStartupFailure()).rootCause().hasMessageContaining("module is not loaded");

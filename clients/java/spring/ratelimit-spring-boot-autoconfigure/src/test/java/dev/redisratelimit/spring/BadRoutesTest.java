@@ -18,11 +18,11 @@ import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.context.properties.source.MapConfigurationPropertySource;
 import dev.redisratelimit.spring.test.SharedRedis;
 import dev.redisratelimit.spring.web.RateLimitRoutes;
+import dev.redisratelimit.spring.test.SpringBootRedis;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
-import org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration;
 import org.springframework.boot.diagnostics.FailureAnalysis;
 import org.springframework.boot.diagnostics.FailureAnalyzer;
 import org.springframework.boot.test.context.runner.WebApplicationContextRunner;
@@ -39,7 +39,7 @@ class BadRoutesTest {
         props.add("spring.data.redis.url=" + SharedRedis.get().url());
         props.addAll(List.of(route));
         return new WebApplicationContextRunner()
-                .withConfiguration(AutoConfigurations.of(DataRedisAutoConfiguration.class, RateLimitAutoConfiguration.class))
+                .withConfiguration(AutoConfigurations.of(SpringBootRedis.AUTO_CONFIGURATION, RateLimitAutoConfiguration.class))
                 .withPropertyValues(props.toArray(String[]::new));
     }
 

@@ -1,18 +1,15 @@
 package dev.redisratelimit.spring.autoconfigure;
 
-import dev.redisratelimit.client.RateLimitAsyncClient;
 import dev.redisratelimit.spring.actuate.RateLimitEndpoint;
-import dev.redisratelimit.spring.actuate.RateLimitHealthIndicator;
 import dev.redisratelimit.spring.core.RateLimiter;
-import dev.redisratelimit.spring.core.RedisAvailability;
 import org.springframework.boot.actuate.autoconfigure.endpoint.condition.ConditionalOnAvailableEndpoint;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
-import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
 
 /**
  * With spring-boot-starter-actuator: the {@code ratelimit} endpoint (policies,
@@ -23,6 +20,8 @@ import org.springframework.context.annotation.Configuration;
  */
 @AutoConfiguration(after = RateLimitAutoConfiguration.class)
 @ConditionalOnBean(RateLimiter.class)
+// the health indicator is per Boot line (src/boot4/java, src/boot3/java): its package moved in Boot 4
+@Import(RateLimitHealthConfiguration.class)
 public class RateLimitActuatorAutoConfiguration {
 
     @Configuration(proxyBeanMethods = false)
@@ -34,20 +33,6 @@ public class RateLimitActuatorAutoConfiguration {
         @ConditionalOnAvailableEndpoint(RateLimitEndpoint.class)
         RateLimitEndpoint rateLimitEndpoint(RateLimiter limiter) {
             return new RateLimitEndpoint(limiter);
-        }
-    }
-
-    @Configuration(proxyBeanMethods = false)
-    @ConditionalOnClass(name = {"org.springframework.boot.health.contributor.AbstractHealthIndicator",
-            "org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator"})
-    static class Health {
-        // named so the health contributor is "ratelimit"
-        @Bean(name = "ratelimitHealthIndicator")
-        @ConditionalOnMissingBean(name = "ratelimitHealthIndicator")
-        @ConditionalOnEnabledHealthIndicator("ratelimit")
-        RateLimitHealthIndicator rateLimitHealthIndicator(RateLimitAsyncClient client, RedisAvailability availability,
-                RateLimitProperties p) {
-            return new RateLimitHealthIndicator(client, availability, p.getDecisionBudget());
         }
     }
 }

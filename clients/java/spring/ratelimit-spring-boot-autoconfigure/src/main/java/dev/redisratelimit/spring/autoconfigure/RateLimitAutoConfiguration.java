@@ -27,9 +27,6 @@ import dev.redisratelimit.spring.web.RateLimitHttpAnswers;
 import dev.redisratelimit.spring.web.RateLimitRouteInterceptor;
 import dev.redisratelimit.spring.web.RateLimitRoutes;
 import dev.redisratelimit.spring.web.RequestBodyCachingFilter;
-import io.lettuce.core.resource.Delay;
-import java.time.Duration;
-import org.springframework.boot.data.redis.autoconfigure.ClientResourcesBuilderCustomizer;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -46,6 +43,7 @@ import org.springframework.context.SmartLifecycle;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Conditional;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
 import org.springframework.context.annotation.Role;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.util.ClassUtils;
@@ -61,10 +59,14 @@ import org.springframework.web.servlet.config.annotation.WebMvcConfigurer;
  * {@code @RateLimited} proxying, and in a servlet or a WebFlux app the caller
  * resolver and the HTTP answers.
  */
-@AutoConfiguration(afterName = "org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration")
+// after Spring Boot's Redis auto-configuration: DataRedisAutoConfiguration on Boot 4, RedisAutoConfiguration on 3.5
+@AutoConfiguration(afterName = {"org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration",
+        "org.springframework.boot.autoconfigure.data.redis.RedisAutoConfiguration"})
 @ConditionalOnClass(RedisConnectionFactory.class)
 @ConditionalOnProperty(prefix = "ratelimit", name = "enabled", matchIfMissing = true)
 @EnableConfigurationProperties(RateLimitProperties.class)
+// per Boot line (src/boot4/java, src/boot3/java): Lettuce's reconnect backoff
+@Import(LettuceReconnectConfiguration.class)
 public class RateLimitAutoConfiguration {
 
     @Bean
@@ -132,22 +134,6 @@ public class RateLimitAutoConfiguration {
     static RateLimitAdvisingPostProcessor rateLimitAdvisingPostProcessor(ObjectProvider<AnnotationPolicies> policies,
             ObjectProvider<RateLimiter> limiter, ObjectProvider<CallerResolver> callers, ObjectProvider<RateLimitHttpAnswers> answers) {
         return new RateLimitAdvisingPostProcessor(policies, new RateLimitMethodInterceptor(policies, limiter, callers, answers));
-    }
-
-    @Configuration(proxyBeanMethods = false)
-    @ConditionalOnClass(name = {"io.lettuce.core.resource.Delay",
-            "org.springframework.boot.data.redis.autoconfigure.ClientResourcesBuilderCustomizer"})
-    static class LettuceReconnect {
-        // Lettuce's default reconnect backoff grows to 30 s: a Redis back after an outage would go unused that long.
-        @Bean
-        ClientResourcesBuilderCustomizer rateLimitReconnectDelay(RateLimitProperties p) {
-            return builder -> {
-                Duration max = p.getMaxReconnectDelay();
-                if (max != null && !max.isZero()) {
-                    builder.reconnectDelay(Delay.exponential(Duration.ofMillis(10), max, 2, TimeUnit.MILLISECONDS));
-                }
-            };
-        }
     }
 
     /** Whether the connection factory talks to a Cluster (each driver's class is looked at only when present). */

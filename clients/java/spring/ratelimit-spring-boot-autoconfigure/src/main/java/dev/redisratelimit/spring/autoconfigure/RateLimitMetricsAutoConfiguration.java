@@ -15,9 +15,12 @@ import org.springframework.context.annotation.Bean;
  * app has Micrometer and a MeterRegistry (spring-boot-starter-actuator brings
  * both); {@code management.metrics.enable.ratelimit=false} (a Boot meter filter) turns them off.
  */
+// after Boot's meter registry: Boot 4's spring-boot-micrometer-metrics names first, then Boot 3.5's
 @AutoConfiguration(after = RateLimitAutoConfiguration.class,
         afterName = {"org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration",
-                "org.springframework.boot.micrometer.metrics.autoconfigure.MetricsAutoConfiguration"})
+                "org.springframework.boot.micrometer.metrics.autoconfigure.MetricsAutoConfiguration",
+                "org.springframework.boot.actuate.autoconfigure.metrics.CompositeMeterRegistryAutoConfiguration",
+                "org.springframework.boot.actuate.autoconfigure.metrics.MetricsAutoConfiguration"})
 @ConditionalOnClass(MeterRegistry.class)
 @ConditionalOnBean({MeterRegistry.class, RateLimiter.class})
 public class RateLimitMetricsAutoConfiguration {

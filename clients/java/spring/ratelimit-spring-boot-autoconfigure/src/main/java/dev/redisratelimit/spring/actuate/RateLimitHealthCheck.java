@@ -1,0 +1,60 @@
+package dev.redisratelimit.spring.actuate;
+
+import dev.redisratelimit.client.ModuleNotLoadedException;
+import dev.redisratelimit.client.RateLimitAsyncClient;
+import dev.redisratelimit.spring.core.RedisAvailability;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * What the {@code ratelimit} health indicator reports, kept apart from Spring
+ * Boot's health API (its package differs between Boot 3.5 and 4.0, so each
+ * line has its own thin {@link RateLimitHealthIndicator} over this check):
+ * DOWN while the starter's circuit is open (Redis unreachable: decisions
+ * follow the Redis-down policies), DOWN when Redis answers but the module is
+ * not loaded (every decision would fail), UP otherwise. One COMMAND INFO
+ * RL.ALL per check, waiting at most the decision budget.
+ */
+public final class RateLimitHealthCheck {
+
+    public enum Status { UP, DOWN, UNKNOWN }
+
+    /** The status and the one detail that explains it ({@code detail} is null when there is none). */
+    public record Result(Status status, String detail, String value) {
+    }
+
+    private final RateLimitAsyncClient client;
+    private final RedisAvailability availability;
+    private final Duration budget;
+
+    public RateLimitHealthCheck(RateLimitAsyncClient client, RedisAvailability availability, Duration budget) {
+        this.client = client;
+        this.availability = availability;
+        this.budget = budget;
+    }
+
+    public Result run() {
+        if (availability.isDown()) {
+            return new Result(Status.DOWN, "redis", "unreachable: decisions follow the Redis-down policies");
+        }
+        CompletableFuture<Void> f = client.verifyModule().toCompletableFuture();
+        try {
+            f.get(Math.max(1, budget.toMillis()), TimeUnit.MILLISECONDS);
+            return new Result(Status.UP, "module", "loaded");
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof ModuleNotLoadedException) {
+                return new Result(Status.DOWN, "module", "not loaded: " + e.getCause().getMessage());
+            }
+            return new Result(Status.DOWN, "redis", String.valueOf(e.getCause()));
+        } catch (TimeoutException e) {
+            f.cancel(true);
+            return new Result(Status.DOWN, "redis", "no answer within " + budget.toMillis() + " ms");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return new Result(Status.UNKNOWN, null, null);
+        }
+    }
+}
