@@ -99,6 +99,16 @@ class BadConfigurationTest {
     }
 
     @Test
+    void aDecisionBudgetOfZeroOrLess() {
+        for (String budget : new String[] {"-1s", "0ms"}) {
+            runner().withPropertyValues("ratelimit.decision-budget=" + budget).run(ctx -> {
+                assertThat(ctx).hasFailed();
+                assertThat(ctx.getStartupFailure()).hasStackTraceContaining("ratelimit.decision-budget must be more than 0");
+            });
+        }
+    }
+
+    @Test
     void theModuleMissing() throws Exception {
         try (RedisServer plain = RedisServer.launchWithoutModule()) {
             new ApplicationContextRunner()

@@ -194,7 +194,7 @@ public class RateLimitProperties {
     public String getPrefix() { return prefix; }
     public void setPrefix(String prefix) { this.prefix = prefix == null ? "" : prefix; }
     public Duration getDecisionBudget() { return decisionBudget; }
-    public void setDecisionBudget(Duration decisionBudget) { this.decisionBudget = decisionBudget; }
+    public void setDecisionBudget(Duration decisionBudget) { this.decisionBudget = positive("decision-budget", decisionBudget); }
     public Duration getProbeInterval() { return probeInterval; }
     public void setProbeInterval(Duration probeInterval) { this.probeInterval = probeInterval; }
     public Duration getMaxReconnectDelay() { return maxReconnectDelay; }
@@ -218,4 +218,12 @@ public class RateLimitProperties {
     public void setPolicies(Map<String, Policy> policies) { this.policies = policies; }
     public List<Route> getRoutes() { return routes; }
     public void setRoutes(List<Route> routes) { this.routes = routes; }
+
+    // A budget of 0 or less would answer every decision with the Redis-down behaviour while Redis is up.
+    private static Duration positive(String name, Duration d) {
+        if (d == null || d.isNegative() || d.isZero()) {
+            throw new IllegalArgumentException("ratelimit." + name + " must be more than 0, was " + d);
+        }
+        return d;
+    }
 }

@@ -348,7 +348,8 @@ public final class RateLimiter {
         try {
             List<int[]> groups = slotted ? slotGroups(b.clauses) : null;
             sent = groups == null
-                    ? within(client.all(b.clauses, withDetails ? Options.none().withDetails() : Options.none())).thenApply(r -> Outcome.of(r, null))
+                    ? within(client.all(b.clauses, withDetails ? Options.none().withDetails() : Options.none()), late(b.clauses))
+                            .thenApply(r -> Outcome.of(r, null))
                     : bySlot(b, groups, withDetails);
         } catch (IllegalArgumentException e) {
             throw new RateLimitConfigurationException("rate limit " + b.names() + ": " + e.getMessage(), e);
@@ -421,7 +422,7 @@ public final class RateLimiter {
                 part.add(b.clauses.get(i));
             }
             parts.add(part);
-            sent.add(within(client.all(part, options)));
+            sent.add(within(client.all(part, options), late(part)));
         }
         return settled(sent).thenCompose(none -> {
             AllDecision[] replies = new AllDecision[groups.size()];
@@ -640,13 +641,19 @@ public final class RateLimiter {
     // circuit opens and the stage fails with Unavailable; an error reply fails it with the server's
     // RateLimitException.
     private <T> CompletableFuture<T> within(CompletionStage<T> stage) {
+        return within(stage, null);
+    }
+
+    // As above; a reply that comes after the budget (Redis ran the call late: a stall, or Lettuce
+    // re-sent it after a reconnect) goes to `late`, which gives back what it took. Such a call is
+    // not cancelled: a cancelled command may still run, and its reply would then be lost.
+    private <T> CompletableFuture<T> within(CompletionStage<T> stage, java.util.function.Consumer<T> late) {
         CompletableFuture<T> sent = stage.toCompletableFuture();
         CompletableFuture<T> reply = new CompletableFuture<>();
         sent.whenComplete((v, e) -> {
-            if (e == null) {
-                reply.complete(v);
-            } else {
-                reply.completeExceptionally(e);
+            boolean inTime = e == null ? reply.complete(v) : reply.completeExceptionally(e);
+            if (!inTime && e == null && late != null) {
+                late.accept(v);
             }
         });
         return reply.orTimeout(budgetMs, TimeUnit.MILLISECONDS).handle((v, failure) -> {
@@ -657,12 +664,32 @@ public final class RateLimiter {
             if (cause instanceof RateLimitException rle) {
                 throw rle;
             }
-            if (cause instanceof TimeoutException) {
+            if (cause instanceof TimeoutException && late == null) {
                 sent.cancel(true);
             }
             availability.markDown(cause);
             throw new Unavailable(cause);
         });
+    }
+
+    // What an RL.ALL answered after its budget is given back when it admitted: the request was already
+    // answered by the Redis-down behaviour, so its charges, leases and estimates must not stay taken
+    // (RL.ALL ... REFUND: every clause refunded as its command's REFUND, a lease released by its token).
+    private java.util.function.Consumer<AllDecision> late(List<Clause> clauses) {
+        return r -> {
+            if (r == null || r.limited()) {
+                return;
+            }
+            try {
+                client.all(clauses, Options.none().withRefund()).whenComplete((v, e) -> {
+                    if (e != null) {
+                        log.warn("rate limit: a decision that came after the budget was not given back: {}", unwrap(e).toString());
+                    }
+                });
+            } catch (RuntimeException e) {
+                log.warn("rate limit: a decision that came after the budget was not given back: {}", e.toString());
+            }
+        };
     }
 
     private ItemState state(CompiledPolicy policy, int item, boolean limited, long remaining, long retry, long reset) {
