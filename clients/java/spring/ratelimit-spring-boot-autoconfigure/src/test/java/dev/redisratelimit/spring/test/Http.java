@@ -9,7 +9,10 @@ import java.time.Duration;
 /** A small JDK HTTP client for the tests (real requests to the running app). */
 public final class Http {
     // HTTP/1.1 from the first request: no h2c upgrade attempt on each new connection (the test servers speak HTTP/1.1).
-    public static final HttpClient CLIENT = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+    // A client per Http (tests make one per request or per app): a JVM-wide client kept idle connections
+    // to the test apps across test methods, and a request sent on one the server no longer read waited
+    // for its 20 s timeout (WebFlux tests, intermittently; see clients/java/README.md, "What a new user trips over").
+    private final HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
             .connectTimeout(Duration.ofSeconds(5)).build();
 
     private final String base;
@@ -28,7 +31,7 @@ public final class Http {
             b.header(headers[i], headers[i + 1]);
         }
         try {
-            return CLIENT.send(b.build(), HttpResponse.BodyHandlers.ofString());
+            return client.send(b.build(), HttpResponse.BodyHandlers.ofString());
         } catch (Exception e) {
             throw new IllegalStateException(method + " " + path + ": " + e, e);
         }
