@@ -4,12 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.redisratelimit.spring.annotation.LimitType;
 import dev.redisratelimit.spring.autoconfigure.RateLimitAutoConfiguration;
 import dev.redisratelimit.spring.autoconfigure.RateLimitProperties;
-import dev.redisratelimit.spring.core.CompiledPolicy;
-import dev.redisratelimit.spring.core.LimitSpec;
-import dev.redisratelimit.spring.core.PolicySpec;
+import dev.redisratelimit.client.Policy;
 import dev.redisratelimit.spring.web.RateLimitRoutesException;
 import java.time.Duration;
 import java.util.Map;
@@ -75,8 +72,7 @@ class BadRoutesTest {
     static void fails(String message, String... route) {
         RateLimitProperties p = new RateLimitProperties();
         new Binder(new MapConfigurationPropertySource(props(route))).bind("ratelimit", Bindable.ofInstance(p));
-        CompiledPolicy api = new CompiledPolicy(new PolicySpec("api", List.of(new LimitSpec("w", LimitType.SLIDING_WINDOW, 5,
-                Duration.ofSeconds(10), 0, null, "UTC", null, null, false, null, null)), null, null, null, null, null, null, false));
+        Policy api = Policy.builder("api").slidingWindow("w", 5, Duration.ofSeconds(10)).build();
         assertThatThrownBy(() -> new RateLimitRoutes(p, Map.of("api", api))).isInstanceOf(RateLimitRoutesException.class)
                 .hasMessageContaining(message);
     }

@@ -4,12 +4,11 @@ import static dev.redisratelimit.spring.aop.PolicyExpressions.cost;
 import static dev.redisratelimit.spring.aop.PolicyExpressions.string;
 import static dev.redisratelimit.spring.aop.PolicyExpressions.usage;
 
-import dev.redisratelimit.spring.core.CallInput;
-import dev.redisratelimit.spring.core.Permit;
-import dev.redisratelimit.spring.core.PolicyCall;
+import dev.redisratelimit.client.Permit;
+import dev.redisratelimit.client.PolicyCall;
 import dev.redisratelimit.spring.web.DeferredRoutes;
-import dev.redisratelimit.spring.core.RateLimitConfigurationException;
-import dev.redisratelimit.spring.core.RateLimiter;
+import dev.redisratelimit.client.RateLimitConfigurationException;
+import dev.redisratelimit.client.RateLimiter;
 import dev.redisratelimit.spring.web.CallerResolver;
 import dev.redisratelimit.spring.web.RateLimitHttpAnswers;
 import jakarta.servlet.http.HttpServletRequest;
@@ -81,16 +80,15 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
         for (int i = 0; i < costs.length; i++) {
             costs[i] = r.costs()[i] == null ? 1 : cost(r.costs()[i], spel.context(), policyName);
         }
-        String digest = r.policy().spec().duplicateWindow() == null ? null
+        String digest = r.policy().duplicateWindow() == null ? null
                 : caller != null && request != null ? caller.bodyDigest(request) : null;
-        if (r.policy().spec().duplicateWindow() != null && digest == null) {
+        if (r.policy().duplicateWindow() != null && digest == null) {
             throw new RateLimitConfigurationException("policy '" + policyName + "': preventDuplicate needs an HTTP request body");
         }
-        CallInput own = new CallInput(key, zone, costs, digest);
+        PolicyCall own = new PolicyCall(r.policy(), key, zone, costs, digest);
         // Routes this request matched wait for its handler's policy: all decided in one RL.ALL.
         List<PolicyCall> routes = request != null ? DeferredRoutes.take(request) : null;
-        Permit permit = routes == null ? limiter().acquire(r.policy(), own)
-                : limiter().acquire(PolicyCall.withRoutes(routes, new PolicyCall(r.policy(), own)));
+        Permit permit = routes == null ? limiter().acquire(own) : limiter().acquire(PolicyCall.withRoutes(routes, own));
         RateLimitHttpAnswers http = answers();
         if (permit.decision() != null && response != null && http != null) {
             http.writeHeaders(response, permit.decision());
@@ -188,21 +186,21 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
         if (r.key() != null) {
             return string(r.key(), spel.context(), "key", policy);
         }
-        if (r.policy().spec().by() == dev.redisratelimit.spring.annotation.KeyBy.GLOBAL) {
+        if (r.by() == dev.redisratelimit.spring.annotation.KeyBy.GLOBAL) {
             return "global";
         }
         if (request == null || caller == null) {
-            throw new RateLimitConfigurationException("policy '" + policy + "' is keyed by " + r.policy().spec().by()
+            throw new RateLimitConfigurationException("policy '" + policy + "' is keyed by " + r.by()
                     + " but the call is not an HTTP request: give it a key expression");
         }
-        String k = switch (r.policy().spec().by()) {
+        String k = switch (r.by()) {
             case IP -> caller.clientIp(request);
             case USER -> caller.user(request);
             case IP_AND_PATH -> caller.clientIp(request) + ":" + request.getRequestURI();
             default -> null;
         };
         if (k == null || k.isEmpty()) {
-            throw new RateLimitConfigurationException("policy '" + policy + "': no " + r.policy().spec().by() + " to key the call by");
+            throw new RateLimitConfigurationException("policy '" + policy + "': no " + r.by() + " to key the call by");
         }
         return k;
     }

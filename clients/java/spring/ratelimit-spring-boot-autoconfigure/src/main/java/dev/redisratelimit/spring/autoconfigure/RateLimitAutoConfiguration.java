@@ -6,10 +6,10 @@ import dev.redisratelimit.spring.aop.AnnotationPolicies;
 import dev.redisratelimit.springdata.SpringDataTransport;
 import dev.redisratelimit.spring.aop.RateLimitAdvisingPostProcessor;
 import dev.redisratelimit.spring.aop.RateLimitMethodInterceptor;
-import dev.redisratelimit.spring.core.LocalLimiter;
-import dev.redisratelimit.spring.core.RateLimiter;
-import dev.redisratelimit.spring.core.RedisAvailability;
-import dev.redisratelimit.spring.core.RuntimeLimits;
+import dev.redisratelimit.client.LocalLimiter;
+import dev.redisratelimit.client.RateLimiter;
+import dev.redisratelimit.client.RedisAvailability;
+import dev.redisratelimit.client.RuntimeLimits;
 import dev.redisratelimit.spring.http.DefaultRateLimitAnswers;
 import dev.redisratelimit.spring.http.RateLimitAnswers;
 import dev.redisratelimit.spring.reactive.DefaultReactiveCallerResolver;
@@ -109,7 +109,7 @@ public class RateLimitAutoConfiguration {
     @ConditionalOnMissingBean
     public RateLimiter rateLimiter(RateLimitAsyncClient client, RuntimeLimits limits, RedisAvailability availability, LocalLimiter local,
             RateLimitProperties p, ObjectProvider<RedisConnectionFactory> factory) {
-        RateLimiter limiter = new RateLimiter(client, limits, availability, local, p.getPrefix(), p.getDecisionBudget(), p.getOnRedisDown());
+        RateLimiter limiter = new RateLimiter(client, limits, availability, local, p.getPrefix(), p.getDecisionBudget(), p.getOnRedisDown().mode());
         limiter.setClustered(ClusterAware.isCluster(factory.getIfAvailable()));
         return limiter;
     }

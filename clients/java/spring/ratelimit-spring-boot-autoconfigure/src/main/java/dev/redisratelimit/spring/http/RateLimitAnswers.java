@@ -1,6 +1,6 @@
 package dev.redisratelimit.spring.http;
 
-import dev.redisratelimit.spring.core.Decision;
+import dev.redisratelimit.client.PolicyDecision;
 import dev.redisratelimit.spring.web.RateLimitKeyMissingException;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.ProblemDetail;
@@ -16,13 +16,13 @@ import org.springframework.http.ProblemDetail;
 public interface RateLimitAnswers {
 
     /** Headers of an admitted or refused call (RateLimit-Policy, RateLimit, opt-in X-RateLimit-*), in order. */
-    HttpHeaders headers(Decision decision);
+    HttpHeaders headers(PolicyDecision decision);
 
     /** Retry-After seconds of a refusal, or null for none (waiting cannot help). */
-    Long retryAfterSeconds(Decision decision);
+    Long retryAfterSeconds(PolicyDecision decision);
 
     /** The 429 body. */
-    ProblemDetail refused(Decision decision);
+    ProblemDetail refused(PolicyDecision decision);
 
     /** The 503 body of a fail-closed policy while Redis is down. */
     ProblemDetail unavailable(String policy);

@@ -1,6 +1,6 @@
 package dev.redisratelimit.spring.web;
 
-import dev.redisratelimit.spring.core.Decision;
+import dev.redisratelimit.client.PolicyDecision;
 import dev.redisratelimit.spring.http.DefaultRateLimitAnswers;
 import jakarta.servlet.http.HttpServletResponse;
 import java.time.Duration;
@@ -19,7 +19,7 @@ public class DefaultRateLimitHttpAnswers extends DefaultRateLimitAnswers impleme
     }
 
     @Override
-    public void writeHeaders(HttpServletResponse response, Decision d) {
+    public void writeHeaders(HttpServletResponse response, PolicyDecision d) {
         headers(d).forEach((name, values) -> response.setHeader(name, values.get(0)));
     }
 }

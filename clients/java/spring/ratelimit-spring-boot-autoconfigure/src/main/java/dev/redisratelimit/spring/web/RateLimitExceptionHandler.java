@@ -1,8 +1,8 @@
 package dev.redisratelimit.spring.web;
 
-import dev.redisratelimit.spring.core.RateLimitConfigurationException;
-import dev.redisratelimit.spring.core.RateLimitRefusedException;
-import dev.redisratelimit.spring.core.RateLimitUnavailableException;
+import dev.redisratelimit.client.RateLimitConfigurationException;
+import dev.redisratelimit.client.RateLimitRefusedException;
+import dev.redisratelimit.client.RateLimitUnavailableException;
 import jakarta.servlet.http.HttpServletResponse;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

@@ -1,6 +1,6 @@
 package dev.redisratelimit.spring.web;
 
-import dev.redisratelimit.spring.core.Decision;
+import dev.redisratelimit.client.PolicyDecision;
 import jakarta.servlet.http.HttpServletResponse;
 import dev.redisratelimit.spring.http.DefaultRateLimitAnswers;
 import org.springframework.http.ProblemDetail;
@@ -13,13 +13,13 @@ import org.springframework.http.ProblemDetail;
 public interface RateLimitHttpAnswers {
 
     /** Headers of an admitted or refused call (RateLimit-Policy, RateLimit, opt-in X-RateLimit-*). */
-    void writeHeaders(HttpServletResponse response, Decision decision);
+    void writeHeaders(HttpServletResponse response, PolicyDecision decision);
 
     /** Retry-After seconds of a refusal, or null for none (waiting cannot help). */
-    Long retryAfterSeconds(Decision decision);
+    Long retryAfterSeconds(PolicyDecision decision);
 
     /** The 429 body. */
-    ProblemDetail refused(Decision decision);
+    ProblemDetail refused(PolicyDecision decision);
 
     /** The 503 body of a fail-closed policy while Redis is down. */
     ProblemDetail unavailable(String policy);

@@ -1,9 +1,9 @@
 package dev.redisratelimit.spring.web;
 
 import dev.redisratelimit.spring.aop.AnnotationPolicies;
-import dev.redisratelimit.spring.core.PolicyCall;
-import dev.redisratelimit.spring.core.Permit;
-import dev.redisratelimit.spring.core.RateLimiter;
+import dev.redisratelimit.client.PolicyCall;
+import dev.redisratelimit.client.Permit;
+import dev.redisratelimit.client.RateLimiter;
 import jakarta.servlet.AsyncEvent;
 import jakarta.servlet.AsyncListener;
 import jakarta.servlet.DispatcherType;
