@@ -7,14 +7,14 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.redisratelimit.spring.autoconfigure.RateLimitAutoConfiguration;
 import dev.redisratelimit.spring.autoconfigure.RateLimitProperties;
 import dev.redisratelimit.client.Policy;
-import dev.redisratelimit.spring.web.RateLimitRoutesException;
+import dev.redisratelimit.spring.http.RateLimitRoutesException;
 import java.time.Duration;
 import java.util.Map;
 import org.springframework.boot.context.properties.bind.Bindable;
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.context.properties.source.MapConfigurationPropertySource;
 import dev.redisratelimit.spring.test.SharedRedis;
-import dev.redisratelimit.spring.web.RateLimitRoutes;
+import dev.redisratelimit.spring.http.RateLimitRoutes;
 import dev.redisratelimit.spring.test.SpringBootRedis;
 import java.util.ArrayList;
 import java.util.List;
@@ -36,7 +36,8 @@ class BadRoutesTest {
         props.add("spring.data.redis.url=" + SharedRedis.get().url());
         props.addAll(List.of(route));
         return new WebApplicationContextRunner()
-                .withConfiguration(AutoConfigurations.of(SpringBootRedis.AUTO_CONFIGURATION, RateLimitAutoConfiguration.class))
+                .withConfiguration(AutoConfigurations.of(SpringBootRedis.AUTO_CONFIGURATION, RateLimitAutoConfiguration.class,
+                        dev.redisratelimit.spring.autoconfigure.RateLimitWebMvcAutoConfiguration.class))
                 .withPropertyValues(props.toArray(String[]::new));
     }
 

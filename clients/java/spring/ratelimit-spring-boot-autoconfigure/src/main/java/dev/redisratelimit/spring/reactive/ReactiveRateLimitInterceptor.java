@@ -1,11 +1,11 @@
 package dev.redisratelimit.spring.reactive;
 
-import static dev.redisratelimit.spring.aop.PolicyExpressions.cost;
-import static dev.redisratelimit.spring.aop.PolicyExpressions.string;
-import static dev.redisratelimit.spring.aop.PolicyExpressions.usage;
+import static dev.redisratelimit.spring.annotation.PolicyExpressions.cost;
+import static dev.redisratelimit.spring.annotation.PolicyExpressions.string;
+import static dev.redisratelimit.spring.annotation.PolicyExpressions.usage;
 
 import dev.redisratelimit.spring.annotation.KeyBy;
-import dev.redisratelimit.spring.aop.AnnotationPolicies;
+import dev.redisratelimit.spring.annotation.AnnotationPolicies;
 import dev.redisratelimit.client.Permit;
 import dev.redisratelimit.client.PolicyCall;
 import dev.redisratelimit.client.RateLimitConfigurationException;

@@ -8,7 +8,7 @@ import dev.redisratelimit.client.RedisCall;
 import dev.redisratelimit.spring.annotation.Limit;
 import dev.redisratelimit.spring.annotation.LimitType;
 import dev.redisratelimit.spring.annotation.RateLimited;
-import dev.redisratelimit.spring.aop.AnnotationPolicies;
+import dev.redisratelimit.spring.annotation.AnnotationPolicies;
 import dev.redisratelimit.spring.autoconfigure.RateLimitProperties;
 import dev.redisratelimit.client.LocalLimiter;
 import dev.redisratelimit.client.RateLimiter;

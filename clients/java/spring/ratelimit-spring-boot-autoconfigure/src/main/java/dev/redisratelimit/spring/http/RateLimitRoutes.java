@@ -1,4 +1,4 @@
-package dev.redisratelimit.spring.web;
+package dev.redisratelimit.spring.http;
 
 import dev.redisratelimit.spring.autoconfigure.RateLimitProperties;
 import dev.redisratelimit.client.PolicyClause;

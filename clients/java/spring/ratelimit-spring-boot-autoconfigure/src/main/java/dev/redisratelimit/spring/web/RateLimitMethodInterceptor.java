@@ -1,8 +1,11 @@
-package dev.redisratelimit.spring.aop;
+package dev.redisratelimit.spring.web;
 
-import static dev.redisratelimit.spring.aop.PolicyExpressions.cost;
-import static dev.redisratelimit.spring.aop.PolicyExpressions.string;
-import static dev.redisratelimit.spring.aop.PolicyExpressions.usage;
+import dev.redisratelimit.spring.annotation.AnnotationPolicies;
+import dev.redisratelimit.spring.annotation.PolicyExpressions;
+import dev.redisratelimit.spring.http.RateLimitAnswers;
+import static dev.redisratelimit.spring.annotation.PolicyExpressions.cost;
+import static dev.redisratelimit.spring.annotation.PolicyExpressions.string;
+import static dev.redisratelimit.spring.annotation.PolicyExpressions.usage;
 
 import dev.redisratelimit.client.Permit;
 import dev.redisratelimit.client.PolicyCall;
@@ -10,7 +13,6 @@ import dev.redisratelimit.spring.web.DeferredRoutes;
 import dev.redisratelimit.client.RateLimitConfigurationException;
 import dev.redisratelimit.client.RateLimiter;
 import dev.redisratelimit.spring.web.CallerResolver;
-import dev.redisratelimit.spring.web.RateLimitHttpAnswers;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.lang.reflect.Method;
@@ -40,7 +42,7 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
     private final ObjectProvider<AnnotationPolicies> policies;
     private final ObjectProvider<RateLimiter> limiter;
     private final ObjectProvider<CallerResolver> callers;
-    private final ObjectProvider<RateLimitHttpAnswers> answers;
+    private final ObjectProvider<RateLimitAnswers> answers;
     private final ParameterNameDiscoverer names = new DefaultParameterNameDiscoverer();
     // The beans, once found: an ObjectProvider looks its bean up in the bean factory on every call,
     // which cost more than the rest of the interceptor (bench/spring). The interceptor is made
@@ -49,10 +51,10 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
     private volatile AnnotationPolicies policiesBean;
     private volatile RateLimiter limiterBean;
     private volatile CallerResolver callerBean;
-    private volatile RateLimitHttpAnswers answersBean;
+    private volatile RateLimitAnswers answersBean;
 
     public RateLimitMethodInterceptor(ObjectProvider<AnnotationPolicies> policies, ObjectProvider<RateLimiter> limiter,
-            ObjectProvider<CallerResolver> callers, ObjectProvider<RateLimitHttpAnswers> answers) {
+            ObjectProvider<CallerResolver> callers, ObjectProvider<RateLimitAnswers> answers) {
         this.policies = policies;
         this.limiter = limiter;
         this.callers = callers;
@@ -89,9 +91,9 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
         // Routes this request matched wait for its handler's policy: all decided in one RL.ALL.
         List<PolicyCall> routes = request != null ? DeferredRoutes.take(request) : null;
         Permit permit = routes == null ? limiter().acquire(own) : limiter().acquire(PolicyCall.withRoutes(routes, own));
-        RateLimitHttpAnswers http = answers();
+        RateLimitAnswers http = answers();
         if (permit.decision() != null && response != null && http != null) {
-            http.writeHeaders(response, permit.decision());
+            ServletHeaders.write(http, response, permit.decision());
         }
         Object result = null;
         boolean ok = false;
@@ -173,8 +175,8 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
         return c;
     }
 
-    private RateLimitHttpAnswers answers() {
-        RateLimitHttpAnswers a = answersBean;
+    private RateLimitAnswers answers() {
+        RateLimitAnswers a = answersBean;
         if (a == null) {
             answersBean = a = answers.getIfAvailable();
         }
