@@ -54,7 +54,7 @@ public class LlmComplete {
     }
 
     @PostMapping("/llm/complete")
-    @RateLimited(policy = "llm", key = "#apiKey", zone = "#zone.id()", limits = {
+    @RateLimited(policy = "llm", hashTag = "llm", key = "#apiKey", zone = "#zone.id()", limits = {
             @Limit(name = "rate", type = LimitType.TOKEN_BUCKET, count = 60, window = "60s", burst = 10),
             @Limit(name = "inflight", type = LimitType.CONCURRENCY, count = 2, ttl = "60s"),
             @Limit(name = "tokens", type = LimitType.QUOTA, period = QuotaPeriod.DAY, count = 100_000,

@@ -10,28 +10,30 @@ import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
 
 /**
- * Seed 002's three endpoints: the properties default per client IP (failing
- * open while Redis is down), a custom limit per IP, and a SpEL key per path
- * variable; each also sends X-RateLimit-*.
+ * Seed 002's three endpoints: the configured default per client IP (policy
+ * {@code api-default} in application.yml, failing open while Redis is down),
+ * a custom limit per IP and a limit per the path's user id (SpEL) — the
+ * policies of SERVICES.md's table, so another app's instance shares their
+ * counters; each also sends X-RateLimit-*.
  */
 @RestController
 @RequestMapping("/seed002/api")
 public class Seed002Api {
 
     @GetMapping("/default")
-    @RateLimited(legacyHeaders = true, onRedisDown = OnRedisDown.FAIL_OPEN)
+    @RateLimited(policy = "api-default", legacyHeaders = true, onRedisDown = OnRedisDown.FAIL_OPEN)
     public Map<String, String> byDefault() {
         return Map.of("message", "This endpoint uses default rate limiting");
     }
 
     @GetMapping("/custom")
-    @RateLimited(policy = "custom", legacyHeaders = true, limits = @Limit(name = "custom", count = 5, window = "30s"))
+    @RateLimited(policy = "api-custom", legacyHeaders = true, limits = @Limit(name = "custom", count = 5, window = "30s"))
     public Map<String, String> custom() {
         return Map.of("message", "This endpoint uses custom rate limiting");
     }
 
     @GetMapping("/user/{userId}")
-    @RateLimited(policy = "user", key = "'user:' + #userId", legacyHeaders = true,
+    @RateLimited(policy = "api-user", key = "#userId", legacyHeaders = true,
             limits = @Limit(name = "user", count = 3, window = "60s"))
     public Map<String, String> user(@PathVariable String userId) {
         return Map.of("message", "This endpoint uses rate limiting per user ID");

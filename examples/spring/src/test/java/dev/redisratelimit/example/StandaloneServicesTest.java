@@ -192,6 +192,26 @@ class StandaloneServicesTest {
         assertThat(a.http.get("/seed002/api/user/bob" + uniq()).statusCode()).isEqualTo(200);
     }
 
+    /** The keys of SERVICES.md's policy table as CLIENTS.md §2 names them: what the Python and Node apps write too. */
+    @Test
+    void keysAreTheSharedWireFormat() throws Exception {
+        String ip = "198.51.100." + (1 + Integer.parseInt(uniq()) % 250);
+        assertThat(a.http.get("/seed002/api/default", "X-Forwarded-For", ip).statusCode()).isEqualTo(200);
+        assertThat(a.http.get("/seed002/api/custom", "X-Forwarded-For", ip).statusCode()).isEqualTo(200);
+        String user = "u" + uniq();
+        assertThat(a.http.get("/seed002/api/user/" + user).statusCode()).isEqualTo(200);
+        String phone = uniq();
+        assertThat(sms(a.http, "{\"phone\":\"" + phone + "\"}").statusCode()).isEqualTo(200);
+        String k = "key" + uniq();
+        assertThat(llm(a.http, k, "{\"max_tokens\":10}", "X-Sleep-Ms", "0").statusCode()).isEqualTo(200);
+        assertThat(redis.cli("EXISTS", prefix + "api-default:{" + ip + "}:default", prefix + "api-custom:{" + ip + "}:custom",
+                prefix + "api-user:{" + user + "}:user", prefix + "sms:{" + phone + "}:short", prefix + "llm:{llm}:" + k + ":rate",
+                prefix + "llm:{llm}:" + k + ":tokens", prefix + "llm:{llm}:global").trim()).isEqualTo("7");
+        // the two windows of sms share one clause, keyed by the first; the duplicate check is keyed by the body's digest
+        assertThat(redis.cli("EXISTS", prefix + "sms:{" + phone + "}:short+long", prefix + "sms:{" + phone + "}:long").trim()).isEqualTo("0");
+        assertThat(redis.cli("KEYS", prefix + "sms:{" + phone + "}:duplicate:*").trim()).matches(".*:duplicate:[0-9a-f]{32}");
+    }
+
     @Test
     void seed004CountThenLockOut() {
         String ip = "203.0.113." + (1 + Integer.parseInt(uniq()) % 250);

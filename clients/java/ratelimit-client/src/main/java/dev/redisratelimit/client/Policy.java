@@ -12,14 +12,16 @@ import java.util.Set;
  * into RL.ALL clauses once, when built: limits of one kind on one key share a
  * clause (sliding windows one CHECK, token buckets one THROTTLE, quota periods
  * of one zone one QUOTA), unless their cost, their settlement or their key
- * (shared or per key) differ; each concurrency limit is a LEASE clause; the
- * duplicate-prevention check, when on, is the last item. A lockout stands
- * alone (RL.LOCKCOUNT is not an RL.ALL clause).
+ * (shared or per key) differ; a clause's key ends with its first limit's
+ * name; each concurrency limit is a LEASE clause; the duplicate-prevention
+ * check, when on, is the last item, keyed by the call's subkey. A lockout
+ * stands alone (RL.LOCKCOUNT is not an RL.ALL clause).
  *
- * <p>Checked when built: distinct limit names, a lockout alone, a fixed hash
- * {@linkplain Builder#tag(String) tag} when a shared limit sits beside per-key
- * ones (so one RL.ALL stays in one Cluster slot; without one, the policy's
- * name is the tag).
+ * <p>Checked when built (the refusals of the Python and Node clients):
+ * distinct limit names, a lockout alone, at most one per-key concurrency
+ * limit, no two token buckets or quotas of one period in one clause, no
+ * braces in the name or tag, a fixed hash {@linkplain Builder#tag(String) tag}
+ * beside a shared limit (so one RL.ALL stays in one Cluster slot).
  *
  * <pre>{@code
  * Policy sms = Policy.builder("sms")
@@ -56,7 +58,6 @@ public final class Policy {
         limits = List.copyOf(limits);
         Set<String> names = new HashSet<>();
         boolean anyShared = false;
-        boolean anyKeyed = false;
         for (Limit l : limits) {
             Limit.require(names.add(l.name()), "policy '" + name + "': two limits named '" + l.name() + "'");
             Limit.require(!"duplicate".equals(l.name()) || duplicateWindow == null,
@@ -66,17 +67,14 @@ public final class Policy {
                         "policy '" + name + "': a LOCKOUT limit is alone in its policy (RL.LOCKCOUNT is not an RL.ALL clause)");
             }
             anyShared |= l.shared();
-            anyKeyed |= !l.shared();
         }
         Limit.require(duplicateWindow == null || duplicateWindow.toMillis() >= 1,
                 "policy '" + name + "': preventDuplicate must be at least 1 ms");
         if (tag != null && tag.isBlank()) {
             tag = null;
         }
-        if (anyShared && anyKeyed && tag == null) {
-            // Under Cluster every key of one RL.ALL shares a slot: the policy name is the tag.
-            tag = name;
-        }
+        // Under Cluster every key of one RL.ALL shares a slot: a shared limit's key holds the tag the per-key ones do.
+        Limit.require(!anyShared || tag != null, "policy '" + name + "': a shared limit needs the policy's tag");
         Limit.require(tag == null || !(tag.contains("{") || tag.contains("}")), "policy '" + name + "': a hash tag without braces");
         this.name = name;
         this.limits = limits;
@@ -105,23 +103,30 @@ public final class Policy {
         return new Builder(name);
     }
 
-    // Same kind, key (shared or not), zone, cost and settlement → one clause, placed where the first of them is.
+    // Same kind, key (shared or not), zone, cost and settlement → one clause, placed where the first of them is and
+    // keyed by its name (CLIENTS.md §2). What the module keeps one state for may appear once per clause: two token
+    // buckets of one period or two quotas of one period are refused, as is a second per-key concurrency limit
+    // (Python's refusals: the three clients accept the same definitions).
     private static List<PolicyClause> group(String policy, List<Limit> limits) {
         List<PolicyClause> out = new ArrayList<>();
+        int leases = 0;
         for (int i = 0; i < limits.size(); i++) {
             Limit l = limits.get(i);
             PolicyClause joined = null;
+            if (l.kind() == Limit.Kind.CONCURRENCY && !l.shared()) {
+                Limit.require(++leases <= 1, "policy '" + policy + "': at most one per-key concurrency limit per policy");
+            }
             if (l.kind() != Limit.Kind.CONCURRENCY && l.kind() != Limit.Kind.LOCKOUT) {
                 for (int c = 0; c < out.size(); c++) {
                     PolicyClause k = out.get(c);
-                    if (k.kind() == l.kind() && k.shared() == l.shared()
+                    if (k.kind() == l.kind() && k.shared() == l.shared() && !k.duplicate()
                             && Objects.equals(k.zone(), l.kind() == Limit.Kind.QUOTA ? l.zone() : null)
-                            && Objects.equals(k.cost(), l.cost()) && Objects.equals(k.settle(), l.settle())
-                            && !conflicts(l, k, limits)) {
+                            && Objects.equals(k.cost(), l.cost()) && Objects.equals(k.settle(), l.settle())) {
+                        refuseSamePeriod(policy, l, k, limits);
                         List<Integer> items = new ArrayList<>(k.items());
                         items.add(i);
                         joined = new PolicyClause(k.kind(), List.copyOf(items), k.shared(), k.zone(), k.cost(), k.settle(), false,
-                                k.keyName() + "+" + l.name());
+                                k.keyName());
                         out.set(c, joined);
                         break;
                     }
@@ -135,18 +140,14 @@ public final class Policy {
         return out;
     }
 
-    // A quota period or a bucket window may appear once per clause (the module keeps state per period/window).
-    private static boolean conflicts(Limit l, PolicyClause k, List<Limit> limits) {
+    private static void refuseSamePeriod(String policy, Limit l, PolicyClause k, List<Limit> limits) {
         for (int idx : k.items()) {
             Limit o = limits.get(idx);
-            if (l.kind() == Limit.Kind.QUOTA && o.period() == l.period()) {
-                return true;
-            }
-            if (l.kind() == Limit.Kind.TOKEN_BUCKET && o.window().equals(l.window())) {
-                return true;
-            }
+            Limit.require(!(l.kind() == Limit.Kind.QUOTA && o.period() == l.period()),
+                    "policy '" + policy + "': quotas '" + o.name() + "' and '" + l.name() + "' have the same period");
+            Limit.require(!(l.kind() == Limit.Kind.TOKEN_BUCKET && o.window().equals(l.window())),
+                    "policy '" + policy + "': token buckets '" + o.name() + "' and '" + l.name() + "' have the same period");
         }
-        return false;
     }
 
     public String name() {
@@ -251,7 +252,7 @@ public final class Policy {
             return limit(Limit.lockout(name, max, window, lockTime));
         }
 
-        /** A fixed hash tag for every key of the policy (needed beside a shared limit; default: the policy's name). */
+        /** A fixed hash tag for every key of the policy (needed beside a shared limit). */
         public Builder tag(String tag) {
             this.tag = tag;
             return this;

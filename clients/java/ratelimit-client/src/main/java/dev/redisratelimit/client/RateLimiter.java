@@ -69,6 +69,8 @@ public final class RateLimiter implements AutoCloseable {
         this.availability = availability;
         this.local = local;
         this.prefix = prefix == null ? "" : prefix;
+        Limit.require(!this.prefix.contains("{") && !this.prefix.contains("}"),
+                "prefix '" + prefix + "': without braces (they would move the hash tag)");
         this.budgetMs = Math.max(1, budget.toMillis());
         this.defaultDown = defaultDown == null ? FailMode.CLOSED : defaultDown;
     }
@@ -403,7 +405,8 @@ public final class RateLimiter implements AutoCloseable {
         CompletableFuture<Outcome> sent;
         try {
             List<int[]> groups = slotted ? slotGroups(b.clauses) : null;
-            sent = groups == null
+            sent = single(b.clauses) ? single(b.clauses.get(0))
+                    : groups == null
                     ? within(client.all(b.clauses, withDetails ? Options.none().withDetails() : Options.none()), late(b.clauses))
                             .thenApply(r -> Outcome.of(r, null))
                     : bySlot(b, groups, withDetails);
@@ -439,6 +442,39 @@ public final class RateLimiter implements AutoCloseable {
             }
             return CompletableFuture.completedFuture(new Permit(this, d, b.leases, b.estimates, List.of()));
         })).thenCompose(f -> f);
+    }
+
+    // One clause of one rule is sent as its own command (RL.CHECK, RL.THROTTLE, RL.QUOTA, RL.LEASE: the argv the
+    // Python and Node clients send for it, CLIENTS.md §2); several, as one RL.ALL.
+    private static boolean single(List<Clause> clauses) {
+        if (clauses.size() != 1) {
+            return false;
+        }
+        Clause c = clauses.get(0);
+        return c instanceof Clause.Lease || (c instanceof Clause.Check k ? k.rules().size() == 1
+                : c instanceof Clause.Throttle t ? t.rules().size() == 1 : ((Clause.Quota) c).limits().size() == 1);
+    }
+
+    private CompletableFuture<Outcome> single(Clause c) {
+        Options o = c.cost() == 1 ? Options.none() : Options.none().withCost(c.cost());
+        CompletionStage<? extends Decision> sent;
+        if (c instanceof Clause.Check k) {
+            sent = client.check(k.key(), k.rules(), o);
+        } else if (c instanceof Clause.Throttle t) {
+            sent = client.throttle(t.key(), t.rules(), o);
+        } else if (c instanceof Clause.Quota q) {
+            sent = client.quota(q.key(), q.zone(), q.limits(), o);
+        } else {
+            Clause.Lease l = (Clause.Lease) c;
+            sent = client.lease(l.key(), l.limit(), l.ttl(), o.withToken(l.token()));
+        }
+        java.util.function.Consumer<AllDecision> giveBack = late(List.of(c));
+        return within(sent.thenApply(d -> (Decision) d), d -> {
+            if (!d.limited()) {
+                giveBack.accept(null);
+            }
+        }).thenApply(d -> new Outcome(d.limited(), 0, 1, d.remaining(), d.retryAfterMillis(), d.resetAfterMillis(),
+                List.of(List.<RuleState>of(d))));
     }
 
     // The batch's clauses grouped by Cluster slot (in order of first appearance), or null when they share one.
@@ -732,8 +768,8 @@ public final class RateLimiter implements AutoCloseable {
     // answered by the Redis-down behaviour, so its charges, leases and estimates must not stay taken
     // (RL.ALL ... REFUND: every clause refunded as its command's REFUND, a lease released by its token).
     private java.util.function.Consumer<AllDecision> late(List<Clause> clauses) {
-        return r -> {
-            if (r == null || r.limited()) {
+        return r -> { // r null: a single command's admission (its caller checked)
+            if (r != null && r.limited()) {
                 return;
             }
             try {

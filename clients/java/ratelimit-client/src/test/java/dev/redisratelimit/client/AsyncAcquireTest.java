@@ -47,7 +47,7 @@ class AsyncAcquireTest {
                 .toCompletableFuture();
         assertThat(f).isNotDone();
         assertThat(transport.pending).hasSize(1);
-        transport.pending.get(0).complete(List.of(0L, 1L, 1L, 2L, 1L, -1L, 10_000L, List.of(RateLimiterRepliesTest.rule(0, 1, 2, 1, -1, 10_000))));
+        transport.pending.get(0).complete(List.of(0L, 1L, 2L, 1L, -1L, 10_000L));
         Permit p = f.get(1, TimeUnit.SECONDS);
         assertThat(p.decision().admitted()).isTrue();
         assertThat(p.decision().limits()).extracting(LimitState::r).containsExactly(1L);
@@ -74,7 +74,7 @@ class AsyncAcquireTest {
     void aRefusalFailsTheStageAndTheSyncAcquireThrowsIt() {
         RateLimiter limiter = limiter(FailMode.CLOSED);
         CompletableFuture<Permit> f = limiter.acquireAsync(new PolicyCall(policy, "1", null, new long[] {1}, null)).toCompletableFuture();
-        transport.pending.get(0).complete(List.of(1L, 1L, 1L, 2L, 0L, 4000L, 10_000L, List.of(RateLimiterRepliesTest.rule(1, 1, 2, 0, 4000, 10_000))));
+        transport.pending.get(0).complete(List.of(1L, 1L, 2L, 0L, 4000L, 10_000L));
         assertThat(f).isCompletedExceptionally();
         CompletionException e = org.junit.jupiter.api.Assertions.assertThrows(CompletionException.class, f::join);
         assertThat(e.getCause()).isInstanceOf(RateLimitRefusedException.class);

@@ -54,7 +54,7 @@ class RateLimiterRepliesTest {
                 List.of(rule(0, 1, 1, 0, -1, 5000))));
         Permit p = limiter.acquire(new PolicyCall(sms, "123", null, new long[] {1, 1}, "abc"));
         assertThat(transport.sent).hasSize(1);
-        assertThat(transport.sent.get(0)).containsExactly("RL.ALL", "2", "p:sms:{123}:short+long", "p:sms:{123}:duplicate:abc", "*",
+        assertThat(transport.sent.get(0)).containsExactly("RL.ALL", "2", "p:sms:{123}:short", "p:sms:{123}:duplicate:abc", "*",
                 "CHECK", "1", "2", "10000", "5", "3600000", "CHECK", "2", "1", "5000", "DETAILS");
         PolicyDecision d = p.decision();
         assertThat(d.admitted()).isTrue();
@@ -92,7 +92,7 @@ class RateLimiterRepliesTest {
         Limit inflight = new Limit("inflight", Limit.Kind.CONCURRENCY, 2, null, 0, null, null, Duration.ofSeconds(60), null, false, null, null);
         Limit tokens = new Limit("tokens", Limit.Kind.QUOTA, 100000, null, 0, QuotaPeriod.DAY, null, null, null, false, "#n", "#u");
         Limit global = new Limit("global", Limit.Kind.SLIDING_WINDOW, 1000, Duration.ofSeconds(60), 0, null, null, null, null, true, null, null);
-        Policy llm = new Policy("llm", List.of(inflight, tokens, global), null, null, null, false);
+        Policy llm = new Policy("llm", List.of(inflight, tokens, global), null, "llm", null, false);
         transport.replies.add(List.of(0L, 1L, 1L, 2L, 1L, -1L, 60000L, List.of(rule(0, 1, 2, 1, -1, 60000)),
                 List.of(rule(0, 1, 100000, 99000, -1, 3600000)), List.of(rule(0, 1, 1000, 999, -1, 60000))));
         Permit p = limiter.acquire(new PolicyCall(llm, "k", "Asia/Shanghai", new long[] {1, 1000, 1}, null));
@@ -113,8 +113,10 @@ class RateLimiterRepliesTest {
     void settlingAboveTheEstimateDebits() {
         Limit tokens = new Limit("tokens", Limit.Kind.QUOTA, 100, null, 0, QuotaPeriod.DAY, null, null, null, false, "#n", "#u");
         Policy p = new Policy("q", List.of(tokens), null, null, null, false);
-        transport.replies.add(List.of(0L, 1L, 1L, 100L, 90L, -1L, 1000L, List.of(rule(0, 1, 100, 90, -1, 1000))));
+        transport.replies.add(List.of(0L, 1L, 100L, 90L, -1L, 1000L)); // one limit: its own command (RL.QUOTA)
         Permit permit = limiter.acquire(new PolicyCall(p, "k", null, new long[] {10}, null));
+        assertThat(transport.sent.get(0)).containsExactly("RL.QUOTA", "p:q:{k}:tokens", "*", "UTC", "DAY", "100", "COST", "10");
+        assertThat(permit.decision().limits()).containsExactly(new LimitState("tokens", 100, 86400, 90, 1, false, -1));
         permit.close(java.util.Map.of(0, 25L));
         assertThat(transport.sent.get(1)).containsExactly("RL.QUOTA", "p:q:{k}:tokens", "*", "UTC", "DAY", "100", "COST", "15", "DEBIT");
     }

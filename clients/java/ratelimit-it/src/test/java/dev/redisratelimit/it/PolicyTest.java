@@ -99,7 +99,7 @@ class PolicyTest {
         });
         assertEquals(3, calls.size(), "one call per decision");
         assertEquals("RL.ALL", calls.get(0).command());
-        assertEquals(List.of("3", "api:{" + user + "}:short+long", "api:{" + user + "}:daily", "api:{" + user + "}:inflight"),
+        assertEquals(List.of("3", "api:{" + user + "}:short", "api:{" + user + "}:daily", "api:{" + user + "}:inflight"),
                 calls.get(0).args().subList(0, 4));
         assertEquals(List.of("short", "daily", "long", "inflight"), d[0].limits().stream().map(LimitState::name).toList());
         assertTrue(d[0].admitted() && d[1].admitted());

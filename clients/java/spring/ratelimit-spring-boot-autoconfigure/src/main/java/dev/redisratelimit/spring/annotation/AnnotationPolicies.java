@@ -60,7 +60,7 @@ public final class AnnotationPolicies {
             }
             yaml.put(name, List.copyOf(limits));
             // Registered at once, so its limits can be changed at run time before its first call.
-            Policy cp = new Policy(name, limits, null, p.getHashTag(), p.getOnRedisDown().mode(), false);
+            Policy cp = new Policy(name, limits, null, tagFor(name, p.getHashTag(), limits), p.getOnRedisDown().mode(), false);
             limiter.register(cp);
         });
     }
@@ -131,7 +131,8 @@ public final class AnnotationPolicies {
             limits = List.of(limit(d.getName(), LimitType.SLIDING_WINDOW, d.getCount(), d.getWindow(), 0, null, "UTC",
                     null, null, false, null, null));
         }
-        Policy compiled = new Policy(name, limits, duration(a.preventDuplicate()), hashTag, down.mode(), a.legacyHeaders());
+        Policy compiled = new Policy(name, limits, duration(a.preventDuplicate()), tagFor(name, hashTag, limits), down.mode(),
+                a.legacyHeaders());
         Policy earlier = byName.putIfAbsent(name, compiled);
         if (earlier != null && !earlier.limits().equals(compiled.limits())) {
             throw new IllegalArgumentException("two different policies are named '" + name + "'");
@@ -169,6 +170,14 @@ public final class AnnotationPolicies {
 
     private Expression parse(String spel) {
         return spel == null ? null : parser.parseExpression(spel);
+    }
+
+    // A global limit needs a fixed hash tag (its key shares the per-key ones' Cluster slot): the policy's name unless given.
+    private static String tagFor(String policy, String tag, List<dev.redisratelimit.client.Limit> limits) {
+        if (tag != null && !tag.isBlank()) {
+            return tag;
+        }
+        return limits.stream().anyMatch(dev.redisratelimit.client.Limit::shared) ? policy : null;
     }
 
     private static String blankToNull(String s) {

@@ -35,7 +35,7 @@ public class RateLimitProperties {
     private Duration maxReconnectDelay = Duration.ofMillis(500);
 
     /** How often each instance reads the limits changed at run time. */
-    private Duration refreshInterval = Duration.ofMillis(500);
+    private Duration refreshInterval = Duration.ofMillis(250);
 
     /** What policies without their own setting do while Redis is down. */
     private OnRedisDown onRedisDown = OnRedisDown.FAIL_CLOSED;
