@@ -19,7 +19,9 @@ import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
 
 /**
- * The app the starter's tests drive over HTTP: one endpoint per feature. Its
+ * The app the starter's tests drive over HTTP: one endpoint per feature, the
+ * same endpoints and policies as the WebFlux tests' ReactiveTestApp (the
+ * contract both run: {@code AnnotationHttpContract}). Its
  * package holds the starter's own classes too: the scan leaves out the
  * WebFlux adapter's (registered by the auto-configuration in a reactive app).
  */
@@ -51,9 +53,9 @@ public class TestApp {
                 @Limit(name = "inflight", type = LimitType.CONCURRENCY, count = 2, ttl = "60s"),
                 @Limit(name = "tokens", type = LimitType.QUOTA, period = QuotaPeriod.DAY, count = 1000, zone = "UTC",
                         cost = "#estimate", settle = "#result['used']")})
-        public Map<String, Object> work(@RequestParam long estimate, @RequestParam long used, @RequestParam(defaultValue = "0") long sleepMs,
+        public Map<String, Object> work(@RequestParam long estimate, @RequestParam long used, @RequestParam(defaultValue = "0") long delayMs,
                 @RequestParam(defaultValue = "false") boolean fail) throws InterruptedException {
-            Thread.sleep(sleepMs);
+            Thread.sleep(delayMs);
             if (fail) {
                 throw new IllegalStateException("the work failed");
             }
@@ -81,8 +83,14 @@ public class TestApp {
         }
 
         @GetMapping("/closed")
-        @RateLimited(policy = "closed", limits = @Limit(name = "c", count = 3, window = "60s"), onRedisDown = OnRedisDown.FAIL_CLOSED)
+        @RateLimited(policy = "closed", limits = @Limit(name = "c", count = 100, window = "60s"), onRedisDown = OnRedisDown.FAIL_CLOSED)
         public Map<String, Object> closed() {
+            return Map.of("ok", true);
+        }
+
+        @GetMapping("/open")
+        @RateLimited(policy = "open", limits = @Limit(name = "o", count = 100, window = "60s"), onRedisDown = OnRedisDown.FAIL_OPEN)
+        public Map<String, Object> open() {
             return Map.of("ok", true);
         }
 
@@ -109,6 +117,25 @@ public class TestApp {
                 limits = @Limit(name = "rate", type = LimitType.TOKEN_BUCKET, count = 60, window = "60s", burst = 3))
         public Map<String, Object> bucket() {
             return Map.of("ok", true);
+        }
+
+        @GetMapping("/ip")
+        @RateLimited(policy = "ip", by = KeyBy.IP, limits = @Limit(name = "per-ip", count = 100, window = "60s"))
+        public String ip() {
+            return "ok";
+        }
+
+        @GetMapping("/user")
+        @RateLimited(policy = "user", by = KeyBy.USER, limits = @Limit(name = "per-user", count = 1, window = "60s"))
+        public String user() {
+            return "ok";
+        }
+
+        @PostMapping("/once")
+        @RateLimited(policy = "once", key = "#request.getHeader('X-Key')", preventDuplicate = "10s",
+                limits = @Limit(name = "per", count = 100, window = "60s"))
+        public String once(@org.springframework.web.bind.annotation.RequestBody Map<String, Object> body) {
+            return "ok";
         }
 
         @GetMapping("/login")

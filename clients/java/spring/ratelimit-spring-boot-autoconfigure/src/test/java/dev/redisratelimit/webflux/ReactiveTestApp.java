@@ -19,13 +19,61 @@ import reactor.core.publisher.Mono;
 
 /**
  * The reactive app the WebFlux tests drive over HTTP (Reactor Netty): the
- * MVC test app's policies on methods returning Mono and Flux.
+ * MVC test app's endpoints and policies on methods returning Mono and Flux
+ * (the contract both run: {@code AnnotationHttpContract}), and what only
+ * WebFlux has (a streamed result, a plain return value on the event loop).
  */
 @SpringBootApplication
 public class ReactiveTestApp {
 
     @RestController
     public static class Endpoints {
+
+        @GetMapping("/one")
+        @RateLimited(policy = "one", limits = @Limit(name = "per-key", count = 10, window = "60s"), key = "#request.headers.getFirst('X-Key')")
+        public Mono<Map<String, Object>> one() {
+            return Mono.just(Map.of("ok", true));
+        }
+
+        @GetMapping("/mixed")
+        @RateLimited(policy = "mixed", key = "#request.headers.getFirst('X-Key')", limits = {
+                @Limit(name = "per", count = 5, window = "60s"),
+                @Limit(name = "all", count = 3, window = "60s", global = true)})
+        public Mono<Map<String, Object>> mixed() {
+            return Mono.just(Map.of("ok", true));
+        }
+
+        @GetMapping("/ocr")
+        @RateLimited(policy = "ocr", by = KeyBy.USER)
+        public Mono<Map<String, Object>> ocr() {
+            return Mono.just(Map.of("ok", true));
+        }
+
+        @GetMapping("/nullkey")
+        @RateLimited(policy = "nullkey", limits = @Limit(name = "n", count = 5, window = "10s"), key = "#request.headers.getFirst('X-None')")
+        public Mono<Map<String, Object>> nullKey() {
+            return Mono.just(Map.of("ok", true));
+        }
+
+        @GetMapping("/off")
+        @RateLimited(policy = "off", limits = @Limit(name = "q", type = LimitType.QUOTA, count = 0, period = QuotaPeriod.DAY))
+        public Mono<Map<String, Object>> off() {
+            return Mono.just(Map.of("ok", true));
+        }
+
+        @GetMapping("/bucket")
+        @RateLimited(policy = "bucket", key = "#request.headers.getFirst('X-Key')",
+                limits = @Limit(name = "rate", type = LimitType.TOKEN_BUCKET, count = 60, window = "60s", burst = 3))
+        public Mono<Map<String, Object>> bucket() {
+            return Mono.just(Map.of("ok", true));
+        }
+
+        @GetMapping("/login")
+        @RateLimited(policy = "login", by = KeyBy.IP_AND_PATH,
+                limits = @Limit(name = "login", type = LimitType.LOCKOUT, count = 2, window = "10s", lockTime = "30s"))
+        public Mono<Map<String, Object>> login() {
+            return Mono.just(Map.of("ok", true));
+        }
 
         // the same policy as the MVC TestApp's /two: both apps must answer alike
         @GetMapping("/two")
@@ -92,16 +140,20 @@ public class ReactiveTestApp {
         }
 
         @GetMapping("/closed")
-        @RateLimited(policy = "closed", key = "#request.headers.getFirst('X-Key')", onRedisDown = OnRedisDown.FAIL_CLOSED,
-                limits = @Limit(name = "c", count = 100, window = "60s"))
+        @RateLimited(policy = "closed", limits = @Limit(name = "c", count = 100, window = "60s"), onRedisDown = OnRedisDown.FAIL_CLOSED)
         public Mono<String> closed() {
             return Mono.just("ok");
         }
 
         @GetMapping("/open")
-        @RateLimited(policy = "open", key = "#request.headers.getFirst('X-Key')", onRedisDown = OnRedisDown.FAIL_OPEN,
-                limits = @Limit(name = "o", count = 100, window = "60s"))
+        @RateLimited(policy = "open", limits = @Limit(name = "o", count = 100, window = "60s"), onRedisDown = OnRedisDown.FAIL_OPEN)
         public Mono<String> open() {
+            return Mono.just("ok");
+        }
+
+        @GetMapping("/local")
+        @RateLimited(policy = "local", limits = @Limit(name = "l", count = 3, window = "60s"), onRedisDown = OnRedisDown.LOCAL)
+        public Mono<String> local() {
             return Mono.just("ok");
         }
     }

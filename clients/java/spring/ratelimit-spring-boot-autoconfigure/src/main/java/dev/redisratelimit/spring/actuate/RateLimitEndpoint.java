@@ -1,9 +1,9 @@
 package dev.redisratelimit.spring.actuate;
 
+import dev.redisratelimit.client.Limit;
+import dev.redisratelimit.client.LimitState;
 import dev.redisratelimit.client.Policy;
 import dev.redisratelimit.client.PolicyDecision;
-import dev.redisratelimit.client.LimitState;
-import dev.redisratelimit.client.Limit;
 import dev.redisratelimit.client.RateLimiter;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;

@@ -1,14 +1,9 @@
 package dev.redisratelimit.spring.annotation;
 
-import dev.redisratelimit.spring.annotation.KeyBy;
-import dev.redisratelimit.spring.annotation.Limit;
-import dev.redisratelimit.spring.annotation.LimitType;
-import dev.redisratelimit.spring.annotation.OnRedisDown;
-import dev.redisratelimit.spring.annotation.RateLimited;
-import dev.redisratelimit.spring.autoconfigure.RateLimitProperties;
 import dev.redisratelimit.client.Policy;
 import dev.redisratelimit.client.PolicyClause;
 import dev.redisratelimit.client.RateLimiter;
+import dev.redisratelimit.spring.autoconfigure.RateLimitProperties;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.time.Duration;

@@ -1,7 +1,6 @@
 package dev.redisratelimit.spring.annotation;
 
 import dev.redisratelimit.client.QuotaPeriod;
-
 import java.lang.annotation.Documented;
 import java.lang.annotation.Retention;
 import java.lang.annotation.RetentionPolicy;

@@ -1,6 +1,5 @@
 package dev.redisratelimit.spring.annotation;
 
-import dev.redisratelimit.spring.annotation.RateLimited;
 import org.aopalliance.aop.Advice;
 import org.springframework.aop.framework.autoproxy.AbstractBeanFactoryAwareAdvisingPostProcessor;
 import org.springframework.aop.support.ComposablePointcut;

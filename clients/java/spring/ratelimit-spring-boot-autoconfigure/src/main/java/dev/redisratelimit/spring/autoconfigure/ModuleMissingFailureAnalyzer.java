@@ -1,7 +1,6 @@
 package dev.redisratelimit.spring.autoconfigure;
 
 import dev.redisratelimit.client.ModuleNotLoadedException;
-
 import org.springframework.boot.diagnostics.AbstractFailureAnalyzer;
 import org.springframework.boot.diagnostics.FailureAnalysis;
 

@@ -1,17 +1,17 @@
 package dev.redisratelimit.spring.autoconfigure;
 
+import dev.redisratelimit.client.LocalLimiter;
 import dev.redisratelimit.client.RateLimitAsyncClient;
 import dev.redisratelimit.client.RateLimitTransport;
-import dev.redisratelimit.spring.annotation.AnnotationPolicies;
-import dev.redisratelimit.springdata.SpringDataTransport;
-import dev.redisratelimit.spring.annotation.RateLimitAdvisingPostProcessor;
-import dev.redisratelimit.spring.web.RateLimitMethodInterceptor;
-import dev.redisratelimit.client.LocalLimiter;
 import dev.redisratelimit.client.RateLimiter;
 import dev.redisratelimit.client.RedisAvailability;
 import dev.redisratelimit.client.RuntimeLimits;
+import dev.redisratelimit.spring.annotation.AnnotationPolicies;
+import dev.redisratelimit.spring.annotation.RateLimitAdvisingPostProcessor;
 import dev.redisratelimit.spring.http.RateLimitAnswers;
 import dev.redisratelimit.spring.web.CallerResolver;
+import dev.redisratelimit.spring.web.RateLimitMethodInterceptor;
+import dev.redisratelimit.springdata.SpringDataTransport;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;

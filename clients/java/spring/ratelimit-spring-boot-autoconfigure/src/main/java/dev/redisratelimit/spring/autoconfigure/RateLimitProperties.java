@@ -1,8 +1,8 @@
 package dev.redisratelimit.spring.autoconfigure;
 
+import dev.redisratelimit.client.QuotaPeriod;
 import dev.redisratelimit.spring.annotation.LimitType;
 import dev.redisratelimit.spring.annotation.OnRedisDown;
-import dev.redisratelimit.client.QuotaPeriod;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;

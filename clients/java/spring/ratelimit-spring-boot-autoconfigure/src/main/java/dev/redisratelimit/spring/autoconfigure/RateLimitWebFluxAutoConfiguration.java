@@ -1,19 +1,19 @@
 package dev.redisratelimit.spring.autoconfigure;
 
+import dev.redisratelimit.client.RateLimitTransport;
 import dev.redisratelimit.client.RateLimiter;
 import dev.redisratelimit.spring.annotation.AnnotationPolicies;
+import dev.redisratelimit.spring.annotation.RateLimitAdvisingPostProcessor;
 import dev.redisratelimit.spring.http.DefaultRateLimitAnswers;
 import dev.redisratelimit.spring.http.RateLimitAnswers;
 import dev.redisratelimit.spring.http.RateLimitRoutes;
-import dev.redisratelimit.client.RateLimitTransport;
-import dev.redisratelimit.spring.annotation.RateLimitAdvisingPostProcessor;
 import dev.redisratelimit.spring.reactive.DefaultReactiveCallerResolver;
+import dev.redisratelimit.spring.reactive.RateLimitRouteWebFilter;
+import dev.redisratelimit.spring.reactive.RateLimitWebFilter;
 import dev.redisratelimit.spring.reactive.ReactiveCallerResolver;
 import dev.redisratelimit.spring.reactive.ReactiveOffload;
 import dev.redisratelimit.spring.reactive.ReactiveRateLimitExceptionHandler;
 import dev.redisratelimit.spring.reactive.ReactiveRateLimitInterceptor;
-import dev.redisratelimit.spring.reactive.RateLimitRouteWebFilter;
-import dev.redisratelimit.spring.reactive.RateLimitWebFilter;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.boot.autoconfigure.AutoConfiguration;

@@ -1,9 +1,8 @@
 package dev.redisratelimit.spring.http;
 
-import dev.redisratelimit.client.PolicyDecision;
-import dev.redisratelimit.client.LimitState;
 import dev.redisratelimit.client.Limit;
-import dev.redisratelimit.spring.http.RateLimitKeyMissingException;
+import dev.redisratelimit.client.LimitState;
+import dev.redisratelimit.client.PolicyDecision;
 import java.net.URI;
 import java.time.Duration;
 import org.springframework.http.HttpHeaders;

@@ -1,7 +1,6 @@
 package dev.redisratelimit.spring.http;
 
 import dev.redisratelimit.client.PolicyDecision;
-import dev.redisratelimit.spring.http.RateLimitKeyMissingException;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.ProblemDetail;
 

@@ -1,10 +1,10 @@
 package dev.redisratelimit.spring.http;
 
-import dev.redisratelimit.spring.autoconfigure.RateLimitProperties;
-import dev.redisratelimit.client.PolicyClause;
 import dev.redisratelimit.client.Policy;
 import dev.redisratelimit.client.PolicyCall;
+import dev.redisratelimit.client.PolicyClause;
 import dev.redisratelimit.client.RateLimitConfigurationException;
+import dev.redisratelimit.spring.autoconfigure.RateLimitProperties;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;

@@ -1,9 +1,9 @@
 package dev.redisratelimit.spring.metrics;
 
-import dev.redisratelimit.spring.annotation.OnRedisDown;
-import dev.redisratelimit.client.PolicyDecision;
 import dev.redisratelimit.client.DecisionObserver;
 import dev.redisratelimit.client.FailMode;
+import dev.redisratelimit.client.PolicyDecision;
+import dev.redisratelimit.spring.annotation.OnRedisDown;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;

@@ -1,12 +1,12 @@
 package dev.redisratelimit.spring.reactive;
 
-import dev.redisratelimit.spring.annotation.AnnotationPolicies;
 import dev.redisratelimit.client.Permit;
 import dev.redisratelimit.client.PolicyCall;
 import dev.redisratelimit.client.RateLimitConfigurationException;
 import dev.redisratelimit.client.RateLimitRefusedException;
 import dev.redisratelimit.client.RateLimitUnavailableException;
 import dev.redisratelimit.client.RateLimiter;
+import dev.redisratelimit.spring.annotation.AnnotationPolicies;
 import dev.redisratelimit.spring.http.RateLimitAnswers;
 import dev.redisratelimit.spring.http.RateLimitKeyMissingException;
 import dev.redisratelimit.spring.http.RateLimitRoutes;

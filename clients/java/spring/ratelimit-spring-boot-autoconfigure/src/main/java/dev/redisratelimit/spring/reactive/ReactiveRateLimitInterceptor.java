@@ -4,12 +4,12 @@ import static dev.redisratelimit.spring.annotation.PolicyExpressions.cost;
 import static dev.redisratelimit.spring.annotation.PolicyExpressions.string;
 import static dev.redisratelimit.spring.annotation.PolicyExpressions.usage;
 
-import dev.redisratelimit.spring.annotation.KeyBy;
-import dev.redisratelimit.spring.annotation.AnnotationPolicies;
 import dev.redisratelimit.client.Permit;
 import dev.redisratelimit.client.PolicyCall;
 import dev.redisratelimit.client.RateLimitConfigurationException;
 import dev.redisratelimit.client.RateLimiter;
+import dev.redisratelimit.spring.annotation.AnnotationPolicies;
+import dev.redisratelimit.spring.annotation.KeyBy;
 import dev.redisratelimit.spring.http.RateLimitAnswers;
 import java.lang.reflect.Method;
 import java.util.HashMap;

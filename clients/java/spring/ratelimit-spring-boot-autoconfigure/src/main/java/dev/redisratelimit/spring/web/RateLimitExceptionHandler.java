@@ -1,10 +1,10 @@
 package dev.redisratelimit.spring.web;
 
-import dev.redisratelimit.spring.http.RateLimitKeyMissingException;
-import dev.redisratelimit.spring.http.RateLimitAnswers;
 import dev.redisratelimit.client.RateLimitConfigurationException;
 import dev.redisratelimit.client.RateLimitRefusedException;
 import dev.redisratelimit.client.RateLimitUnavailableException;
+import dev.redisratelimit.spring.http.RateLimitAnswers;
+import dev.redisratelimit.spring.http.RateLimitKeyMissingException;
 import jakarta.servlet.http.HttpServletResponse;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

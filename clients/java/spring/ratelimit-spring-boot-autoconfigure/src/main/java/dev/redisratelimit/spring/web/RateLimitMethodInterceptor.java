@@ -1,18 +1,16 @@
 package dev.redisratelimit.spring.web;
 
-import dev.redisratelimit.spring.annotation.AnnotationPolicies;
-import dev.redisratelimit.spring.annotation.PolicyExpressions;
-import dev.redisratelimit.spring.http.RateLimitAnswers;
 import static dev.redisratelimit.spring.annotation.PolicyExpressions.cost;
 import static dev.redisratelimit.spring.annotation.PolicyExpressions.string;
 import static dev.redisratelimit.spring.annotation.PolicyExpressions.usage;
 
 import dev.redisratelimit.client.Permit;
 import dev.redisratelimit.client.PolicyCall;
-import dev.redisratelimit.spring.web.DeferredRoutes;
 import dev.redisratelimit.client.RateLimitConfigurationException;
 import dev.redisratelimit.client.RateLimiter;
-import dev.redisratelimit.spring.web.CallerResolver;
+import dev.redisratelimit.spring.annotation.AnnotationPolicies;
+import dev.redisratelimit.spring.annotation.PolicyExpressions;
+import dev.redisratelimit.spring.http.RateLimitAnswers;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.lang.reflect.Method;

@@ -1,12 +1,11 @@
 package dev.redisratelimit.spring.web;
 
-import dev.redisratelimit.spring.annotation.AnnotationPolicies;
-import dev.redisratelimit.spring.http.RateLimitRoutes;
-import dev.redisratelimit.spring.http.RateLimitAnswers;
-import dev.redisratelimit.spring.annotation.AnnotationPolicies;
-import dev.redisratelimit.client.PolicyCall;
 import dev.redisratelimit.client.Permit;
+import dev.redisratelimit.client.PolicyCall;
 import dev.redisratelimit.client.RateLimiter;
+import dev.redisratelimit.spring.annotation.AnnotationPolicies;
+import dev.redisratelimit.spring.http.RateLimitAnswers;
+import dev.redisratelimit.spring.http.RateLimitRoutes;
 import jakarta.servlet.AsyncEvent;
 import jakarta.servlet.AsyncListener;
 import jakarta.servlet.DispatcherType;

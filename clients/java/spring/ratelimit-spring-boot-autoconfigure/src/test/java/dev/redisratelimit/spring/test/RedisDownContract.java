@@ -1,0 +1,93 @@
+package dev.redisratelimit.spring.test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.net.http.HttpResponse;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.test.web.server.LocalServerPort;
+
+/**
+ * Redis frozen (accepts, never answers: the budget's timeout), stopped and
+ * restarted under a running app, the same for both web stacks (the MVC
+ * {@code RedisDownTest} and the WebFlux {@code WebFluxRedisDownTest} start
+ * their app and a redis-server of their own): every answer within the
+ * budget's reach (under 1 s); fail-closed 503 problem+json, fail-open through
+ * without headers, local by the in-process limiter with the same limit; Redis
+ * used again within 2 s of answering.
+ */
+public abstract class RedisDownContract {
+
+    /** The redis-server this test class stops and starts (its app's only one). */
+    protected abstract RedisServer redis();
+
+    @LocalServerPort
+    protected int port;
+
+    record Timed(HttpResponse<String> response, long ms) {
+    }
+
+    Timed timed(String path) {
+        long t0 = System.nanoTime();
+        HttpResponse<String> r = new Http(port).get(path, "X-Forwarded-For", "198.51.100.7");
+        return new Timed(r, (System.nanoTime() - t0) / 1_000_000);
+    }
+
+    void closedAndOpenAnswerWithinTheBudget(int times) {
+        for (int i = 0; i < times; i++) {
+            Timed closed = timed("/closed");
+            assertThat(closed.response().statusCode()).isEqualTo(503);
+            assertThat(closed.response().headers().firstValue("Content-Type"))
+                    .hasValueSatisfying(v -> assertThat(v).startsWith("application/problem+json"));
+            assertThat(closed.response().body()).contains("/problems/unavailable").contains("\"status\":503");
+            assertThat(closed.ms()).isLessThan(1000);
+            Timed open = timed("/open");
+            assertThat(open.response().statusCode()).isEqualTo(200);
+            assertThat(open.response().headers().firstValue("RateLimit")).isEmpty();
+            assertThat(open.ms()).isLessThan(1000);
+        }
+    }
+
+    long usedAgainWithin(long maxMs, String path) throws InterruptedException {
+        long t0 = System.nanoTime();
+        while ((System.nanoTime() - t0) / 1_000_000 < maxMs + 3000) {
+            Timed t = timed(path);
+            if (t.response().statusCode() == 200 && t.response().headers().firstValue("RateLimit").isPresent()) {
+                return (System.nanoTime() - t0) / 1_000_000;
+            }
+            Thread.sleep(50);
+        }
+        return -1;
+    }
+
+    @Test
+    void frozenStoppedAndBack() throws Exception {
+        Timed first = timed("/closed");
+        assertThat(first.response().statusCode()).isEqualTo(200);
+        assertThat(first.response().headers().firstValue("RateLimit")).isPresent();
+
+        redis().pause(); // accepted and never answered
+        try {
+            closedAndOpenAnswerWithinTheBudget(3);
+        } finally {
+            redis().resume();
+        }
+        long resumed = usedAgainWithin(2000, "/open");
+        System.out.println("Redis used again " + resumed + " ms after it was resumed");
+        assertThat(resumed).isBetween(0L, 2000L);
+
+        redis().stop();
+        closedAndOpenAnswerWithinTheBudget(5);
+        int localOk = 0;
+        for (int i = 0; i < 5; i++) {
+            Timed local = timed("/local");
+            assertThat(local.ms()).isLessThan(1000);
+            localOk += local.response().statusCode() == 200 ? 1 : 0;
+        }
+        assertThat(localOk).isEqualTo(3); // the local stand-in holds the same limit on this instance
+
+        redis().start();
+        long back = usedAgainWithin(2000, "/closed");
+        System.out.println("Redis used again " + back + " ms after it listened again");
+        assertThat(back).isBetween(0L, 2000L);
+    }
+}
