@@ -18,3 +18,13 @@ class ModuleNotLoadedError(RateLimitError):
             + " (COMMAND INFO RL.ALL answered nothing): start redis-server with"
             " --loadmodule /path/to/libredis_ratelimit.so or run MODULE LOAD"
         )
+
+
+class LibraryNotLoadedError(ModuleNotLoadedError):
+    """Backend ``functions``: the redis-ratelimit Functions library is not on
+    the server (or older than this client) and this Redis user may not load
+    it; the message names the command to run once by hand. A kind of
+    ``ModuleNotLoadedError``: no engine to decide with."""
+
+    def __init__(self, message: str) -> None:
+        RateLimitError.__init__(self, message)
