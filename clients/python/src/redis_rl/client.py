@@ -25,6 +25,7 @@ from .combined import PolicyCall, combine, merge
 from .commands import Bucket, Call, Clause, Key, Mode, Period, Rule
 from .decisions import AllDecision, DayHourDecision, Decision, LeaseDecision, LockDecision
 from .errors import ModuleNotLoadedError, RateLimitError
+from .hooks import DecisionHooks, check_hooks
 from .policy import Policy, PolicyDecision
 from .scope import Acquire, AsyncAcquire, AsyncPermit, Permit
 
@@ -80,8 +81,9 @@ def _module_loaded(reply: Any) -> bool:
 
 
 class _Limiter:
-    def __init__(self, client: Any, *, check_module: bool = True) -> None:
+    def __init__(self, client: Any, *, check_module: bool = True, hooks: Sequence[DecisionHooks] = ()) -> None:
         self.redis = client
+        self.hooks = check_hooks(hooks)  # told of each guarded decision (redis_rl.hooks)
         self.cluster = isinstance(client, (RedisCluster, AsyncRedisCluster))
         self._checked = not check_module
         self.details_supported: bool | None = None  # known after the first-use check
@@ -96,10 +98,11 @@ class _Limiter:
 class RateLimiter(_Limiter):
     """Typed RL commands over a sync ``redis.Redis`` or ``redis.cluster.RedisCluster``."""
 
-    def __init__(self, client: redis.Redis | RedisCluster, *, check_module: bool = True) -> None:
+    def __init__(self, client: redis.Redis | RedisCluster, *, check_module: bool = True,
+                 hooks: Sequence[DecisionHooks] = ()) -> None:
         if isinstance(client, (redis.asyncio.Redis, AsyncRedisCluster)):
             raise TypeError("an asyncio client: use AsyncRateLimiter")
-        super().__init__(client, check_module=check_module)
+        super().__init__(client, check_module=check_module, hooks=hooks)
 
     def ensure_module(self) -> None:
         """Checks once that every primary has the module (``COMMAND INFO RL.ALL``);
@@ -297,10 +300,11 @@ class RateLimiter(_Limiter):
 class AsyncRateLimiter(_Limiter):
     """Typed RL commands over ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``."""
 
-    def __init__(self, client: redis.asyncio.Redis | AsyncRedisCluster, *, check_module: bool = True) -> None:
+    def __init__(self, client: redis.asyncio.Redis | AsyncRedisCluster, *, check_module: bool = True,
+                 hooks: Sequence[DecisionHooks] = ()) -> None:
         if not isinstance(client, (redis.asyncio.Redis, AsyncRedisCluster)):
             raise TypeError("a sync client: use RateLimiter")
-        super().__init__(client, check_module=check_module)
+        super().__init__(client, check_module=check_module, hooks=hooks)
 
     async def ensure_module(self) -> None:
         if self._checked:
