@@ -26,6 +26,7 @@ from .commands import Bucket, Call, Clause, Key, Mode, Period, Rule
 from .decisions import AllDecision, DayHourDecision, Decision, LeaseDecision, LockDecision
 from .backend import backend_arg, fcall, is_function_missing, is_module_missing, library, load_command, version_of
 from .errors import LibraryNotLoadedError, ModuleNotLoadedError, RateLimitError
+from .hooks import DecisionHooks, check_hooks
 from .policy import Policy, PolicyDecision
 from .scope import Acquire, AsyncAcquire, AsyncPermit, Permit
 
@@ -81,8 +82,10 @@ def _module_loaded(reply: Any) -> bool:
 
 
 class _Limiter:
-    def __init__(self, client: Any, *, check_module: bool = True, backend: str = "module") -> None:
+    def __init__(self, client: Any, *, check_module: bool = True, hooks: Sequence[DecisionHooks] = (),
+                 backend: str = "module") -> None:
         self.redis = client
+        self.hooks = check_hooks(hooks)  # told of each guarded decision (redis_rl.hooks)
         self.cluster = isinstance(client, (RedisCluster, AsyncRedisCluster))
         self._checked = not check_module
         self.details_supported: bool | None = None  # known after the first-use check
@@ -119,12 +122,12 @@ class RateLimiter(_Limiter):
     """Typed RL commands over a sync ``redis.Redis`` or ``redis.cluster.RedisCluster``."""
 
     def __init__(self, client: redis.Redis | RedisCluster, *, check_module: bool = True,
-                 backend: str = "module") -> None:
+                 hooks: Sequence[DecisionHooks] = (), backend: str = "module") -> None:
         """``backend``: ``"module"`` (the RL commands), ``"functions"`` (the
         Functions library, loaded when absent or older) or ``"auto"``."""
         if isinstance(client, (redis.asyncio.Redis, AsyncRedisCluster)):
             raise TypeError("an asyncio client: use AsyncRateLimiter")
-        super().__init__(client, check_module=check_module, backend=backend)
+        super().__init__(client, check_module=check_module, hooks=hooks, backend=backend)
 
     def ensure_module(self) -> None:
         """Checks once that every primary has the backend's engine: the module
@@ -398,11 +401,11 @@ class AsyncRateLimiter(_Limiter):
     """Typed RL commands over ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``."""
 
     def __init__(self, client: redis.asyncio.Redis | AsyncRedisCluster, *, check_module: bool = True,
-                 backend: str = "module") -> None:
+                 hooks: Sequence[DecisionHooks] = (), backend: str = "module") -> None:
         """``backend``: ``"module"``, ``"functions"`` or ``"auto"`` (``RateLimiter``)."""
         if not isinstance(client, (redis.asyncio.Redis, AsyncRedisCluster)):
             raise TypeError("a sync client: use RateLimiter")
-        super().__init__(client, check_module=check_module, backend=backend)
+        super().__init__(client, check_module=check_module, hooks=hooks, backend=backend)
 
     async def _primaries(self) -> list[Any]:
         if not self.cluster:

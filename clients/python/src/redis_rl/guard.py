@@ -18,6 +18,7 @@ import redis
 from .client import AsyncRateLimiter, RateLimiter
 from .combined import PolicyCall
 from .commands import Call
+from . import hooks
 from .errors import ModuleNotLoadedError, RateLimitError
 from .policy import Policy, PolicyDecision
 from .scope import AsyncPermit, Permit, give_back_when_landed
@@ -93,21 +94,30 @@ class AsyncGuard:
         (a socket timeout, a broken connection) the lease is released by its
         token once Redis answers again; the estimate cannot be told apart
         from other calls' and stays taken."""
+        t0 = time.perf_counter()
         if self.open:
-            return None
+            return self._seen([policy], None, t0)
         kw = _with_token(policy, kw)
-        return await self._guarded(self.limiter.decide(policy, key, **kw), policy.budget,
-                                   lambda: _releases(policy, key, kw))
+        return self._seen([policy], await self._guarded(self.limiter.decide(policy, key, **kw), policy.budget,
+                                                        lambda: _releases(policy, key, kw)), t0)
 
     async def decide_all(self, calls: Sequence[PolicyCall]) -> PolicyDecision | None:
         """``decide`` for several policies bound to their keys, in one
         decision (``AsyncRateLimiter.decide_all``); the budget is the
         smallest of theirs, the lease token chosen here (as ``decide``)."""
+        t0 = time.perf_counter()
+        policies = [x.policy for x in calls]
         if self.open:
-            return None
+            return self._seen(policies, None, t0)
         token = _token_for(calls)
-        return await self._guarded(self.limiter.decide_all(calls, token=token),
-                                   min(x.policy.budget for x in calls), lambda: _all_releases(calls, token))
+        return self._seen(policies, await self._guarded(self.limiter.decide_all(calls, token=token),
+                                                        min(x.policy.budget for x in calls),
+                                                        lambda: _all_releases(calls, token)), t0)
+
+    def _seen(self, policies: Sequence[Policy], decision: PolicyDecision | None, t0: float) -> PolicyDecision | None:
+        """Tells the limiter's hooks (redis_rl.hooks) and passes the decision on."""
+        hooks.decided(getattr(self.limiter, "hooks", ()), policies, decision, time.perf_counter() - t0)
+        return decision
 
     async def _guarded(self, deciding: Awaitable[PolicyDecision], budget: timedelta,
                        releases: Callable[[], list[Call]]) -> PolicyDecision | None:
@@ -237,17 +247,27 @@ class Guard:
         closed). A decision whose reply is lost (the socket timeout) may
         still run on Redis: its lease is released by token once Redis
         answers again; its estimate stays taken."""
+        t0 = time.perf_counter()
         if self.open:
-            return None
+            return self._seen([policy], None, t0)
         kw = _with_token(policy, kw)
-        return self._guarded(lambda: self.limiter.decide(policy, key, **kw), lambda: _releases(policy, key, kw))
+        return self._seen([policy], self._guarded(lambda: self.limiter.decide(policy, key, **kw),
+                                                  lambda: _releases(policy, key, kw)), t0)
 
     def decide_all(self, calls: Sequence[PolicyCall]) -> PolicyDecision | None:
         """``decide`` for several policies in one decision (``RateLimiter.decide_all``)."""
+        t0 = time.perf_counter()
+        policies = [x.policy for x in calls]
         if self.open:
-            return None
+            return self._seen(policies, None, t0)
         token = _token_for(calls)
-        return self._guarded(lambda: self.limiter.decide_all(calls, token=token), lambda: _all_releases(calls, token))
+        return self._seen(policies, self._guarded(lambda: self.limiter.decide_all(calls, token=token),
+                                                  lambda: _all_releases(calls, token)), t0)
+
+    def _seen(self, policies: Sequence[Policy], decision: PolicyDecision | None, t0: float) -> PolicyDecision | None:
+        """Tells the limiter's hooks (redis_rl.hooks) and passes the decision on."""
+        hooks.decided(getattr(self.limiter, "hooks", ()), policies, decision, time.perf_counter() - t0)
+        return decision
 
     def _guarded(self, decide: Callable[[], PolicyDecision],
                  releases: Callable[[], list[Call]]) -> PolicyDecision | None:

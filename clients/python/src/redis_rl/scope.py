@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Set, cast
 
 from .args import Zone
+from .hooks import gave_back_late
 from .policy import Policy, PolicyDecision
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ def give_back_when_landed(limiter: "AsyncRateLimiter", decision: "asyncio.Future
         if landed.allowed:
             try:
                 await AsyncPermit(limiter, landed).close()  # nothing used
+                gave_back_late(getattr(limiter, "hooks", ()), landed.policy.name)
             except Exception as e:
                 log.warning("redis_rl: could not give back a late decision of %s: %s", landed.policy.name, e)
     task = asyncio.get_running_loop().create_task(give_back())
