@@ -18,3 +18,14 @@ class ModuleNotLoadedError(RateLimitError):
             + " (COMMAND INFO RL.ALL answered nothing): start redis-server with"
             " --loadmodule /path/to/libredis_ratelimit.so or run MODULE LOAD"
         )
+
+
+class RedisUnavailableError(RateLimitError):
+    """The server answered, but cannot decide now: ``CLUSTERDOWN``,
+    ``TRYAGAIN``, ``MASTERDOWN`` or ``LOADING``. Like a refused connection
+    it is "Redis unavailable" (CLIENTS.md §3): a guard decides by the
+    policy's Redis-down mode, never a 500."""
+
+
+# The error codes that mean "unavailable now", not "your call is wrong".
+UNAVAILABLE_CODES = ("CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "LOADING")
