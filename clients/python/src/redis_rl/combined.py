@@ -144,10 +144,10 @@ class CombinedPlan:
         """RL.RELEASE of the token on every bound lease."""
         return [call for p in self.plans for call in p.lease_releases()]
 
-    def settlement(self, used: int | None) -> list[Call]:
+    def settlement(self, used: int | None, *, estimate_stands: bool = False) -> list[Call]:
         """Every bound policy's settlement (leases released, estimates settled
         to ``used``); the caller pipelines them per slot."""
-        return [call for p in self.plans for call in p.settlement(used)]
+        return [call for p in self.plans for call in p.settlement(used, estimate_stands=estimate_stands)]
 
 
 def combine(calls: Sequence[PolicyCall], *, details: bool, token: str | None = None) -> CombinedPlan:

@@ -508,15 +508,17 @@ class Plan:
         clauses = [real_clause(cl, key, self.token) for cl, key in zip(self.clauses, self.keys)]
         return [c.all_call(clauses, refund=True)]
 
-    def settlement(self, used: int | None) -> list[Call]:
+    def settlement(self, used: int | None, *, estimate_stands: bool = False) -> list[Call]:
         """What ends an admitted decision: the metered clauses settled from the
         estimate to ``used`` (REFUND or DEBIT of the difference; 0 when None;
         above a clause's largest limit it counts as that limit), and the lease
-        released. Keys of one slot: one pipelined round trip."""
+        released. Keys of one slot: one pipelined round trip.
+        ``estimate_stands``: the lease released, the estimate left charged
+        (a usage report was refused)."""
         calls: list[Call] = []
-        used = 0 if used is None else a.integer(used, "used", 0)
+        used = self.estimate if estimate_stands else 0 if used is None else a.integer(used, "used", 0)
         for g, cl, key in zip(self.policy.groups, self.clauses, self.keys):
-            delta = min(used, max(lim.limit for lim in g.limits)) - self.estimate
+            delta = 0 if estimate_stands else min(used, max(lim.limit for lim in g.limits)) - self.estimate
             if g.kind == "lease":
                 calls.append(c.release(key, [self.token] if self.token else []))
             elif g.limits[0].metered and delta != 0:

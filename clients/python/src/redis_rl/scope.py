@@ -73,6 +73,7 @@ class _PermitBase:
     def __init__(self, decision: PolicyDecision) -> None:
         self.decision = decision
         self._used: int | None = None
+        self._stands = False
         self.closed = False
 
     @property
@@ -85,10 +86,12 @@ class _PermitBase:
         counts as that ``q``. Anything else raises ``ValueError`` here and
         changes nothing (the permit still closes, the estimate stands);
         reported after the permit closed: ``PermitClosedError``."""
-        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_INT:
-            raise ValueError(f"used must be an int from 0 to 2**53-1, not {n!r}")
         if self.closed:
-            raise PermitClosedError(f"used({n}) after the permit of {self.decision.policy.name!r} closed")
+            raise PermitClosedError(f"used({n!r}) after the permit of {self.decision.policy.name!r} closed")
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_INT:
+            self._stands = True  # what was taken up front stays charged
+            raise ValueError(f"used must be an int from 0 to 2**53-1, not {n!r}")
+        self._stands = False
         self._used = n
 
     def _renewals(self) -> tuple[list[Any], float]:
@@ -118,7 +121,7 @@ class Permit(_PermitBase):
         """Releases the lease and settles the estimate (once)."""
         if self.closed or self.decision.limited:
             return
-        calls = self.decision.plan.settlement(self._used)
+        calls = self.decision.plan.settlement(self._used, estimate_stands=self._stands)
         self.closed = True
         self._stop.set()
         self._limiter.run_many(calls)
@@ -152,7 +155,7 @@ class AsyncPermit(_PermitBase):
     async def close(self) -> None:
         if self.closed or self.decision.limited:
             return
-        calls = self.decision.plan.settlement(self._used)
+        calls = self.decision.plan.settlement(self._used, estimate_stands=self._stands)
         self.closed = True
         if self._renewing is not None:
             self._renewing.cancel()
