@@ -20,6 +20,16 @@ class ModuleNotLoadedError(RateLimitError):
         )
 
 
+class LibraryNotLoadedError(ModuleNotLoadedError):
+    """Backend ``functions``: the redis-ratelimit Functions library is not on
+    the server (or older than this client) and this Redis user may not load
+    it; the message names the command to run once by hand. A kind of
+    ``ModuleNotLoadedError``: no engine to decide with."""
+
+    def __init__(self, message: str) -> None:
+        RateLimitError.__init__(self, message)
+
+
 class RedisUnavailableError(RateLimitError):
     """The server answered, but cannot decide now: ``CLUSTERDOWN``,
     ``TRYAGAIN``, ``MASTERDOWN`` or ``LOADING``. Like a refused connection

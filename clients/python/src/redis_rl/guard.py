@@ -27,6 +27,7 @@ import redis
 from .client import AsyncRateLimiter, RateLimiter
 from .combined import PolicyCall
 from .commands import Call
+from . import hooks
 from .errors import ModuleNotLoadedError, RateLimitError, RedisUnavailableError
 from .policy import Policy, PolicyDecision
 from .scope import AsyncPermit, Permit, give_back_when_landed
@@ -209,6 +210,11 @@ class _Circuits:
     def _trip(self, circuits: Sequence[_Circuit], e: BaseException) -> None:
         raise NotImplementedError
 
+    def _seen(self, policies: Sequence[Policy], decision: PolicyDecision | None, t0: float) -> PolicyDecision | None:
+        """Tells the limiter's hooks (redis_rl.hooks) and passes the decision on."""
+        hooks.decided(getattr(self.limiter, "hooks", ()), policies, decision, time.perf_counter() - t0)
+        return decision
+
 
 class AsyncGuard(_Circuits):
     def __init__(self, limiter: AsyncRateLimiter, *, probe_interval: float = 0.25,
@@ -231,24 +237,27 @@ class AsyncGuard(_Circuits):
         (one RL.ALL ... REFUND). When the reply is lost (a broken
         connection) the lease is released by its token once Redis answers
         again; the other units cannot be told apart and stay taken."""
+        t0 = time.perf_counter()
         circuits = self._nodes([_slot_key(policy, key)]) if isinstance(key, str) else self._nodes(["*"])
         if self._any_open(circuits):
-            return None
+            return self._seen([policy], None, t0)
         kw = _with_token(policy, kw)
-        return await self._guarded(self.limiter.decide(policy, key, **kw), policy.budget,
-                                   lambda: _releases(policy, key, kw), circuits)
+        return self._seen([policy], await self._guarded(self.limiter.decide(policy, key, **kw), policy.budget,
+                                                        lambda: _releases(policy, key, kw), circuits), t0)
 
     async def decide_all(self, calls: Sequence[PolicyCall]) -> PolicyDecision | None:
         """``decide`` for several policies bound to their keys, in one
         decision (``AsyncRateLimiter.decide_all``); the budget is the
         smallest of theirs, the lease token chosen here (as ``decide``)."""
+        t0 = time.perf_counter()
+        policies = [x.policy for x in calls]
         circuits = self._nodes([_slot_key(x.policy, x.key) if isinstance(x.key, str) else "*" for x in calls])
         if self._any_open(circuits):
-            return None
+            return self._seen(policies, None, t0)
         token = _token_for(calls)
-        return await self._guarded(self.limiter.decide_all(calls, token=token),
-                                   min(x.policy.budget for x in calls), lambda: _all_releases(calls, token),
-                                   circuits)
+        return self._seen(policies, await self._guarded(self.limiter.decide_all(calls, token=token),
+                                                        min(x.policy.budget for x in calls),
+                                                        lambda: _all_releases(calls, token), circuits), t0)
 
     async def _guarded(self, deciding: Awaitable[PolicyDecision], budget: timedelta,
                        releases: Callable[[], list[Call]], circuits: list[_Circuit]) -> PolicyDecision | None:
@@ -411,21 +420,24 @@ class Guard(_Circuits):
         closed). A decision whose reply is lost (the socket timeout) may
         still run on Redis: its lease is released by token once Redis
         answers again; its estimate stays taken."""
+        t0 = time.perf_counter()
         circuits = self._nodes([_slot_key(policy, key)]) if isinstance(key, str) else self._nodes(["*"])
         if self._any_open(circuits):
-            return None
+            return self._seen([policy], None, t0)
         kw = _with_token(policy, kw)
-        return self._guarded(lambda: self.limiter.decide(policy, key, **kw), lambda: _releases(policy, key, kw),
-                             circuits)
+        return self._seen([policy], self._guarded(lambda: self.limiter.decide(policy, key, **kw),
+                                                  lambda: _releases(policy, key, kw), circuits), t0)
 
     def decide_all(self, calls: Sequence[PolicyCall]) -> PolicyDecision | None:
         """``decide`` for several policies in one decision (``RateLimiter.decide_all``)."""
+        t0 = time.perf_counter()
+        policies = [x.policy for x in calls]
         circuits = self._nodes([_slot_key(x.policy, x.key) if isinstance(x.key, str) else "*" for x in calls])
         if self._any_open(circuits):
-            return None
+            return self._seen(policies, None, t0)
         token = _token_for(calls)
-        return self._guarded(lambda: self.limiter.decide_all(calls, token=token), lambda: _all_releases(calls, token),
-                             circuits)
+        return self._seen(policies, self._guarded(lambda: self.limiter.decide_all(calls, token=token),
+                                                  lambda: _all_releases(calls, token), circuits), t0)
 
     def _guarded(self, decide: Callable[[], PolicyDecision], releases: Callable[[], list[Call]],
                  circuits: list[_Circuit]) -> PolicyDecision | None:

@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Set, cast
 
 from .args import MAX_INT, Zone
+from .hooks import gave_back_late
 from .policy import Policy, PolicyDecision
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ def give_back_when_landed(limiter: "AsyncRateLimiter", decision: "asyncio.Future
         if landed.allowed:  # given back whole: windows, buckets, quotas, estimate and lease (one RL.ALL REFUND)
             try:
                 await limiter.run_many(landed.plan.refund_all())
+                gave_back_late(getattr(limiter, "hooks", ()), landed.policy.name)
             except Exception as e:
                 log.warning("redis_rl: could not give back a late decision of %s: %s", landed.policy.name, e)
     task = asyncio.get_running_loop().create_task(give_back())
