@@ -1,9 +1,15 @@
 """Only a build step (pyproject.toml holds the metadata): the package carries
 the repository's Functions library (functions/ratelimit.lua) as
 redis_rl/ratelimit.lua, copied here at build time so the bytes are the ones
-the module's tests prove. An sdist already holds the copy."""
+the module's tests prove. An sdist already holds the copy.
 
+setuptools builds in the source tree by default (build/ and
+src/*.egg-info): both go to a temporary directory instead, so
+`pip install ./clients/python` leaves the checkout as it was."""
+
+import atexit
 import shutil
+import tempfile
 from pathlib import Path
 
 from setuptools import setup
@@ -21,4 +27,8 @@ class BuildPy(build_py):
         super().run()
 
 
-setup(cmdclass={"build_py": BuildPy})
+SCRATCH = tempfile.mkdtemp(prefix="redis_rl-build-")
+atexit.register(shutil.rmtree, SCRATCH, True)
+
+setup(cmdclass={"build_py": BuildPy},
+      options={"build": {"build_base": f"{SCRATCH}/build"}, "egg_info": {"egg_base": SCRATCH}})

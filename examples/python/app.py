@@ -37,15 +37,16 @@ SHANGHAI = zoneinfo.ZoneInfo("Asia/Shanghai")
 def redis_client() -> Any:
     # One retry on a broken connection (a restarted Redis leaves stale pooled
     # sockets). The 500 ms budget bounds every decision; the socket waits
-    # longer, so a reply that lands after the budget is still read and the
-    # guard gives its lease and estimate back (a socket timeout drops it).
-    opts: dict[str, Any] = dict(socket_timeout=2.0, socket_connect_timeout=0.5,
+    # 11 s (at least the budget + 10 s: shorter is refused at start), so a
+    # reply that lands after the budget is still read and the guard gives
+    # the whole admission back (a socket timeout would drop it).
+    opts: dict[str, Any] = dict(socket_timeout=11.0, socket_connect_timeout=0.5,
                                 retry=Retry(NoBackoff(), 1),
                                 retry_on_error=[redis.exceptions.ConnectionError])
     cluster = os.environ.get("REDIS_CLUSTER")
     if cluster:
         seeds = [ClusterNode(h, int(p)) for h, p in (s.rsplit(":", 1) for s in cluster.split(",") if s)]
-        return RedisCluster(startup_nodes=seeds, socket_timeout=2.0, socket_connect_timeout=0.5)
+        return RedisCluster(startup_nodes=seeds, socket_timeout=11.0, socket_connect_timeout=0.5)
     return redis.asyncio.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379"), **opts)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from typing import Any, Mapping, Sequence, cast
 
 import redis
@@ -25,7 +26,7 @@ from .combined import PolicyCall, combine, merge
 from .commands import Bucket, Call, Clause, Key, Mode, Period, Rule
 from .decisions import AllDecision, DayHourDecision, Decision, LeaseDecision, LockDecision
 from .backend import backend_arg, fcall, is_function_missing, is_module_missing, library, load_command, version_of
-from .errors import LibraryNotLoadedError, ModuleNotLoadedError, RateLimitError
+from .errors import UNAVAILABLE_CODES, LibraryNotLoadedError, ModuleNotLoadedError, RateLimitError, RedisUnavailableError
 from .hooks import DecisionHooks, check_hooks
 from .policy import Policy, PolicyDecision
 from .scope import Acquire, AsyncAcquire, AsyncPermit, Permit
@@ -56,9 +57,19 @@ def server_text(e: redis.exceptions.ResponseError) -> str:
     return "ERR " + text
 
 
+# redis-py's classes for the replies that mean "cannot decide now" (its
+# Cluster parser maps CLUSTERDOWN, TRYAGAIN and MASTERDOWN to them; a
+# standalone client keeps the code in the text, checked too).
+_UNAVAILABLE_REPLIES = (redis.exceptions.ClusterDownError, redis.exceptions.TryAgainError)
+
+
 def _server_error(e: redis.exceptions.ResponseError) -> RateLimitError:
     text = server_text(e)
-    if text.lower().startswith("err unknown command") and "rl." in text.lower():
+    if isinstance(e, _UNAVAILABLE_REPLIES) or text.split(" ", 1)[0] in UNAVAILABLE_CODES:
+        return RedisUnavailableError(text if text.split(" ", 1)[0] in UNAVAILABLE_CODES
+                                     else f"{type(e).__name__}: {text}")
+    lowered = text.lower()
+    if lowered.startswith("err unknown command") and "rl." in lowered:
         return ModuleNotLoadedError(f"({text})")
     return RateLimitError(text)
 
@@ -89,6 +100,10 @@ class _Limiter:
         self.cluster = isinstance(client, (RedisCluster, AsyncRedisCluster))
         self._checked = not check_module
         self.details_supported: bool | None = None  # known after the first-use check
+        # The first use's module check runs once, not once per concurrent
+        # first request (16 threads sent 16 probes to every primary).
+        self._check_lock = threading.Lock()
+        self._checking: asyncio.Future[None] | None = None
         # The setting (``module``, ``functions``, ``auto``) and the engine that
         # decides now (``auto``: the module until the first-use check or a
         # failover says otherwise). Module ``redis_rl.backend``.
@@ -117,6 +132,17 @@ class _Limiter:
     def _target(self, key: Key) -> dict[str, Any]:
         return {"target_nodes": self._node(key)} if self.cluster else {}
 
+    def node_name(self, key: Key) -> str:
+        """The name (host:port) of the node that serves ``key``: what the
+        guard keeps one circuit per. ``"*"`` standalone, and while a
+        Cluster's slots are not known yet (its first connection failed)."""
+        if not self.cluster:
+            return "*"
+        try:
+            return str(self._node(key).name)
+        except Exception:  # no slot table yet (every seed refused): decided as "the cluster"
+            return "*"
+
 
 class RateLimiter(_Limiter):
     """Typed RL commands over a sync ``redis.Redis`` or ``redis.cluster.RedisCluster``."""
@@ -129,6 +155,17 @@ class RateLimiter(_Limiter):
             raise TypeError("an asyncio client: use AsyncRateLimiter")
         super().__init__(client, check_module=check_module, hooks=hooks, backend=backend)
 
+    def ping_node(self, name: str) -> None:
+        """PING the node ``name`` (``node_name``), or the server / the
+        Cluster's slot table for ``"*"``: the guard's probe."""
+        if self.cluster and name != "*":
+            node = self.redis.get_node(node_name=name)
+            if node is None:
+                raise redis.exceptions.ConnectionError(f"no node {name} in the slot table")
+            node.redis_connection.ping()  # not through the Cluster path (see _on_node)
+        else:
+            self.redis.ping()
+
     def ensure_module(self) -> None:
         """Checks once that every primary has the backend's engine: the module
         (``COMMAND INFO RL.ALL``; raises ``ModuleNotLoadedError`` if not), or the
@@ -137,6 +174,11 @@ class RateLimiter(_Limiter):
         it, else the library. Called before the first command."""
         if self._checked:
             return
+        with self._check_lock:
+            if not self._checked:
+                self._check_module()
+
+    def _check_module(self) -> None:
         nodes = self.redis.get_primaries() if self.cluster else [None]
         if self.backend_setting != "functions":
             missing = [node for node in nodes if not _module_loaded(
@@ -190,7 +232,9 @@ class RateLimiter(_Limiter):
         return {"status": "UP", "backend": self.backend}
 
     def _send(self, call: Call) -> Any:
-        return self.redis.execute_command(*self._wire(call.args), **self._target(call.key))
+        if self.cluster:
+            return self._on_node(self._wire(call.args), call.key)
+        return self.redis.execute_command(*self._wire(call.args))
 
     def _repair(self, text: str, call: Call) -> None:
         if self.backend == "functions":
@@ -216,6 +260,17 @@ class RateLimiter(_Limiter):
         except redis.exceptions.ResponseError as e:
             raise _server_error(e) from None
         return call.parse(reply)
+
+    def _on_node(self, args: tuple[Any, ...], key: Key) -> Any:
+        # Straight to the key's primary: redis-py's Cluster path answers a
+        # refused connection by loading the slot table again from the other
+        # nodes on every call (one dead primary slowed every decision); a
+        # MOVED/ASK (slots moved) goes through it, which follows and relearns.
+        node = self._node(key)
+        try:
+            return node.redis_connection.execute_command(*args)
+        except (redis.exceptions.MovedError, redis.exceptions.AskError):
+            return self.redis.execute_command(*args, target_nodes=node)
 
     def run_many(self, calls: Sequence[Call]) -> list[Any]:
         """Calls whose keys share one slot, pipelined: one round trip. An error
@@ -414,10 +469,30 @@ class AsyncRateLimiter(_Limiter):
             await self.redis.initialize()
         return list(self.redis.get_primaries())
 
+    async def ping_node(self, name: str) -> None:
+        """PING the node ``name`` (``node_name``), or the server / the
+        Cluster (its slot table loaded again) for ``"*"``: the guard's probe."""
+        if self.cluster and name != "*":
+            node = self.redis.get_node(node_name=name)
+            if node is None:
+                raise redis.exceptions.ConnectionError(f"no node {name} in the slot table")
+            await node.execute_command("PING")  # not through the Cluster path (see _on_node)
+        elif self.cluster:
+            await self.redis.initialize()
+            await self.redis.execute_command("PING", target_nodes=RedisCluster.RANDOM)
+        else:
+            await self.redis.ping()
+
     async def ensure_module(self) -> None:
         """As ``RateLimiter.ensure_module``."""
         if self._checked:
             return
+        # Concurrent first requests share one check (one probe per primary).
+        if self._checking is None or self._checking.done():
+            self._checking = asyncio.ensure_future(self._check_module())
+        await asyncio.shield(self._checking)
+
+    async def _check_module(self) -> None:
         if self.cluster:
             await self.redis.initialize()
         nodes = await self._primaries()
@@ -468,7 +543,9 @@ class AsyncRateLimiter(_Limiter):
         return {"status": "UP", "backend": self.backend}
 
     async def _send(self, call: Call) -> Any:
-        return await self.redis.execute_command(*self._wire(call.args), **self._target(call.key))
+        if self.cluster:
+            return await self._on_node(self._wire(call.args), call.key)
+        return await self.redis.execute_command(*self._wire(call.args))
 
     async def _repair(self, text: str, call: Call) -> None:
         if self.backend == "functions":
@@ -493,6 +570,20 @@ class AsyncRateLimiter(_Limiter):
         except redis.exceptions.ResponseError as e:
             raise _server_error(e) from None
         return call.parse(reply)
+
+    async def _on_node(self, args: tuple[Any, ...], key: Key) -> Any:
+        # Straight to the key's primary: redis-py's asyncio Cluster path
+        # answers a refused connection by disconnecting EVERY node (its
+        # ``aclose``), failing the calls in flight on the live primaries too
+        # (one dead primary of three gave ~100% 503s); a MOVED/ASK (slots
+        # moved) goes through it, which follows the redirect and relearns.
+        if getattr(self.redis, "_initialize", False):
+            await self.redis.initialize()
+        node = self._node(key)
+        try:
+            return await node.execute_command(*args)
+        except (redis.exceptions.MovedError, redis.exceptions.AskError):
+            return await self.redis.execute_command(*args, target_nodes=node)
 
     async def run_many(self, calls: Sequence[Call]) -> list[Any]:
         if not calls:

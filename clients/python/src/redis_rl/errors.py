@@ -28,3 +28,14 @@ class LibraryNotLoadedError(ModuleNotLoadedError):
 
     def __init__(self, message: str) -> None:
         RateLimitError.__init__(self, message)
+
+
+class RedisUnavailableError(RateLimitError):
+    """The server answered, but cannot decide now: ``CLUSTERDOWN``,
+    ``TRYAGAIN``, ``MASTERDOWN`` or ``LOADING``. Like a refused connection
+    it is "Redis unavailable" (CLIENTS.md §3): a guard decides by the
+    policy's Redis-down mode, never a 500."""
+
+
+# The error codes that mean "unavailable now", not "your call is wrong".
+UNAVAILABLE_CODES = ("CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "LOADING")
