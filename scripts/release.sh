@@ -63,6 +63,11 @@ step "Maven artifacts (Spring Boot 4.0 line and the clients) -> dist/maven"
 mvn_deploy
 
 step "Python sdist and wheel -> dist/python"
+# The Functions library into the copy's package, so the sdist carries it and
+# the wheel built from that sdist too (setup.py finds ../../functions only
+# in a tree, not in an unpacked sdist).
+lib=$work/src/functions/ratelimit.lua
+[ ! -f "$lib" ] || cp "$lib" "$work/src/clients/python/src/redis_rl/ratelimit.lua"
 quiet python "$py" -m build --no-isolation --outdir "$out/python" "$work/src/clients/python"
 
 step "npm tarball -> dist/npm"

@@ -11,6 +11,8 @@ import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT
 
 NS = {"m": "http://maven.apache.org/POM/4.0.0"}
@@ -125,6 +127,24 @@ def test_npm_tarball(dist, version):
         assert entry in names, entry
     assert not [n for n in names if n.startswith(("package/src/", "package/test/", "package/node_modules/"))]
     assert pkg["repository"]["url"].startswith("git+https://github.com/")
+
+
+def test_packages_carry_the_functions_library(dist, version):
+    """functions/ratelimit.lua, byte for byte, in the wheel, the sdist and the
+    npm tarball (once the library is in the tree)."""
+    lib = ROOT / "functions" / "ratelimit.lua"
+    if not lib.is_file():
+        pytest.skip("no functions/ratelimit.lua in this tree: no library to carry")
+    want = lib.read_bytes()
+    [wheel] = (dist / "python").glob("*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        assert z.read("redis_rl/ratelimit.lua") == want
+    [sdist] = (dist / "python").glob("*.tar.gz")
+    with tarfile.open(sdist) as t:
+        assert t.extractfile(f"redis_ratelimit_client-{version}/src/redis_rl/ratelimit.lua").read() == want
+    [tgz] = (dist / "npm").glob("*.tgz")
+    with tarfile.open(tgz) as t:
+        assert t.extractfile("package/dist/ratelimit.lua").read() == want
 
 
 def test_module_archive_and_deb_carry_version(dist, version):
