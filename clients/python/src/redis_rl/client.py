@@ -11,6 +11,7 @@ whose keys Redis marks movable.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from typing import Any, Mapping, Sequence, cast
 
@@ -25,6 +26,7 @@ from .combined import PolicyCall, combine, merge
 from .commands import Bucket, Call, Clause, Key, Mode, Period, Rule
 from .decisions import AllDecision, DayHourDecision, Decision, LeaseDecision, LockDecision
 from .errors import ModuleNotLoadedError, RateLimitError
+from .overrides import REFRESH, AsyncRuntimeLimits, RuntimeLimits
 from .policy import Policy, PolicyDecision
 from .scope import Acquire, AsyncAcquire, AsyncPermit, Permit
 
@@ -80,6 +82,8 @@ def _module_loaded(reply: Any) -> bool:
 
 
 class _Limiter:
+    runtime_limits: Any = None  # the override store (redis_rl.overrides); None: off
+
     def __init__(self, client: Any, *, check_module: bool = True) -> None:
         self.redis = client
         self.cluster = isinstance(client, (RedisCluster, AsyncRedisCluster))
@@ -96,10 +100,15 @@ class _Limiter:
 class RateLimiter(_Limiter):
     """Typed RL commands over a sync ``redis.Redis`` or ``redis.cluster.RedisCluster``."""
 
-    def __init__(self, client: redis.Redis | RedisCluster, *, check_module: bool = True) -> None:
+    def __init__(self, client: redis.Redis | RedisCluster, *, check_module: bool = True,
+                 runtime_limits: bool = True, refresh: float = REFRESH) -> None:
+        """``runtime_limits``: apply the limits an admin sets at run time
+        (``limiter.runtime_limits.set(policy, {...})``, by any client; module
+        ``redis_rl.overrides``), re-read every ``refresh`` seconds."""
         if isinstance(client, (redis.asyncio.Redis, AsyncRedisCluster)):
             raise TypeError("an asyncio client: use AsyncRateLimiter")
         super().__init__(client, check_module=check_module)
+        self.runtime_limits = RuntimeLimits(client, refresh=refresh) if runtime_limits else None
 
     def ensure_module(self) -> None:
         """Checks once that every primary has the module (``COMMAND INFO RL.ALL``);
@@ -221,6 +230,8 @@ class RateLimiter(_Limiter):
         (random when None)."""
         if not self._checked:
             self.ensure_module()
+        if self.runtime_limits is not None:
+            overrides = self.runtime_limits.for_policy(policy, overrides)
         kw = dict(cost=cost, estimate=estimate, zone=zone, subkeys=subkeys, overrides=overrides, token=token)
         plan = policy.plan(key, **kw, details=bool(self.details_supported))
         try:
@@ -245,6 +256,9 @@ class RateLimiter(_Limiter):
             return self.decide(calls[0].policy, calls[0].key, **_kw(calls[0]), token=token)
         if not self._checked:
             self.ensure_module()
+        if self.runtime_limits is not None:
+            calls = [dataclasses.replace(x, overrides=self.runtime_limits.for_policy(x.policy, x.overrides))
+                     if isinstance(x, PolicyCall) else x for x in calls]
         plan = combine(calls, details=bool(self.details_supported), token=token)
         groups = plan.slot_groups() if self.cluster else []
         if len(groups) < 2:
@@ -297,10 +311,13 @@ class RateLimiter(_Limiter):
 class AsyncRateLimiter(_Limiter):
     """Typed RL commands over ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``."""
 
-    def __init__(self, client: redis.asyncio.Redis | AsyncRedisCluster, *, check_module: bool = True) -> None:
+    def __init__(self, client: redis.asyncio.Redis | AsyncRedisCluster, *, check_module: bool = True,
+                 runtime_limits: bool = True, refresh: float = REFRESH) -> None:
+        """``runtime_limits``: as ``RateLimiter``'s."""
         if not isinstance(client, (redis.asyncio.Redis, AsyncRedisCluster)):
             raise TypeError("a sync client: use RateLimiter")
         super().__init__(client, check_module=check_module)
+        self.runtime_limits = AsyncRuntimeLimits(client, refresh=refresh) if runtime_limits else None
 
     async def ensure_module(self) -> None:
         if self._checked:
@@ -399,6 +416,8 @@ class AsyncRateLimiter(_Limiter):
                      overrides: Mapping[str, int] | None = None, token: str | None = None) -> PolicyDecision:
         if not self._checked:
             await self.ensure_module()
+        if self.runtime_limits is not None:
+            overrides = await self.runtime_limits.for_policy(policy, overrides)
         kw = dict(cost=cost, estimate=estimate, zone=zone, subkeys=subkeys, overrides=overrides, token=token)
         plan = policy.plan(key, **kw, details=bool(self.details_supported))
         try:
@@ -418,6 +437,9 @@ class AsyncRateLimiter(_Limiter):
             return await self.decide(calls[0].policy, calls[0].key, **_kw(calls[0]), token=token)
         if not self._checked:
             await self.ensure_module()
+        if self.runtime_limits is not None:
+            calls = [dataclasses.replace(x, overrides=await self.runtime_limits.for_policy(x.policy, x.overrides))
+                     if isinstance(x, PolicyCall) else x for x in calls]
         plan = combine(calls, details=bool(self.details_supported), token=token)
         groups = plan.slot_groups() if self.cluster else []
         if len(groups) < 2:

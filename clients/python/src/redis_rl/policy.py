@@ -298,7 +298,7 @@ class Policy:
             lease_token = a.token_arg(token) if token is not None else uuid.uuid4().hex
             args[tpl.token_pos] = lease_token
         call = Call(args[tpl.key_slots[0][0]], tuple(args), tpl.call.parse)
-        return Plan(self, call, tpl.clauses, keys, lease_token, tpl.estimate, tpl.cost)
+        return Plan(self, call, tpl.clauses, keys, lease_token, tpl.estimate, tpl.cost, overrides or _NONE)
 
     def _template(self, cost: int, estimate: int | None, zone: a.Zone | None,
                   overrides: Mapping[str, int] | None, details: bool) -> "_Template":
@@ -361,6 +361,7 @@ class Policy:
 
 
 _TOKEN = "token-placeholder"
+_NONE: Mapping[str, int] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -442,6 +443,11 @@ class PolicyDecision:
     def allowed(self) -> bool:
         return not self.limited
 
+    def q(self, limit: str) -> int:
+        """Limit ``limit``'s ``q`` as decided: a runtime override's, else the
+        policy's (a bucket's rate, not its burst)."""
+        return self.plan.q(limit)
+
     @property
     def retry_after(self) -> timedelta | None:
         """How long to wait: the binding limit's, except the policy's
@@ -473,17 +479,22 @@ class Plan:
     token: str | None
     estimate: int
     cost: int
+    overrides: Mapping[str, int] = field(default_factory=dict)
+
+    def q(self, limit: str) -> int:
+        """The limit's q in this call: its override, else the policy's."""
+        return self.overrides.get(limit, self.policy.limit(limit).limit)
 
     def decision(self, reply: Any) -> PolicyDecision:
         p = self.policy
         if isinstance(reply, LockDecision):
             lim = p.limits[0]
+            most = self.q(lim.name)
             if reply.limited:
                 ttl = reply.ttl
-                st = RuleState(True, 1, lim.limit, 0, ttl, ttl if ttl is not None else timedelta(0))
+                st = RuleState(True, 1, most, 0, ttl, ttl if ttl is not None else timedelta(0))
             else:
-                st = RuleState(False, 1, lim.limit, max(0, lim.limit - reply.count), None,
-                               reply.ttl or timedelta(0))
+                st = RuleState(False, 1, most, max(0, most - reply.count), None, reply.ttl or timedelta(0))
             return PolicyDecision(p, reply.limited, lim.name, st, reply, self, [{lim.name: st}])
         if isinstance(reply, AllDecision):
             binding = p.groups[reply.clause - 1].limits[reply.rule - 1].name
