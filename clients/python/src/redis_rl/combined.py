@@ -74,7 +74,7 @@ class CombinedPolicy(Policy):
             for lim in p.limits:
                 name = lim.name if lim.name not in origins else f"{p.name}.{lim.name}"
                 if name in origins:
-                    raise ValueError(f"two bound policies named {p.name!r} share limit {lim.name!r}")
+                    raise a.invalid("limit_name", f"two bound policies named {p.name!r} share limit {lim.name!r}")
                 renamed[lim.name] = dataclasses.replace(lim, name=name) if name != lim.name else lim
                 origins[name] = p
                 names[name] = (i, lim.name)
@@ -159,8 +159,8 @@ def combine(calls: Sequence[PolicyCall], *, details: bool, token: str | None = N
         if not isinstance(x, PolicyCall):
             raise TypeError(f"expected policy.bind(key, ...), not {x!r}")
         if x.policy.groups[0].kind == "lockout":
-            raise ValueError(f"policy {x.policy.name!r} is a lockout: RL.LOCKCOUNT is not an RL.ALL clause, "
-                             "decide it on its own")
+            raise a.invalid("limits", f"policy {x.policy.name!r} is a lockout: RL.LOCKCOUNT is not an RL.ALL "
+                            "clause, decide it on its own")
     # One token for every bound lease (tokens are per key), so a permit holds one.
     if token is None and any(x.policy.has_lease for x in calls):
         token = uuid.uuid4().hex

@@ -294,9 +294,10 @@ class Policy:
         for pos, group, suffix in tpl.key_slots:
             args[pos] = keys[group] + suffix
         lease_token = None
-        if tpl.token_pos is not None:
+        if tpl.token_pos:
             lease_token = a.token_arg(token) if token is not None else uuid.uuid4().hex
-            args[tpl.token_pos] = lease_token
+            for pos in tpl.token_pos:  # one token for every lease of the call
+                args[pos] = lease_token
         call = Call(args[tpl.key_slots[0][0]], tuple(args), tpl.call.parse)
         return Plan(self, call, tpl.clauses, keys, lease_token, tpl.estimate, tpl.cost, overrides or _NONE)
 
@@ -317,6 +318,8 @@ class Policy:
         clauses: list[Clause] = []
         keys = [f"\0key{i}" for i in range(len(self.groups))]
         for g, k in zip(self.groups, keys):
+            if g.kind == "lockout":  # RL.LOCKCOUNT, below: no clause
+                continue
             try:
                 clauses.append(self._clause(g, k, est if g.limits[0].metered else cost, cost, zone_name, overrides))
             except (ValueError, TypeError) as e:
@@ -338,7 +341,7 @@ class Policy:
             if isinstance(arg, str) and arg.startswith("\0key"):
                 group, _, rest = arg[4:].partition(":")
                 slots.append((pos, int(group), ":" + rest if rest else ""))
-        token_pos = call.args.index(_TOKEN) if _TOKEN in call.args else None
+        token_pos = tuple(i for i, arg in enumerate(call.args) if arg == _TOKEN)
         return _Template(call, tuple(clauses), tuple(slots), token_pos, est, cost)
 
 
@@ -369,7 +372,7 @@ class _Template:
     call: Call
     clauses: tuple[Clause, ...]
     key_slots: tuple[tuple[int, int, str], ...]  # (argument index, group, key suffix)
-    token_pos: int | None
+    token_pos: tuple[int, ...]  # where the lease token goes (every lease clause)
     estimate: int
     cost: int
 
