@@ -118,8 +118,11 @@ class FakePipeline:
 
 
 class FakeNode:
-    def __init__(self, slot: int) -> None:
+    """A Cluster primary per slot: every command still reaches the fake."""
+
+    def __init__(self, slot: int, redis: FakeRedis) -> None:
         self.name = f"slot-{slot}"
+        self.redis_connection = redis
 
 
 def call_kw(c: dict[str, Any]) -> dict[str, Any]:
@@ -139,7 +142,7 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
         if case.get("cluster"):
             from redis.crc import key_slot
             rl.cluster = True
-            rl._node = lambda key: FakeNode(key_slot(key.encode() if isinstance(key, str) else key))  # type: ignore
+            rl._node = lambda key: FakeNode(key_slot(key.encode() if isinstance(key, str) else key), fake)  # type: ignore
         calls = case["calls"]
         if len(calls) == 1:
             d = rl.decide(policies[calls[0]["policy"]], calls[0]["key"], **call_kw(calls[0]))
