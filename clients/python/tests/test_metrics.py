@@ -108,7 +108,7 @@ async def test_async_late_reply_given_back_and_counted():
     late give-back, seen by the hooks and in both backends."""
     rec, (ot, reader), registry = Recorder(), otel(), CollectorRegistry()
     with Server() as s:
-        client = redis.asyncio.Redis(port=s.port, socket_timeout=5)
+        client = redis.asyncio.Redis(port=s.port, socket_timeout=11)  # at least the budget + 10 s: the late reply is read
         limiter = AsyncRateLimiter(client, hooks=[rec, ot, PrometheusHooks(registry)])
         guard = AsyncGuard(limiter, probe_interval=0.05)
         p = Policy("llm", [concurrency("inflight", 2, 60 * S), quota("tokens", "UTC", "day", 1000, metered=True)],
