@@ -562,7 +562,7 @@ local function check_decide(key, ex, rules, cost, t)
     for i = 1, n do
       local r = rules[i]
       outcomes[i] = {false, r.count - used[i] - cost, -1,
-        newest_after and max(newest_after + r.window - t, 0) or 0}
+        newest_after and max((newest_after - t) + r.window, 0) or 0}
     end
     local b = binding(outcomes)
     return {0, b, rules[b].count, outcomes[b][2], -1, outcomes[b][4]}
@@ -575,9 +575,9 @@ local function check_decide(key, ex, rules, cost, t)
     if v then
       local k = used[i] + cost - r.count
       local first_in_window = max(ex.len - used[i], 0)
-      retry = ceil(zscore_at(key, first_in_window + k - 1)) + r.window - t
+      retry = (ceil(zscore_at(key, first_in_window + k - 1)) - t) + r.window
     end
-    outcomes[i] = {v, max(r.count - used[i], 0), retry, newest + r.window - t}
+    outcomes[i] = {v, max(r.count - used[i], 0), retry, (newest - t) + r.window}
   end
   local b = binding(outcomes)
   local o = outcomes[b]
