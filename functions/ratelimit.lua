@@ -900,7 +900,20 @@ end
 local PERIODS = {MINUTE = 'minute', HOUR = 'hour', DAY = 'day', WEEK = 'week', MONTH = 'month', YEAR = 'year'}
 local LONGEST = {minute = MINUTE_MS, hour = HOUR_MS, day = 25 * HOUR_MS, week = 169 * HOUR_MS,
   month = 745 * HOUR_MS, year = 8785 * HOUR_MS}
-local UTC_NAMES = {UTC = true, ['Etc/UTC'] = true}
+-- IANA names whose offset is 0 for all time: computed here.
+local UTC_NAMES = {}
+for _, n in ipairs({'UTC', 'UCT', 'GMT', 'GMT0', 'GMT+0', 'GMT-0', 'Greenwich', 'Universal', 'Zulu'}) do
+  UTC_NAMES[n] = true; UTC_NAMES['Etc/' .. n] = true
+end
+-- The other IANA names (the module's): the areas, and the names without one.
+local IANA_AREAS = {}
+for _, n in ipairs({'Africa', 'America', 'Antarctica', 'Arctic', 'Asia', 'Atlantic', 'Australia', 'Brazil',
+  'Canada', 'Chile', 'Etc', 'Europe', 'Indian', 'Mexico', 'Pacific', 'US'}) do IANA_AREAS[n] = true end
+local IANA_WORDS = {}
+for _, n in ipairs({'CET', 'CST6CDT', 'Cuba', 'EET', 'EST', 'EST5EDT', 'Egypt', 'Eire', 'GB', 'GB-Eire', 'HST',
+  'Hongkong', 'Iceland', 'Iran', 'Israel', 'Jamaica', 'Japan', 'Kwajalein', 'Libya', 'MET', 'MST', 'MST7MDT',
+  'NZ', 'NZ-CHAT', 'Navajo', 'PRC', 'PST8PDT', 'Poland', 'Portugal', 'ROC', 'ROK', 'Singapore', 'Turkey',
+  'W-SU', 'WET'}) do IANA_WORDS[n] = true end
 
 local function days_from_civil(y, m, d)
   if m <= 2 then y = y - 1 end
@@ -972,9 +985,8 @@ local function parse_zone(s)
     local off = (h * 3600 + m * 60) * 1000
     return sign == '-' and -off or off
   end
-  if find(s, '^[A-Z][A-Za-z0-9_+-]*/[A-Za-z0-9_+/-]+$') or find(s, '^[A-Z][A-Za-z0-9_+-]*$') then
-    return false
-  end
+  local area = string.match(s, '^([A-Za-z]+)/[A-Za-z0-9_+/-]+$')
+  if (area and IANA_AREAS[area]) or IANA_WORDS[s] then return false end
   return nil
 end
 

@@ -55,9 +55,13 @@ def state(c: redis.Redis, counters: set[bytes]):
 
 def send(c: redis.Redis, args):
     try:
-        return c.execute_command(*args)
+        reply = c.execute_command(*args)
     except redis.ResponseError as e:
         return ("error", str(e))
+    # A lease the module names itself: compared by its shape.
+    if isinstance(reply, list) and len(reply) == 7 and isinstance(reply[6], bytes) and MODULE_NAMED.match(reply[6]):
+        reply[6] = "<named>"
+    return reply
 
 
 class Calls:
@@ -202,6 +206,10 @@ def test_library_answers_and_writes_as_the_module(tmp_path):
             want = send(mc, args)
             got = send(lc, functions_backend.rewrite(tuple(args)))
             where = f"seed {seed}, call {n}: {' '.join(args)}"
+            if args[0] == "RL.LOCKCOUNT" and isinstance(want, list) and isinstance(got, list) and want[2] > 0:
+                # ms until the lock or the count expires, from each server's clock
+                assert abs(got[2] - want[2]) <= 1000, where
+                got[2] = want[2]
             assert got == want, where
             assert state(lc, counters) == state(mc, counters), where
         print(f"{CALLS} calls compared (seed {seed}, leases up to cost {lease_costs})")

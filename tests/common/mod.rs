@@ -31,6 +31,74 @@ pub fn module_path() -> PathBuf {
     path
 }
 
+/// `RL_BACKEND=functions`: the servers load the Functions library
+/// (`functions/ratelimit.lua`) instead of the module, and [`words`] and
+/// [`raw_cmd`] send `RL.X ...` as `FCALL rl_x numkeys key... arg...`, so the
+/// same tests prove the library answers as the module does (SPEC.md, "The
+/// Functions library"). Tests that cannot apply skip with [`module_only`].
+pub fn functions_backend() -> bool {
+    std::env::var("RL_BACKEND").is_ok_and(|b| b == "functions")
+}
+
+/// The library's source.
+pub fn library_source() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("functions/ratelimit.lua");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// True (and says why) when the test cannot apply to the Functions
+/// library: `reason` names the clause of SPEC.md that exempts it. A test
+/// calls `if module_only("...") { return; }` first.
+pub fn module_only(reason: &str) -> bool {
+    if functions_backend() {
+        eprintln!("not applicable to the Functions library: {reason}");
+        return true;
+    }
+    false
+}
+
+/// `RL.X ...` as the library's FCALL (the keys as `COMMAND GETKEYS` reports
+/// them for the module's command; a call the module refuses before its keys
+/// goes with none, so the library answers the module's error); any other
+/// command, and every command without `RL_BACKEND=functions`, as is.
+pub fn to_fcall(parts: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    let Some(name) = parts.first() else {
+        return parts;
+    };
+    let upper = String::from_utf8_lossy(name).to_ascii_uppercase();
+    if !functions_backend() || !upper.starts_with("RL.") {
+        return parts;
+    }
+    let peek = matches!(
+        upper.as_str(),
+        "RL.PEEK" | "RL.THROTTLEPEEK" | "RL.QUOTAPEEK" | "RL.LEASEPEEK" | "RL.ALLPEEK"
+    );
+    let call: &[u8] = if peek { b"FCALL_RO" } else { b"FCALL" };
+    let function = format!("rl_{}", upper[3..].to_ascii_lowercase()).into_bytes();
+    let rest = &parts[1..];
+    let mut out = vec![call.to_vec(), function];
+    if upper == "RL.ALL" || upper == "RL.ALLPEEK" {
+        let valid = rest.first().and_then(|n| {
+            let text = std::str::from_utf8(n).ok()?;
+            let v: usize = text.parse().ok()?;
+            (text == v.to_string() && (1..=64).contains(&v) && v < rest.len()).then_some(v)
+        });
+        if valid.is_none() {
+            out.push(b"0".to_vec());
+        }
+        out.extend(rest.iter().cloned());
+        return out;
+    }
+    let keys = if matches!(upper.as_str(), "RL.DAYHOUR" | "RL.LOCKCOUNT") {
+        2
+    } else {
+        1
+    };
+    out.push(keys.min(rest.len()).to_string().into_bytes());
+    out.extend(rest.iter().cloned());
+    out
+}
+
 fn server_binary() -> String {
     std::env::var("RL_SERVER").unwrap_or_else(|_| "redis-server".to_string())
 }
@@ -65,21 +133,29 @@ pub struct Server {
 impl Server {
     /// Starts a server; retries on another port if the chosen one was taken.
     pub fn start() -> Server {
-        let module = module_path();
+        let functions = functions_backend();
+        let module = if functions {
+            PathBuf::new()
+        } else {
+            module_path()
+        };
         let mut last_error = String::new();
         for _ in 0..5 {
             let dir = unique_dir();
             let port = free_port();
-            let child = Command::new(server_binary())
+            let mut command = Command::new(server_binary());
+            command
                 .arg("--port")
                 .arg(port.to_string())
                 .args(["--bind", "127.0.0.1"])
                 .arg("--dir")
                 .arg(&dir)
                 .args(["--save", "", "--appendonly", "no"])
-                .args(["--logfile", "server.log"])
-                .arg("--loadmodule")
-                .arg(&module)
+                .args(["--logfile", "server.log"]);
+            if !functions {
+                command.arg("--loadmodule").arg(&module);
+            }
+            let child = command
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -87,6 +163,16 @@ impl Server {
                 .expect("spawn redis-server (is it installed?)");
             let mut server = Server { child, port, dir };
             match server.wait_ready() {
+                Ok(()) if functions => {
+                    let mut con = server.con();
+                    redis::cmd("FUNCTION")
+                        .arg("LOAD")
+                        .arg("REPLACE")
+                        .arg(library_source())
+                        .query::<String>(&mut con)
+                        .expect("FUNCTION LOAD the library");
+                    return server;
+                }
                 Ok(()) => return server,
                 Err(e) => last_error = format!("{e}\n{}", server.log_tail()),
             }
@@ -187,20 +273,17 @@ pub fn info_map(info: &str) -> HashMap<String, String> {
 
 /// Builds a command from whitespace-separated words.
 pub fn words(line: &str) -> redis::Cmd {
-    let mut parts = line.split_whitespace();
-    let mut cmd = redis::cmd(parts.next().expect("a command name"));
-    for p in parts {
-        cmd.arg(p);
-    }
-    cmd
+    let parts: Vec<&str> = line.split_whitespace().collect();
+    raw_cmd(&parts)
 }
 
 /// Builds a command from raw byte arguments (any bytes, empty ones too).
 pub fn raw_cmd<A: AsRef<[u8]>>(parts: &[A]) -> redis::Cmd {
+    let parts = to_fcall(parts.iter().map(|p| p.as_ref().to_vec()).collect());
     let (name, rest) = parts.split_first().expect("a command name");
-    let mut cmd = redis::cmd(std::str::from_utf8(name.as_ref()).expect("ascii command name"));
+    let mut cmd = redis::cmd(std::str::from_utf8(name).expect("ascii command name"));
     for p in rest {
-        cmd.arg(p.as_ref());
+        cmd.arg(p.as_slice());
     }
     cmd
 }
