@@ -1,4 +1,7 @@
 export { RateLimitClient } from "./client";
+export type { RateLimitClientOptions, Health } from "./client";
+export { functionsZone, BACKENDS, LIBRARY_PATH } from "./backend";
+export type { Backend } from "./backend";
 export type { Decision, LeaseDecision, AllDecision, RuleState, DayHourDecision, LockCountDecision } from "./decisions";
 export { ReplyShapeError } from "./decisions";
 export * from "./errors";

@@ -5,7 +5,8 @@
  * estimate until they are closed.
  */
 import { randomUUID } from "node:crypto";
-import { RateLimitClient } from "./client";
+import type { Backend } from "./backend";
+import { RateLimitClient, type Health } from "./client";
 import * as d from "./decisions";
 import { RateLimitedError, RateLimitError, RateLimitUnavailableError } from "./errors";
 import * as a from "./args";
@@ -77,6 +78,8 @@ export interface RateLimiterOptions {
   readonly probeInterval?: number;
   /** Called with errors that cannot be thrown (a release or settlement that failed). */
   readonly onError?: (error: unknown) => void;
+  /** Which engine decides: `"module"` (default), `"functions"` or `"auto"` (`RateLimitClientOptions`). */
+  readonly backend?: Backend | string;
 }
 
 
@@ -97,7 +100,10 @@ export class RateLimiter {
   private probing: NodeJS.Timeout | null = null;
 
   constructor(redis: RedisLike | RateLimitClient, options: RateLimiterOptions = {}) {
-    this.client = redis instanceof RateLimitClient ? redis : new RateLimitClient(redis);
+    if (redis instanceof RateLimitClient && options.backend !== undefined) {
+      throw new TypeError("backend is a RateLimitClient option when a RateLimitClient is given");
+    }
+    this.client = redis instanceof RateLimitClient ? redis : new RateLimitClient(redis, { backend: options.backend });
     // Checked here: a string ("500" from an env var) or NaN would not fail,
     // it would make every decision "unavailable" at once or never time out.
     this.timeout = a.int("timeout", options.timeout ?? 500, 1, 2 ** 31 - 1);
@@ -237,6 +243,14 @@ export class RateLimiter {
       }
     }
     return true;
+  }
+
+  /**
+   * Whether Redis can decide now and with which engine (`RateLimitClient.health`):
+   * for an app's health endpoint. Never throws.
+   */
+  health(): Promise<Health> {
+    return this.client.health();
   }
 
   /** Stops the background probe (when closing the app). */

@@ -33,7 +33,7 @@ from . import args as a
 from . import commands as c
 from .commands import Call, Clause
 from .decisions import AllDecision
-from .policy import FAIL_CLOSED, FAIL_OPEN, Limit, Plan, Policy, PolicyDecision, _TOKEN
+from .policy import FAIL_CLOSED, FAIL_OPEN, Limit, Plan, Policy, PolicyDecision, real_clause
 
 
 @dataclass(frozen=True)
@@ -131,14 +131,23 @@ class CombinedPlan:
         binding = self.policy.groups[reply.clause - 1].limits[reply.rule - 1].name
         return PolicyDecision(self.policy, reply.limited, binding, reply, reply, self)  # type: ignore[arg-type]
 
+    def refund_all(self) -> list[Call]:
+        """``Plan.refund_all`` of every binding: one ``RL.ALL ... REFUND`` per slot."""
+        return [self.group_call(g, refund=True) for g in self.slot_groups()]
+
+    def lease_renewals(self) -> tuple[list[Call], float]:
+        """``Plan.lease_renewals`` of every binding; the shortest TTL."""
+        got = [p.lease_renewals() for p in self.plans]
+        return [call for calls, _ in got for call in calls], min((t for calls, t in got if calls), default=0.0)
+
     def lease_releases(self) -> list[Call]:
         """RL.RELEASE of the token on every bound lease."""
         return [call for p in self.plans for call in p.lease_releases()]
 
-    def settlement(self, used: int | None) -> list[Call]:
+    def settlement(self, used: int | None, *, estimate_stands: bool = False) -> list[Call]:
         """Every bound policy's settlement (leases released, estimates settled
         to ``used``); the caller pipelines them per slot."""
-        return [call for p in self.plans for call in p.settlement(used)]
+        return [call for p in self.plans for call in p.settlement(used, estimate_stands=estimate_stands)]
 
 
 def combine(calls: Sequence[PolicyCall], *, details: bool, token: str | None = None) -> CombinedPlan:
@@ -169,10 +178,7 @@ def _hashable(x: Any) -> bool:
     return True
 
 
-def _real_clause(cl: Clause, key: str, token: str | None) -> Clause:
-    """A plan's template clause with its key and the lease token in."""
-    spec = tuple(token if v == _TOKEN else v for v in cl.spec) if cl.kind == "LEASE" else cl.spec
-    return Clause(cl.kind, key, spec, cl.rules, cl.cost)
+_real_clause = real_clause
 
 
 def merge(plan: CombinedPlan, groups: Sequence[Sequence[int]], replies: Sequence[AllDecision],

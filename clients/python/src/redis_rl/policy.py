@@ -79,8 +79,13 @@ class Limit:
 
 
 def _name(name: str) -> str:
-    if not isinstance(name, str) or not name or any(ch in name for ch in '{}",; '):
-        raise ValueError(f"invalid limit name {name!r}: non-empty, without braces, quotes, commas, semicolons or spaces")
+    # Printable ASCII only: the name is a RateLimit header item's name and
+    # part of a key; a non-ASCII one wrote its counter, then failed every
+    # answer's headers (500s).
+    if (not isinstance(name, str) or not name or not name.isascii() or not name.isprintable()
+            or any(ch in name for ch in '{}",; ')):
+        raise ValueError(f"invalid limit name {name!r}: non-empty printable ASCII, without braces, quotes, "
+                         "commas, semicolons or spaces")
     return name
 
 
@@ -345,6 +350,12 @@ class Policy:
 _TOKEN = "token-placeholder"
 
 
+def real_clause(cl: Clause, key: str, token: str | None) -> Clause:
+    """A plan's template clause with its key and the lease token in."""
+    spec = tuple(token if v == _TOKEN else v for v in cl.spec) if cl.kind == "LEASE" else cl.spec
+    return Clause(cl.kind, key, spec, cl.rules, cl.cost)
+
+
 @dataclass(frozen=True, slots=True)
 class _Template:
     call: Call
@@ -473,20 +484,41 @@ class Plan:
         name = p.groups[0].limits[0].name
         return PolicyDecision(p, reply.limited, name, reply, reply, self, [{name: reply}])
 
+    def lease_renewals(self) -> tuple[list[Call], float]:
+        """RL.RENEW of this decision's lease for its TTL, and that TTL in
+        seconds (no calls without a concurrency limit)."""
+        if self.token is None:
+            return [], 0.0
+        leases = [(g.limits[0].ttl_ms, k) for g, k in zip(self.policy.groups, self.keys) if g.kind == "lease"]
+        return [c.renew(k, ttl, [self.token]) for ttl, k in leases], min((t for t, _ in leases), default=0) / 1000
+
     def lease_releases(self) -> list[Call]:
         """RL.RELEASE of this decision's lease token (none without a concurrency limit)."""
         if self.token is None:
             return []
         return [c.release(k, [self.token]) for g, k in zip(self.policy.groups, self.keys) if g.kind == "lease"]
 
-    def settlement(self, used: int | None) -> list[Call]:
+    def refund_all(self) -> list[Call]:
+        """What gives an admission back whole — windows, buckets, quotas, the
+        estimate and the lease: one ``RL.ALL ... REFUND`` of the same clauses
+        (a decision whose reply landed after the request was answered). A
+        lockout has none (RL.LOCKCOUNT has no refund: a late call counts)."""
+        if self.policy.groups[0].kind == "lockout":
+            return []
+        clauses = [real_clause(cl, key, self.token) for cl, key in zip(self.clauses, self.keys)]
+        return [c.all_call(clauses, refund=True)]
+
+    def settlement(self, used: int | None, *, estimate_stands: bool = False) -> list[Call]:
         """What ends an admitted decision: the metered clauses settled from the
-        estimate to ``used`` (REFUND or DEBIT of the difference; 0 when None),
-        and the lease released. Keys of one slot: one pipelined round trip."""
+        estimate to ``used`` (REFUND or DEBIT of the difference; 0 when None;
+        above a clause's largest limit it counts as that limit), and the lease
+        released. Keys of one slot: one pipelined round trip.
+        ``estimate_stands``: the lease released, the estimate left charged
+        (a usage report was refused)."""
         calls: list[Call] = []
-        u = 0 if used is None else a.integer(used, "used", 0)
-        delta = u - self.estimate
+        used = self.estimate if estimate_stands else 0 if used is None else a.integer(used, "used", 0)
         for g, cl, key in zip(self.policy.groups, self.clauses, self.keys):
+            delta = 0 if estimate_stands else min(used, max(lim.limit for lim in g.limits)) - self.estimate
             if g.kind == "lease":
                 calls.append(c.release(key, [self.token] if self.token else []))
             elif g.limits[0].metered and delta != 0:
