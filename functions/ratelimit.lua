@@ -11,10 +11,10 @@
 --
 -- Lua 5.1 as Redis and Valkey run it: numbers are doubles, so RL.THROTTLE's
 -- nanosecond times (beyond 2^53) use the exact integers of section "Big
--- integers" below. One file, no build step: the version below is the crate's
--- (scripts/stamp-functions-version.sh writes it; a test checks it).
+-- integers" below. One file, no build step: the version below is the project's
+-- (VERSION; scripts/stamp_version.py writes it, its --check checks it).
 
-local VERSION = 200 -- major*10000 + minor*100 + patch of Cargo.toml's version
+local RL_VERSION = 300 -- VERSION as major*10000 + minor*100 + patch (scripts/stamp_version.py writes it)
 
 -- Redis runs a library's top level with no standard library in reach
 -- (string, math, table are nil while FUNCTION LOAD runs): the code is built
@@ -2127,7 +2127,7 @@ register('rl_refund', function(keys, args)
   end, keys, args)
 end)
 
-register('rl_version', function() return VERSION end)
+register('rl_version', function() return RL_VERSION end)
 return entries
 end
 
