@@ -297,6 +297,30 @@ end
 local NS = bn(1000000)
 local ZERO = {0}
 
+-- t * 10^6 for a time in ms (0 <= t < 2^53): one limb of base 10^7 holds
+-- the last digit of t and the six zeros.
+local function ns_of(t)
+  local last = t % 10
+  local a = bn((t - last) / 10)
+  tinsert(a, 1, last * 1000000)
+  return bnorm(a)
+end
+
+-- floor(a / b) when it is below 2^53 (a, b > 0): a float estimate, then
+-- exact corrections.
+local function bdivq(a, b)
+  local q = floor(bnum(a) / bnum(b))
+  if q < 0 then q = 0 end
+  local p = bmul(b, bn(q))
+  while bcmp(p, a) > 0 do q = q - 1; p = bsub(p, b) end
+  while true do
+    local p2 = badd(p, b)
+    if bcmp(p2, a) > 0 then break end
+    q = q + 1; p = p2
+  end
+  return q
+end
+
 local function ceil_ms_b(a) -- ceil(a / 10^6), a >= 0, as a bigint
   local q, r = bdivsmall(a, 1000000)
   if r > 0 then q = badd(q, {1}) end
@@ -464,20 +488,25 @@ local function unsafe_score(key)
   fail("ERR sorted set at '" .. show(key) .. UNSAFE_SCORE)
 end
 
--- ZCARD (WRONGTYPE checked here) and the lowest and highest scores.
+-- The lowest and highest scores (WRONGTYPE checked here); the size is
+-- read when needed (zlen).
 local function zextremes(key)
-  local len = rcall('ZCARD', key)
-  if len == 0 then return {len = 0} end
-  local lo = call('ZRANGE', key, 0, 0, 'WITHSCORES')
-  local hi = len == 1 and lo or call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  local lo = rcall('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if not lo[2] then return {len = 0} end
+  local hi = call('ZRANGE', key, -1, -1, 'WITHSCORES')
   local lowest, highest = tonumber(lo[2]), tonumber(hi[2])
   if not safe_score(lowest) or not safe_score(highest) then unsafe_score(key) end
-  return {len = len, lowest = lowest, highest = highest}
+  return {lowest = lowest, highest = highest}
+end
+
+local function zlen(key, ex)
+  if not ex.len then ex.len = call('ZCARD', key) end
+  return ex.len
 end
 
 local function count_newer_than(key, ex, edge)
-  if ex.len == 0 then return 0 end
-  if ex.lowest > edge then return ex.len end
+  if not ex.lowest then return 0 end
+  if ex.lowest > edge then return zlen(key, ex) end
   if ex.highest <= edge then return 0 end
   return call('ZCOUNT', key, '(' .. istr(edge), '+inf')
 end
@@ -497,15 +526,15 @@ local function next_name()
   end
   local n = seq
   seq = (seq + 1) % SPACE
-  local out = {}
-  for i = 8, 2, -1 do
-    local d = n % 62
-    out[i] = sub(ALNUM, d + 1, d + 1)
-    n = (n - d) / 62
-  end
-  local d = n % 52
-  out[1] = sub(LETTERS, d + 1, d + 1)
-  return concat(out)
+  local d8 = n % 62; n = (n - d8) / 62
+  local d7 = n % 62; n = (n - d7) / 62
+  local d6 = n % 62; n = (n - d6) / 62
+  local d5 = n % 62; n = (n - d5) / 62
+  local d4 = n % 62; n = (n - d4) / 62
+  local d3 = n % 62; n = (n - d3) / 62
+  local d2 = n % 62; n = (n - d2) / 62
+  return char(byte(LETTERS, n % 52 + 1), byte(ALNUM, d2 + 1), byte(ALNUM, d3 + 1), byte(ALNUM, d4 + 1),
+    byte(ALNUM, d5 + 1), byte(ALNUM, d6 + 1), byte(ALNUM, d7 + 1), byte(ALNUM, d8 + 1))
 end
 
 ---------------------------------------------------------------- RL.CHECK
@@ -574,7 +603,7 @@ local function check_decide(key, ex, rules, cost, t)
     local retry = -1
     if v then
       local k = used[i] + cost - r.count
-      local first_in_window = max(ex.len - used[i], 0)
+      local first_in_window = max(zlen(key, ex) - used[i], 0)
       retry = (ceil(zscore_at(key, first_in_window + k - 1)) - t) + r.window
     end
     outcomes[i] = {v, max(r.count - used[i], 0), retry, (newest - t) + r.window}
@@ -604,7 +633,7 @@ local function check_record(key, ex, rules, cost, t, server_time)
   end
   if at then
     local through = t - maxw
-    if ex.len > 0 and ex.lowest <= through then
+    if ex.lowest and ex.lowest <= through then
       call('ZREMRANGEBYSCORE', key, '-inf', istr(through))
     end
     call('PEXPIREAT', key, at)
@@ -615,7 +644,7 @@ end
 -- highest scores first (ties: the greatest name). Returns the key's
 -- extremes after it.
 local function check_refund(key, ex, rules, cost, t)
-  if ex.len == 0 then return ex end
+  if not ex.lowest then return ex end
   local maxw = 1
   for i = 1, #rules do maxw = max(maxw, rules[i].window) end
   local n = min(count_newer_than(key, ex, t - maxw), cost)
@@ -668,6 +697,8 @@ local function gcra_rule(burst, count, window, n)
       ') is above ' .. istr(MAX_SAFE) .. ' ms')
   end
   r = {burst = burst, window = window, interval = interval, tol = tol, field = istr(window)}
+  -- doubles for the fast path (exact below 2^53)
+  if bcmp(tol, bn(MAX_SAFE)) <= 0 then r.iv, r.tv = bnum(interval), bnum(tol) end
   if rule_cache_n >= 256 then rule_cache, rule_cache_n = {}, 0 end
   rule_cache[ck] = r; rule_cache_n = rule_cache_n + 1
   return r
@@ -719,33 +750,151 @@ local function parse_tat(s)
 end
 
 -- The stored TATs of the rules' fields (nil: a full bucket).
-local function read_tats(key, rules)
+-- The stored TATs as text, checked (nil: a full bucket).
+local function read_raw(key, rules)
   local fields = {}
   for i = 1, #rules do fields[i] = rules[i].field end
   local values = rcall('HMGET', key, unpack(fields))
-  local tats = {}
+  local raw = {}
   for i = 1, #rules do
     local v = values[i]
     if v then
-      local tat = parse_tat(v)
-      if not tat then
+      local ok = v == '0' or (find(v, '^[1-9]%d*$') and (#v < #MAX_TAT_STR or (#v == #MAX_TAT_STR and v <= MAX_TAT_STR)))
+      if not ok then
         fail("ERR hash at '" .. show(key) .. "' field '" .. show(fields[i]) .. "' holds '" .. show(v) ..
           "', not a theoretical arrival time in ns (a decimal integer from 0 to " .. MAX_TAT_STR .. ')')
       end
-      tats[i] = tat
+      raw[i] = v
     end
   end
+  return raw
+end
+
+local function tats_of(raw, n)
+  local tats = {}
+  for i = 1, n do if raw[i] then tats[i] = bparse(raw[i]) end end
   return tats
 end
 
+local function read_tats(key, rules)
+  return tats_of(read_raw(key, rules), #rules)
+end
+
 local function bceil_num(a) return bnum(ceil_ms_b(a)) end
+
+---------------------------------------------------------------- THROTTLE, fast path
+-- The same decision in doubles, relative to t_ns, when every value it
+-- touches is an integer below 2^53 (the usual case: TATs within ~100 days of
+-- now, tolerances below ~104 days): exact, and without the big integers.
+-- Returns nil when a value is out of that range (the big-integer path
+-- decides then).
+local TWO53 = 9007199254740992
+local NEAR = 9000000000 -- ms: (H - t) * 10^6 stays below 2^53
+
+local function ceil_ns_ms(x) -- ceil(x / 10^6), 0 <= x < 2^53
+  local r = x % 1000000
+  local q = (x - r) / 1000000
+  if r > 0 then q = q + 1 end
+  return q
+end
+
+local function floor_div(a, b) -- floor(a / b), 0 <= a < 2^53, 0 < b < 2^53
+  return (a - math.fmod(a, b)) / b
+end
+
+-- A stored TAT relative to t_ns: (H - t) * 10^6 + L for "H...LLLLLL"; -1
+-- for one far in the past (a full bucket either way); nil when too far
+-- ahead.
+local function tat_delta(s, t)
+  local len = #s
+  if len <= 6 then return tonumber(s) - t * 1000000 end
+  if len > 22 then return nil end
+  local h = tonumber(sub(s, 1, len - 6))
+  if h > MAX_SAFE then return nil end
+  local dh = h - t
+  if dh < -NEAR then return -1 end
+  if dh > NEAR then return nil end
+  return dh * 1000000 + tonumber(sub(s, len - 5))
+end
+
+local function gcra_fast(rules, cost, t, raw, reserve)
+  if t > MAX_SAFE - NEAR or (reserve and reserve >= NEAR) then return nil end
+  local hz = reserve and reserve * 1000000 or 0
+  local n = #rules
+  local base, new, allows = {}, {}, {}
+  local admitted = true
+  for i = 1, n do
+    local r = rules[i]
+    local iv, tv = r.iv, r.tv
+    if not iv or iv * cost >= TWO53 or hz + tv >= TWO53 then return nil end
+    local d = 0
+    if raw[i] then
+      d = tat_delta(raw[i], t)
+      if not d then return nil end
+    end
+    local b = d > 0 and d or 0
+    local nw = b + iv * cost
+    if nw >= TWO53 then return nil end
+    base[i], new[i] = b, nw
+    allows[i] = nw <= hz + tv
+    if not allows[i] then admitted = false end
+  end
+  local function outcome(i)
+    local r = rules[i]
+    local used = admitted and new[i] or base[i]
+    local remaining = 0
+    if used <= r.tv then remaining = min(floor_div(r.tv - used, r.iv), r.burst) end
+    local retry = -1
+    if not allows[i] then retry = ceil_ns_ms(new[i] - r.tv - hz) end
+    return {not allows[i], remaining, retry, ceil_ns_ms(used)}
+  end
+  if admitted and reserve then
+    local due_i, due
+    for i = 1, n do
+      local at = new[i] - rules[i].tv
+      if not due or at > due then due_i, due = i, at end
+    end
+    local delay = due > 0 and ceil_ns_ms(due) or 0
+    if delay > 0 then
+      local o = outcome(due_i)
+      return {0, due_i, rules[due_i].burst, o[2], delay, o[4]}, new
+    end
+  end
+  local outs = {}
+  for i = 1, n do outs[i] = outcome(i) end
+  local b = binding(outs)
+  local o = outs[b]
+  if admitted then return {0, b, rules[b].burst, o[2], reserve and 0 or -1, o[4]}, new end
+  return {1, b, rules[b].burst, o[2], o[3], o[4]}, nil
+end
+
+-- Writes the fast path's new TATs (relative to t_ns) and moves the expiry.
+local function throttle_write_fast(key, rules, new, server_time, t)
+  local newest, w = 0, 0
+  local set = {}
+  for i = 1, #rules do
+    local d = new[i]
+    if d > newest then newest = d end
+    local r = rules[i]
+    if not r.wms then r.wms = bceil_num(r.tol) end
+    if r.wms > w then w = r.wms end
+    local ns = d % 1000000
+    local ms = t + (d - ns) / 1000000
+    set[#set + 1] = r.field
+    set[#set + 1] = ms > 0 and format('%.0f%06d', ms, ns) or istr(ns)
+  end
+  local x = t + ceil_ns_ms(newest) + max(0, server_time - t)
+  local at = grid_expiry(key, w, expire_time(key), x)
+  call('HSET', key, unpack(set))
+  if at then call('PEXPIREAT', key, at) end
+end
 
 -- The module's decide_reserving(): tats[i] a bigint or nil; returns the
 -- reply and the new TATs when admitted.
 local function gcra_decide(rules, cost, t, tats, reserve, n_override)
   local n = n_override or #rules
-  local t_ns = bmul(bn(t), NS)
-  local horizon = reserve and badd(t_ns, bmul(bn(reserve), NS)) or t_ns
+  local t_ns = ns_of(t)
+  local horizon = reserve and badd(t_ns, ns_of(reserve)) or t_ns
   local costb = bn(cost)
   local steps = {}
   local admitted = true
@@ -753,7 +902,9 @@ local function gcra_decide(rules, cost, t, tats, reserve, n_override)
     local r = rules[i]
     local tat = tats[i] or t_ns
     local base = bcmp(tat, t_ns) > 0 and tat or t_ns
-    local new = cost > 0 and badd(base, bmul(r.interval, costb)) or base
+    local new = base
+    if cost == 1 then new = badd(base, r.interval)
+    elseif cost > 0 then new = badd(base, bmul(r.interval, costb)) end
     local limit = badd(horizon, r.tol)
     local allows = bcmp(new, limit) <= 0
     if not allows then admitted = false end
@@ -766,8 +917,7 @@ local function gcra_decide(rules, cost, t, tats, reserve, n_override)
     local remaining
     if bcmp(used, r.tol) > 0 then remaining = 0
     else
-      local q = bdivmod(bsub(r.tol, used), r.interval)
-      remaining = min(bnum(q), r.burst)
+      remaining = min(bdivq(bsub(r.tol, used), r.interval), r.burst)
     end
     local retry = -1
     if not s.allows then
@@ -833,7 +983,7 @@ local function throttle_write(key, rules, new_tats, server_time, t)
 end
 
 local function gcra_refund(rules, cost, t, tats)
-  local t_ns = bmul(bn(t), NS)
+  local t_ns = ns_of(t)
   local after = {}
   local costb = bn(cost)
   for i = 1, #rules do
@@ -850,7 +1000,7 @@ local function gcra_refund(rules, cost, t, tats)
 end
 
 local function gcra_debit(rules, cost, t, tats)
-  local t_ns = bmul(bn(t), NS)
+  local t_ns = ns_of(t)
   local costb = bn(cost)
   local new = {}
   for i = 1, #rules do
@@ -868,7 +1018,15 @@ local function throttle_run(key, args, write, refund_only)
   local a = parse_throttle(args, write, server_time)
   if refund_only and not a.refund then arg_error('rl_refund runs refunds only: add REFUND') end
   local t, rules, cost = a.t, a.rules, a.cost
-  local tats = read_tats(key, rules)
+  local raw = read_raw(key, rules)
+  if not a.refund and not a.debit then
+    local reply, new = gcra_fast(rules, cost, t, raw, a.reserve)
+    if reply then
+      if write and reply[1] == 0 then throttle_write_fast(key, rules, new, server_time, t) end
+      return reply
+    end
+  end
+  local tats = tats_of(raw, #rules)
   if a.refund then
     local after = gcra_refund(rules, cost, t, tats)
     local set, deleted = {}, {}
@@ -1271,18 +1429,22 @@ end
 local function lease_open(key, a, write, server_time)
   local st = {key = key, limit = a.limit, ttl = a.ttl, cost = a.cost, token = a.token, t = a.t,
     server_time = server_time, write = write, names = {}, own = {}}
-  local len = rcall('ZCARD', key)
-  st.len = len
-  if len > 0 then
-    -- the module reads the lowest score only through t (read_above)
+  local lo = rcall('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if lo[2] then
     local hi = call('ZRANGE', key, -1, -1, 'WITHSCORES')
-    local highest = tonumber(hi[2])
-    local lo = call('ZRANGEBYSCORE', key, '-inf', istr(a.t), 'WITHSCORES', 'LIMIT', 0, 1)
-    local lowest = lo[2] and tonumber(lo[2])
-    if (lowest and not safe_score(lowest)) or not safe_score(highest) then unsafe_score(key) end
-    st.highest = highest
+    local lowest, highest = tonumber(lo[2]), tonumber(hi[2])
+    -- the module checks the lowest score only when it is t or earlier
+    if (lowest <= a.t and not safe_score(lowest)) or not safe_score(highest) then unsafe_score(key) end
+    st.lowest, st.highest = lowest, highest
+  else
+    st.len = 0
   end
   return st
+end
+
+local function lease_len(st)
+  if not st.len then st.len = call('ZCARD', st.key) end
+  return st.len
 end
 
 local function lease_walk(st)
@@ -1293,7 +1455,9 @@ local function lease_walk(st)
 end
 
 local function lease_live(st)
-  if st.len == 0 then return 0 end
+  if not st.lowest then return 0 end
+  if st.lowest > st.t then return lease_len(st) end
+  if st.highest <= st.t then return 0 end
   return call('ZCOUNT', st.key, '(' .. istr(st.t), '+inf')
 end
 
@@ -1315,7 +1479,7 @@ local function lease_verdict(st)
   local own_live = {}
   for i = 1, #st.own do if st.own[i] > t then own_live[#own_live + 1] = st.own[i] end end
   table.sort(own_live)
-  local first_live = st.len - live
+  local first_live = lease_len(st) - live
   local own_below, score = 0, nil
   while true do
     score = zscore_at(st.key, first_live + k - 1 + own_below)
@@ -1394,7 +1558,7 @@ local function lease_commit(st)
   local existing = expire_time(key)
   local bound = min(t, st.server_time)
   local expired_before = 0
-  if st.len > 0 then expired_before = call('ZCOUNT', key, '-inf', istr(bound)) end
+  if st.lowest and st.lowest <= bound then expired_before = call('ZCOUNT', key, '-inf', istr(bound)) end
   local expiry = t + st.ttl
   local names = st.names
   if #names > cost then
@@ -1425,8 +1589,14 @@ local function lease_commit(st)
     items[#items + 1] = names[i] or unit_name(token, i)
   end
   call_chunked({'ZADD', key}, items, 2)
-  local hi = call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  local top = tonumber(hi[2])
+  -- the highest score now: read back only when it was one of the token's
+  local top = expiry
+  if st.highest then
+    local own_top = false
+    for i = 1, #st.own do if st.own[i] >= st.highest then own_top = true end end
+    if own_top then top = tonumber(call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
+    else top = max(st.highest, expiry) end
+  end
   local x = ceil(top) + max(0, st.server_time - t)
   local at = grid_expiry(key, st.ttl, existing, x)
   if expired_before > 0 and (at or expired_before >= limit) then
@@ -1449,12 +1619,13 @@ end
 local function lease_refund(st)
   lease_walk(st)
   if #st.names > 0 then call_chunked({'ZREM', st.key}, st.names, 1) end
-  local len = call('ZCARD', st.key)
-  st.len = len
-  st.highest = nil
-  if len > 0 then
-    local hi = call('ZRANGE', st.key, -1, -1, 'WITHSCORES')
-    st.highest = tonumber(hi[2])
+  st.len, st.lowest, st.highest = nil, nil, nil
+  local lo = call('ZRANGE', st.key, 0, 0, 'WITHSCORES')
+  if lo[2] then
+    st.lowest = tonumber(lo[2])
+    st.highest = tonumber(call('ZRANGE', st.key, -1, -1, 'WITHSCORES')[2])
+  else
+    st.len = 0
   end
   local saved_cost, saved_own = st.cost, st.own
   st.cost, st.own = 0, {}
@@ -2060,16 +2231,15 @@ end
 
 -- One key then arguments: the module's `RL.X key ...` commands.
 local function keyed(name, arity, body)
-  return function(keys, args)
-    return run(function()
-      local total = 1 + #keys + #args
-      if (arity < 0 and total < -arity) or (arity > 0 and total ~= arity) then arity_error(name) end
-      if #keys ~= 1 then
-        arg_error(name .. ' takes 1 key: FCALL rl_' .. sub(name, 4) .. ' 1 key ...')
-      end
-      return body(keys[1], args)
-    end, keys, args)
+  local function checked(keys, args)
+    local total = 1 + #keys + #args
+    if (arity < 0 and total < -arity) or (arity > 0 and total ~= arity) then arity_error(name) end
+    if #keys ~= 1 then
+      arg_error(name .. ' takes 1 key: FCALL rl_' .. sub(name, 4) .. ' 1 key ...')
+    end
+    return body(keys[1], args)
   end
+  return function(keys, args) return run(checked, keys, args) end
 end
 
 local function two_keys(name, arity, body)
@@ -2118,6 +2288,12 @@ register('rl_refund', function(keys, args)
     local what = args[1] and string.lower(args[1])
     local rest = {}
     for i = 2, #args do rest[#rest + 1] = args[i] end
+    -- the arity of the command whose refund this is
+    local arity = ({check = 5, throttle = 6, quota = 6, all = 5})[what]
+    if arity then
+      local total = 1 + #keys + #rest + (what == 'all' and 1 or 0)
+      if total < arity then arity_error('rl.' .. what) end
+    end
     if what == 'all' then return all_run(keys, rest, true, true) end
     if #keys ~= 1 then arg_error('rl_refund takes the refund call\'s keys') end
     if what == 'check' then return check_run(keys[1], rest, true, true)
