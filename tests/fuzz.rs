@@ -985,7 +985,11 @@ fn check_lease_token(con: &mut Connection, args: &[Vec<u8>], v: &[i64], last: &V
                 // first unit half a ms early); the module once it lands.
                 let marked = functions_backend() && call.cost >= 2;
                 let want = (t + call.ttl) as f64 - if marked { 0.5 } else { 0.0 };
-                assert_eq!(score, Some(want), "{what}: unit score");
+                // A lease of a few ms may be gone (expired) when read back.
+                let gone = score.is_none() && server_ms(con) >= t + call.ttl;
+                if !gone {
+                    assert_eq!(score, Some(want), "{what}: unit score");
+                }
             }
         }
         other => panic!("{what}: seventh element {other:?}"),
