@@ -30,3 +30,4 @@ export { RateLimiter, Permit } from "./limiter";
 export type { PolicyCall } from "./combined";
 export type { LimitState, PolicyDecision, DecideOptions, AcquireOptions, RateLimiterOptions } from "./limiter";
 export { isZone } from "./args";
+export type { DecisionHooks, DecisionEvent, LateGiveBack, Outcome, RedisDownMode } from "./hooks";

@@ -144,7 +144,9 @@ async def test_a_late_admission_is_given_back_whole():
     with Server() as s:
         raw = s.client()
         client = redis.asyncio.Redis(port=s.port)
-        guard = AsyncGuard(AsyncRateLimiter(client), probe_interval=0.05)
+        # No runtime limits: their background read would hold the pooled
+        # connection through the pause, and RL.ALL would wait for a new one.
+        guard = AsyncGuard(AsyncRateLimiter(client, runtime_limits=False), probe_interval=0.05)
         await guard.limiter.ensure_module()
         s.proc.send_signal(signal.SIGSTOP)
         try:

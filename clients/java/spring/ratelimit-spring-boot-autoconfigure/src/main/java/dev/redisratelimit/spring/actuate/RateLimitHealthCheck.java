@@ -4,7 +4,7 @@ import dev.redisratelimit.client.Backend;
 import dev.redisratelimit.client.BackendTransport;
 import dev.redisratelimit.client.ModuleNotLoadedException;
 import dev.redisratelimit.client.RateLimitAsyncClient;
-import dev.redisratelimit.spring.core.RedisAvailability;
+import dev.redisratelimit.client.RedisAvailability;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;

@@ -2,8 +2,8 @@ package dev.redisratelimit.spring.autoconfigure;
 
 import dev.redisratelimit.client.BackendTransport;
 import dev.redisratelimit.client.RateLimitTransport;
+import dev.redisratelimit.client.RateLimiter;
 import java.util.function.Supplier;
-import dev.redisratelimit.spring.core.RateLimiter;
 import dev.redisratelimit.spring.metrics.MicrometerDecisionObserver;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.springframework.beans.factory.ObjectProvider;

@@ -2,8 +2,9 @@ package dev.redisratelimit.spring.metrics;
 
 import java.util.function.Supplier;
 import dev.redisratelimit.spring.annotation.OnRedisDown;
-import dev.redisratelimit.spring.core.Decision;
-import dev.redisratelimit.spring.core.DecisionObserver;
+import dev.redisratelimit.client.PolicyDecision;
+import dev.redisratelimit.client.DecisionObserver;
+import dev.redisratelimit.client.FailMode;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
@@ -49,9 +50,9 @@ public final class MicrometerDecisionObserver implements DecisionObserver {
     }
 
     @Override
-    public void decided(String policy, Outcome outcome, Decision.Kind refusal, long nanos) {
+    public void decided(String policy, Outcome outcome, PolicyDecision.Kind refusal, long nanos) {
         String o = lower(outcome);
-        String reason = refusal == null || refusal == Decision.Kind.ADMITTED ? "none" : lower(refusal);
+        String reason = refusal == null || refusal == PolicyDecision.Kind.ADMITTED ? "none" : lower(refusal);
         String b = backend.get();
         timers.computeIfAbsent(policy + '\0' + o + '\0' + reason + '\0' + b, k -> Timer.builder("ratelimit.decisions")
                 .description("Rate-limit decisions and their latency (the Redis round trip included)")
@@ -69,8 +70,8 @@ public final class MicrometerDecisionObserver implements DecisionObserver {
     }
 
     @Override
-    public void fallback(String policy, OnRedisDown mode) {
-        String m = lower(mode);
+    public void fallback(String policy, FailMode mode) {
+        String m = lower(OnRedisDown.of(mode)); // the setting's name (fail_open, fail_closed, local)
         String b = backend.get();
         counters.computeIfAbsent("f\0" + policy + '\0' + m + '\0' + b, x -> Counter.builder("ratelimit.fallbacks")
                 .description("Rate-limit decisions answered by the policy's Redis-down behaviour")
