@@ -7,13 +7,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.redisratelimit.spring.test.RedisServer;
 import java.net.http.HttpResponse;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.UUID;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.condition.EnabledIf;
 
 /**
  * RL_BACKEND=functions on a server without the module (SERVICES.md "On a
@@ -21,17 +18,12 @@ import org.junit.jupiter.api.condition.EnabledIf;
  * every decision one FCALL; a subset of StandaloneServicesTest's checks
  * (endpoints 1, 2 in Asia/Shanghai, 3 and 4).
  */
-@EnabledIf("libraryInTree") // until the library (issue 38) is in this tree
 class FunctionsBackendServicesTest {
 
     static RedisServer redis;
     static App a;
     static App b;
     static String prefix = "fx" + UUID.randomUUID().toString().substring(0, 6) + ":";
-
-    static boolean libraryInTree() {
-        return Files.exists(Path.of(System.getProperty("user.dir")).resolve("../../functions/ratelimit.lua"));
-    }
 
     @BeforeAll
     static void start() throws Exception {

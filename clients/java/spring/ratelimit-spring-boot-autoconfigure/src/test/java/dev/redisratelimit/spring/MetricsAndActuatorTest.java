@@ -128,9 +128,6 @@ class MetricsAndActuatorTest {
     void theFunctionsBackendDecidesOnAServerWithoutTheModuleAndSaysSo() throws Exception {
         // ratelimit.backend=functions: the library loaded at start-up, decisions as FCALL,
         // health and meters naming the backend; the library gone (a flush) is loaded again
-        org.junit.jupiter.api.Assumptions.assumeTrue(java.nio.file.Files.exists(
-                java.nio.file.Path.of(System.getProperty("user.dir")).resolve("../../../../functions/ratelimit.lua")),
-                "functions/ratelimit.lua is not in this tree yet");
         try (RedisServer bare = RedisServer.launchWithoutModule();
                 ConfigurableApplicationContext app = start(bare.url(), "ratelimit.backend=functions")) {
             Http http = http(app);
