@@ -19,7 +19,7 @@ version-check:
 
 build: version-check
 
-release-test: release
+release-test: release actionlint
 	@cmp -s packaging/lint/package-lock.json packaging/lint/node_modules/.package-lock.copy 2>/dev/null || { \
 	  npm ci --prefix packaging/lint --no-audit --no-fund --loglevel=error && \
 	  cp packaging/lint/package-lock.json packaging/lint/node_modules/.package-lock.copy; }
@@ -40,3 +40,13 @@ release-deps:
 	@cmp -s packaging/requirements-release.txt .venv/.requirements-release 2>/dev/null || { \
 	  $(PY) -m pip install -q --disable-pip-version-check -r packaging/requirements-release.txt && \
 	  cp packaging/requirements-release.txt .venv/.requirements-release; }
+
+# actionlint for .github/workflows (packaging/tests/test_workflow.py), pinned,
+# built from the Go module proxy into target/tools once (about a minute;
+# then only when the pin changes).
+ACTIONLINT_VERSION := v1.7.12
+.PHONY: actionlint
+actionlint:
+	@target/tools/actionlint -version 2>/dev/null | head -1 | grep -qx '$(ACTIONLINT_VERSION)' || { \
+	  command -v go >/dev/null || { echo "make actionlint: needs Go (the machine's, 1.22 or later)" >&2; exit 1; }; \
+	  GOBIN=$(CURDIR)/target/tools go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION); }

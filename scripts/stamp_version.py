@@ -160,7 +160,7 @@ def stamp_markdown(text: str, v: str) -> str:
         (rf"(redis-ratelimit-){SEMVER}(-linux-|\.tgz)", rf"\g<1>{v}\2"),
         (rf"(redis-ratelimit_){SEMVER}(-1_)", rf"\g<1>{v}\2"),
         (rf"(redis_ratelimit_client-){SEMVER}((?:-py3-none-any\.whl)|\.tar\.gz)", rf"\g<1>{v}\2"),
-        (rf"(redis-ratelimit-client==){SEMVER}", rf"\g<1>{v}"),
+        (rf"(redis-ratelimit-client(?:\[[\w,]+\])?==){SEMVER}", rf"\g<1>{v}"),
         (rf"(redis-ratelimit@){SEMVER}", rf"\g<1>{v}"),
         # container image tags and the build argument
         (rf"(\bredis-ratelimit/[\w.-]+:){SEMVER}", rf"\g<1>{v}"),
