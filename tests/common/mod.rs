@@ -65,7 +65,11 @@ pub struct Server {
 impl Server {
     /// Starts a server; retries on another port if the chosen one was taken.
     pub fn start() -> Server {
-        let module = module_path();
+        Server::start_with(&module_path())
+    }
+
+    /// Starts a server with another build of the module loaded.
+    pub fn start_with(module: &Path) -> Server {
         let mut last_error = String::new();
         for _ in 0..5 {
             let dir = unique_dir();
@@ -79,7 +83,7 @@ impl Server {
                 .args(["--save", "", "--appendonly", "no"])
                 .args(["--logfile", "server.log"])
                 .arg("--loadmodule")
-                .arg(&module)
+                .arg(module)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
