@@ -7,7 +7,7 @@ PYC_DIR := $(CURDIR)/clients/python
 PYC_VENV := $(PYC_DIR)/.venv
 PYC_PY := $(PYC_VENV)/bin/python
 
-.PHONY: python-venv python-test example-python bench-python bench-clients
+.PHONY: python-venv python-library python-test example-python bench-python bench-clients
 
 EXTRA_TESTS += python-test
 
@@ -19,7 +19,14 @@ $(PYC_VENV)/.stamp: $(PYC_DIR)/requirements-test.txt $(PYC_DIR)/pyproject.toml
 	$(PYC_PY) -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e $(PYC_DIR)
 	@touch $@
 
-python-venv: $(PYC_VENV)/.stamp
+python-venv: $(PYC_VENV)/.stamp python-library
+
+# The Functions library travels in the package as redis_rl/ratelimit.lua,
+# copied from the repository's one source (never committed; setup.py does
+# the same for `pip install ./clients/python` and wheels).
+RL_LIBRARY ?= $(CURDIR)/functions/ratelimit.lua
+python-library:
+	@if [ -f $(RL_LIBRARY) ]; then cmp -s $(RL_LIBRARY) $(PYC_DIR)/src/redis_rl/ratelimit.lua || cp $(RL_LIBRARY) $(PYC_DIR)/src/redis_rl/ratelimit.lua; fi
 
 # Two pytest runs (each directory has its own conftest); the example's tests
 # start app.py as a process and drive it over HTTP.

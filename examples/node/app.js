@@ -3,7 +3,7 @@
 // command written by hand. Started by server.js (`make example-node`).
 import { createHash } from "node:crypto";
 import express from "express";
-import { Policy, RateLimiter, isZone } from "redis-ratelimit";
+import { Policy, RateLimiter, isZone, functionsZone } from "redis-ratelimit";
 import { rateLimit, keys, ProblemError, problem, PROBLEM_JSON } from "redis-ratelimit/express";
 
 const S = 1000;
@@ -147,6 +147,13 @@ export function createApp({ redis, prefix = "", limiter = new RateLimiter(redis)
       const zone = req.get("X-Zone") ?? "";
       // isZone also takes a fixed offset (RL.QUOTA does): no IANA zone.
       if (/^[+-]/.test(zone) || !isZone(zone)) throw badRequest("X-Zone must be an IANA time zone");
+      if (limiter.client.backend === "functions") {
+        try {
+          functionsZone(zone); // the library takes fixed-offset zones only: a zone with daylight saving is refused
+        } catch (e) {
+          throw badRequest(e.message);
+        }
+      }
       const n = req.body?.max_tokens;
       if (!Number.isSafeInteger(n) || n < 1 || n > 100_000) throw badRequest("max_tokens must be an integer from 1 to 100000");
     }),

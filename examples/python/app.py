@@ -1,7 +1,7 @@
 """The seed services (shared/SERVICES.md) with redis_rl's ordinary API:
 policies, the FastAPI dependency, scope and middleware — no RL command
 written by hand. Run: `make example-python` (PORT, REDIS_URL or
-REDIS_CLUSTER, RL_PREFIX)."""
+REDIS_CLUSTER, RL_PREFIX, RL_BACKEND: module (default), functions or auto)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from redis_rl import (FAIL_OPEN, AsyncRateLimiter, Policy, concurrency, lockout,
                       token_bucket)
 from redis_rl.adapters.starlette import ProblemError, RateLimitMiddleware, RateLimits
 from redis_rl.args import zone_arg
+from redis_rl.backend import functions_zone
 
 PREFIX = os.environ.get("RL_PREFIX", "")
 S = timedelta(seconds=1)
@@ -36,20 +37,22 @@ SHANGHAI = zoneinfo.ZoneInfo("Asia/Shanghai")
 def redis_client() -> Any:
     # One retry on a broken connection (a restarted Redis leaves stale pooled
     # sockets). The 500 ms budget bounds every decision; the socket waits
-    # longer, so a reply that lands after the budget is still read and the
-    # guard gives its lease and estimate back (a socket timeout drops it).
-    opts: dict[str, Any] = dict(socket_timeout=2.0, socket_connect_timeout=0.5,
+    # 11 s (at least the budget + 10 s: shorter is refused at start), so a
+    # reply that lands after the budget is still read and the guard gives
+    # the whole admission back (a socket timeout would drop it).
+    opts: dict[str, Any] = dict(socket_timeout=11.0, socket_connect_timeout=0.5,
                                 retry=Retry(NoBackoff(), 1),
                                 retry_on_error=[redis.exceptions.ConnectionError])
     cluster = os.environ.get("REDIS_CLUSTER")
     if cluster:
         seeds = [ClusterNode(h, int(p)) for h, p in (s.rsplit(":", 1) for s in cluster.split(",") if s)]
-        return RedisCluster(startup_nodes=seeds, socket_timeout=2.0, socket_connect_timeout=0.5)
+        return RedisCluster(startup_nodes=seeds, socket_timeout=11.0, socket_connect_timeout=0.5)
     return redis.asyncio.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379"), **opts)
 
 
 client = redis_client()
-limiter = AsyncRateLimiter(client)
+BACKEND = os.environ.get("RL_BACKEND") or "module"
+limiter = AsyncRateLimiter(client, backend=BACKEND)
 limits = RateLimits(limiter)
 
 # --- policies (SERVICES.md "Endpoints") ---
@@ -192,9 +195,15 @@ async def llm_zone(request: Request) -> str:
     try:
         if zone[:1] in ("+", "-"):  # a fixed offset: RL.QUOTA takes it, but it is no IANA zone
             raise ValueError(zone)
-        return zone_arg(zone)  # the package's own check, before any Redis call
+        zone = zone_arg(zone)  # the package's own check, before any Redis call
     except ValueError:
         raise ProblemError.bad_request("X-Zone must be an IANA time zone") from None
+    if limiter.backend == "functions":
+        try:
+            functions_zone(zone)  # the library takes fixed-offset zones only: daylight saving is refused
+        except ValueError as e:
+            raise ProblemError.bad_request(str(e)) from None
+    return zone
 
 
 async def max_tokens(request: Request) -> int:
@@ -242,13 +251,15 @@ def main() -> None:
 
     from redis_rl import RateLimiter
     cluster = os.environ.get("REDIS_CLUSTER")
-    try:  # the module check at start, with a sync client (the app's own is bound to uvicorn's loop)
+    try:  # the backend check at start (the library loaded for "functions"), with a sync client (the app's own is bound to uvicorn's loop)
         if cluster:
             seeds = [SyncNode(h, int(p)) for h, p in (s.rsplit(":", 1) for s in cluster.split(",") if s)]
             sync = SyncCluster(startup_nodes=seeds)
         else:
             sync = redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379"))
-        RateLimiter(sync).ensure_module()
+        checker = RateLimiter(sync, backend=BACKEND)
+        checker.ensure_module()
+        limiter.backend = checker.backend  # "auto": the engine found at start
         sync.close()
     except Exception as e:  # one line, non-zero exit (SERVICES.md)
         print(f"example-python: {e}", file=sys.stderr)

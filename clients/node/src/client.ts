@@ -6,28 +6,96 @@
  * server's text.
  */
 import * as b from "./build";
+import { backendOf, fcall, isFunctionMissing, isModuleMissing, library, loadCommand, versionOf, type Backend } from "./backend";
 import * as d from "./decisions";
-import { isServerReplyError, ModuleNotLoadedError, RateLimitError } from "./errors";
-import { transportFor, type Call, type RedisLike, type Transport } from "./transport";
+import { isServerReplyError, LibraryNotLoadedError, ModuleNotLoadedError, RateLimitError } from "./errors";
+import { transportFor, type Call, type Primary, type RedisLike, type Transport } from "./transport";
+
+export interface RateLimitClientOptions {
+  /**
+   * Which engine decides: `"module"` (default: the RL commands), `"functions"`
+   * (the project's Redis Functions library, loaded when absent or older than
+   * this package) or `"auto"` (the module where every primary has it, else
+   * the library; and the library once the module goes missing at run time).
+   */
+  readonly backend?: Backend | string;
+}
+
+/** What `health()` answers. */
+export interface Health {
+  readonly status: "UP" | "DOWN";
+  /** The engine deciding now. */
+  readonly backend: "module" | "functions";
+  /** Why DOWN: the module or the library missing, or Redis unreachable. */
+  readonly detail?: string;
+}
 
 export class RateLimitClient {
   /** How calls reach Redis (picked from the client given). */
   readonly transport: Transport;
+  /** The backend setting. */
+  readonly backendSetting: Backend;
+  /** The engine deciding now (`auto`: the module until `ensureBackend` or a failover says otherwise). */
+  backend: "module" | "functions";
 
   /** `redis`: an ioredis `Redis`/`Cluster`, or a node-redis client/cluster (connected). */
-  constructor(redis: RedisLike) {
+  constructor(redis: RedisLike, options: RateLimitClientOptions = {}) {
     this.transport = transportFor(redis);
+    this.backendSetting = backendOf(options.backend ?? "module");
+    this.backend = this.backendSetting === "functions" ? "functions" : "module";
+  }
+
+  /** A call as the deciding engine takes it (FCALL for the library). */
+  private wire(call: Call): Call {
+    return this.backend === "functions" ? { key: call.key, readOnly: call.readOnly, args: fcall(call.args) } : call;
+  }
+
+  /** Whether an error is one the backend repairs and retries once: the library missing, or (`auto`) the module gone. */
+  private recovers(e: unknown): boolean {
+    if (!isServerReplyError(e)) return false;
+    if (this.backend === "functions") return isFunctionMissing(e.message);
+    return this.backendSetting === "auto" && isModuleMissing(e.message);
+  }
+
+  /** Loads the library on the node of `call` (the library missing there), or switches `auto` to the library. */
+  private async repair(e: Error, call: Call): Promise<void> {
+    if (this.backend === "module") {
+      console.error(`redis-ratelimit: the module is gone (${e.message}); backend auto: deciding with the Functions library from now on`);
+      this.backend = "functions";
+      await this.ensureLibraryEverywhere();
+      return;
+    }
+    await this.ensureLibrary({ name: "", send: (args) => this.transport.send({ key: call.key, readOnly: false, args }) });
   }
 
   /** Sends one call; error replies become `RateLimitError`, other failures pass through. */
-  send(call: Call): Promise<unknown> {
-    return this.transport.send(call).catch(rethrow);
+  async send(call: Call): Promise<unknown> {
+    try {
+      return await this.transport.send(this.wire(call));
+    } catch (e) {
+      if (!this.recovers(e)) throw asRateLimitError(e);
+      await this.repair(e as Error, call).catch(rethrow); // then once more (SPEC: load on that node, retry once)
+      return this.transport.send(this.wire(call)).catch(rethrow);
+    }
   }
 
   /** Sends calls in one round trip per node; each slot holds a reply or a `RateLimitError`/Error. */
   async batch(calls: readonly Call[]): Promise<unknown[]> {
-    const replies = await this.transport.batch(calls);
+    const replies = await this.transport.batch(calls.map((c) => this.wire(c)));
+    for (let i = 0; i < replies.length; i++) {
+      if (!this.recovers(replies[i])) continue;
+      try {
+        await this.repair(replies[i] as Error, calls[i]);
+        replies[i] = await this.transport.send(this.wire(calls[i]));
+      } catch (e) {
+        replies[i] = e;
+      }
+    }
     return replies.map((r) => (r instanceof Error ? asRateLimitError(r) : r));
+  }
+
+  private async primaries(): Promise<Primary[]> {
+    return this.transport.primaries ? this.transport.primaries() : [{ name: "", send: (args) => this.transport.sendAny(args) }];
   }
 
   /**
@@ -35,6 +103,12 @@ export class RateLimitClient {
    * primary -- knows RL.ALL (`COMMAND INFO RL.ALL`). Call it once at start.
    */
   async assertModuleLoaded(): Promise<void> {
+    const missing = await this.moduleMissing();
+    if (missing !== null) throw new ModuleNotLoadedError(missing);
+  }
+
+  /** Why the module is not usable (the first primary without it), or null. */
+  private async moduleMissing(): Promise<string | null> {
     const args = ["COMMAND", "INFO", "RL.ALL"];
     let replies: unknown[];
     try {
@@ -42,12 +116,82 @@ export class RateLimitClient {
     } catch (e) {
       throw asRateLimitError(e);
     }
-    if (replies.length === 0) throw new ModuleNotLoadedError("no primary answered COMMAND INFO RL.ALL");
-    replies.forEach((reply, i) => {
-      if (!Array.isArray(reply) || reply.length === 0 || reply[0] == null) {
-        throw new ModuleNotLoadedError(`COMMAND INFO RL.ALL answered nothing${replies.length > 1 ? ` on primary ${i + 1} of ${replies.length}` : ""}`);
+    if (replies.length === 0) return "no primary answered COMMAND INFO RL.ALL";
+    const i = replies.findIndex((reply) => !Array.isArray(reply) || reply.length === 0 || reply[0] == null);
+    if (i < 0) return null;
+    return `COMMAND INFO RL.ALL answered nothing${replies.length > 1 ? ` on primary ${i + 1} of ${replies.length}` : ""}`;
+  }
+
+  /**
+   * The start-up check of the backend, on every primary: `module` as
+   * `assertModuleLoaded`; `functions` loads the library where it is absent
+   * or older than this package (`LibraryNotLoadedError`, naming the command
+   * to run by hand, when this Redis user may not load it); `auto` picks the
+   * module when every primary has it, else the library. Call it once at start.
+   */
+  async ensureBackend(): Promise<void> {
+    if (this.backendSetting !== "functions") {
+      const missing = await this.moduleMissing();
+      if (missing === null) {
+        this.backend = "module";
+        return;
       }
-    });
+      if (this.backendSetting === "module") throw new ModuleNotLoadedError(missing);
+      this.backend = "functions";
+    }
+    await this.ensureLibraryEverywhere();
+  }
+
+  private async ensureLibraryEverywhere(): Promise<void> {
+    for (const node of await this.primaries()) await this.ensureLibrary(node);
+  }
+
+  /** Loads the library on `node` unless it has this package's version or a newer one (`rl_version`). */
+  private async ensureLibrary(node: Primary): Promise<void> {
+    const src = library();
+    const want = versionOf(src);
+    let have = -1;
+    try {
+      have = Number(await node.send(["FCALL", "rl_version", "0"]));
+    } catch (e) {
+      if (!(isServerReplyError(e) && isFunctionMissing(e.message))) throw asRateLimitError(e);
+    }
+    if (have >= want) return;
+    try {
+      await node.send(["FUNCTION", "LOAD", "REPLACE", src]);
+    } catch (e) {
+      if (isServerReplyError(e) && /^NOPERM/.test(e.message)) {
+        const where = node.name ? ` on ${node.name}` : "";
+        throw new LibraryNotLoadedError(
+          `the Redis user may not run FUNCTION LOAD (${e.message}) and the redis-ratelimit Functions library is ` +
+            `${have >= 0 ? "older than this client" : "not loaded"}${where}: load it once by hand with ` +
+            `\`${loadCommand(node.name)}\`${node.name ? " on every primary" : ""}, or grant the user +function|load`,
+        );
+      }
+      throw asRateLimitError(e);
+    }
+  }
+
+  /**
+   * Whether Redis can decide now and with which engine, asked of every
+   * primary: `{ status: "UP", backend }`, or `"DOWN"` with a `detail` naming
+   * the module or the library missing, or Redis unreachable. Never throws.
+   */
+  async health(): Promise<Health> {
+    const backend = this.backend;
+    try {
+      if (backend === "module") {
+        const missing = await this.moduleMissing();
+        if (missing !== null) return { status: "DOWN", backend, detail: new ModuleNotLoadedError(missing).message };
+      } else {
+        for (const node of await this.primaries()) await node.send(["FCALL", "rl_version", "0"]);
+      }
+      return { status: "UP", backend };
+    } catch (e) {
+      const text = (e as Error)?.message ?? String(e);
+      const detail = isServerReplyError(e) && isFunctionMissing(text) ? `the redis-ratelimit Functions library is not loaded (${text})` : text;
+      return { status: "DOWN", backend, detail };
+    }
   }
 
   /** RL.CHECK: sliding-window log, every rule at once. */

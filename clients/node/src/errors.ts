@@ -28,6 +28,20 @@ export class ModuleNotLoadedError extends RateLimitError {
 }
 
 /**
+ * Backend `functions`: the redis-ratelimit Functions library is not on the
+ * server (or older than this package) and this Redis user may not load it;
+ * the message names the command to run once by hand. A kind of
+ * `ModuleNotLoadedError`: no engine to decide with.
+ */
+export class LibraryNotLoadedError extends ModuleNotLoadedError {
+  constructor(message: string) {
+    super("");
+    this.message = message;
+    this.name = "LibraryNotLoadedError";
+  }
+}
+
+/**
  * Redis could not decide within the budget: a timeout, a broken connection,
  * or the circuit is open (a recent failure; a background probe is checking
  * when Redis answers again). Policies map it to fail-open or fail-closed.

@@ -1,4 +1,7 @@
 export { RateLimitClient } from "./client";
+export type { RateLimitClientOptions, Health } from "./client";
+export { functionsZone, BACKENDS, LIBRARY_PATH } from "./backend";
+export type { Backend } from "./backend";
 export type { Decision, LeaseDecision, AllDecision, RuleState, DayHourDecision, LockCountDecision } from "./decisions";
 export { ReplyShapeError } from "./decisions";
 export * from "./errors";
@@ -27,3 +30,4 @@ export { RateLimiter, Permit } from "./limiter";
 export type { PolicyCall } from "./combined";
 export type { LimitState, PolicyDecision, DecideOptions, AcquireOptions, RateLimiterOptions } from "./limiter";
 export { isZone } from "./args";
+export type { DecisionHooks, DecisionEvent, LateGiveBack, Outcome, RedisDownMode } from "./hooks";

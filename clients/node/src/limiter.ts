@@ -5,13 +5,15 @@
  * estimate until they are closed.
  */
 import { randomUUID } from "node:crypto";
-import { RateLimitClient } from "./client";
+import type { Backend } from "./backend";
+import { RateLimitClient, type Health } from "./client";
 import * as d from "./decisions";
 import { RateLimitedError, RateLimitError, RateLimitUnavailableError } from "./errors";
 import * as a from "./args";
 import { allCall, clausesOf, decisionOf, merge, slotGroups, type Clause, type Part, type PolicyCall } from "./combined";
 import { groupKey, keyBase, type Group, type Limit, type LimitKind, type Policy } from "./policy";
 import type { Call, RedisLike } from "./transport";
+import { checkHooks, gaveBackLate, observed, type DecisionHooks } from "./hooks";
 
 interface Pending {
   readonly deadline: number;
@@ -77,6 +79,10 @@ export interface RateLimiterOptions {
   readonly probeInterval?: number;
   /** Called with errors that cannot be thrown (a release or settlement that failed). */
   readonly onError?: (error: unknown) => void;
+  /** Told of every decision and late give-back (see `DecisionHooks`; metrics: `redis-ratelimit/opentelemetry`, `/prometheus`). */
+  readonly hooks?: readonly DecisionHooks[];
+  /** Which engine decides: `"module"` (default), `"functions"` or `"auto"` (`RateLimitClientOptions`). */
+  readonly backend?: Backend | string;
 }
 
 
@@ -88,6 +94,7 @@ export class RateLimiter {
   readonly timeout: number;
   readonly probeInterval: number;
   private readonly onError: (error: unknown) => void;
+  readonly hooks: readonly DecisionHooks[];
   private open = false;
   private readonly pending = new Set<Pending>();
   private readonly releases: Call[] = [];
@@ -97,13 +104,17 @@ export class RateLimiter {
   private probing: NodeJS.Timeout | null = null;
 
   constructor(redis: RedisLike | RateLimitClient, options: RateLimiterOptions = {}) {
-    this.client = redis instanceof RateLimitClient ? redis : new RateLimitClient(redis);
+    if (redis instanceof RateLimitClient && options.backend !== undefined) {
+      throw new TypeError("backend is a RateLimitClient option when a RateLimitClient is given");
+    }
+    this.client = redis instanceof RateLimitClient ? redis : new RateLimitClient(redis, { backend: options.backend });
     // Checked here: a string ("500" from an env var) or NaN would not fail,
     // it would make every decision "unavailable" at once or never time out.
     this.timeout = a.int("timeout", options.timeout ?? 500, 1, 2 ** 31 - 1);
     this.probeInterval = a.int("probeInterval", options.probeInterval ?? 250, 1, 2 ** 31 - 1);
     if (options.onError !== undefined && typeof options.onError !== "function") throw new TypeError("onError must be a function");
     this.onError = options.onError ?? (() => {});
+    this.hooks = checkHooks(options.hooks);
   }
 
   /** Whether decisions currently fail fast (Redis was unreachable; a probe is running). */
@@ -239,6 +250,14 @@ export class RateLimiter {
     return true;
   }
 
+  /**
+   * Whether Redis can decide now and with which engine (`RateLimitClient.health`):
+   * for an app's health endpoint. Never throws.
+   */
+  health(): Promise<Health> {
+    return this.client.health();
+  }
+
   /** Stops the background probe (when closing the app). */
   close(): void {
     if (this.probing) clearTimeout(this.probing);
@@ -258,7 +277,7 @@ export class RateLimiter {
     } catch (e) {
       return Promise.reject(e); // bad input: refused before any Redis call
     }
-    return this.guarded(() => this.send(policy, held));
+    return observed(this.hooks, [policy], performance.now(), this.guarded(() => this.send(policy, held)), (e) => this.report(e));
   }
 
   /**
@@ -305,7 +324,7 @@ export class RateLimiter {
     } catch (e) {
       return Promise.reject(e);
     }
-    return this.guarded(() => this.sendAll(parts));
+    return observed(this.hooks, parts.map((p) => p.policy), performance.now(), this.guarded(() => this.sendAll(parts)), (e) => this.report(e));
   }
 
   /**
@@ -316,13 +335,14 @@ export class RateLimiter {
     if (calls.length === 1) return this.acquire(calls[0].policy, calls[0].key, { ...calls[0].options, signal: options.signal });
     const token = calls.some((c) => c?.policy?.limits.some((l) => l.kind === "concurrency")) ? randomUUID() : null;
     const parts = partsOf(calls, token);
+    const policies = parts.map((p) => p.policy);
     const giveBack = (decision: PolicyDecision) => {
       if (decision.limited) return;
       const calls = parts.flatMap((p) => this.settlementCalls(p.policy, p.held, p.estimate, 0));
-      if (calls.length > 0) void this.settle(calls).catch((e) => this.report(e));
+      if (calls.length > 0) void this.settle(calls).then(() => gaveBackLate(this.hooks, policies.map((p) => p.name).join("+"), (e) => this.report(e)), (e) => this.report(e));
     };
     const lost = () => this.releaseLater(parts.flatMap((p) => this.settlementCalls(p.policy, p.held, p.estimate, p.estimate)));
-    const decision = await this.guarded(() => this.sendAll(parts), giveBack, false, lost);
+    const decision = await observed(this.hooks, policies, performance.now(), this.guarded(() => this.sendAll(parts), giveBack, false, lost), (e) => this.report(e));
     return new Permit(this, decision.limited ? null : parts, decision, Math.max(...parts.map((p) => p.estimate)), token, options.signal);
   }
 
@@ -398,12 +418,13 @@ export class RateLimiter {
     const giveBack = (decision: PolicyDecision) => {
       if (decision.limited) return;
       const calls = this.settlementCalls(policy, held, estimate, 0);
-      if (calls.length > 0) void this.settle(calls).catch((e) => this.report(e));
+      if (calls.length > 0) void this.settle(calls).then(() => gaveBackLate(this.hooks, policy.name, (e) => this.report(e)), (e) => this.report(e));
     };
     // A reply lost (the client's commandTimeout, a broken connection): the
     // lease goes back by its token once Redis answers; the estimate cannot.
     const lost = () => this.releaseLater(this.settlementCalls(policy, held, estimate, estimate));
-    return this.guarded(() => this.send(policy, held), giveBack, false, lost).then((decision) => ({ decision, held, estimate }));
+    const started = performance.now();
+    return observed(this.hooks, [policy], started, this.guarded(() => this.send(policy, held), giveBack, false, lost), (e) => this.report(e)).then((decision) => ({ decision, held, estimate }));
   }
 
   // A promise chain, not async functions: this runs on every request, and

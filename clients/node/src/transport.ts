@@ -27,6 +27,14 @@ export interface Transport {
   sendAny(args: readonly string[]): Promise<unknown>;
   /** A command with no key to every primary of a Cluster, replies in node order (absent: one server). */
   sendEach?(args: readonly string[]): Promise<unknown[]>;
+  /** Every primary of a Cluster, named host:port, each with a sender of keyless commands (absent: one server). */
+  primaries?(): Promise<Primary[]>;
+}
+
+/** One primary of a Cluster: its name (host:port) and how to send it a command with no key. */
+export interface Primary {
+  readonly name: string;
+  send(args: readonly string[]): Promise<unknown>;
 }
 
 /** Any client object the package accepts. Typed loosely so neither client is a hard dependency. */
@@ -112,6 +120,13 @@ function ioredisCluster(client: any): Transport {
       await client.call("PING"); // queued until the cluster is ready, so its primaries are known
       return Promise.all(client.nodes("master").map((node: any) => node.call(args[0], ...args.slice(1))));
     },
+    primaries: async () => {
+      await client.call("PING");
+      return client.nodes("master").map((node: any) => ({
+        name: `${node.options.host}:${node.options.port}`,
+        send: (args: readonly string[]) => node.call(args[0], ...args.slice(1)),
+      }));
+    },
     batch: (calls) =>
       splitBySlot(calls, (part) => {
         const p = client.pipeline();
@@ -123,22 +138,15 @@ function ioredisCluster(client: any): Transport {
 
 /* ---------------- node-redis ---------------- */
 
-/** node-redis throws one MultiErrorReply for a pipeline with any error reply; unfold it. */
-function unfoldMulti(e: any, n: number): unknown[] {
-  if (e && Array.isArray(e.replies) && e.replies.length === n) return e.replies;
-  throw e;
-}
-
 function nodeRedisStandalone(client: any): Transport {
   return {
     kind: "node-redis",
     send: (c) => client.sendCommand([...c.args]),
     sendAny: (args) => client.sendCommand([...args]),
-    batch: (calls) => {
-      const m = client.multi();
-      for (const c of calls) m.addCommand([...c.args]);
-      return m.execAsPipeline().catch((e: unknown) => unfoldMulti(e, calls.length));
-    },
+    // Sent in one tick, node-redis writes them as one pipeline; each keeps
+    // its own reply or error (execAsPipeline rejects at the first error
+    // reply and the others' replies are lost).
+    batch: (calls) => Promise.all(calls.map((c) => client.sendCommand([...c.args]).catch((e: unknown) => e))),
   };
 }
 
@@ -149,12 +157,15 @@ function nodeRedisCluster(client: any): Transport {
     sendAny: (args) => client.sendCommand(undefined, true, [...args]),
     sendEach: (args) =>
       Promise.all(client.masters.map(async (node: any) => (await client.nodeClient(node)).sendCommand([...args]))),
+    primaries: async () =>
+      client.masters.map((node: any) => ({
+        name: `${node.host}:${node.port}`,
+        send: async (args: readonly string[]) => (await client.nodeClient(node)).sendCommand([...args]),
+      })),
     batch: (calls) =>
-      splitBySlot(calls, (part) => {
-        const m = client.multi(part[0].key);
-        for (const c of part) m.addCommand(c.key, c.readOnly, [...c.args]);
-        return m.execAsPipeline().catch((e: unknown) => unfoldMulti(e, part.length));
-      }),
+      splitBySlot(calls, (part) =>
+        Promise.all(part.map((c) => client.sendCommand(c.key, c.readOnly, [...c.args]).catch((e: unknown) => e))),
+      ),
   };
 }
 

@@ -89,3 +89,86 @@ def test_two_policies_on_one_route_decide_in_one_call(server, raw):
         assert calls == {"cmdstat_rl.all": 1}
     # the refused call wrote nothing to the IP's window (the TestClient's peer is "testclient")
     assert raw.execute_command("RL.PEEK", "two:sms-ip:{testclient}:ip", "*", 20, 3_600_000, "COST", 0)[3] == 19
+
+
+def test_llm_recipe_resolver_validation_errors_are_400(server):
+    """The recipe's resolver on bad JSON or a bad max_tokens: 400 problem
+    JSON (a resolver's validation error), not a 500."""
+    ns, _ = run(blocks()["llm"], f"redis://127.0.0.1:{server.port}")
+    with TestClient(ns["app"]) as client:
+        for body in (b"{not json", b'{"max_tokens": "x"}', b"[1]"):
+            r = client.post("/complete", content=body, headers={"X-Api-Key": "bad", "Content-Type": "application/json"})
+            assert r.status_code == 400 and r.headers["content-type"] == "application/problem+json", r.text
+        r = client.post("/complete", json={"max_tokens": 10})
+        assert r.status_code == 401  # no identity
+
+
+@contextlib.contextmanager
+def serving(app):
+    """The app on a real HTTP server (uvicorn, a thread): streams as a client sees them."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(app, log_level="warning", lifespan="off")
+    srv = uvicorn.Server(config)
+    t = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
+    t.start()
+    while not srv.started:
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        srv.should_exit = True
+        t.join(5)
+
+
+def test_llm_recipe_stream_holds_its_slot_until_the_last_byte(server, raw):
+    """The scope ends after the stream's last byte: two streams in flight
+    take both slots (a third is refused), each settled to its 123 tokens
+    after; a client that leaves mid-stream frees its slot within 500 ms,
+    settled to the tokens sent. (With ``scope="function"`` all three were
+    admitted and the usage ignored.)"""
+    import concurrent.futures
+    import time
+
+    import httpx
+    ns, _ = run(blocks()["llm"], f"redis://127.0.0.1:{server.port}")
+
+    def inflight(key):
+        return 2 - raw.execute_command("RL.LEASEPEEK", f"llm:{{llm}}:{key}:inflight", "*", 2, "COST", 0)[3]
+
+    def spent(key):
+        return 100_000 - raw.execute_command("RL.QUOTAPEEK", f"llm:{{llm}}:{key}:tokens", "*", "UTC", "DAY",
+                                             100_000, "COST", 0)[3]
+
+    headers = {"X-Api-Key": "streamer", "X-Zone": "UTC"}
+    with serving(ns["app"]) as url:
+        def one(delay):
+            time.sleep(delay)
+            with httpx.Client() as c:
+                r = c.post(url + "/stream", json={"max_tokens": 1000}, headers=headers)
+                return r.status_code, r.text
+        with concurrent.futures.ThreadPoolExecutor(3) as ex:
+            got = list(ex.map(one, [0, 0, 0.15]))
+        assert sorted(code for code, _ in got) == [200, 200, 429], got
+        assert all(text.splitlines()[-1] == '{"used_tokens": 123}' for code, text in got if code == 200)
+        done = time.monotonic()  # the scope ends after the last byte: just after the client has it
+        while (inflight("streamer"), spent("streamer")) != (0, 246):
+            assert time.monotonic() - done < 0.5, (inflight("streamer"), spent("streamer"))
+            time.sleep(0.02)
+
+        headers["X-Api-Key"] = "leaver"
+        with httpx.Client() as c:
+            with c.stream("POST", url + "/stream", json={"max_tokens": 1000}, headers=headers) as r:
+                first = next(r.iter_lines())
+                assert first == '{"tokens": 41}' and inflight("leaver") == 1
+        left = time.monotonic()
+        while inflight("leaver") != 0:
+            assert time.monotonic() - left < 0.5, "the slot of a client that left is still held"
+            time.sleep(0.02)
+        time.sleep(0.1)
+        assert spent("leaver") in (41, 82), spent("leaver")  # settled to the lines sent

@@ -6,7 +6,24 @@ import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 
 const require = createRequire(import.meta.url);
-export const { Server, Cluster, freePort, sleep, waitUntil } = require("../../../clients/node/test/support/servers.cjs");
+const support = require("../../../clients/node/test/support/servers.cjs");
+export const { freePort, sleep, waitUntil } = support;
+
+// RL_BACKEND=functions runs every test on servers without the module, the app
+// deciding with the Functions library (SERVICES.md "On a Redis without the
+// module"); the app inherits the variable.
+export const BACKEND = process.env.RL_BACKEND || "module";
+const withModule = BACKEND !== "functions";
+export class Server extends support.Server {
+  constructor(options = {}) {
+    super({ module: withModule, ...options });
+  }
+}
+export class Cluster extends support.Cluster {
+  constructor(n = 3, options = {}) {
+    super(n, { module: withModule, ...options });
+  }
+}
 
 const SERVER_JS = fileURLToPath(new URL("../server.js", import.meta.url));
 

@@ -6,7 +6,7 @@ from .client import AsyncRateLimiter, RateLimiter
 from .combined import PolicyCall
 from .commands import Bucket, Call, Clause, Period, Rule
 from .decisions import AllDecision, DayHourDecision, Decision, LeaseDecision, LockDecision, RuleState
-from .errors import ModuleNotLoadedError, RateLimitError
+from .errors import LibraryNotLoadedError, ModuleNotLoadedError, RateLimitError, RedisUnavailableError
 from .policy import (FAIL_CLOSED, FAIL_OPEN, FailMode, Limit, Policy, PolicyDecision, concurrency, lockout, quota,
                      sliding_window, token_bucket)
 from .scope import AsyncPermit, Permit, RateLimitExceeded
@@ -15,6 +15,6 @@ __all__ = [
     "FAIL_CLOSED", "FAIL_OPEN", "FailMode", "Limit", "Policy", "PolicyDecision", "concurrency", "lockout", "quota",
     "sliding_window", "token_bucket", "PolicyCall", "AsyncPermit", "Permit", "RateLimitExceeded",
     "AllDecision", "AsyncRateLimiter", "Bucket", "Call", "Clause", "DayHourDecision", "Decision", "Duration",
-    "LeaseDecision", "LockDecision", "ModuleNotLoadedError", "Now", "Period", "RateLimitError", "RateLimiter",
+    "LeaseDecision", "LibraryNotLoadedError", "LockDecision", "ModuleNotLoadedError", "Now", "Period", "RateLimitError", "RateLimiter", "RedisUnavailableError",
     "Rule", "RuleState", "Zone",
 ]

@@ -11,7 +11,9 @@ whose keys Redis marks movable.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+import threading
 from typing import Any, Mapping, Sequence, cast
 
 import redis
@@ -24,7 +26,10 @@ from .args import Duration, Now, Zone
 from .combined import PolicyCall, combine, merge
 from .commands import Bucket, Call, Clause, Key, Mode, Period, Rule
 from .decisions import AllDecision, DayHourDecision, Decision, LeaseDecision, LockDecision
-from .errors import ModuleNotLoadedError, RateLimitError
+from .backend import backend_arg, fcall, is_function_missing, is_module_missing, library, load_command, version_of
+from .errors import UNAVAILABLE_CODES, LibraryNotLoadedError, ModuleNotLoadedError, RateLimitError, RedisUnavailableError
+from .hooks import DecisionHooks, check_hooks
+from .overrides import REFRESH, AsyncRuntimeLimits, RuntimeLimits
 from .policy import Policy, PolicyDecision
 from .scope import Acquire, AsyncAcquire, AsyncPermit, Permit
 
@@ -54,9 +59,19 @@ def server_text(e: redis.exceptions.ResponseError) -> str:
     return "ERR " + text
 
 
+# redis-py's classes for the replies that mean "cannot decide now" (its
+# Cluster parser maps CLUSTERDOWN, TRYAGAIN and MASTERDOWN to them; a
+# standalone client keeps the code in the text, checked too).
+_UNAVAILABLE_REPLIES = (redis.exceptions.ClusterDownError, redis.exceptions.TryAgainError)
+
+
 def _server_error(e: redis.exceptions.ResponseError) -> RateLimitError:
     text = server_text(e)
-    if text.lower().startswith("err unknown command") and "rl." in text.lower():
+    if isinstance(e, _UNAVAILABLE_REPLIES) or text.split(" ", 1)[0] in UNAVAILABLE_CODES:
+        return RedisUnavailableError(text if text.split(" ", 1)[0] in UNAVAILABLE_CODES
+                                     else f"{type(e).__name__}: {text}")
+    lowered = text.lower()
+    if lowered.startswith("err unknown command") and "rl." in lowered:
         return ModuleNotLoadedError(f"({text})")
     return RateLimitError(text)
 
@@ -80,11 +95,40 @@ def _module_loaded(reply: Any) -> bool:
 
 
 class _Limiter:
-    def __init__(self, client: Any, *, check_module: bool = True) -> None:
+    runtime_limits: Any = None  # the override store (redis_rl.overrides); None: off
+
+    def __init__(self, client: Any, *, check_module: bool = True, hooks: Sequence[DecisionHooks] = (),
+                 backend: str = "module") -> None:
         self.redis = client
+        self.hooks = check_hooks(hooks)  # told of each guarded decision (redis_rl.hooks)
         self.cluster = isinstance(client, (RedisCluster, AsyncRedisCluster))
         self._checked = not check_module
         self.details_supported: bool | None = None  # known after the first-use check
+        # The first use's module check runs once, not once per concurrent
+        # first request (16 threads sent 16 probes to every primary).
+        self._check_lock = threading.Lock()
+        self._checking: asyncio.Future[None] | None = None
+        # The setting (``module``, ``functions``, ``auto``) and the engine that
+        # decides now (``auto``: the module until the first-use check or a
+        # failover says otherwise). Module ``redis_rl.backend``.
+        self.backend_setting = backend_arg(backend)
+        self.backend = "functions" if self.backend_setting == "functions" else "module"
+
+    def _wire(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A call's arguments as the deciding engine takes them."""
+        return fcall(args) if self.backend == "functions" else args
+
+    def _recovers(self, text: str) -> bool:
+        """Whether an error reply is one the backend repairs and retries once:
+        the library missing on a node, or (``auto``) the module gone."""
+        if self.backend == "functions":
+            return is_function_missing(text)
+        return self.backend_setting == "auto" and is_module_missing(text)
+
+    def _switched(self, text: str) -> None:
+        log.error("redis_rl: the redis-ratelimit module is gone (%s); backend auto: deciding with the "
+                  "Functions library from now on", text)
+        self.backend = "functions"
 
     def _node(self, key: Key) -> Any:
         return self.redis.get_node_from_key(key)
@@ -92,40 +136,150 @@ class _Limiter:
     def _target(self, key: Key) -> dict[str, Any]:
         return {"target_nodes": self._node(key)} if self.cluster else {}
 
+    def node_name(self, key: Key) -> str:
+        """The name (host:port) of the node that serves ``key``: what the
+        guard keeps one circuit per. ``"*"`` standalone, and while a
+        Cluster's slots are not known yet (its first connection failed)."""
+        if not self.cluster:
+            return "*"
+        try:
+            return str(self._node(key).name)
+        except Exception:  # no slot table yet (every seed refused): decided as "the cluster"
+            return "*"
+
 
 class RateLimiter(_Limiter):
     """Typed RL commands over a sync ``redis.Redis`` or ``redis.cluster.RedisCluster``."""
 
-    def __init__(self, client: redis.Redis | RedisCluster, *, check_module: bool = True) -> None:
+    def __init__(self, client: redis.Redis | RedisCluster, *, check_module: bool = True,
+                 hooks: Sequence[DecisionHooks] = (), backend: str = "module", runtime_limits: bool = True,
+                 refresh: float = REFRESH) -> None:
+        """``backend``: ``"module"`` (the RL commands), ``"functions"`` (the
+        Functions library, loaded when absent or older) or ``"auto"``.
+        ``runtime_limits``: apply the limits an admin sets at run time
+        (``limiter.runtime_limits.set(policy, {...})``, from any client;
+        module ``redis_rl.overrides``), read again every ``refresh`` s."""
         if isinstance(client, (redis.asyncio.Redis, AsyncRedisCluster)):
             raise TypeError("an asyncio client: use AsyncRateLimiter")
-        super().__init__(client, check_module=check_module)
+        super().__init__(client, check_module=check_module, hooks=hooks, backend=backend)
+        self.runtime_limits = RuntimeLimits(client, refresh=refresh) if runtime_limits else None
+
+    def ping_node(self, name: str) -> None:
+        """PING the node ``name`` (``node_name``), or the server / the
+        Cluster's slot table for ``"*"``: the guard's probe."""
+        if self.cluster and name != "*":
+            node = self.redis.get_node(node_name=name)
+            if node is None:
+                raise redis.exceptions.ConnectionError(f"no node {name} in the slot table")
+            node.redis_connection.ping()  # not through the Cluster path (see _on_node)
+        else:
+            self.redis.ping()
 
     def ensure_module(self) -> None:
-        """Checks once that every primary has the module (``COMMAND INFO RL.ALL``);
-        raises ``ModuleNotLoadedError`` if not. Called before the first command."""
+        """Checks once that every primary has the backend's engine: the module
+        (``COMMAND INFO RL.ALL``; raises ``ModuleNotLoadedError`` if not), or the
+        library (loaded when absent or older; ``LibraryNotLoadedError`` when
+        this user may not load it). ``auto``: the module if every primary has
+        it, else the library. Called before the first command."""
         if self._checked:
             return
+        with self._check_lock:
+            if not self._checked:
+                self._check_module()
+
+    def _check_module(self) -> None:
         nodes = self.redis.get_primaries() if self.cluster else [None]
-        for node in nodes:
-            target = {"target_nodes": node} if node is not None else {}
-            if not _module_loaded(self.redis.execute_command("COMMAND INFO", "RL.ALL", **target)):
-                raise ModuleNotLoadedError(f"at {node.name}" if node is not None else "")
+        if self.backend_setting != "functions":
+            missing = [node for node in nodes if not _module_loaded(
+                self.redis.execute_command("COMMAND INFO", "RL.ALL", **_on(node)))]
+            if missing and self.backend_setting == "module":
+                raise ModuleNotLoadedError(f"at {missing[0].name}" if missing[0] is not None else "")
+            self.backend = "functions" if missing else "module"
+        if self.backend == "functions":
+            for node in nodes:
+                self.ensure_library(node)
         try:
-            self.details_supported = len(self.redis.execute_command(*_PROBE, **self._target("rl:probe"))) > 7
+            probe = self._wire(_PROBE)
+            self.details_supported = len(self.redis.execute_command(*probe, **self._target("rl:probe"))) > 7
         except redis.exceptions.ResponseError as e:
             self.details_supported = _details_after_probe_error(e)
         self._checked = True
+
+    def ensure_library(self, node: Any = None) -> None:
+        """Loads the library on ``node`` (a Cluster primary; None: the server)
+        unless it has this package's version or a newer one (``rl_version``)."""
+        want = version_of(library())
+        try:
+            have = int(self.redis.execute_command("FCALL", "rl_version", 0, **_on(node)))
+        except redis.exceptions.ResponseError as e:
+            if not is_function_missing(str(e)):
+                raise _server_error(e) from None
+            have = -1
+        if have >= want:
+            return
+        try:
+            self.redis.execute_command("FUNCTION LOAD", "REPLACE", library(), **_on(node))
+        except redis.exceptions.ResponseError as e:
+            raise _load_error(e, node, have) from None
+        log.info("redis_rl: Functions library %d loaded%s (was %s)", want,
+                 f" on {node.name}" if node is not None else "", have if have >= 0 else "absent")
+
+    def health(self) -> dict[str, Any]:
+        """Whether Redis can decide now, and with which backend: ``{"status":
+        "UP" | "DOWN", "backend": "module" | "functions", ...}`` (``detail``
+        when DOWN: the module or library missing, or Redis unreachable).
+        Every primary of a Cluster is asked."""
+        try:
+            nodes = self.redis.get_primaries() if self.cluster else [None]
+            for node in nodes:
+                if self.backend == "functions":
+                    self.redis.execute_command("FCALL", "rl_version", 0, **_on(node))
+                elif not _module_loaded(self.redis.execute_command("COMMAND INFO", "RL.ALL", **_on(node))):
+                    raise ModuleNotLoadedError(f"at {node.name}" if node is not None else "")
+        except Exception as e:
+            return _health_down(self.backend, e)
+        return {"status": "UP", "backend": self.backend}
+
+    def _send(self, call: Call) -> Any:
+        if self.cluster:
+            return self._on_node(self._wire(call.args), call.key)
+        return self.redis.execute_command(*self._wire(call.args))
+
+    def _repair(self, text: str, call: Call) -> None:
+        if self.backend == "functions":
+            self.ensure_library(self._node(call.key) if self.cluster else None)
+        else:
+            self._switched(text)
+            for node in (self.redis.get_primaries() if self.cluster else [None]):
+                self.ensure_library(node)
 
     def run(self, call: Call) -> Any:
         """Sends one built call to its key's node and parses the reply."""
         if not self._checked:
             self.ensure_module()
         try:
-            reply = self.redis.execute_command(*call.args, **self._target(call.key))
+            try:
+                reply = self._send(call)
+            except redis.exceptions.ResponseError as e:
+                text = server_text(e)
+                if not self._recovers(text):
+                    raise
+                self._repair(text, call)  # then once more (SPEC: load on that node and retry once)
+                reply = self._send(call)
         except redis.exceptions.ResponseError as e:
             raise _server_error(e) from None
         return call.parse(reply)
+
+    def _on_node(self, args: tuple[Any, ...], key: Key) -> Any:
+        # Straight to the key's primary: redis-py's Cluster path answers a
+        # refused connection by loading the slot table again from the other
+        # nodes on every call (one dead primary slowed every decision); a
+        # MOVED/ASK (slots moved) goes through it, which follows and relearns.
+        node = self._node(key)
+        try:
+            return node.redis_connection.execute_command(*args)
+        except (redis.exceptions.MovedError, redis.exceptions.AskError):
+            return self.redis.execute_command(*args, target_nodes=node)
 
     def run_many(self, calls: Sequence[Call]) -> list[Any]:
         """Calls whose keys share one slot, pipelined: one round trip. An error
@@ -134,11 +288,24 @@ class RateLimiter(_Limiter):
             return []
         if not self._checked:
             self.ensure_module()
+        replies = self._pipelined(calls)
+        # A call the backend can repair (the library missing on a node, the
+        # module gone under ``auto``) is repaired and sent once more, alone.
+        for i, reply in enumerate(replies):
+            if isinstance(reply, redis.exceptions.ResponseError) and self._recovers(server_text(reply)):
+                self._repair(server_text(reply), calls[i])
+                try:
+                    replies[i] = self._send(calls[i])
+                except redis.exceptions.ResponseError as e:
+                    replies[i] = e
+        return _parse_all(calls, replies)
+
+    def _pipelined(self, calls: Sequence[Call]) -> list[Any]:
         if not self.cluster:
             pipe = self.redis.pipeline(transaction=False)
             for call in calls:
-                pipe.execute_command(*call.args)
-            return _parse_all(calls, pipe.execute(raise_on_error=False))
+                pipe.execute_command(*self._wire(call.args))
+            return list(pipe.execute(raise_on_error=False))
         # Under Cluster one pipeline per node (a combined decision's
         # settlement spans the slots of its policies' keys).
         by_node: dict[str, tuple[Any, list[int]]] = {}
@@ -149,10 +316,10 @@ class RateLimiter(_Limiter):
         for node, idx in by_node.values():
             pipe = node.redis_connection.pipeline(transaction=False)
             for i in idx:
-                pipe.execute_command(*calls[i].args)
+                pipe.execute_command(*self._wire(calls[i].args))
             for i, reply in zip(idx, pipe.execute(raise_on_error=False)):
                 replies[i] = reply
-        return _parse_all(calls, replies)
+        return replies
 
     def check(self, key: Key, rules: Sequence[Rule], *, cost: int = 1, mode: Mode = None, now: Now = None) -> Decision:
         """RL.CHECK: sliding-window log rules ``[(count, window), ...]``; ``mode``
@@ -221,6 +388,8 @@ class RateLimiter(_Limiter):
         (random when None)."""
         if not self._checked:
             self.ensure_module()
+        if self.runtime_limits is not None:
+            overrides = self.runtime_limits.for_policy(policy, overrides)
         kw = dict(cost=cost, estimate=estimate, zone=zone, subkeys=subkeys, overrides=overrides, token=token)
         plan = policy.plan(key, **kw, details=bool(self.details_supported))
         try:
@@ -245,6 +414,9 @@ class RateLimiter(_Limiter):
             return self.decide(calls[0].policy, calls[0].key, **_kw(calls[0]), token=token)
         if not self._checked:
             self.ensure_module()
+        if self.runtime_limits is not None:
+            calls = [dataclasses.replace(x, overrides=self.runtime_limits.for_policy(x.policy, x.overrides))
+                     if isinstance(x, PolicyCall) else x for x in calls]
         plan = combine(calls, details=bool(self.details_supported), token=token)
         groups = plan.slot_groups() if self.cluster else []
         if len(groups) < 2:
@@ -297,35 +469,137 @@ class RateLimiter(_Limiter):
 class AsyncRateLimiter(_Limiter):
     """Typed RL commands over ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``."""
 
-    def __init__(self, client: redis.asyncio.Redis | AsyncRedisCluster, *, check_module: bool = True) -> None:
+    def __init__(self, client: redis.asyncio.Redis | AsyncRedisCluster, *, check_module: bool = True,
+                 hooks: Sequence[DecisionHooks] = (), backend: str = "module", runtime_limits: bool = True,
+                 refresh: float = REFRESH) -> None:
+        """``backend``, ``runtime_limits``: as ``RateLimiter``'s."""
         if not isinstance(client, (redis.asyncio.Redis, AsyncRedisCluster)):
             raise TypeError("a sync client: use RateLimiter")
-        super().__init__(client, check_module=check_module)
+        super().__init__(client, check_module=check_module, hooks=hooks, backend=backend)
+        self.runtime_limits = AsyncRuntimeLimits(client, refresh=refresh) if runtime_limits else None
+
+    async def _primaries(self) -> list[Any]:
+        if not self.cluster:
+            return [None]
+        if not self.redis.get_primaries():
+            await self.redis.initialize()
+        return list(self.redis.get_primaries())
+
+    async def ping_node(self, name: str) -> None:
+        """PING the node ``name`` (``node_name``), or the server / the
+        Cluster (its slot table loaded again) for ``"*"``: the guard's probe."""
+        if self.cluster and name != "*":
+            node = self.redis.get_node(node_name=name)
+            if node is None:
+                raise redis.exceptions.ConnectionError(f"no node {name} in the slot table")
+            await node.execute_command("PING")  # not through the Cluster path (see _on_node)
+        elif self.cluster:
+            await self.redis.initialize()
+            await self.redis.execute_command("PING", target_nodes=RedisCluster.RANDOM)
+        else:
+            await self.redis.ping()
 
     async def ensure_module(self) -> None:
+        """As ``RateLimiter.ensure_module``."""
         if self._checked:
             return
+        # Concurrent first requests share one check (one probe per primary).
+        if self._checking is None or self._checking.done():
+            self._checking = asyncio.ensure_future(self._check_module())
+        await asyncio.shield(self._checking)
+
+    async def _check_module(self) -> None:
         if self.cluster:
             await self.redis.initialize()
-        nodes = self.redis.get_primaries() if self.cluster else [None]
-        for node in nodes:
-            target = {"target_nodes": node} if node is not None else {}
-            if not _module_loaded(await self.redis.execute_command("COMMAND INFO", "RL.ALL", **target)):
-                raise ModuleNotLoadedError(f"at {node.name}" if node is not None else "")
+        nodes = await self._primaries()
+        if self.backend_setting != "functions":
+            missing = [node for node in nodes if not _module_loaded(
+                await self.redis.execute_command("COMMAND INFO", "RL.ALL", **_on(node)))]
+            if missing and self.backend_setting == "module":
+                raise ModuleNotLoadedError(f"at {missing[0].name}" if missing[0] is not None else "")
+            self.backend = "functions" if missing else "module"
+        if self.backend == "functions":
+            for node in nodes:
+                await self.ensure_library(node)
         try:
-            self.details_supported = len(await self.redis.execute_command(*_PROBE, **self._target("rl:probe"))) > 7
+            probe = self._wire(_PROBE)
+            self.details_supported = len(await self.redis.execute_command(*probe, **self._target("rl:probe"))) > 7
         except redis.exceptions.ResponseError as e:
             self.details_supported = _details_after_probe_error(e)
         self._checked = True
+
+    async def ensure_library(self, node: Any = None) -> None:
+        """As ``RateLimiter.ensure_library``."""
+        want = version_of(library())
+        try:
+            have = int(await self.redis.execute_command("FCALL", "rl_version", 0, **_on(node)))
+        except redis.exceptions.ResponseError as e:
+            if not is_function_missing(str(e)):
+                raise _server_error(e) from None
+            have = -1
+        if have >= want:
+            return
+        try:
+            await self.redis.execute_command("FUNCTION LOAD", "REPLACE", library(), **_on(node))
+        except redis.exceptions.ResponseError as e:
+            raise _load_error(e, node, have) from None
+        log.info("redis_rl: Functions library %d loaded%s (was %s)", want,
+                 f" on {node.name}" if node is not None else "", have if have >= 0 else "absent")
+
+    async def health(self) -> dict[str, Any]:
+        """As ``RateLimiter.health``."""
+        try:
+            for node in await self._primaries():
+                if self.backend == "functions":
+                    await self.redis.execute_command("FCALL", "rl_version", 0, **_on(node))
+                elif not _module_loaded(await self.redis.execute_command("COMMAND INFO", "RL.ALL", **_on(node))):
+                    raise ModuleNotLoadedError(f"at {node.name}" if node is not None else "")
+        except Exception as e:
+            return _health_down(self.backend, e)
+        return {"status": "UP", "backend": self.backend}
+
+    async def _send(self, call: Call) -> Any:
+        if self.cluster:
+            return await self._on_node(self._wire(call.args), call.key)
+        return await self.redis.execute_command(*self._wire(call.args))
+
+    async def _repair(self, text: str, call: Call) -> None:
+        if self.backend == "functions":
+            await self.ensure_library(self._node(call.key) if self.cluster else None)
+        else:
+            self._switched(text)
+            for node in await self._primaries():
+                await self.ensure_library(node)
 
     async def run(self, call: Call) -> Any:
         if not self._checked:
             await self.ensure_module()
         try:
-            reply = await self.redis.execute_command(*call.args, **self._target(call.key))
+            try:
+                reply = await self._send(call)
+            except redis.exceptions.ResponseError as e:
+                text = server_text(e)
+                if not self._recovers(text):
+                    raise
+                await self._repair(text, call)  # then once more (SPEC: load on that node and retry once)
+                reply = await self._send(call)
         except redis.exceptions.ResponseError as e:
             raise _server_error(e) from None
         return call.parse(reply)
+
+    async def _on_node(self, args: tuple[Any, ...], key: Key) -> Any:
+        # Straight to the key's primary: redis-py's asyncio Cluster path
+        # answers a refused connection by disconnecting EVERY node (its
+        # ``aclose``), failing the calls in flight on the live primaries too
+        # (one dead primary of three gave ~100% 503s); a MOVED/ASK (slots
+        # moved) goes through it, which follows the redirect and relearns.
+        if getattr(self.redis, "_initialize", False):
+            await self.redis.initialize()
+        node = self._node(key)
+        try:
+            return await node.execute_command(*args)
+        except (redis.exceptions.MovedError, redis.exceptions.AskError):
+            return await self.redis.execute_command(*args, target_nodes=node)
 
     async def run_many(self, calls: Sequence[Call]) -> list[Any]:
         if not calls:
@@ -334,8 +608,15 @@ class AsyncRateLimiter(_Limiter):
             await self.ensure_module()
         pipe = self.redis.pipeline(transaction=False) if not self.cluster else self.redis.pipeline()
         for call in calls:  # under Cluster each to its key's node (the pipeline groups them)
-            pipe.execute_command(*call.args, **self._target(call.key))
-        replies = await pipe.execute(raise_on_error=False)
+            pipe.execute_command(*self._wire(call.args), **self._target(call.key))
+        replies = list(await pipe.execute(raise_on_error=False))
+        for i, reply in enumerate(replies):  # repaired and sent once more, alone (as the sync run_many)
+            if isinstance(reply, redis.exceptions.ResponseError) and self._recovers(server_text(reply)):
+                await self._repair(server_text(reply), calls[i])
+                try:
+                    replies[i] = await self._send(calls[i])
+                except redis.exceptions.ResponseError as e:
+                    replies[i] = e
         return _parse_all(calls, replies)
 
     async def check(self, key: Key, rules: Sequence[Rule], *, cost: int = 1, mode: Mode = None,
@@ -399,6 +680,8 @@ class AsyncRateLimiter(_Limiter):
                      overrides: Mapping[str, int] | None = None, token: str | None = None) -> PolicyDecision:
         if not self._checked:
             await self.ensure_module()
+        if self.runtime_limits is not None:
+            overrides = await self.runtime_limits.for_policy(policy, overrides)
         kw = dict(cost=cost, estimate=estimate, zone=zone, subkeys=subkeys, overrides=overrides, token=token)
         plan = policy.plan(key, **kw, details=bool(self.details_supported))
         try:
@@ -418,6 +701,9 @@ class AsyncRateLimiter(_Limiter):
             return await self.decide(calls[0].policy, calls[0].key, **_kw(calls[0]), token=token)
         if not self._checked:
             await self.ensure_module()
+        if self.runtime_limits is not None:
+            calls = [dataclasses.replace(x, overrides=await self.runtime_limits.for_policy(x.policy, x.overrides))
+                     if isinstance(x, PolicyCall) else x for x in calls]
         plan = combine(calls, details=bool(self.details_supported), token=token)
         groups = plan.slot_groups() if self.cluster else []
         if len(groups) < 2:
@@ -460,6 +746,32 @@ class AsyncRateLimiter(_Limiter):
     def acquire_all(self, calls: Sequence[PolicyCall]) -> AsyncAcquire:
         """``async with rl.acquire_all([p1.bind(ip), p2.bind(user)]) as permit: ...``."""
         return AsyncAcquire(self, None, "", {}, list(calls))
+
+
+def _on(node: Any) -> dict[str, Any]:
+    return {"target_nodes": node} if node is not None else {}
+
+
+def _load_error(e: redis.exceptions.ResponseError, node: Any, have: int) -> RateLimitError:
+    """FUNCTION LOAD refused: a user without the right gets the command to run once by hand."""
+    where = node.name if node is not None else ""
+    if isinstance(e, redis.exceptions.NoPermissionError) or server_text(e).startswith("NOPERM"):
+        return LibraryNotLoadedError(
+            f"the Redis user may not run FUNCTION LOAD ({server_text(e)}) and the redis-ratelimit Functions "
+            f"library is {'older than this client' if have >= 0 else 'not loaded'}"
+            f"{' on ' + where if where else ''}: load it once by hand with `{load_command(where)}`"
+            f"{' on every primary' if node is not None else ''}, or grant the user +function|load")
+    return _server_error(e)
+
+
+def _health_down(backend: str, e: Exception) -> dict[str, Any]:
+    if isinstance(e, redis.exceptions.ResponseError):
+        text = server_text(e)
+        detail = (f"the redis-ratelimit Functions library is not loaded ({text})" if is_function_missing(text)
+                  else str(_server_error(e)))
+    else:
+        detail = str(e) or type(e).__name__
+    return {"status": "DOWN", "backend": backend, "detail": detail}
 
 
 def _kw(x: PolicyCall) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from . import args as a
 from . import commands as c
 from .commands import Call, Clause
 from .decisions import AllDecision
-from .policy import FAIL_CLOSED, FAIL_OPEN, Limit, Plan, Policy, PolicyDecision, _TOKEN
+from .policy import FAIL_CLOSED, FAIL_OPEN, Limit, Plan, Policy, PolicyDecision, real_clause
 
 
 @dataclass(frozen=True)
@@ -61,20 +61,23 @@ class CombinedPolicy(Policy):
     bound policy does; waits at most the smallest budget."""
 
     origins: dict[str, Policy]
+    names: dict[str, tuple[int, str]]  # a combined limit name → (binding index, its own name)
 
     def __init__(self, policies: Sequence[Policy]) -> None:  # noqa: super().__init__ would regroup
         set_ = object.__setattr__
         limits: list[Limit] = []
         groups = []
         origins: dict[str, Policy] = {}
-        for p in policies:
+        names: dict[str, tuple[int, str]] = {}
+        for i, p in enumerate(policies):
             renamed: dict[str, Limit] = {}
             for lim in p.limits:
                 name = lim.name if lim.name not in origins else f"{p.name}.{lim.name}"
                 if name in origins:
-                    raise ValueError(f"two bound policies named {p.name!r} share limit {lim.name!r}")
+                    raise a.invalid("limit_name", f"two bound policies named {p.name!r} share limit {lim.name!r}")
                 renamed[lim.name] = dataclasses.replace(lim, name=name) if name != lim.name else lim
                 origins[name] = p
+                names[name] = (i, lim.name)
                 limits.append(renamed[lim.name])
             groups += [dataclasses.replace(g, limits=tuple(renamed[lim.name] for lim in g.limits)) for g in p.groups]
         set_(self, "name", "+".join(p.name for p in policies))
@@ -88,6 +91,7 @@ class CombinedPolicy(Policy):
         set_(self, "_templates", {})
         set_(self, "_key_parts", ())
         set_(self, "origins", origins)
+        set_(self, "names", names)
 
     def inflight_for(self, limit: str) -> timedelta:
         return self.origins[limit].inflight_retry_after
@@ -106,6 +110,11 @@ class CombinedPlan:
     clauses: tuple[Clause, ...]
     call: Call
     details: bool
+
+    def q(self, limit: str) -> int:
+        """A limit's q in this call (by its combined name)."""
+        i, name = self.policy.names[limit]
+        return self.plans[i].q(name)
 
     @property
     def token(self) -> str | None:
@@ -131,14 +140,23 @@ class CombinedPlan:
         binding = self.policy.groups[reply.clause - 1].limits[reply.rule - 1].name
         return PolicyDecision(self.policy, reply.limited, binding, reply, reply, self)  # type: ignore[arg-type]
 
+    def refund_all(self) -> list[Call]:
+        """``Plan.refund_all`` of every binding: one ``RL.ALL ... REFUND`` per slot."""
+        return [self.group_call(g, refund=True) for g in self.slot_groups()]
+
+    def lease_renewals(self) -> tuple[list[Call], float]:
+        """``Plan.lease_renewals`` of every binding; the shortest TTL."""
+        got = [p.lease_renewals() for p in self.plans]
+        return [call for calls, _ in got for call in calls], min((t for calls, t in got if calls), default=0.0)
+
     def lease_releases(self) -> list[Call]:
         """RL.RELEASE of the token on every bound lease."""
         return [call for p in self.plans for call in p.lease_releases()]
 
-    def settlement(self, used: int | None) -> list[Call]:
+    def settlement(self, used: int | None, *, estimate_stands: bool = False) -> list[Call]:
         """Every bound policy's settlement (leases released, estimates settled
         to ``used``); the caller pipelines them per slot."""
-        return [call for p in self.plans for call in p.settlement(used)]
+        return [call for p in self.plans for call in p.settlement(used, estimate_stands=estimate_stands)]
 
 
 def combine(calls: Sequence[PolicyCall], *, details: bool, token: str | None = None) -> CombinedPlan:
@@ -150,8 +168,8 @@ def combine(calls: Sequence[PolicyCall], *, details: bool, token: str | None = N
         if not isinstance(x, PolicyCall):
             raise TypeError(f"expected policy.bind(key, ...), not {x!r}")
         if x.policy.groups[0].kind == "lockout":
-            raise ValueError(f"policy {x.policy.name!r} is a lockout: RL.LOCKCOUNT is not an RL.ALL clause, "
-                             "decide it on its own")
+            raise a.invalid("limits", f"policy {x.policy.name!r} is a lockout: RL.LOCKCOUNT is not an RL.ALL "
+                            "clause, decide it on its own")
     # One token for every bound lease (tokens are per key), so a permit holds one.
     if token is None and any(x.policy.has_lease for x in calls):
         token = uuid.uuid4().hex
@@ -169,10 +187,7 @@ def _hashable(x: Any) -> bool:
     return True
 
 
-def _real_clause(cl: Clause, key: str, token: str | None) -> Clause:
-    """A plan's template clause with its key and the lease token in."""
-    spec = tuple(token if v == _TOKEN else v for v in cl.spec) if cl.kind == "LEASE" else cl.spec
-    return Clause(cl.kind, key, spec, cl.rules, cl.cost)
+_real_clause = real_clause
 
 
 def merge(plan: CombinedPlan, groups: Sequence[Sequence[int]], replies: Sequence[AllDecision],

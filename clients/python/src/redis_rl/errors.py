@@ -18,3 +18,24 @@ class ModuleNotLoadedError(RateLimitError):
             + " (COMMAND INFO RL.ALL answered nothing): start redis-server with"
             " --loadmodule /path/to/libredis_ratelimit.so or run MODULE LOAD"
         )
+
+
+class LibraryNotLoadedError(ModuleNotLoadedError):
+    """Backend ``functions``: the redis-ratelimit Functions library is not on
+    the server (or older than this client) and this Redis user may not load
+    it; the message names the command to run once by hand. A kind of
+    ``ModuleNotLoadedError``: no engine to decide with."""
+
+    def __init__(self, message: str) -> None:
+        RateLimitError.__init__(self, message)
+
+
+class RedisUnavailableError(RateLimitError):
+    """The server answered, but cannot decide now: ``CLUSTERDOWN``,
+    ``TRYAGAIN``, ``MASTERDOWN`` or ``LOADING``. Like a refused connection
+    it is "Redis unavailable" (CLIENTS.md §3): a guard decides by the
+    policy's Redis-down mode, never a 500."""
+
+
+# The error codes that mean "unavailable now", not "your call is wrong".
+UNAVAILABLE_CODES = ("CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "LOADING")

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Set, cast
 
-from .args import Zone
+from .args import MAX_INT, Zone
+from .hooks import gave_back_late
 from .policy import Policy, PolicyDecision
 
 if TYPE_CHECKING:
@@ -35,7 +37,8 @@ _late: Set["asyncio.Future[Any]"] = set()
 def give_back_when_landed(limiter: "AsyncRateLimiter", decision: "asyncio.Future[PolicyDecision]",
                           lost: "Callable[[BaseException], None] | None" = None) -> None:
     """Waits (in the background) for a decision nobody awaits any more and,
-    if it admitted, ends it at once: lease released, estimate refunded.
+    if it admitted, gives it back whole at once (CLIENTS.md §3: one
+    ``RL.ALL ... REFUND`` of its clauses; a lockout's call counts).
     ``lost`` gets the error when no reply comes (the call may still have run)."""
     async def give_back() -> None:
         try:
@@ -44,9 +47,10 @@ def give_back_when_landed(limiter: "AsyncRateLimiter", decision: "asyncio.Future
             if lost is not None:
                 lost(e)
             return
-        if landed.allowed:
+        if landed.allowed:  # given back whole: windows, buckets, quotas, estimate and lease (one RL.ALL REFUND)
             try:
-                await AsyncPermit(limiter, landed).close()  # nothing used
+                await limiter.run_many(landed.plan.refund_all())
+                gave_back_late(getattr(limiter, "hooks", ()), landed.policy.name)
             except Exception as e:
                 log.warning("redis_rl: could not give back a late decision of %s: %s", landed.policy.name, e)
     task = asyncio.get_running_loop().create_task(give_back())
@@ -63,10 +67,15 @@ class RateLimitExceeded(Exception):
                          + (f", retry after {decision.retry_after}" if decision.retry_after else ""))
 
 
+class PermitClosedError(RuntimeError):
+    """Usage reported after the permit closed: it can no longer be settled."""
+
+
 class _PermitBase:
     def __init__(self, decision: PolicyDecision) -> None:
         self.decision = decision
         self._used: int | None = None
+        self._stands = False
         self.closed = False
 
     @property
@@ -74,23 +83,50 @@ class _PermitBase:
         return self.decision.plan.token
 
     def used(self, n: int) -> None:
-        """Reports the real usage of the metered limits (e.g. tokens an LLM answer took)."""
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            raise ValueError(f"used must be an int >= 0, not {n!r}")
+        """Reports the real usage of the metered limits (e.g. tokens an LLM
+        answer took): an int from 0 to 2**53-1; above a limit's ``q`` it
+        counts as that ``q``. Anything else raises ``ValueError`` here and
+        changes nothing (the permit still closes, the estimate stands);
+        reported after the permit closed: ``PermitClosedError``."""
+        if self.closed:
+            raise PermitClosedError(f"used({n!r}) after the permit of {self.decision.policy.name!r} closed")
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_INT:
+            self._stands = True  # what was taken up front stays charged
+            raise ValueError(f"used must be an int from 0 to 2**53-1, not {n!r}")
+        self._stands = False
         self._used = n
+
+    def _renewals(self) -> tuple[list[Any], float]:
+        return self.decision.plan.lease_renewals() if not self.decision.limited else ([], 0.0)
 
 
 class Permit(_PermitBase):
-    def __init__(self, limiter: "RateLimiter", decision: PolicyDecision) -> None:
+    """``renew``: while the permit is open its lease is renewed (RL.RENEW)
+    every third of its TTL, so a long job keeps its slot (CLIENTS.md §4)."""
+
+    def __init__(self, limiter: "RateLimiter", decision: PolicyDecision, *, renew: bool = True) -> None:
         super().__init__(decision)
         self._limiter = limiter
+        self._stop = threading.Event()
+        calls, ttl = self._renewals()
+        if renew and calls:
+            threading.Thread(target=self._renew, args=(calls, ttl / 3), daemon=True, name="redis_rl-renew").start()
+
+    def _renew(self, calls: list[Any], every: float) -> None:
+        while not self._stop.wait(every):
+            try:
+                self._limiter.run_many(calls)
+            except Exception as e:  # the lease expires by TTL: logged, the work goes on
+                log.warning("redis_rl: could not renew a lease of %s: %s", self.decision.policy.name, e)
 
     def close(self) -> None:
         """Releases the lease and settles the estimate (once)."""
         if self.closed or self.decision.limited:
             return
+        calls = self.decision.plan.settlement(self._used, estimate_stands=self._stands)
         self.closed = True
-        self._limiter.run_many(self.decision.plan.settlement(self._used))
+        self._stop.set()
+        self._limiter.run_many(calls)
 
     def __enter__(self) -> "Permit":
         return self
@@ -100,15 +136,31 @@ class Permit(_PermitBase):
 
 
 class AsyncPermit(_PermitBase):
-    def __init__(self, limiter: "AsyncRateLimiter", decision: PolicyDecision) -> None:
+    """``renew``: as ``Permit``'s (a task, cancelled when the permit closes)."""
+
+    def __init__(self, limiter: "AsyncRateLimiter", decision: PolicyDecision, *, renew: bool = True) -> None:
         super().__init__(decision)
         self._limiter = limiter
+        self._renewing: asyncio.Task[None] | None = None
+        calls, ttl = self._renewals()
+        if renew and calls:
+            self._renewing = asyncio.get_running_loop().create_task(self._renew(calls, ttl / 3))
+
+    async def _renew(self, calls: list[Any], every: float) -> None:
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await self._limiter.run_many(calls)
+            except Exception as e:  # the lease expires by TTL: logged, the work goes on
+                log.warning("redis_rl: could not renew a lease of %s: %s", self.decision.policy.name, e)
 
     async def close(self) -> None:
         if self.closed or self.decision.limited:
             return
+        calls = self.decision.plan.settlement(self._used, estimate_stands=self._stands)
         self.closed = True
-        calls = self.decision.plan.settlement(self._used)
+        if self._renewing is not None:
+            self._renewing.cancel()
         # Shielded: a second cancellation (a client that went away while we
         # settle) must not leave the lease held or the estimate unsettled.
         task = asyncio.ensure_future(self._limiter.run_many(calls))
@@ -177,4 +229,4 @@ class AsyncAcquire:
             await self.permit.close()
 
 
-__all__ = ["Acquire", "AsyncAcquire", "AsyncPermit", "Permit", "RateLimitExceeded", "Zone"]
+__all__ = ["Acquire", "AsyncAcquire", "AsyncPermit", "Permit", "PermitClosedError", "RateLimitExceeded", "Zone"]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import flask
+from werkzeug.exceptions import BadRequest
 
 from .. import http
 from ..client import RateLimiter
@@ -52,6 +53,11 @@ class FlaskRateLimits:
                 "redis_rl: the Redis client has no socket_timeout, so a decision has no time budget (a frozen "
                 "Redis holds each limited request until it answers): give it socket_timeout=0.5, "
                 "socket_connect_timeout=0.5")
+
+    def health(self) -> dict[str, Any]:
+        """The guard's ``health()``: DOWN while a node's circuit is open or
+        the module is missing (named). For a readiness check, not liveness."""
+        return self.guard.health()
 
     def client_ip(self) -> str:
         return http.client_ip(flask.request.remote_addr, flask.request.headers.get("X-Forwarded-For"), self.trusted)
@@ -117,6 +123,8 @@ class FlaskRateLimits:
                 return _response(*http.misconfigured(str(e)))
             except ValueError as e:  # the request's key, cost or estimate is out of range: before any call
                 return _response(*http.bad_request(str(e)))
+            except BadRequest as e:  # a resolver's request.get_json() on bad JSON, ...: 400 problem JSON
+                return _response(*http.bad_request(f"invalid request: {e.description}"))
             if decision is None:
                 if policy.fail == "closed":
                     return _response(*http.unavailable(policy))

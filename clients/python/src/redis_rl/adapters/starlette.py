@@ -19,7 +19,7 @@ from .. import http
 from ..client import AsyncRateLimiter
 from ..combined import CombinedPolicy
 from ..errors import ModuleNotLoadedError
-from ..guard import AsyncGuard
+from ..guard import AsyncGuard, check_socket_timeout
 from ..policy import Policy, PolicyDecision
 from ..scope import AsyncPermit
 
@@ -77,11 +77,27 @@ class ProblemError(Exception):
         return cls(*http.unauthorized(detail))
 
 
+try:  # FastAPI's own validation error, when FastAPI is there (a resolver may use its models)
+    from fastapi.exceptions import RequestValidationError as _FrameworkValidation
+except ImportError:  # Starlette alone
+    class _FrameworkValidation(Exception):  # type: ignore[no-redef]
+        pass
+
+
 async def _value(resolver: Resolver | None, request: Request) -> Any:
+    """A resolver's value. Its validation error — a value or decode error
+    (bad JSON, ``int("x")``, a pydantic ValidationError) or the framework's
+    own — is the client's: 400 (CLIENTS.md §5). Anything else is a bug in
+    the resolver and stays a 500."""
     if resolver is None:
         return None
-    v = resolver(request)
-    return await v if inspect.isawaitable(v) else v
+    try:
+        v = resolver(request)
+        return await v if inspect.isawaitable(v) else v
+    except ProblemError:
+        raise
+    except (ValueError, _FrameworkValidation) as e:
+        raise ProblemError.bad_request(f"invalid request: {e}") from None
 
 
 class RateLimits:
@@ -90,8 +106,13 @@ class RateLimits:
     def __init__(self, limiter: AsyncRateLimiter, *,
                  trusted_proxies: Iterable[str | http.Network] = ("127.0.0.0/8", "::1/128")) -> None:
         self.limiter = limiter
-        self.guard = AsyncGuard(limiter)
+        self.guard = AsyncGuard(limiter)  # refuses a socket_timeout that drops late replies
         self.trusted = http.networks(trusted_proxies)
+
+    def health(self) -> dict[str, Any]:
+        """The guard's ``health()``: DOWN while a node's circuit is open or
+        the module is missing (named). For a readiness check, not liveness."""
+        return self.guard.health()
 
     def install(self, app: Any) -> None:
         async def handler(request: Request, exc: Exception) -> Response:
@@ -156,6 +177,8 @@ class RateLimits:
                  x_ratelimit: bool) -> Callable[[Request], Awaitable[tuple[PolicyDecision | None,
                                                                           list[tuple[str, str]]]]]:
         """One policy and its resolvers, or a list of ``bind(...)``: what decides a request."""
+        for p in _policies(policy):
+            check_socket_timeout(self.limiter.redis, p.budget.total_seconds())
         if isinstance(policy, Policy):
             if key is None:
                 raise TypeError("a key resolver is needed: depends(policy, key=...)")

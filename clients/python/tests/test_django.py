@@ -1,0 +1,250 @@
+"""The Django adapter against a real server, through Django's own test
+clients (the sync handler and the async one): the decorator on sync and
+async views, the middleware in both modes, scopes that settle (also after a
+stream), several policies in one call, bad input, and Redis down."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import types
+from datetime import timedelta
+
+import django
+import pytest
+import redis
+import redis.asyncio
+from django.conf import settings
+
+if not settings.configured:
+    settings.configure(DEBUG=False, ALLOWED_HOSTS=["testserver"], ROOT_URLCONF="rl_django_test_urls",
+                       MIDDLEWARE=["rl_django_test_urls.RateLimitMiddleware"], DATABASES={}, INSTALLED_APPS=[],
+                       USE_TZ=True)
+    django.setup()
+
+from django.http import HttpResponse, JsonResponse, StreamingHttpResponse  # noqa: E402
+from django.test import AsyncClient, Client  # noqa: E402
+from django.urls import clear_url_caches, path  # noqa: E402
+
+from redis_rl import (FAIL_OPEN, AsyncRateLimiter, Policy, RateLimiter, concurrency, quota,  # noqa: E402
+                      sliding_window)
+from redis_rl.adapters.django import DjangoRateLimits, ProblemError  # noqa: E402
+
+S = timedelta(seconds=1)
+URLS = types.ModuleType("rl_django_test_urls")
+sys.modules[URLS.__name__] = URLS
+
+
+def install(limits: DjangoRateLimits, prefix: str) -> None:
+    """The test project: views of every kind, routed in URLS (Django's ROOT_URLCONF)."""
+    per_ip = Policy("ip", [sliding_window("custom", 2, 30 * S)], prefix=prefix)
+    opened = Policy("open", [sliding_window("default", 2, 30 * S)], prefix=prefix, fail=FAIL_OPEN)
+    jobs = Policy("jobs", [concurrency("inflight", 1, 60 * S), quota("units", "UTC", "day", 100, metered=True)],
+                  prefix=prefix)
+    per_user = Policy("user", [sliding_window("user", 1, 30 * S)], prefix=prefix)
+    mw = Policy("mw", [sliding_window("mw", 1, 30 * S)], prefix=prefix)
+
+    def used(request):
+        return int(request.GET.get("used", "0"))
+
+    def digits(request):
+        value = request.GET.get("n", "")
+        if not value.isdigit():
+            raise ValueError("n must be digits")  # a resolver's validation error: 400
+        return value
+
+    @limits.limit(per_ip, key=limits.client_ip, x_ratelimit=True)
+    def sync_ip(request):
+        return JsonResponse({"ip": limits.client_ip(request)})
+
+    @limits.limit(per_ip, key=lambda r: "async-" + limits.client_ip(r))
+    async def async_ip(request):
+        return JsonResponse({"async": True})
+
+    @limits.limit(opened, key=lambda r: "all")
+    async def async_open(request):
+        return HttpResponse("ok")
+
+    @limits.limit(opened, key=lambda r: "all")
+    def sync_open(request):
+        return HttpResponse("ok")
+
+    @limits.limit(jobs, key=lambda r: "aj", scope=True, estimate=lambda r: 10)
+    async def async_job(request):
+        if request.rate_limit_permit is not None:
+            request.rate_limit_permit.used(used(request))
+        if request.GET.get("fail"):
+            raise RuntimeError("job failed")
+        return HttpResponse("done")
+
+    @limits.limit(jobs, key=lambda r: "sj", scope=True, estimate=lambda r: 10)
+    def sync_job(request):
+        request.rate_limit_permit.used(used(request))
+        if request.GET.get("fail"):
+            raise RuntimeError("job failed")
+        return HttpResponse("done")
+
+    @limits.limit(jobs, key=lambda r: "as", scope=True, estimate=lambda r: 10)
+    async def async_stream(request):
+        permit = request.rate_limit_permit
+
+        async def lines():
+            for i in range(3):
+                permit.used(i + 1)
+                yield f"{i}\n".encode()
+        return StreamingHttpResponse(lines(), content_type="application/x-ndjson")
+
+    @limits.limit(jobs, key=lambda r: "ss", scope=True, estimate=lambda r: 10)
+    def sync_stream(request):
+        permit = request.rate_limit_permit
+
+        def lines():
+            for i in range(2):
+                permit.used(i + 4)
+                yield f"{i}\n".encode()
+        return StreamingHttpResponse(lines())
+
+    @limits.limit([limits.bind(per_ip, limits.client_ip), limits.bind(per_user, limits.header("X-User"))])
+    async def both(request):
+        return HttpResponse("both")
+
+    @limits.limit(per_user, key=digits)
+    def checked(request):
+        return HttpResponse("checked")
+
+    def unlimited(request):
+        return HttpResponse("mw")
+
+    URLS.RateLimitMiddleware = limits.middleware({"/mw": (mw, limits.client_ip)})
+    URLS.urlpatterns = [path("sync/ip", sync_ip), path("async/ip", async_ip), path("async/open", async_open),
+                        path("sync/open", sync_open), path("async/job", async_job), path("sync/job", sync_job),
+                        path("async/stream", async_stream), path("sync/stream", sync_stream),
+                        path("both", both), path("checked", checked), path("mw", unlimited)]
+    clear_url_caches()
+
+
+def problem(r, status, kind):
+    assert r.status_code == status, r.content
+    assert r.headers["Content-Type"] == "application/problem+json"
+    body = json.loads(r.content)
+    assert body["type"].endswith("/" + kind) and body["status"] == status and body["title"] and body["detail"]
+    return body
+
+
+def peek(raw, prefix, key):
+    units = raw.execute_command("RL.QUOTAPEEK", f"{prefix}jobs:{{{key}}}:units", "*", "UTC", "DAY", 100, "COST", 0)
+    lease = raw.execute_command("RL.LEASEPEEK", f"{prefix}jobs:{{{key}}}:inflight", "*", 1, "COST", 0)
+    return 100 - units[3], 1 - lease[3]  # units taken, leases held
+
+
+@pytest.fixture
+def limits(server, key):
+    limits = DjangoRateLimits(RateLimiter(redis.Redis(port=server.port, socket_timeout=0.5)),
+                              async_limiter=AsyncRateLimiter(redis.asyncio.Redis(port=server.port)))
+    install(limits, key)
+    return limits
+
+
+def test_sync_views_and_middleware(limits, raw, key):
+    c = Client()
+    xff = {"HTTP_X_FORWARDED_FOR": "203.0.113.1, 198.51.100.2"}
+    r = c.get("/sync/ip", **xff)
+    assert r.status_code == 200 and json.loads(r.content) == {"ip": "198.51.100.2"}
+    assert r.headers["RateLimit-Policy"] == '"custom";q=2;w=30'
+    assert r.headers["RateLimit"] == '"custom";r=1;t=30' and r.headers["X-RateLimit-Remaining"] == "1"
+    c.get("/sync/ip", **xff)
+    refused = c.get("/sync/ip", **xff)
+    problem(refused, 429, "rate-limited")
+    assert refused.headers["Retry-After"] == "30" and refused.headers["RateLimit"] == '"custom";r=0;t=30'
+    # an untrusted peer's X-Forwarded-For is ignored: the peer is the client
+    other = c.get("/sync/ip", REMOTE_ADDR="192.0.2.9", **xff)
+    assert other.status_code == 200 and json.loads(other.content) == {"ip": "192.0.2.9"}
+
+    assert c.get("/sync/job?used=3").status_code == 200
+    with pytest.raises(RuntimeError):  # the test client re-raises the view's exception
+        c.get("/sync/job?used=4&fail=1")
+    assert peek(raw, key, "sj") == (7, 0)  # 3 used, then 4 reported before the failure; no lease held
+    streamed = c.get("/sync/stream")
+    assert peek(raw, key, "ss") == (10, 1)  # the stream not sent yet: its permit holds
+    assert b"".join(streamed.streaming_content) == b"0\n1\n"
+    streamed.close()
+    assert peek(raw, key, "ss") == (5, 0)
+
+    assert c.get("/mw").status_code == 200
+    second = c.get("/mw")
+    problem(second, 429, "rate-limited")
+    assert second.headers["RateLimit-Policy"] == '"mw";q=1;w=30'
+    problem(c.get("/checked?n=x"), 400, "bad-request")
+    assert c.get("/checked?n=1").status_code == 200
+
+
+@pytest.mark.anyio
+async def test_async_views_and_middleware(limits, raw, key):
+    c = AsyncClient()
+    r = await c.get("/async/ip")
+    assert r.status_code == 200 and r.headers["RateLimit"] == '"custom";r=1;t=30'
+    await c.get("/async/ip")
+    problem(await c.get("/async/ip"), 429, "rate-limited")
+    # a sync view in the async handler (Django runs it in a thread): decided the same
+    assert (await c.get("/sync/ip")).headers["RateLimit"] == '"custom";r=1;t=30'
+
+    assert (await c.get("/async/job?used=3")).status_code == 200
+    with pytest.raises(RuntimeError):
+        await c.get("/async/job?used=4&fail=1")
+    assert peek(raw, key, "aj") == (7, 0)
+    streamed = await c.get("/async/stream")
+    assert [chunk async for chunk in streamed.streaming_content] == [b"0\n", b"1\n", b"2\n"]
+    for _ in range(100):  # settled after the last chunk, in the background of the stream's end
+        if peek(raw, key, "as") == (3, 0):
+            break
+        time.sleep(0.01)
+    assert peek(raw, key, "as") == (3, 0)
+
+    # several policies, one call: headers of both, in binding order
+    ok = await c.get("/both", headers={"X-User": "u1"}, REMOTE_ADDR="192.0.2.77")
+    assert ok.status_code == 200
+    assert ok.headers["RateLimit-Policy"] == '"custom";q=2;w=30, "user";q=1;w=30'
+    refused = await c.get("/both", headers={"X-User": "u1"}, REMOTE_ADDR="192.0.2.77")
+    problem(refused, 429, "rate-limited")
+    assert refused.headers["RateLimit"].startswith('"custom";r=0;') and '"user";r=0;' in refused.headers["RateLimit"]
+    problem(await c.get("/both", REMOTE_ADDR="192.0.2.78"), 401, "unauthorized")
+
+    assert (await c.get("/mw")).status_code == 200
+    problem(await c.get("/mw"), 429, "rate-limited")
+
+
+@pytest.mark.anyio
+async def test_redis_down_open_and_closed_both_kinds_of_view():
+    limits = DjangoRateLimits(RateLimiter(redis.Redis(port=1, socket_timeout=0.5, socket_connect_timeout=0.5)),
+                              async_limiter=AsyncRateLimiter(redis.asyncio.Redis(port=1, socket_connect_timeout=0.5)))
+    install(limits, "down:")
+    c = AsyncClient()
+    t0 = time.monotonic()
+    problem(await c.get("/async/ip"), 503, "unavailable")
+    opened = await c.get("/async/open")
+    assert opened.status_code == 200 and "RateLimit" not in opened.headers
+    job = await c.get("/async/job")  # a scope failing... closed: jobs fails closed
+    problem(job, 503, "unavailable")
+    problem(await c.get("/mw"), 503, "unavailable")
+    assert time.monotonic() - t0 < 1.0
+    s = Client()
+    t0 = time.monotonic()
+    problem(s.get("/sync/ip"), 503, "unavailable")
+    opened = s.get("/sync/open")
+    assert opened.status_code == 200 and "RateLimit" not in opened.headers
+    assert time.monotonic() - t0 < 1.0
+
+
+def test_configuration_errors(server):
+    with pytest.raises(TypeError):
+        DjangoRateLimits()
+    limits = DjangoRateLimits(async_limiter=AsyncRateLimiter(redis.asyncio.Redis(port=server.port)))
+    jobs = Policy("jobs", [concurrency("inflight", 1, 60 * S)])
+    with pytest.raises(ValueError, match="scope=True"):
+        limits.limit(jobs, key=lambda r: "k")
+    with pytest.raises(ValueError, match="middleware"):
+        limits.middleware({"/x": (jobs, lambda r: "k")})
+    with pytest.raises(TypeError, match="key"):
+        limits.limit(jobs, scope=True)
+    assert ProblemError.bad_request("x").status == 400
