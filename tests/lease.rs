@@ -193,12 +193,15 @@ fn a_holder_that_stops_renewing_loses_its_units() {
     );
     assert_eq!(members(&mut con, "k"), before);
     assert_eq!(ints(&mut con, &format!("RL.RELEASE k {} a", T + 1950)), [0]);
-    let stats = rl_stats(&mut con);
-    assert_eq!(stats["ratelimit_renew_calls"], 2);
-    assert_eq!(stats["ratelimit_renewed_units"], 1);
-    assert_eq!(stats["ratelimit_renew_lost"], 1);
-    assert_eq!(stats["ratelimit_release_calls"], 1);
-    assert_eq!(stats["ratelimit_released_units"], 0);
+    if !functions_backend() {
+        // INFO ratelimit: not covered by the library
+        let stats = rl_stats(&mut con);
+        assert_eq!(stats["ratelimit_renew_calls"], 2);
+        assert_eq!(stats["ratelimit_renewed_units"], 1);
+        assert_eq!(stats["ratelimit_renew_lost"], 1);
+        assert_eq!(stats["ratelimit_release_calls"], 1);
+        assert_eq!(stats["ratelimit_released_units"], 0);
+    }
 }
 
 #[test]
@@ -368,6 +371,11 @@ fn errors_write_nothing() {
 
 #[test]
 fn above_maxmemory_lease_is_refused_release_and_renew_run() {
+    if module_only(
+        "the OOM error after argument errors: SPEC 'The Functions library' (an admission above maxmemory gets Redis's own OOM error, given before any function runs)",
+    ) {
+        return;
+    }
     let s = Server::start();
     let mut con = s.con();
     lease(&mut con, &format!("RL.LEASE k {T} 5 5000 TOKEN a"));
