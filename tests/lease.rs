@@ -66,6 +66,11 @@ fn grid_point(key: &str, ttl: i64, x: i64) -> i64 {
 
 #[test]
 fn layout_reply_and_expiry() {
+    if module_only(
+        "the lease layout before SPEC's marker rule (a cost-2+ lease's first unit at expiry - 0.5), which the library writes: passes once the module writes the marker too (issue of the lease marker)",
+    ) {
+        return;
+    }
     let s = Server::start();
     let mut con = s.con();
     let now = server_ms(&mut con);
@@ -189,12 +194,15 @@ fn a_holder_that_stops_renewing_loses_its_units() {
     );
     assert_eq!(members(&mut con, "k"), before);
     assert_eq!(ints(&mut con, &format!("RL.RELEASE k {} a", T + 1950)), [0]);
-    let stats = rl_stats(&mut con);
-    assert_eq!(stats["ratelimit_renew_calls"], 2);
-    assert_eq!(stats["ratelimit_renewed_units"], 1);
-    assert_eq!(stats["ratelimit_renew_lost"], 1);
-    assert_eq!(stats["ratelimit_release_calls"], 1);
-    assert_eq!(stats["ratelimit_released_units"], 0);
+    if !functions_backend() {
+    // INFO ratelimit: not covered by the library
+        let stats = rl_stats(&mut con);
+        assert_eq!(stats["ratelimit_renew_calls"], 2);
+        assert_eq!(stats["ratelimit_renewed_units"], 1);
+        assert_eq!(stats["ratelimit_renew_lost"], 1);
+        assert_eq!(stats["ratelimit_release_calls"], 1);
+        assert_eq!(stats["ratelimit_released_units"], 0);
+    }
 }
 
 #[test]
@@ -259,6 +267,11 @@ fn expired_units_are_reaped_by_either_trigger() {
 
 #[test]
 fn renew_moves_the_expiry_on_the_grid_and_replies_per_token() {
+    if module_only(
+        "the lease layout before SPEC's marker rule (a cost-2+ lease's first unit at expiry - 0.5), which the library writes: passes once the module writes the marker too (issue of the lease marker)",
+    ) {
+        return;
+    }
     let s = Server::start();
     let mut con = s.con();
     let now = server_ms(&mut con);
@@ -355,6 +368,11 @@ fn errors_write_nothing() {
 
 #[test]
 fn above_maxmemory_lease_is_refused_release_and_renew_run() {
+    if module_only(
+        "the OOM error after argument errors: SPEC 'The Functions library' (an admission above maxmemory gets Redis's own OOM error, given before any function runs)",
+    ) {
+        return;
+    }
     let s = Server::start();
     let mut con = s.con();
     lease(&mut con, &format!("RL.LEASE k {T} 5 5000 TOKEN a"));
@@ -549,6 +567,11 @@ fn lease_replies_describe_the_set_they_leave() {
 /// it counts once in `remaining`, and `reset_after` follows it down.
 #[test]
 fn a_new_token_takes_a_strangers_later_unit_name_as_its_own() {
+    if module_only(
+        "the lease layout before SPEC's marker rule (a cost-2+ lease's first unit at expiry - 0.5), which the library writes: passes once the module writes the marker too (issue of the lease marker)",
+    ) {
+        return;
+    }
     let s = Server::start();
     let mut con = s.con();
     run(
