@@ -1,12 +1,7 @@
-package dev.redisratelimit.spring.core;
+package dev.redisratelimit.client;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.redisratelimit.client.RateLimitAsyncClient;
-import dev.redisratelimit.client.RateLimitTransport;
-import dev.redisratelimit.client.RedisCall;
-import dev.redisratelimit.spring.annotation.KeyBy;
-import dev.redisratelimit.spring.annotation.OnRedisDown;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -15,7 +10,6 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
-import org.springframework.data.redis.connection.ClusterSlotHashUtil;
 
 /**
  * Several policies decided for one request ({@link RateLimiter#acquireAsync(List)}):
@@ -43,16 +37,15 @@ class MultiPolicyDecisionTest {
     RateLimiter limiter() {
         return new RateLimiter(new RateLimitAsyncClient(transport), new RuntimeLimits(transport, "p:", 200),
                 new RedisAvailability(transport, Duration.ofSeconds(30), Duration.ofMillis(200)), new LocalLimiter(), "p:",
-                Duration.ofMillis(200), OnRedisDown.FAIL_CLOSED);
+                Duration.ofMillis(200), FailMode.CLOSED);
     }
 
-    static CompiledPolicy policy(String name, String limit, long count, OnRedisDown down) {
-        return new CompiledPolicy(new PolicySpec(name, List.of(RateLimiterRepliesTest.window(limit, count, 60)), KeyBy.IP, null, null, null,
-                null, down, false));
+    static Policy policy(String name, String limit, long count, FailMode down) {
+        return new Policy(name, List.of(RateLimiterRepliesTest.window(limit, count, 60)), null, null, down, false);
     }
 
-    CompiledPolicy byIp = policy("by-ip", "ip", 3, OnRedisDown.DEFAULT);
-    CompiledPolicy byKey = policy("by-key", "key", 2, OnRedisDown.DEFAULT);
+    Policy byIp = policy("by-ip", "ip", 3, null);
+    Policy byKey = policy("by-key", "key", 2, null);
 
     static List<Object> admitted(long limit, long remaining) {
         return List.of(0L, 1L, 1L, limit, remaining, -1L, 60_000L, List.of(RateLimiterRepliesTest.rule(0, 1, limit, remaining, -1, 60_000)));
@@ -66,7 +59,7 @@ class MultiPolicyDecisionTest {
     static String[] twoSlots() {
         String a = "203.0.113.7";
         for (int i = 0;; i++) {
-            if (ClusterSlotHashUtil.calculateSlot("k" + i) != ClusterSlotHashUtil.calculateSlot(a)) {
+            if (Slots.of("k" + i) != Slots.of(a)) {
                 return new String[] {a, "k" + i};
             }
         }
@@ -75,8 +68,8 @@ class MultiPolicyDecisionTest {
     @Test
     void onOneRedisTwoPoliciesAreOneRlAllWithBothItems() throws Exception {
         String[] k = twoSlots();
-        CompletableFuture<Permit> f = limiter().acquireAsync(List.of(new PolicyCall(byIp, new CallInput(k[0], null, null, null)),
-                new PolicyCall(byKey, new CallInput(k[1], null, null, null)))).toCompletableFuture();
+        CompletableFuture<Permit> f = limiter().acquireAsync(List.of(new PolicyCall(byIp, k[0], null, null, null),
+                new PolicyCall(byKey, k[1], null, null, null))).toCompletableFuture();
         assertThat(transport.calls).hasSize(1);
         RedisCall call = transport.calls.get(0);
         assertThat(call.command()).isEqualTo("RL.ALL");
@@ -84,11 +77,11 @@ class MultiPolicyDecisionTest {
         // DETAILS: one array per clause after the seven integers, each holding its rules
         transport.pending.get(0).complete(List.of(0L, 2L, 1L, 2L, 1L, -1L, 60_000L,
                 List.of(RateLimiterRepliesTest.rule(0, 1, 3, 2, -1, 60_000)), List.of(RateLimiterRepliesTest.rule(0, 1, 2, 1, -1, 60_000))));
-        Decision d = f.get(1, TimeUnit.SECONDS).decision();
+        PolicyDecision d = f.get(1, TimeUnit.SECONDS).decision();
         assertThat(d.admitted()).isTrue();
-        assertThat(d.items()).extracting(ItemState::name).containsExactly("ip", "key");
-        assertThat(d.items()).extracting(ItemState::r).containsExactly(2L, 1L);
-        assertThat(d.bindingItem().name()).isEqualTo("key");
+        assertThat(d.limits()).extracting(LimitState::name).containsExactly("ip", "key");
+        assertThat(d.limits()).extracting(LimitState::r).containsExactly(2L, 1L);
+        assertThat(d.bindingLimit().name()).isEqualTo("key");
         assertThat(d.policy()).isEqualTo("by-key");
     }
 
@@ -97,8 +90,8 @@ class MultiPolicyDecisionTest {
         String[] k = twoSlots();
         RateLimiter limiter = limiter();
         limiter.setClustered(true);
-        CompletableFuture<Permit> f = limiter.acquireAsync(List.of(new PolicyCall(byIp, new CallInput(k[0], null, null, null)),
-                new PolicyCall(byKey, new CallInput(k[1], null, null, null)))).toCompletableFuture();
+        CompletableFuture<Permit> f = limiter.acquireAsync(List.of(new PolicyCall(byIp, k[0], null, null, null),
+                new PolicyCall(byKey, k[1], null, null, null))).toCompletableFuture();
         assertThat(transport.calls).hasSize(2); // sent together
         assertThat(transport.calls.get(0).args().subList(0, 2)).containsExactly("1", "p:by-ip:{" + k[0] + "}:ip");
         assertThat(transport.calls.get(1).args().subList(0, 2)).containsExactly("1", "p:by-key:{" + k[1] + "}:key");
@@ -112,11 +105,11 @@ class MultiPolicyDecisionTest {
         assertThat(f).isNotDone();
         transport.pending.get(2).complete(admitted(3, 3));
         ExecutionException e = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class, () -> f.get(1, TimeUnit.SECONDS));
-        Decision d = ((RateLimitRefusedException) e.getCause()).getDecision();
+        PolicyDecision d = ((RateLimitRefusedException) e.getCause()).getDecision();
         assertThat(d.admitted()).isFalse();
-        assertThat(d.bindingItem().name()).isEqualTo("key");
+        assertThat(d.bindingLimit().name()).isEqualTo("key");
         assertThat(d.retryAfterMs()).isEqualTo(40_000);
-        assertThat(d.items()).extracting(ItemState::r).containsExactly(3L, 0L);
+        assertThat(d.limits()).extracting(LimitState::r).containsExactly(3L, 0L);
     }
 
     @Test
@@ -124,31 +117,31 @@ class MultiPolicyDecisionTest {
         String[] k = twoSlots();
         RateLimiter limiter = limiter();
         limiter.setClustered(true);
-        CompletableFuture<Permit> f = limiter.acquireAsync(List.of(new PolicyCall(byIp, new CallInput(k[0], null, null, null)),
-                new PolicyCall(byKey, new CallInput(k[1], null, null, null)))).toCompletableFuture();
+        CompletableFuture<Permit> f = limiter.acquireAsync(List.of(new PolicyCall(byIp, k[0], null, null, null),
+                new PolicyCall(byKey, k[1], null, null, null))).toCompletableFuture();
         transport.pending.get(0).complete(admitted(3, 0)); // the fewest left binds
         transport.pending.get(1).complete(admitted(2, 1));
-        Decision d = f.get(1, TimeUnit.SECONDS).decision();
+        PolicyDecision d = f.get(1, TimeUnit.SECONDS).decision();
         assertThat(transport.calls).hasSize(2); // no refund
-        assertThat(d.bindingItem().name()).isEqualTo("ip");
-        assertThat(d.items()).extracting(ItemState::r).containsExactly(0L, 1L);
+        assertThat(d.bindingLimit().name()).isEqualTo("ip");
+        assertThat(d.limits()).extracting(LimitState::r).containsExactly(0L, 1L);
     }
 
     @Test
     void redisDownAppliesEachPolicysBehaviourAndOneFailClosedAnswers503() throws Exception {
-        CompiledPolicy open = policy("open", "o", 3, OnRedisDown.FAIL_OPEN);
-        CompiledPolicy local = policy("local", "l", 1, OnRedisDown.LOCAL);
-        CompiledPolicy closed = policy("closed", "c", 3, OnRedisDown.FAIL_CLOSED);
+        Policy open = policy("open", "o", 3, FailMode.OPEN);
+        Policy local = policy("local", "l", 1, FailMode.LOCAL);
+        Policy closed = policy("closed", "c", 3, FailMode.CLOSED);
         RateLimiter limiter = limiter();
-        Permit p = limiter.acquireAsync(List.of(new PolicyCall(open, new CallInput("a", null, null, null)),
-                new PolicyCall(local, new CallInput("a", null, null, null)))).toCompletableFuture().get(5, TimeUnit.SECONDS);
+        Permit p = limiter.acquireAsync(List.of(new PolicyCall(open, "a", null, null, null),
+                new PolicyCall(local, "a", null, null, null))).toCompletableFuture().get(5, TimeUnit.SECONDS);
         assertThat(p.decision()).isNull(); // past the budget: let through, the local window counted it
-        CompletableFuture<Permit> second = limiter.acquireAsync(List.of(new PolicyCall(open, new CallInput("a", null, null, null)),
-                new PolicyCall(local, new CallInput("a", null, null, null)))).toCompletableFuture();
+        CompletableFuture<Permit> second = limiter.acquireAsync(List.of(new PolicyCall(open, "a", null, null, null),
+                new PolicyCall(local, "a", null, null, null))).toCompletableFuture();
         assertThat(second).failsWithin(5, TimeUnit.SECONDS).withThrowableOfType(ExecutionException.class)
                 .withCauseInstanceOf(RateLimitRefusedException.class); // the local window of 1 is full
-        CompletableFuture<Permit> third = limiter.acquireAsync(List.of(new PolicyCall(open, new CallInput("b", null, null, null)),
-                new PolicyCall(closed, new CallInput("b", null, null, null)))).toCompletableFuture();
+        CompletableFuture<Permit> third = limiter.acquireAsync(List.of(new PolicyCall(open, "b", null, null, null),
+                new PolicyCall(closed, "b", null, null, null))).toCompletableFuture();
         assertThat(third).failsWithin(5, TimeUnit.SECONDS).withThrowableOfType(ExecutionException.class)
                 .withCauseInstanceOf(RateLimitUnavailableException.class);
     }

@@ -1,4 +1,4 @@
-package dev.redisratelimit.spring.core;
+package dev.redisratelimit.client;
 
 /** Redis did not decide within the budget and the policy fails closed (503). */
 public class RateLimitUnavailableException extends RuntimeException {

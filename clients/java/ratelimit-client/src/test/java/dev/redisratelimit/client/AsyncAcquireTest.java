@@ -1,12 +1,7 @@
-package dev.redisratelimit.spring.core;
+package dev.redisratelimit.client;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.redisratelimit.client.RateLimitAsyncClient;
-import dev.redisratelimit.client.RateLimitTransport;
-import dev.redisratelimit.client.RedisCall;
-import dev.redisratelimit.spring.annotation.KeyBy;
-import dev.redisratelimit.spring.annotation.OnRedisDown;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -38,38 +33,37 @@ class AsyncAcquireTest {
 
     Pending transport = new Pending();
 
-    RateLimiter limiter(OnRedisDown down) {
+    RateLimiter limiter(FailMode down) {
         return new RateLimiter(new RateLimitAsyncClient(transport), new RuntimeLimits(transport, "p:", 200),
                 new RedisAvailability(transport, Duration.ofSeconds(30), Duration.ofMillis(200)), new LocalLimiter(), "p:",
                 Duration.ofMillis(200), down);
     }
 
-    CompiledPolicy policy = new CompiledPolicy(new PolicySpec("sms", List.of(RateLimiterRepliesTest.window("short", 2, 10)), KeyBy.IP, null,
-            null, null, null, OnRedisDown.DEFAULT, false));
+    Policy policy = new Policy("sms", List.of(RateLimiterRepliesTest.window("short", 2, 10)), null, null, null, false);
 
     @Test
     void returnsBeforeTheReplyAndCompletesWithIt() throws Exception {
-        CompletableFuture<Permit> f = limiter(OnRedisDown.FAIL_CLOSED).acquireAsync(policy, new CallInput("1", null, new long[] {1}, null))
+        CompletableFuture<Permit> f = limiter(FailMode.CLOSED).acquireAsync(new PolicyCall(policy, "1", null, new long[] {1}, null))
                 .toCompletableFuture();
         assertThat(f).isNotDone();
         assertThat(transport.pending).hasSize(1);
         transport.pending.get(0).complete(List.of(0L, 1L, 1L, 2L, 1L, -1L, 10_000L, List.of(RateLimiterRepliesTest.rule(0, 1, 2, 1, -1, 10_000))));
         Permit p = f.get(1, TimeUnit.SECONDS);
         assertThat(p.decision().admitted()).isTrue();
-        assertThat(p.decision().items()).extracting(ItemState::r).containsExactly(1L);
+        assertThat(p.decision().limits()).extracting(LimitState::r).containsExactly(1L);
     }
 
     @Test
     void pastTheBudgetTheRedisDownBehaviourAnswersThroughATimeout() throws Exception {
         long t0 = System.nanoTime();
-        CompletableFuture<Permit> open = limiter(OnRedisDown.FAIL_OPEN).acquireAsync(policy, new CallInput("1", null, new long[] {1}, null))
+        CompletableFuture<Permit> open = limiter(FailMode.OPEN).acquireAsync(new PolicyCall(policy, "1", null, new long[] {1}, null))
                 .toCompletableFuture();
         assertThat(open).isNotDone();
         Permit p = open.get(5, TimeUnit.SECONDS);
         assertThat(p.decision()).isNull(); // let through, nothing decided
         assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0)).isGreaterThanOrEqualTo(200);
 
-        CompletableFuture<Permit> closed = limiter(OnRedisDown.FAIL_CLOSED).acquireAsync(policy, new CallInput("1", null, new long[] {1}, null))
+        CompletableFuture<Permit> closed = limiter(FailMode.CLOSED).acquireAsync(new PolicyCall(policy, "1", null, new long[] {1}, null))
                 .toCompletableFuture();
         assertThat(closed).isNotDone();
         assertThat(closed).failsWithin(5, TimeUnit.SECONDS).withThrowableOfType(java.util.concurrent.ExecutionException.class)
@@ -78,8 +72,8 @@ class AsyncAcquireTest {
 
     @Test
     void aRefusalFailsTheStageAndTheSyncAcquireThrowsIt() {
-        RateLimiter limiter = limiter(OnRedisDown.FAIL_CLOSED);
-        CompletableFuture<Permit> f = limiter.acquireAsync(policy, new CallInput("1", null, new long[] {1}, null)).toCompletableFuture();
+        RateLimiter limiter = limiter(FailMode.CLOSED);
+        CompletableFuture<Permit> f = limiter.acquireAsync(new PolicyCall(policy, "1", null, new long[] {1}, null)).toCompletableFuture();
         transport.pending.get(0).complete(List.of(1L, 1L, 1L, 2L, 0L, 4000L, 10_000L, List.of(RateLimiterRepliesTest.rule(1, 1, 2, 0, 4000, 10_000))));
         assertThat(f).isCompletedExceptionally();
         CompletionException e = org.junit.jupiter.api.Assertions.assertThrows(CompletionException.class, f::join);

@@ -1,6 +1,6 @@
-package dev.redisratelimit.spring.aop;
+package dev.redisratelimit.spring.annotation;
 
-import dev.redisratelimit.spring.core.RateLimitConfigurationException;
+import dev.redisratelimit.client.RateLimitConfigurationException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.expression.EvaluationContext;

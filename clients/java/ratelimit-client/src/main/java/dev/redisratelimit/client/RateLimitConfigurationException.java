@@ -1,4 +1,4 @@
-package dev.redisratelimit.spring.core;
+package dev.redisratelimit.client;
 
 /**
  * A rate limit that cannot be applied as configured (a key expression that

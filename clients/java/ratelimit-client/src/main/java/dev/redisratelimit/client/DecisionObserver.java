@@ -1,6 +1,5 @@
-package dev.redisratelimit.spring.core;
+package dev.redisratelimit.client;
 
-import dev.redisratelimit.spring.annotation.OnRedisDown;
 
 /**
  * Told of each decision the {@link RateLimiter} makes, on the calling thread
@@ -40,7 +39,7 @@ public interface DecisionObserver {
     };
 
     /** One decision, its outcome, the refusal's kind when refused (else null), and how long it took. */
-    default void decided(String policy, Outcome outcome, Decision.Kind refusal, long nanos) {
+    default void decided(String policy, Outcome outcome, PolicyDecision.Kind refusal, long nanos) {
     }
 
     /** A decision that could not use Redis, or failed, and why. */
@@ -48,6 +47,6 @@ public interface DecisionObserver {
     }
 
     /** A decision answered by the policy's Redis-down behaviour instead of Redis. */
-    default void fallback(String policy, OnRedisDown mode) {
+    default void fallback(String policy, FailMode mode) {
     }
 }

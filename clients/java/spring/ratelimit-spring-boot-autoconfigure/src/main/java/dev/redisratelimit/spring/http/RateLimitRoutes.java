@@ -1,11 +1,10 @@
-package dev.redisratelimit.spring.web;
+package dev.redisratelimit.spring.http;
 
 import dev.redisratelimit.spring.autoconfigure.RateLimitProperties;
-import dev.redisratelimit.spring.core.CallInput;
-import dev.redisratelimit.spring.core.Clause;
-import dev.redisratelimit.spring.core.CompiledPolicy;
-import dev.redisratelimit.spring.core.PolicyCall;
-import dev.redisratelimit.spring.core.RateLimitConfigurationException;
+import dev.redisratelimit.client.PolicyClause;
+import dev.redisratelimit.client.Policy;
+import dev.redisratelimit.client.PolicyCall;
+import dev.redisratelimit.client.RateLimitConfigurationException;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -70,7 +69,7 @@ public final class RateLimitRoutes {
     }
 
     /** One compiled route. */
-    public record Route(String name, List<PathPattern> paths, Set<String> methods, CompiledPolicy policy, KeyResolver keyResolver,
+    public record Route(String name, List<PathPattern> paths, Set<String> methods, Policy policy, KeyResolver keyResolver,
             Expression[] costs) {
 
         boolean matches(PathContainer path, String method) {
@@ -117,7 +116,7 @@ public final class RateLimitRoutes {
     /**
      * @param policies the compiled policies by name (those of {@code ratelimit.policies} are registered at start)
      */
-    public RateLimitRoutes(RateLimitProperties properties, Map<String, CompiledPolicy> policies) {
+    public RateLimitRoutes(RateLimitProperties properties, Map<String, Policy> policies) {
         List<Route> out = new ArrayList<>();
         List<RateLimitProperties.Route> configured = properties.getRoutes();
         for (int i = 0; i < configured.size(); i++) {
@@ -214,7 +213,7 @@ public final class RateLimitRoutes {
                     costs[c] = cost(r, r.costs()[c], ctx);
                 }
             }
-            calls.add(new PolicyCall(r.policy(), new CallInput(key, null, costs, null)));
+            calls.add(new PolicyCall(r.policy(), key, null, costs, null));
         }
         return calls;
     }
@@ -234,14 +233,14 @@ public final class RateLimitRoutes {
         return n.longValue();
     }
 
-    private Route compile(RateLimitProperties properties, Map<String, CompiledPolicy> policies, RateLimitProperties.Route c,
+    private Route compile(RateLimitProperties properties, Map<String, Policy> policies, RateLimitProperties.Route c,
             String where) {
         String name = c.getName() == null || c.getName().isBlank() ? where.substring("ratelimit.".length()) : c.getName();
         if (c.getPolicy() == null || c.getPolicy().isBlank()) {
             throw new RateLimitRoutesException(where + ".policy", "a route names its policy (one of ratelimit.policies: "
                     + properties.getPolicies().keySet() + ")", null);
         }
-        CompiledPolicy policy = properties.getPolicies().containsKey(c.getPolicy()) ? policies.get(c.getPolicy()) : null;
+        Policy policy = properties.getPolicies().containsKey(c.getPolicy()) ? policies.get(c.getPolicy()) : null;
         if (policy == null) {
             throw new RateLimitRoutesException(where + ".policy", "unknown policy '" + c.getPolicy() + "' (known under ratelimit.policies: "
                     + properties.getPolicies().keySet() + ")", null);
@@ -250,7 +249,7 @@ public final class RateLimitRoutes {
             throw new RateLimitRoutesException(where + ".policy", "policy '" + c.getPolicy()
                     + "' is a LOCKOUT (RL.LOCKCOUNT cannot join a route's RL.ALL): put it on the handler with @RateLimited", null);
         }
-        List<Clause> clauses = policy.clauses();
+        List<PolicyClause> clauses = policy.clauses();
         Expression[] costs = new Expression[clauses.size()];
         for (int i = 0; i < clauses.size(); i++) {
             if (clauses.get(i).settle() != null) {

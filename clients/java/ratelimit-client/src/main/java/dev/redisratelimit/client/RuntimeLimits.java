@@ -1,7 +1,5 @@
-package dev.redisratelimit.spring.core;
+package dev.redisratelimit.client;
 
-import dev.redisratelimit.client.RateLimitTransport;
-import dev.redisratelimit.client.RedisCall;
 import java.nio.charset.StandardCharsets;
 import java.util.Collections;
 import java.util.HashMap;
@@ -10,8 +8,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Limits changed at run time (seed 001's real-time switch): kept in one Redis
@@ -23,13 +19,13 @@ import org.slf4j.LoggerFactory;
  */
 public final class RuntimeLimits {
 
-    private static final Logger log = LoggerFactory.getLogger(RuntimeLimits.class);
+    private static final System.Logger log = System.getLogger(RuntimeLimits.class.getName());
 
     private final RateLimitTransport transport;
     private final String hashKey;
     private final long budgetMs;
     private volatile Map<String, Long> current = Map.of();
-    private final Map<String, PolicySpec> known = new ConcurrentHashMap<>();
+    private final Map<String, Policy> known = new ConcurrentHashMap<>();
 
     public RuntimeLimits(RateLimitTransport transport, String prefix, long budgetMs) {
         this.transport = transport;
@@ -37,12 +33,27 @@ public final class RuntimeLimits {
         this.budgetMs = budgetMs;
     }
 
-    void register(PolicySpec policy) {
+    /**
+     * Reads the hash every {@code every} on a daemon thread until the returned
+     * handle is closed (the Spring starter schedules {@link #refresh()} itself).
+     */
+    public AutoCloseable refreshEvery(java.time.Duration every) {
+        java.util.concurrent.ScheduledExecutorService timer = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "ratelimit-runtime-limits");
+            t.setDaemon(true);
+            return t;
+        });
+        long ms = Math.max(10, every.toMillis());
+        timer.scheduleWithFixedDelay(this::refresh, ms, ms, TimeUnit.MILLISECONDS);
+        return timer::shutdownNow;
+    }
+
+    void register(Policy policy) {
         known.put(policy.name(), policy);
     }
 
     /** The count in force for a limit: the value set at run time, else the configured one. */
-    public long count(String policy, LimitSpec limit) {
+    public long count(String policy, Limit limit) {
         Map<String, Long> set = current;
         if (set.isEmpty()) {
             return limit.count(); // nothing set at run time: no field name to build (several per decision)
@@ -60,7 +71,7 @@ public final class RuntimeLimits {
      * @throws IllegalArgumentException for an unknown policy or limit, or a value out of range
      */
     public void set(String policy, Map<String, Long> counts) {
-        PolicySpec p = known.get(policy);
+        Policy p = known.get(policy);
         if (p == null) {
             throw new IllegalArgumentException("unknown rate-limit policy '" + policy + "'");
         }
@@ -70,12 +81,12 @@ public final class RuntimeLimits {
         List<String> args = new java.util.ArrayList<>();
         args.add(hashKey);
         for (Map.Entry<String, Long> e : counts.entrySet()) {
-            LimitSpec l = p.limit(e.getKey());
+            Limit l = p.limit(e.getKey());
             if (l == null) {
                 throw new IllegalArgumentException("policy '" + policy + "' has no limit '" + e.getKey() + "'");
             }
             Long v = e.getValue();
-            if (v == null || v < l.minCount() || v > LimitSpec.MAX) {
+            if (v == null || v < l.minCount() || v > Limit.MAX) {
                 throw new IllegalArgumentException("limit '" + e.getKey() + "' must be an integer from " + l.minCount() + " to 2^53-1");
             }
             args.add(policy + "/" + e.getKey());
@@ -87,13 +98,13 @@ public final class RuntimeLimits {
 
     /** The counts in force for a policy, read from Redis (for an admin endpoint; not per request). */
     public Map<String, Long> get(String policy) {
-        PolicySpec p = known.get(policy);
+        Policy p = known.get(policy);
         if (p == null) {
             throw new IllegalArgumentException("unknown rate-limit policy '" + policy + "'");
         }
         Map<String, Long> stored = read();
         Map<String, Long> out = new LinkedHashMap<>();
-        for (LimitSpec l : p.limits()) {
+        for (Limit l : p.limits()) {
             Long v = stored.get(policy + "/" + l.name());
             out.put(l.name(), v != null ? v : l.count());
         }
@@ -105,7 +116,7 @@ public final class RuntimeLimits {
         try {
             current = read();
         } catch (RuntimeException e) {
-            log.debug("runtime limits not refreshed: {}", e.toString());
+            log.log(System.Logger.Level.DEBUG, "runtime limits not refreshed: {0}", e.toString());
         }
     }
 
@@ -118,7 +129,7 @@ public final class RuntimeLimits {
                 try {
                     out.put(field, Long.parseLong(text(l.get(i + 1))));
                 } catch (NumberFormatException e) {
-                    log.warn("ignoring runtime limit {}: not an integer", field);
+                    log.log(System.Logger.Level.WARNING, "ignoring runtime limit {0}: not an integer", field);
                 }
             }
         } else if (reply instanceof Map<?, ?> m) {

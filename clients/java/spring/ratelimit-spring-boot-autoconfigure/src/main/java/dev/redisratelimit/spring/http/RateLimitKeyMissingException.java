@@ -1,4 +1,4 @@
-package dev.redisratelimit.spring.web;
+package dev.redisratelimit.spring.http;
 
 /**
  * A route's key resolver found nothing to count the caller by: no principal

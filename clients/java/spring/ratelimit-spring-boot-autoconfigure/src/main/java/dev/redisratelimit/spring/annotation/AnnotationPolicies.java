@@ -1,15 +1,14 @@
-package dev.redisratelimit.spring.aop;
+package dev.redisratelimit.spring.annotation;
 
+import dev.redisratelimit.spring.annotation.KeyBy;
 import dev.redisratelimit.spring.annotation.Limit;
 import dev.redisratelimit.spring.annotation.LimitType;
 import dev.redisratelimit.spring.annotation.OnRedisDown;
 import dev.redisratelimit.spring.annotation.RateLimited;
 import dev.redisratelimit.spring.autoconfigure.RateLimitProperties;
-import dev.redisratelimit.spring.core.Clause;
-import dev.redisratelimit.spring.core.CompiledPolicy;
-import dev.redisratelimit.spring.core.LimitSpec;
-import dev.redisratelimit.spring.core.PolicySpec;
-import dev.redisratelimit.spring.core.RateLimiter;
+import dev.redisratelimit.client.Policy;
+import dev.redisratelimit.client.PolicyClause;
+import dev.redisratelimit.client.RateLimiter;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.time.Duration;
@@ -36,24 +35,24 @@ import org.springframework.util.ReflectionUtils;
 public final class AnnotationPolicies {
 
     /** A method's policy with its expressions parsed (costs and settlements by clause index). */
-    public record Resolved(CompiledPolicy policy, Expression key, Expression zone, Expression[] costs, Expression[] settles) {
+    public record Resolved(Policy policy, KeyBy by, Expression key, Expression zone, Expression[] costs, Expression[] settles) {
     }
 
     private final RateLimitProperties properties;
     private final RateLimiter limiter;
     private final ExpressionParser parser = new SpelExpressionParser();
-    private final Map<String, List<LimitSpec>> yaml = new LinkedHashMap<>();
+    private final Map<String, List<dev.redisratelimit.client.Limit>> yaml = new LinkedHashMap<>();
     private final Map<Method, Optional<Resolved>> cache = new ConcurrentHashMap<>();
-    private final Map<String, CompiledPolicy> byName = new ConcurrentHashMap<>();
+    private final Map<String, Policy> byName = new ConcurrentHashMap<>();
 
     public AnnotationPolicies(RateLimitProperties properties, RateLimiter limiter) {
         this.properties = properties;
         this.limiter = limiter;
         properties.getPolicies().forEach((name, p) -> {
-            List<LimitSpec> limits = new ArrayList<>();
+            List<dev.redisratelimit.client.Limit> limits = new ArrayList<>();
             for (RateLimitProperties.LimitProperties l : p.getLimits()) {
                 try {
-                    limits.add(new LimitSpec(l.getName(), l.getType(), l.getCount(), l.getWindow(), l.getBurst(), l.getPeriod(),
+                    limits.add(limit(l.getName(), l.getType(), l.getCount(), l.getWindow(), l.getBurst(), l.getPeriod(),
                             l.getZone(), l.getTtl(), l.getLockTime(), l.isGlobal(), l.getCost(), l.getSettle()));
                 } catch (IllegalArgumentException e) {
                     throw new IllegalArgumentException("ratelimit.policies." + name + ": " + e.getMessage(), e);
@@ -61,8 +60,7 @@ public final class AnnotationPolicies {
             }
             yaml.put(name, List.copyOf(limits));
             // Registered at once, so its limits can be changed at run time before its first call.
-            CompiledPolicy cp = new CompiledPolicy(new PolicySpec(name, limits, null, null, null, null, p.getHashTag(),
-                    p.getOnRedisDown(), false));
+            Policy cp = new Policy(name, limits, null, p.getHashTag(), p.getOnRedisDown().mode(), false);
             limiter.register(cp);
         });
     }
@@ -100,7 +98,7 @@ public final class AnnotationPolicies {
 
     private Resolved compile(RateLimited a, String where) {
         String name;
-        List<LimitSpec> limits;
+        List<dev.redisratelimit.client.Limit> limits;
         String hashTag = a.hashTag();
         OnRedisDown down = a.onRedisDown();
         if (a.limits().length > 0) {
@@ -110,7 +108,7 @@ public final class AnnotationPolicies {
             name = a.policy().isEmpty() ? where : a.policy();
             limits = new ArrayList<>();
             for (Limit l : a.limits()) {
-                limits.add(new LimitSpec(l.name(), l.type(), l.count(), duration(l.window()), l.burst(), l.period(), l.zone(),
+                limits.add(limit(l.name(), l.type(), l.count(), duration(l.window()), l.burst(), l.period(), l.zone(),
                         duration(l.ttl()), duration(l.lockTime()), l.global(), l.cost(), l.settle()));
             }
         } else if (!a.policy().isEmpty()) {
@@ -130,29 +128,51 @@ public final class AnnotationPolicies {
         } else {
             RateLimitProperties.Default d = properties.getDefaultLimit();
             name = d.getName();
-            limits = List.of(new LimitSpec(d.getName(), LimitType.SLIDING_WINDOW, d.getCount(), d.getWindow(), 0, null, "UTC",
+            limits = List.of(limit(d.getName(), LimitType.SLIDING_WINDOW, d.getCount(), d.getWindow(), 0, null, "UTC",
                     null, null, false, null, null));
         }
-        PolicySpec spec = new PolicySpec(name, limits, a.by(), a.key(), a.zone(), duration(a.preventDuplicate()), hashTag, down,
-                a.legacyHeaders());
-        CompiledPolicy compiled = new CompiledPolicy(spec);
-        CompiledPolicy earlier = byName.putIfAbsent(name, compiled);
-        if (earlier != null && !earlier.spec().limits().equals(spec.limits())) {
+        Policy compiled = new Policy(name, limits, duration(a.preventDuplicate()), hashTag, down.mode(), a.legacyHeaders());
+        Policy earlier = byName.putIfAbsent(name, compiled);
+        if (earlier != null && !earlier.limits().equals(compiled.limits())) {
             throw new IllegalArgumentException("two different policies are named '" + name + "'");
         }
         limiter.register(compiled);
-        List<Clause> clauses = compiled.clauses();
+        List<PolicyClause> clauses = compiled.clauses();
         Expression[] costs = new Expression[clauses.size()];
         Expression[] settles = new Expression[clauses.size()];
         for (int i = 0; i < clauses.size(); i++) {
             costs[i] = parse(clauses.get(i).cost());
             settles[i] = parse(clauses.get(i).settle());
         }
-        return new Resolved(compiled, parse(spec.keyExpression()), parse(spec.zoneExpression()), costs, settles);
+        return new Resolved(compiled, a.by(), parse(blankToNull(a.key())), parse(blankToNull(a.zone())), costs, settles);
+    }
+
+    /**
+     * An annotation's or YAML's limit as the core's, checked as the module
+     * would check it; {@code cost} and {@code settle} (SpEL) label its
+     * clause's charge and settlement.
+     */
+    static dev.redisratelimit.client.Limit limit(String name, LimitType type, long count, Duration window, long burst,
+            dev.redisratelimit.client.QuotaPeriod period, String zone, Duration ttl, Duration lockTime, boolean global, String cost,
+            String settle) {
+        java.time.ZoneId z = null;
+        if (type == LimitType.QUOTA) {
+            try {
+                z = java.time.ZoneId.of(zone);
+            } catch (RuntimeException e) {
+                throw new IllegalArgumentException("limit '" + name + "': unknown zone '" + zone + "'");
+            }
+        }
+        return new dev.redisratelimit.client.Limit(name, type == null ? null : type.kind(), count, window, burst, period, z, ttl, lockTime,
+                global, cost, settle);
     }
 
     private Expression parse(String spel) {
         return spel == null ? null : parser.parseExpression(spel);
+    }
+
+    private static String blankToNull(String s) {
+        return s == null || s.isBlank() ? null : s;
     }
 
     private static Duration duration(String s) {

@@ -1,17 +1,5 @@
-package dev.redisratelimit.spring.core;
+package dev.redisratelimit.client;
 
-import dev.redisratelimit.client.AllDecision;
-import dev.redisratelimit.client.Clause;
-import dev.redisratelimit.client.LockoutDecision;
-import dev.redisratelimit.client.Options;
-import dev.redisratelimit.client.QuotaLimit;
-import dev.redisratelimit.client.RateLimitAsyncClient;
-import dev.redisratelimit.client.RateLimitException;
-import dev.redisratelimit.client.RuleState;
-import dev.redisratelimit.client.SlidingWindow;
-import dev.redisratelimit.client.TokenBucket;
-import dev.redisratelimit.spring.annotation.LimitType;
-import dev.redisratelimit.spring.annotation.OnRedisDown;
 import java.time.Duration;
 import java.time.ZoneId;
 import java.util.concurrent.CompletableFuture;
@@ -25,25 +13,36 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import org.slf4j.Logger;
-import org.springframework.data.redis.connection.ClusterSlotHashUtil;
-import org.slf4j.LoggerFactory;
 
 /**
- * Decides a call against its policy with one Redis round trip, through the
- * Java client's typed calls: one RL.ALL
- * (with DETAILS, so every named limit's state comes back in the same reply)
- * or, for a lockout, one RL.LOCKCOUNT. A refusal writes nothing anywhere.
- * Waits at most the decision budget; past it, or while the circuit is open,
- * the policy's Redis-down behaviour answers.
+ * The decision core and the registry of named policies: decides a call
+ * against its policies with one Redis round trip through the Java client's
+ * typed calls — one RL.ALL (with DETAILS, so every named limit's state comes
+ * back in the same reply) or, for a lockout, one RL.LOCKCOUNT. A refusal
+ * writes nothing anywhere. Waits at most the decision budget; past it, or
+ * while the circuit is open ({@link RedisAvailability}), the policy's
+ * {@link FailMode} answers. A reply that lands after the budget is given back
+ * ({@code RL.ALL ... REFUND}). Limits changed at run time
+ * ({@link RuntimeLimits}) apply to the next decision.
+ *
+ * <pre>{@code
+ * RateLimiter limiter = RateLimiter.builder(transport)          // e.g. LettuceTransport.create(redis)
+ *     .policy(Policy.builder("sms")
+ *         .slidingWindow("short", 2, Duration.ofSeconds(10))
+ *         .slidingWindow("long", 5, Duration.ofHours(1)).build())
+ *     .build();
+ * try (Permit p = limiter.acquire("sms", "user:42")) {          // RateLimitRefusedException when refused
+ *     p.decision().limits();                                    // every limit's q, w, r, t
+ * }
+ * }</pre>
  *
  * <p>Keys: {@code <prefix><policy>:{<key>}:<limits>} — the caller's key as the
  * Cluster hash tag, so a policy's keys share a slot; a policy with a fixed tag
  * writes {@code <prefix><policy>:{<tag>}:<key>:<limits>}.
  */
-public final class RateLimiter {
+public final class RateLimiter implements AutoCloseable {
 
-    private static final Logger log = LoggerFactory.getLogger(RateLimiter.class);
+    private static final System.Logger log = System.getLogger(RateLimiter.class.getName());
 
     private final RateLimitAsyncClient client;
     private final RuntimeLimits runtime;
@@ -51,7 +50,7 @@ public final class RateLimiter {
     private final LocalLimiter local;
     private final String prefix;
     private final long budgetMs;
-    private final OnRedisDown defaultDown;
+    private final FailMode defaultDown;
     // Cleared if the loaded module predates RL.ALL's DETAILS option: headers then show the binding limit only.
     private volatile boolean details = true;
     // Set under Cluster: clauses whose keys hash to different slots are decided slot by slot.
@@ -59,17 +58,24 @@ public final class RateLimiter {
     // Told of every decision (Micrometer meters when the app has Micrometer); no-op otherwise.
     private volatile DecisionObserver observer = DecisionObserver.NONE;
     // Every registered policy by name (the Actuator endpoint lists and peeks them).
-    private final Map<String, CompiledPolicy> policies = new java.util.concurrent.ConcurrentHashMap<>();
+    private final Map<String, Policy> policies = new java.util.concurrent.ConcurrentHashMap<>();
+    // What close() stops: the probe and refresher a builder started (none when constructed directly).
+    private final List<AutoCloseable> owned = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     public RateLimiter(RateLimitAsyncClient client, RuntimeLimits runtime, RedisAvailability availability, LocalLimiter local,
-            String prefix, Duration budget, OnRedisDown defaultDown) {
+            String prefix, Duration budget, FailMode defaultDown) {
         this.client = client;
         this.runtime = runtime;
         this.availability = availability;
         this.local = local;
         this.prefix = prefix == null ? "" : prefix;
         this.budgetMs = Math.max(1, budget.toMillis());
-        this.defaultDown = defaultDown == OnRedisDown.DEFAULT ? OnRedisDown.FAIL_CLOSED : defaultDown;
+        this.defaultDown = defaultDown == null ? FailMode.CLOSED : defaultDown;
+    }
+
+    /** A limiter over {@code transport}, with the defaults of {@link Builder}. */
+    public static Builder builder(RateLimitTransport transport) {
+        return new Builder(transport);
     }
 
     public RuntimeLimits runtimeLimits() {
@@ -77,13 +83,63 @@ public final class RateLimiter {
     }
 
     /** Registers a policy (its limits can then be changed at run time by name). */
-    public void register(CompiledPolicy policy) {
-        runtime.register(policy.spec());
+    public void register(Policy policy) {
+        runtime.register(policy);
         policies.putIfAbsent(policy.name(), policy);
     }
 
+    /**
+     * The registered policy named {@code name}.
+     *
+     * @throws IllegalArgumentException when none is
+     */
+    public Policy policy(String name) {
+        Policy p = policies.get(name);
+        if (p == null) {
+            throw new IllegalArgumentException("unknown rate-limit policy '" + name + "' (registered: " + policies.keySet() + ")");
+        }
+        return p;
+    }
+
+    /**
+     * Decides {@code key} under the registered policy {@code policy} (cost 1);
+     * the permit holds its leases and estimates until closed.
+     *
+     * @throws RateLimitRefusedException when a limit refuses
+     * @throws RateLimitUnavailableException when Redis cannot decide and the policy fails closed
+     */
+    public Permit acquire(String policy, String key) {
+        return acquire(PolicyCall.of(policy(policy), key));
+    }
+
+    /** As {@link #acquire(String, String)}, without blocking: the stage completes within the decision budget. */
+    public CompletionStage<Permit> acquireAsync(String policy, String key) {
+        try {
+            return acquireAsync(PolicyCall.of(policy(policy), key));
+        } catch (IllegalArgumentException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    /** What the registered policy {@code policy} would decide now for {@code key}, charging nothing (see {@link #peek(Policy, String)}). */
+    public PolicyDecision peek(String policy, String key) {
+        return peek(policy(policy), key);
+    }
+
+    /** Stops what the builder started (the Redis probe, the runtime-limit refresher); the transport stays open. */
+    @Override
+    public void close() {
+        for (AutoCloseable c : owned) {
+            try {
+                c.close();
+            } catch (Exception e) {
+                log.log(System.Logger.Level.DEBUG, "closing the rate limiter: {0}", e.toString());
+            }
+        }
+    }
+
     /** The policies registered so far (YAML ones at start, annotated ones as their beans are proxied), by name. */
-    public Map<String, CompiledPolicy> policies() {
+    public Map<String, Policy> policies() {
         return java.util.Collections.unmodifiableMap(policies);
     }
 
@@ -108,8 +164,8 @@ public final class RateLimiter {
      * @throws RateLimitRefusedException when a limit refuses
      * @throws RateLimitUnavailableException when Redis is down and the policy fails closed
      */
-    public Permit acquire(CompiledPolicy policy, CallInput in) {
-        return acquire(List.of(new PolicyCall(policy, in)));
+    public Permit acquire(PolicyCall call) {
+        return acquire(List.of(call));
     }
 
     /**
@@ -144,8 +200,8 @@ public final class RateLimiter {
      * fails with {@link RateLimitRefusedException}, {@link RateLimitUnavailableException}
      * or {@link RateLimitConfigurationException} where {@link #acquire} throws them.
      */
-    public CompletionStage<Permit> acquireAsync(CompiledPolicy policy, CallInput in) {
-        return acquireAsync(List.of(new PolicyCall(policy, in)));
+    public CompletionStage<Permit> acquireAsync(PolicyCall call) {
+        return acquireAsync(List.of(call));
     }
 
     /**
@@ -170,7 +226,7 @@ public final class RateLimiter {
             if (availability.isDown()) {
                 f = CompletableFuture.completedFuture(whenDown(calls, null));
             } else if (calls.size() == 1 && calls.get(0).policy().isLockout()) {
-                f = lockout(calls.get(0).policy(), calls.get(0).input());
+                f = lockout(calls.get(0));
             } else {
                 f = all(calls, true);
             }
@@ -221,16 +277,16 @@ public final class RateLimiter {
      *
      * @throws RateLimitUnavailableException when Redis does not answer within the budget
      */
-    public Decision peek(CompiledPolicy policy, String key) {
+    public PolicyDecision peek(Policy policy, String key) {
         if (policy.isLockout()) {
             return null;
         }
-        CallInput in = new CallInput(key, null, null, "");
+        PolicyCall in = new PolicyCall(policy, key, null, null, "");
         List<Clause> clauses = new ArrayList<>();
-        for (dev.redisratelimit.spring.core.Clause c : policy.clauses()) {
+        for (PolicyClause c : policy.clauses()) {
             String k = key(policy, c, in);
-            if (c.type() == LimitType.CONCURRENCY) {
-                LimitSpec l = policy.limitOf(c.items().get(0));
+            if (c.kind() == Limit.Kind.CONCURRENCY) {
+                Limit l = policy.limitOf(c.items().get(0));
                 clauses.add(new Clause.Lease(k, runtime.count(policy.name(), l), l.ttl(), "peek", 0));
             } else {
                 clauses.add(clause(policy, c, in, k).withCost(0));
@@ -238,7 +294,7 @@ public final class RateLimiter {
         }
         try {
             AllDecision r = within(client.allPeek(clauses, details ? Options.none().withDetails() : Options.none())).join();
-            return decision(new Batch(List.of(new PolicyCall(policy, in)), clauses.size()).identity(), Outcome.of(r, null));
+            return decision(new Batch(List.of(in), clauses.size()).identity(), Outcome.of(r, null));
         } catch (CompletionException e) {
             Throwable cause = unwrap(e);
             if (cause instanceof Unavailable u) {
@@ -310,16 +366,16 @@ public final class RateLimiter {
         Batch b = new Batch(calls, size);
         int flat = 0;
         for (int k = 0; k < calls.size(); k++) {
-            CompiledPolicy policy = calls.get(k).policy();
-            CallInput in = calls.get(k).input();
-            List<dev.redisratelimit.spring.core.Clause> specs = policy.clauses();
+            Policy policy = calls.get(k).policy();
+            PolicyCall in = calls.get(k);
+            List<PolicyClause> specs = policy.clauses();
             for (int ci = 0; ci < specs.size(); ci++, flat++) {
-                dev.redisratelimit.spring.core.Clause c = specs.get(ci);
+                PolicyClause c = specs.get(ci);
                 long cost = in.costs() != null && ci < in.costs().length ? in.costs()[ci] : 1;
                 String key = key(policy, c, in);
                 Clause clause;
-                if (c.type() == LimitType.CONCURRENCY) {
-                    LimitSpec l = policy.limitOf(c.items().get(0));
+                if (c.kind() == Limit.Kind.CONCURRENCY) {
+                    Limit l = policy.limitOf(c.items().get(0));
                     // Unique, not secret (Redis access is the trust boundary): ThreadLocalRandom, as
                     // UUID.randomUUID's SecureRandom reads /dev/urandom, a blocking call on an event loop.
                     ThreadLocalRandom rnd = ThreadLocalRandom.current();
@@ -362,13 +418,13 @@ public final class RateLimiter {
             if (e instanceof RateLimitException) {
                 String m = String.valueOf(e.getMessage());
                 if (withDetails && firstTry && m.contains("DETAILS")) {
-                    log.warn("the loaded ratelimit module has no RL.ALL DETAILS: RateLimit headers will show the binding limit only");
+                    log.log(System.Logger.Level.WARNING, "the loaded ratelimit module has no RL.ALL DETAILS: RateLimit headers will show the binding limit only");
                     details = false;
                     return all(calls, false);
                 }
                 if (!slotted && m.startsWith("CROSSSLOT")) {
                     // A Cluster the auto-configuration did not recognise: decide slot by slot from now on.
-                    log.info("Redis answered CROSSSLOT: policies keyed differently are decided slot by slot from now on");
+                    log.log(System.Logger.Level.INFO, "Redis answered CROSSSLOT: policies keyed differently are decided slot by slot from now on");
                     clustered = true;
                     return all(calls, firstTry);
                 }
@@ -377,7 +433,7 @@ public final class RateLimiter {
             if (e != null) {
                 return CompletableFuture.failedFuture(e);
             }
-            Decision d = decision(b, out);
+            PolicyDecision d = decision(b, out);
             if (!d.admitted()) {
                 throw new RateLimitRefusedException(d);
             }
@@ -392,7 +448,7 @@ public final class RateLimiter {
         }
         Map<Integer, List<Integer>> bySlot = new java.util.LinkedHashMap<>();
         for (int i = 0; i < clauses.size(); i++) {
-            bySlot.computeIfAbsent(ClusterSlotHashUtil.calculateSlot(clauses.get(i).key()), k -> new ArrayList<>()).add(i);
+            bySlot.computeIfAbsent(Slots.of(clauses.get(i).key()), k -> new ArrayList<>()).add(i);
         }
         if (bySlot.size() == 1) {
             return null;
@@ -452,7 +508,7 @@ public final class RateLimiter {
                 for (int j = 0; j < refunds.size(); j++) {
                     CompletableFuture<AllDecision> r = refunds.get(j);
                     if (r != null && r.isCompletedExceptionally()) {
-                        log.warn("rate limit refund of an admitting Cluster slot not confirmed: {}", unwrap(r.handle((v, e) -> e).join()).toString());
+                        log.log(System.Logger.Level.WARNING, "rate limit refund of an admitting Cluster slot not confirmed: {0}", unwrap(r.handle((v, e) -> e).join()).toString());
                     } else if (r != null) {
                         after[j] = r.join();
                     }
@@ -530,15 +586,15 @@ public final class RateLimiter {
     }
 
     // A CHECK, THROTTLE or QUOTA clause with the counts in force now (cost 1; the caller sets it).
-    private Clause clause(CompiledPolicy policy, dev.redisratelimit.spring.core.Clause c, CallInput in, String key) {
+    private Clause clause(Policy policy, PolicyClause c, PolicyCall in, String key) {
         if (c.duplicate()) {
-            return new Clause.Check(key, List.of(new SlidingWindow(1, policy.spec().duplicateWindow())), 1);
+            return new Clause.Check(key, List.of(new SlidingWindow(1, policy.duplicateWindow())), 1);
         }
-        switch (c.type()) {
+        switch (c.kind()) {
             case SLIDING_WINDOW: {
                 List<SlidingWindow> rules = new ArrayList<>();
                 for (int item : c.items()) {
-                    LimitSpec l = policy.limitOf(item);
+                    Limit l = policy.limitOf(item);
                     rules.add(new SlidingWindow(runtime.count(policy.name(), l), l.window()));
                 }
                 return new Clause.Check(key, rules, 1);
@@ -546,7 +602,7 @@ public final class RateLimiter {
             case TOKEN_BUCKET: {
                 List<TokenBucket> rules = new ArrayList<>();
                 for (int item : c.items()) {
-                    LimitSpec l = policy.limitOf(item);
+                    Limit l = policy.limitOf(item);
                     rules.add(new TokenBucket(l.burst(), runtime.count(policy.name(), l), l.window()));
                 }
                 return new Clause.Throttle(key, rules, 1);
@@ -554,29 +610,29 @@ public final class RateLimiter {
             case QUOTA: {
                 List<QuotaLimit> limits = new ArrayList<>();
                 for (int item : c.items()) {
-                    LimitSpec l = policy.limitOf(item);
+                    Limit l = policy.limitOf(item);
                     limits.add(new QuotaLimit(l.period(), runtime.count(policy.name(), l)));
                 }
-                return new Clause.Quota(key, ZoneId.of(in.zone() != null ? in.zone() : c.zone()), limits, 1);
+                return new Clause.Quota(key, in.zone() != null ? ZoneId.of(in.zone()) : c.zone(), limits, 1);
             }
             default:
-                throw new IllegalStateException(c.type().name());
+                throw new IllegalStateException(c.kind().name());
         }
     }
 
     // The decision a request sees: every call's items in call order (a name a previous call used is
     // qualified by its policy: "policy.name"), the binding one from the reply.
-    private Decision decision(Batch b, Outcome r) {
+    private PolicyDecision decision(Batch b, Outcome r) {
         boolean limited = r.limited();
         int bindingCall = b.callOf[r.clause()];
-        CompiledPolicy bindingPolicy = b.calls.get(bindingCall).policy();
-        dev.redisratelimit.spring.core.Clause bindingClause = bindingPolicy.clauses().get(b.clauseOf[r.clause()]);
+        Policy bindingPolicy = b.calls.get(bindingCall).policy();
+        PolicyClause bindingClause = bindingPolicy.clauses().get(b.clauseOf[r.clause()]);
         int bindingItem = bindingClause.items().get(r.rule() - 1);
         int[] offset = new int[b.calls.size() + 1];
         for (int k = 0; k < b.calls.size(); k++) {
             offset[k + 1] = offset[k] + b.calls.get(k).policy().itemNames().size();
         }
-        ItemState[] states = new ItemState[offset[b.calls.size()]];
+        LimitState[] states = new LimitState[offset[b.calls.size()]];
         boolean duplicateRefused = false;
         if (r.details() != null) {
             List<List<RuleState>> details = r.details();
@@ -585,8 +641,8 @@ public final class RateLimiter {
                 if (perRule == null) {
                     continue;
                 }
-                CompiledPolicy policy = b.calls.get(b.callOf[fi]).policy();
-                dev.redisratelimit.spring.core.Clause c = policy.clauses().get(b.clauseOf[fi]);
+                Policy policy = b.calls.get(b.callOf[fi]).policy();
+                PolicyClause c = policy.clauses().get(b.clauseOf[fi]);
                 for (int j = 0; j < perRule.size() && j < c.items().size(); j++) {
                     RuleState s = perRule.get(j);
                     int item = c.items().get(j);
@@ -601,20 +657,20 @@ public final class RateLimiter {
             states[bindingIndex] = state(bindingPolicy, bindingItem, limited, r.remaining(), r.retryAfter(), r.resetAfter());
             duplicateRefused |= limited && bindingClause.duplicate();
         }
-        List<ItemState> items = new ArrayList<>(states.length);
+        List<LimitState> items = new ArrayList<>(states.length);
         java.util.Set<String> names = b.calls.size() > 1 ? new java.util.HashSet<>() : null;
         int binding = -1;
         boolean legacy = false;
         for (int k = 0; k < b.calls.size(); k++) {
-            CompiledPolicy policy = b.calls.get(k).policy();
-            legacy |= policy.spec().legacyHeaders();
+            Policy policy = b.calls.get(k).policy();
+            legacy |= policy.legacyHeaders();
             for (int i = offset[k]; i < offset[k + 1]; i++) {
-                ItemState s = states[i];
+                LimitState s = states[i];
                 if (s == null) {
                     continue;
                 }
                 if (names != null && !names.add(s.name())) {
-                    s = new ItemState(policy.name() + "." + s.name(), s.q(), s.w(), s.r(), s.t(), s.limited(), s.retryAfterMs());
+                    s = new LimitState(policy.name() + "." + s.name(), s.q(), s.w(), s.r(), s.t(), s.limited(), s.retryAfterMs());
                     names.add(s.name());
                 }
                 if (i == bindingIndex) {
@@ -623,11 +679,11 @@ public final class RateLimiter {
                 items.add(s);
             }
         }
-        LimitSpec bl = bindingPolicy.limitOf(bindingItem);
-        Decision.Kind kind = !limited ? Decision.Kind.ADMITTED
-                : duplicateRefused ? Decision.Kind.DUPLICATE : Decision.Kind.RATE_LIMITED;
-        return new Decision(bindingPolicy.name(), !limited, List.copyOf(items), binding, limited ? r.retryAfter() : -1,
-                bl == null ? LimitType.SLIDING_WINDOW : bl.type(), kind, legacy);
+        Limit bl = bindingPolicy.limitOf(bindingItem);
+        PolicyDecision.Kind kind = !limited ? PolicyDecision.Kind.ADMITTED
+                : duplicateRefused ? PolicyDecision.Kind.DUPLICATE : PolicyDecision.Kind.RATE_LIMITED;
+        return new PolicyDecision(bindingPolicy.name(), !limited, List.copyOf(items), binding, limited ? r.retryAfter() : -1,
+                bl == null ? Limit.Kind.SLIDING_WINDOW : bl.kind(), kind, legacy);
     }
 
     /** Redis did not answer within the budget, or the connection failed: the circuit is open now. */
@@ -683,25 +739,26 @@ public final class RateLimiter {
             try {
                 client.all(clauses, Options.none().withRefund()).whenComplete((v, e) -> {
                     if (e != null) {
-                        log.warn("rate limit: a decision that came after the budget was not given back: {}", unwrap(e).toString());
+                        log.log(System.Logger.Level.WARNING, "rate limit: a decision that came after the budget was not given back: {0}", unwrap(e).toString());
                     }
                 });
             } catch (RuntimeException e) {
-                log.warn("rate limit: a decision that came after the budget was not given back: {}", e.toString());
+                log.log(System.Logger.Level.WARNING, "rate limit: a decision that came after the budget was not given back: {0}", e.toString());
             }
         };
     }
 
-    private ItemState state(CompiledPolicy policy, int item, boolean limited, long remaining, long retry, long reset) {
-        LimitSpec l = policy.limitOf(item);
+    private LimitState state(Policy policy, int item, boolean limited, long remaining, long retry, long reset) {
+        Limit l = policy.limitOf(item);
         long q = l == null ? 1 : runtime.count(policy.name(), l);
-        long w = l == null ? LimitSpec.ceilSeconds(policy.spec().duplicateWindow().toMillis()) : l.windowSeconds();
-        return new ItemState(policy.itemNames().get(item), q, w, Math.max(0, remaining), LimitSpec.ceilSeconds(reset), limited,
+        long w = l == null ? Limit.ceilSeconds(policy.duplicateWindow().toMillis()) : l.windowSeconds();
+        return new LimitState(policy.itemNames().get(item), q, w, Math.max(0, remaining), Limit.ceilSeconds(reset), limited,
                 limited ? retry : -1);
     }
 
-    private CompletableFuture<Permit> lockout(CompiledPolicy policy, CallInput in) {
-        LimitSpec l = policy.spec().limits().get(0);
+    private CompletableFuture<Permit> lockout(PolicyCall in) {
+        Policy policy = in.policy();
+        Limit l = policy.limits().get(0);
         String base = prefix + policy.name() + ":{" + in.key() + "}:" + l.name();
         long max = runtime.count(policy.name(), l);
         CompletionStage<LockoutDecision> sent;
@@ -713,7 +770,7 @@ public final class RateLimiter {
         return within(sent).handle((r, failure) -> {
             Throwable e = unwrap(failure);
             if (e instanceof Unavailable) {
-                return whenDown(policy, in, e.getCause());
+                return whenDown(List.of(in), e.getCause());
             }
             if (e instanceof RateLimitException) {
                 throw new RateLimitConfigurationException("Redis refused rate limit '" + policy.name() + "': " + e.getMessage(), e);
@@ -723,10 +780,10 @@ public final class RateLimiter {
             }
             boolean limited = r.limited();
             long ttl = r.ttlMillis();
-            ItemState s = new ItemState(l.name(), max, l.windowSeconds(), limited ? 0 : Math.max(0, max - r.count()),
-                    LimitSpec.ceilSeconds(ttl), limited, limited ? ttl : -1);
-            Decision d = new Decision(policy.name(), !limited, List.of(s), 0, limited ? ttl : -1, LimitType.LOCKOUT,
-                    limited ? Decision.Kind.LOCKED : Decision.Kind.ADMITTED, policy.spec().legacyHeaders());
+            LimitState s = new LimitState(l.name(), max, l.windowSeconds(), limited ? 0 : Math.max(0, max - r.count()),
+                    Limit.ceilSeconds(ttl), limited, limited ? ttl : -1);
+            PolicyDecision d = new PolicyDecision(policy.name(), !limited, List.of(s), 0, limited ? ttl : -1, Limit.Kind.LOCKOUT,
+                    limited ? PolicyDecision.Kind.LOCKED : PolicyDecision.Kind.ADMITTED, policy.legacyHeaders());
             if (limited) {
                 throw new RateLimitRefusedException(d);
             }
@@ -734,22 +791,18 @@ public final class RateLimiter {
         });
     }
 
-    private Permit whenDown(CompiledPolicy policy, CallInput in, Throwable why) {
-        return whenDown(List.of(new PolicyCall(policy, in)), why);
-    }
-
     // Each policy's Redis-down behaviour; one that fails closed answers 503 for the request.
     private Permit whenDown(List<PolicyCall> calls, Throwable why) {
         DecisionObserver o = observer;
-        OnRedisDown[] modes = new OnRedisDown[calls.size()];
+        FailMode[] modes = new FailMode[calls.size()];
         PolicyCall closed = null;
         for (int k = 0; k < calls.size(); k++) {
-            CompiledPolicy policy = calls.get(k).policy();
-            modes[k] = policy.spec().onRedisDown() == OnRedisDown.DEFAULT ? defaultDown : policy.spec().onRedisDown();
+            Policy policy = calls.get(k).policy();
+            modes[k] = policy.onRedisDown() == null ? defaultDown : policy.onRedisDown();
             o.error(policy.name(), why == null ? DecisionObserver.ErrorKind.CIRCUIT_OPEN
                     : why instanceof TimeoutException ? DecisionObserver.ErrorKind.TIMEOUT : DecisionObserver.ErrorKind.CONNECTION);
             o.fallback(policy.name(), modes[k]);
-            if (closed == null && modes[k] != OnRedisDown.FAIL_OPEN && modes[k] != OnRedisDown.LOCAL) {
+            if (closed == null && modes[k] != FailMode.OPEN && modes[k] != FailMode.LOCAL) {
                 closed = calls.get(k);
             }
         }
@@ -758,16 +811,16 @@ public final class RateLimiter {
         }
         List<String> held = new ArrayList<>();
         for (int k = 0; k < calls.size(); k++) {
-            if (modes[k] != OnRedisDown.LOCAL) {
+            if (modes[k] != FailMode.LOCAL) {
                 continue;
             }
-            CompiledPolicy policy = calls.get(k).policy();
-            List<String> leases = local.tryAcquire(policy, calls.get(k).input().key(), runtime);
+            Policy policy = calls.get(k).policy();
+            List<String> leases = local.tryAcquire(policy, calls.get(k).key(), runtime);
             if (leases == null) {
                 local.release(held);
                 // No Redis state to show: a refusal without per-limit items, waiting may help.
-                throw new RateLimitRefusedException(new Decision(policy.name(), false, List.of(), -1, 1000,
-                        LimitType.SLIDING_WINDOW, Decision.Kind.RATE_LIMITED, false));
+                throw new RateLimitRefusedException(new PolicyDecision(policy.name(), false, List.of(), -1, 1000,
+                        Limit.Kind.SLIDING_WINDOW, PolicyDecision.Kind.RATE_LIMITED, false));
             }
             held.addAll(leases);
         }
@@ -800,7 +853,7 @@ public final class RateLimiter {
                 sent.add(settle(e.command(), o));
             }
         } catch (IllegalArgumentException e) {
-            log.warn("rate limit settlement not sent: {}", e.getMessage());
+            log.log(System.Logger.Level.WARNING, "rate limit settlement not sent: {0}", e.getMessage());
         }
         if (sent.isEmpty()) {
             return CompletableFuture.completedFuture(null);
@@ -810,7 +863,7 @@ public final class RateLimiter {
             confirmed[i] = sent.get(i).toCompletableFuture().thenApply(v -> v).orTimeout(budgetMs, TimeUnit.MILLISECONDS)
                     .exceptionally(e -> {
                         // A lease not released expires with its TTL; an estimate not settled stays charged.
-                        log.warn("rate limit release/settlement not confirmed: {}", unwrap(e).toString());
+                        log.log(System.Logger.Level.WARNING, "rate limit release/settlement not confirmed: {0}", unwrap(e).toString());
                         return null;
                     });
         }
@@ -829,21 +882,96 @@ public final class RateLimiter {
         return client.quota(q.key(), q.zone(), q.limits(), o);
     }
 
-    private String key(CompiledPolicy policy, dev.redisratelimit.spring.core.Clause c, CallInput in) {
-        String tag = policy.spec().hashTag();
+    private String key(Policy policy, PolicyClause c, PolicyCall in) {
+        String tag = policy.tag();
         StringBuilder sb = new StringBuilder(prefix).append(policy.name()).append(":{");
         if (tag != null) {
             sb.append(tag).append("}:");
-            if (!c.global()) {
+            if (!c.shared()) {
                 sb.append(in.key()).append(':');
             }
         } else {
-            sb.append(c.global() ? policy.name() : in.key()).append("}:");
+            sb.append(c.shared() ? policy.name() : in.key()).append("}:");
         }
         sb.append(c.keyName());
         if (c.duplicate()) {
-            sb.append(':').append(in.bodyDigest());
+            sb.append(':').append(in.subkey());
         }
         return sb.toString();
+    }
+
+    /**
+     * Builds a {@link RateLimiter}: prefix {@code ""}, decision budget 500 ms,
+     * Redis-down mode {@link FailMode#CLOSED}, probe every 1 s while Redis is
+     * down, runtime limits read at build and every 250 ms.
+     */
+    public static final class Builder {
+        private final RateLimitTransport transport;
+        private final List<Policy> policies = new ArrayList<>();
+        private String prefix = "";
+        private Duration budget = Duration.ofMillis(500);
+        private Duration probeInterval = Duration.ofSeconds(1);
+        private Duration refreshInterval = Duration.ofMillis(250);
+        private FailMode onRedisDown = FailMode.CLOSED;
+
+        private Builder(RateLimitTransport transport) {
+            this.transport = java.util.Objects.requireNonNull(transport, "transport");
+        }
+
+        /** Prepended to every key, and to the runtime limits' hash ({@code <prefix>ratelimit:limits}); no braces. */
+        public Builder prefix(String prefix) {
+            Limit.require(prefix != null && !prefix.contains("{") && !prefix.contains("}"),
+                    "prefix '" + prefix + "': without braces (they would move the hash tag)");
+            this.prefix = prefix;
+            return this;
+        }
+
+        /** How long a decision may wait for Redis before the Redis-down mode answers (above 0). */
+        public Builder budget(Duration budget) {
+            Limit.require(budget != null && budget.toMillis() >= 1, "budget " + budget + ": at least 1 ms");
+            this.budget = budget;
+            return this;
+        }
+
+        /** What a policy without its own mode does while Redis cannot decide. */
+        public Builder onRedisDown(FailMode mode) {
+            this.onRedisDown = java.util.Objects.requireNonNull(mode, "mode");
+            return this;
+        }
+
+        /** How often a Redis found down is PINGed (decisions use Redis again within about one interval of it answering). */
+        public Builder probeInterval(Duration every) {
+            Limit.require(every != null && every.toMillis() >= 10, "probe interval " + every + ": at least 10 ms");
+            this.probeInterval = every;
+            return this;
+        }
+
+        /** How often the runtime limits are read ({@code <prefix>ratelimit:limits}). */
+        public Builder refreshInterval(Duration every) {
+            Limit.require(every != null && every.toMillis() >= 10, "refresh interval " + every + ": at least 10 ms");
+            this.refreshInterval = every;
+            return this;
+        }
+
+        /** Registers a policy (decided by name: {@code acquire("sms", key)}). */
+        public Builder policy(Policy policy) {
+            policies.add(java.util.Objects.requireNonNull(policy, "policy"));
+            return this;
+        }
+
+        /** The limiter, its runtime limits read once (a failure keeps the configured counts) and refreshed in the background. */
+        public RateLimiter build() {
+            RedisAvailability availability = new RedisAvailability(transport, probeInterval, budget);
+            RuntimeLimits runtime = new RuntimeLimits(transport, prefix, budget.toMillis());
+            RateLimiter limiter = new RateLimiter(new RateLimitAsyncClient(transport), runtime, availability, new LocalLimiter(), prefix,
+                    budget, onRedisDown);
+            for (Policy p : policies) {
+                limiter.register(p);
+            }
+            runtime.refresh();
+            limiter.owned.add(availability);
+            limiter.owned.add(runtime.refreshEvery(refreshInterval));
+            return limiter;
+        }
     }
 }

@@ -1,17 +1,18 @@
-package dev.redisratelimit.spring.aop;
+package dev.redisratelimit.spring.web;
 
-import static dev.redisratelimit.spring.aop.PolicyExpressions.cost;
-import static dev.redisratelimit.spring.aop.PolicyExpressions.string;
-import static dev.redisratelimit.spring.aop.PolicyExpressions.usage;
+import dev.redisratelimit.spring.annotation.AnnotationPolicies;
+import dev.redisratelimit.spring.annotation.PolicyExpressions;
+import dev.redisratelimit.spring.http.RateLimitAnswers;
+import static dev.redisratelimit.spring.annotation.PolicyExpressions.cost;
+import static dev.redisratelimit.spring.annotation.PolicyExpressions.string;
+import static dev.redisratelimit.spring.annotation.PolicyExpressions.usage;
 
-import dev.redisratelimit.spring.core.CallInput;
-import dev.redisratelimit.spring.core.Permit;
-import dev.redisratelimit.spring.core.PolicyCall;
+import dev.redisratelimit.client.Permit;
+import dev.redisratelimit.client.PolicyCall;
 import dev.redisratelimit.spring.web.DeferredRoutes;
-import dev.redisratelimit.spring.core.RateLimitConfigurationException;
-import dev.redisratelimit.spring.core.RateLimiter;
+import dev.redisratelimit.client.RateLimitConfigurationException;
+import dev.redisratelimit.client.RateLimiter;
 import dev.redisratelimit.spring.web.CallerResolver;
-import dev.redisratelimit.spring.web.RateLimitHttpAnswers;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.lang.reflect.Method;
@@ -41,7 +42,7 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
     private final ObjectProvider<AnnotationPolicies> policies;
     private final ObjectProvider<RateLimiter> limiter;
     private final ObjectProvider<CallerResolver> callers;
-    private final ObjectProvider<RateLimitHttpAnswers> answers;
+    private final ObjectProvider<RateLimitAnswers> answers;
     private final ParameterNameDiscoverer names = new DefaultParameterNameDiscoverer();
     // The beans, once found: an ObjectProvider looks its bean up in the bean factory on every call,
     // which cost more than the rest of the interceptor (bench/spring). The interceptor is made
@@ -50,10 +51,10 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
     private volatile AnnotationPolicies policiesBean;
     private volatile RateLimiter limiterBean;
     private volatile CallerResolver callerBean;
-    private volatile RateLimitHttpAnswers answersBean;
+    private volatile RateLimitAnswers answersBean;
 
     public RateLimitMethodInterceptor(ObjectProvider<AnnotationPolicies> policies, ObjectProvider<RateLimiter> limiter,
-            ObjectProvider<CallerResolver> callers, ObjectProvider<RateLimitHttpAnswers> answers) {
+            ObjectProvider<CallerResolver> callers, ObjectProvider<RateLimitAnswers> answers) {
         this.policies = policies;
         this.limiter = limiter;
         this.callers = callers;
@@ -81,19 +82,18 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
         for (int i = 0; i < costs.length; i++) {
             costs[i] = r.costs()[i] == null ? 1 : cost(r.costs()[i], spel.context(), policyName);
         }
-        String digest = r.policy().spec().duplicateWindow() == null ? null
+        String digest = r.policy().duplicateWindow() == null ? null
                 : caller != null && request != null ? caller.bodyDigest(request) : null;
-        if (r.policy().spec().duplicateWindow() != null && digest == null) {
+        if (r.policy().duplicateWindow() != null && digest == null) {
             throw new RateLimitConfigurationException("policy '" + policyName + "': preventDuplicate needs an HTTP request body");
         }
-        CallInput own = new CallInput(key, zone, costs, digest);
+        PolicyCall own = new PolicyCall(r.policy(), key, zone, costs, digest);
         // Routes this request matched wait for its handler's policy: all decided in one RL.ALL.
         List<PolicyCall> routes = request != null ? DeferredRoutes.take(request) : null;
-        Permit permit = routes == null ? limiter().acquire(r.policy(), own)
-                : limiter().acquire(PolicyCall.withRoutes(routes, new PolicyCall(r.policy(), own)));
-        RateLimitHttpAnswers http = answers();
+        Permit permit = routes == null ? limiter().acquire(own) : limiter().acquire(PolicyCall.withRoutes(routes, own));
+        RateLimitAnswers http = answers();
         if (permit.decision() != null && response != null && http != null) {
-            http.writeHeaders(response, permit.decision());
+            ServletHeaders.write(http, response, permit.decision());
         }
         Object result = null;
         boolean ok = false;
@@ -175,8 +175,8 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
         return c;
     }
 
-    private RateLimitHttpAnswers answers() {
-        RateLimitHttpAnswers a = answersBean;
+    private RateLimitAnswers answers() {
+        RateLimitAnswers a = answersBean;
         if (a == null) {
             answersBean = a = answers.getIfAvailable();
         }
@@ -188,21 +188,21 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
         if (r.key() != null) {
             return string(r.key(), spel.context(), "key", policy);
         }
-        if (r.policy().spec().by() == dev.redisratelimit.spring.annotation.KeyBy.GLOBAL) {
+        if (r.by() == dev.redisratelimit.spring.annotation.KeyBy.GLOBAL) {
             return "global";
         }
         if (request == null || caller == null) {
-            throw new RateLimitConfigurationException("policy '" + policy + "' is keyed by " + r.policy().spec().by()
+            throw new RateLimitConfigurationException("policy '" + policy + "' is keyed by " + r.by()
                     + " but the call is not an HTTP request: give it a key expression");
         }
-        String k = switch (r.policy().spec().by()) {
+        String k = switch (r.by()) {
             case IP -> caller.clientIp(request);
             case USER -> caller.user(request);
             case IP_AND_PATH -> caller.clientIp(request) + ":" + request.getRequestURI();
             default -> null;
         };
         if (k == null || k.isEmpty()) {
-            throw new RateLimitConfigurationException("policy '" + policy + "': no " + r.policy().spec().by() + " to key the call by");
+            throw new RateLimitConfigurationException("policy '" + policy + "': no " + r.by() + " to key the call by");
         }
         return k;
     }

@@ -1,16 +1,8 @@
-package dev.redisratelimit.spring.core;
+package dev.redisratelimit.client;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.redisratelimit.spring.annotation.KeyBy;
-import dev.redisratelimit.spring.annotation.LimitType;
-import dev.redisratelimit.spring.annotation.OnRedisDown;
-import dev.redisratelimit.client.QuotaPeriod;
-import dev.redisratelimit.client.RateLimitAsyncClient;
-import dev.redisratelimit.client.RateLimitException;
-import dev.redisratelimit.client.RateLimitTransport;
-import dev.redisratelimit.client.RedisCall;
 import java.util.concurrent.CompletionStage;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -40,8 +32,8 @@ class RateLimiterRepliesTest {
         }
     }
 
-    static LimitSpec window(String name, long count, long seconds) {
-        return new LimitSpec(name, LimitType.SLIDING_WINDOW, count, Duration.ofSeconds(seconds), 0, null, "UTC", null, null, false, null, null);
+    static Limit window(String name, long count, long seconds) {
+        return new Limit(name, Limit.Kind.SLIDING_WINDOW, count, Duration.ofSeconds(seconds), 0, null, null, null, null, false, null, null);
     }
 
     static List<Object> rule(long limited, long rule, long limit, long remaining, long retry, long reset) {
@@ -51,25 +43,24 @@ class RateLimiterRepliesTest {
     Recording transport = new Recording();
     RateLimiter limiter = new RateLimiter(new RateLimitAsyncClient(transport), new RuntimeLimits(transport, "p:", 500),
             new RedisAvailability(transport, Duration.ofMillis(100), Duration.ofMillis(100)), new LocalLimiter(), "p:",
-            Duration.ofMillis(500), OnRedisDown.FAIL_CLOSED);
+            Duration.ofMillis(500), FailMode.CLOSED);
 
-    CompiledPolicy sms = new CompiledPolicy(new PolicySpec("sms", List.of(window("short", 2, 10), window("long", 5, 3600)), KeyBy.IP, null,
-            null, Duration.ofSeconds(5), null, OnRedisDown.DEFAULT, false));
+    Policy sms = new Policy("sms", List.of(window("short", 2, 10), window("long", 5, 3600)), Duration.ofSeconds(5), null, null, false);
 
     @Test
     void oneRlAllWithDetailsAndEveryItemFromIt() {
         transport.replies.add(List.of(0L, 1L, 1L, 2L, 1L, -1L, 10000L,
                 List.of(rule(0, 1, 2, 1, -1, 10000), rule(0, 2, 5, 4, -1, 3600000)),
                 List.of(rule(0, 1, 1, 0, -1, 5000))));
-        Permit p = limiter.acquire(sms, new CallInput("123", null, new long[] {1, 1}, "abc"));
+        Permit p = limiter.acquire(new PolicyCall(sms, "123", null, new long[] {1, 1}, "abc"));
         assertThat(transport.sent).hasSize(1);
         assertThat(transport.sent.get(0)).containsExactly("RL.ALL", "2", "p:sms:{123}:short+long", "p:sms:{123}:duplicate:abc", "*",
                 "CHECK", "1", "2", "10000", "5", "3600000", "CHECK", "2", "1", "5000", "DETAILS");
-        Decision d = p.decision();
+        PolicyDecision d = p.decision();
         assertThat(d.admitted()).isTrue();
-        assertThat(d.items()).containsExactly(new ItemState("short", 2, 10, 1, 10, false, -1), new ItemState("long", 5, 3600, 4, 3600, false, -1),
-                new ItemState("duplicate", 1, 5, 0, 5, false, -1));
-        assertThat(d.bindingItem().name()).isEqualTo("short");
+        assertThat(d.limits()).containsExactly(new LimitState("short", 2, 10, 1, 10, false, -1), new LimitState("long", 5, 3600, 4, 3600, false, -1),
+                new LimitState("duplicate", 1, 5, 0, 5, false, -1));
+        assertThat(d.bindingLimit().name()).isEqualTo("short");
     }
 
     @Test
@@ -77,13 +68,13 @@ class RateLimiterRepliesTest {
         transport.replies.add(List.of(1L, 1L, 1L, 2L, 0L, 9000L, 10000L,
                 List.of(rule(1, 1, 2, 0, 9000, 10000), rule(0, 2, 5, 2, -1, 3600000)),
                 List.of(rule(1, 1, 1, 0, 4000, 4000))));
-        assertThatThrownBy(() -> limiter.acquire(sms, new CallInput("123", null, new long[] {1, 1}, "abc")))
+        assertThatThrownBy(() -> limiter.acquire(new PolicyCall(sms, "123", null, new long[] {1, 1}, "abc")))
                 .isInstanceOfSatisfying(RateLimitRefusedException.class, e -> {
-                    Decision d = e.getDecision();
-                    assertThat(d.kind()).isEqualTo(Decision.Kind.DUPLICATE);
+                    PolicyDecision d = e.getDecision();
+                    assertThat(d.kind()).isEqualTo(PolicyDecision.Kind.DUPLICATE);
                     assertThat(d.retryAfterMs()).isEqualTo(9000);
-                    assertThat(d.bindingItem().name()).isEqualTo("short");
-                    assertThat(d.items().get(1)).isEqualTo(new ItemState("long", 5, 3600, 2, 3600, false, -1));
+                    assertThat(d.bindingLimit().name()).isEqualTo("short");
+                    assertThat(d.limits().get(1)).isEqualTo(new LimitState("long", 5, 3600, 2, 3600, false, -1));
                 });
     }
 
@@ -91,23 +82,20 @@ class RateLimiterRepliesTest {
     void withoutDetailsTheBindingItemAlone() {
         transport.replies.add(new RateLimitException("ERR clause 2 (CHECK): syntax error: unknown option 'DETAILS'"));
         transport.replies.add(List.of(0L, 1L, 2L, 5L, 3L, -1L, 3600000L));
-        Decision d = limiter.acquire(sms, new CallInput("9", null, new long[] {1, 1}, "abc")).decision();
+        PolicyDecision d = limiter.acquire(new PolicyCall(sms, "9", null, new long[] {1, 1}, "abc")).decision();
         assertThat(transport.sent.get(1)).doesNotContain("DETAILS");
-        assertThat(d.items()).containsExactly(new ItemState("long", 5, 3600, 3, 3600, false, -1));
+        assertThat(d.limits()).containsExactly(new LimitState("long", 5, 3600, 3, 3600, false, -1));
     }
 
     @Test
     void leaseQuotaAndGlobalShareOneTagAndSettleAfterwards() {
-        LimitSpec inflight = new LimitSpec("inflight", LimitType.CONCURRENCY, 2, null, 0, null, "UTC", Duration.ofSeconds(60), null, false,
-                null, null);
-        LimitSpec tokens = new LimitSpec("tokens", LimitType.QUOTA, 100000, null, 0, QuotaPeriod.DAY, "UTC", null, null, false, "#n", "#u");
-        LimitSpec global = new LimitSpec("global", LimitType.SLIDING_WINDOW, 1000, Duration.ofSeconds(60), 0, null, "UTC", null, null, true,
-                null, null);
-        CompiledPolicy llm = new CompiledPolicy(new PolicySpec("llm", List.of(inflight, tokens, global), KeyBy.IP, null, null, null, null,
-                OnRedisDown.DEFAULT, false));
+        Limit inflight = new Limit("inflight", Limit.Kind.CONCURRENCY, 2, null, 0, null, null, Duration.ofSeconds(60), null, false, null, null);
+        Limit tokens = new Limit("tokens", Limit.Kind.QUOTA, 100000, null, 0, QuotaPeriod.DAY, null, null, null, false, "#n", "#u");
+        Limit global = new Limit("global", Limit.Kind.SLIDING_WINDOW, 1000, Duration.ofSeconds(60), 0, null, null, null, null, true, null, null);
+        Policy llm = new Policy("llm", List.of(inflight, tokens, global), null, null, null, false);
         transport.replies.add(List.of(0L, 1L, 1L, 2L, 1L, -1L, 60000L, List.of(rule(0, 1, 2, 1, -1, 60000)),
                 List.of(rule(0, 1, 100000, 99000, -1, 3600000)), List.of(rule(0, 1, 1000, 999, -1, 60000))));
-        Permit p = limiter.acquire(llm, new CallInput("k", "Asia/Shanghai", new long[] {1, 1000, 1}, null));
+        Permit p = limiter.acquire(new PolicyCall(llm, "k", "Asia/Shanghai", new long[] {1, 1000, 1}, null));
         List<Object> all = transport.sent.get(0);
         assertThat(all.subList(0, 6)).containsExactly("RL.ALL", "3", "p:llm:{llm}:k:inflight", "p:llm:{llm}:k:tokens", "p:llm:{llm}:global", "*");
         String token = all.get(all.indexOf("TOKEN") + 1).toString();
@@ -123,10 +111,10 @@ class RateLimiterRepliesTest {
 
     @Test
     void settlingAboveTheEstimateDebits() {
-        LimitSpec tokens = new LimitSpec("tokens", LimitType.QUOTA, 100, null, 0, QuotaPeriod.DAY, "UTC", null, null, false, "#n", "#u");
-        CompiledPolicy p = new CompiledPolicy(new PolicySpec("q", List.of(tokens), KeyBy.IP, null, null, null, null, OnRedisDown.DEFAULT, false));
+        Limit tokens = new Limit("tokens", Limit.Kind.QUOTA, 100, null, 0, QuotaPeriod.DAY, null, null, null, false, "#n", "#u");
+        Policy p = new Policy("q", List.of(tokens), null, null, null, false);
         transport.replies.add(List.of(0L, 1L, 1L, 100L, 90L, -1L, 1000L, List.of(rule(0, 1, 100, 90, -1, 1000))));
-        Permit permit = limiter.acquire(p, new CallInput("k", null, new long[] {10}, null));
+        Permit permit = limiter.acquire(new PolicyCall(p, "k", null, new long[] {10}, null));
         permit.close(java.util.Map.of(0, 25L));
         assertThat(transport.sent.get(1)).containsExactly("RL.QUOTA", "p:q:{k}:tokens", "*", "UTC", "DAY", "100", "COST", "15", "DEBIT");
     }

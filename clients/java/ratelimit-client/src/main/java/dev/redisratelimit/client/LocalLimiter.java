@@ -1,6 +1,5 @@
-package dev.redisratelimit.spring.core;
+package dev.redisratelimit.client;
 
-import dev.redisratelimit.spring.annotation.LimitType;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
@@ -20,20 +19,20 @@ public final class LocalLimiter {
     private final ConcurrentHashMap<String, long[]> windows = new ConcurrentHashMap<>();
 
     /** Admits or refuses; on admission returns the keys of in-flight counters to give back, else null. */
-    public synchronized List<String> tryAcquire(CompiledPolicy policy, String key, RuntimeLimits runtime) {
+    public synchronized List<String> tryAcquire(Policy policy, String key, RuntimeLimits runtime) {
         long now = System.currentTimeMillis();
         if (windows.size() > MAX_KEYS) {
             windows.clear(); // bounded memory: forget rather than grow while Redis is down
         }
         List<long[]> taken = new ArrayList<>();
         List<String> leases = new ArrayList<>();
-        for (LimitSpec l : policy.spec().limits()) {
-            String k = policy.name() + "|" + (l.global() ? "" : key) + "|" + l.name();
+        for (Limit l : policy.limits()) {
+            String k = policy.name() + "|" + (l.shared() ? "" : key) + "|" + l.name();
             long limit = runtime.count(policy.name(), l);
-            long span = l.type() == LimitType.QUOTA ? LimitSpec.nominalSeconds(l.period()) * 1000
-                    : l.type() == LimitType.CONCURRENCY ? Long.MAX_VALUE : l.window().toMillis();
+            long span = l.kind() == Limit.Kind.QUOTA ? Limit.nominalSeconds(l.period()) * 1000
+                    : l.kind() == Limit.Kind.CONCURRENCY ? Long.MAX_VALUE : l.window().toMillis();
             long[] w = windows.computeIfAbsent(k, x -> new long[] {now, 0});
-            if (l.type() != LimitType.CONCURRENCY && now - w[0] >= span) {
+            if (l.kind() != Limit.Kind.CONCURRENCY && now - w[0] >= span) {
                 w[0] = now;
                 w[1] = 0;
             }
@@ -41,7 +40,7 @@ public final class LocalLimiter {
                 return null;
             }
             taken.add(w);
-            if (l.type() == LimitType.CONCURRENCY) {
+            if (l.kind() == Limit.Kind.CONCURRENCY) {
                 leases.add(k);
             }
         }

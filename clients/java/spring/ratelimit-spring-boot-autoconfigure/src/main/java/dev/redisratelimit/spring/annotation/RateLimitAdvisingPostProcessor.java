@@ -1,4 +1,4 @@
-package dev.redisratelimit.spring.aop;
+package dev.redisratelimit.spring.annotation;
 
 import dev.redisratelimit.spring.annotation.RateLimited;
 import org.aopalliance.aop.Advice;

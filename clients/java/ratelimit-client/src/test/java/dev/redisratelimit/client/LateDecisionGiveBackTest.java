@@ -1,13 +1,7 @@
-package dev.redisratelimit.spring.core;
+package dev.redisratelimit.client;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.redisratelimit.client.RateLimitAsyncClient;
-import dev.redisratelimit.client.RateLimitTransport;
-import dev.redisratelimit.client.RedisCall;
-import dev.redisratelimit.spring.annotation.KeyBy;
-import dev.redisratelimit.spring.annotation.LimitType;
-import dev.redisratelimit.spring.annotation.OnRedisDown;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -49,21 +43,18 @@ class LateDecisionGiveBackTest {
 
     final Held transport = new Held();
 
-    RateLimiter limiter(OnRedisDown down) {
+    RateLimiter limiter(FailMode down) {
         return limiter(down, 150);
     }
 
-    RateLimiter limiter(OnRedisDown down, long budgetMs) {
+    RateLimiter limiter(FailMode down, long budgetMs) {
         return new RateLimiter(new RateLimitAsyncClient(transport), new RuntimeLimits(transport, "p:", budgetMs),
                 new RedisAvailability(transport, Duration.ofSeconds(30), Duration.ofMillis(budgetMs)), new LocalLimiter(), "p:",
                 Duration.ofMillis(budgetMs), down);
     }
 
-    final LimitSpec inflight = new LimitSpec("inflight", LimitType.CONCURRENCY, 2, null, 0, null, "UTC", Duration.ofSeconds(60), null,
-            false, null, null);
-    final CompiledPolicy llm = new CompiledPolicy(new PolicySpec("llm",
-            List.of(inflight, RateLimiterRepliesTest.window("minute", 10, 60)), KeyBy.IP, null, null, null, null, OnRedisDown.DEFAULT,
-            false));
+    final Limit inflight = new Limit("inflight", Limit.Kind.CONCURRENCY, 2, null, 0, null, null, Duration.ofSeconds(60), null, false, null, null);
+    final Policy llm = new Policy("llm", List.of(inflight, RateLimiterRepliesTest.window("minute", 10, 60)), null, null, null, false);
 
     static List<Object> admitted() {
         return List.of(0L, 1L, 1L, 2L, 1L, -1L, 60000L, List.of(RateLimiterRepliesTest.rule(0, 1, 2, 1, -1, 60000)),
@@ -77,7 +68,7 @@ class LateDecisionGiveBackTest {
 
     @Test
     void anAdmissionThatLandsAfterTheBudgetIsGivenBackWithOneRefund() throws Exception {
-        CompletableFuture<Permit> f = limiter(OnRedisDown.FAIL_CLOSED).acquireAsync(llm, new CallInput("k", null, new long[] {1, 1}, null))
+        CompletableFuture<Permit> f = limiter(FailMode.CLOSED).acquireAsync(new PolicyCall(llm, "k", null, new long[] {1, 1}, null))
                 .toCompletableFuture();
         assertThat(f).failsWithin(5, TimeUnit.SECONDS).withThrowableOfType(ExecutionException.class)
                 .withCauseInstanceOf(RateLimitUnavailableException.class);
@@ -96,7 +87,7 @@ class LateDecisionGiveBackTest {
 
     @Test
     void aRefusalThatLandsLateTookNothingAndIsLeftAlone() throws Exception {
-        CompletableFuture<Permit> f = limiter(OnRedisDown.FAIL_OPEN).acquireAsync(llm, new CallInput("k", null, new long[] {1, 1}, null))
+        CompletableFuture<Permit> f = limiter(FailMode.OPEN).acquireAsync(new PolicyCall(llm, "k", null, new long[] {1, 1}, null))
                 .toCompletableFuture();
         assertThat(f.get(5, TimeUnit.SECONDS).decision()).isNull(); // let through, nothing decided
         transport.replies.get(0).complete(refused());
@@ -106,8 +97,8 @@ class LateDecisionGiveBackTest {
     @Test
     void aReplyWithinTheBudgetIsNotGivenBack() throws Exception {
         // a budget no loaded machine overruns between the call and the reply below
-        CompletableFuture<Permit> f = limiter(OnRedisDown.FAIL_CLOSED, 30_000)
-                .acquireAsync(llm, new CallInput("k", null, new long[] {1, 1}, null)).toCompletableFuture();
+        CompletableFuture<Permit> f = limiter(FailMode.CLOSED, 30_000)
+                .acquireAsync(new PolicyCall(llm, "k", null, new long[] {1, 1}, null)).toCompletableFuture();
         transport.replies.get(0).complete(admitted());
         assertThat(f.get(5, TimeUnit.SECONDS).decision().admitted()).isTrue();
         assertThat(transport.count()).isEqualTo(1);

@@ -1,7 +1,5 @@
-package dev.redisratelimit.spring.core;
+package dev.redisratelimit.client;
 
-import dev.redisratelimit.client.RateLimitTransport;
-import dev.redisratelimit.client.RedisCall;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -9,8 +7,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * A circuit in front of Redis: after a decision that Redis did not answer in
@@ -21,7 +17,7 @@ import org.slf4j.LoggerFactory;
  */
 public final class RedisAvailability implements AutoCloseable {
 
-    private static final Logger log = LoggerFactory.getLogger(RedisAvailability.class);
+    private static final System.Logger log = System.getLogger(RedisAvailability.class.getName());
 
     private final RateLimitTransport transport;
     private final long probeMs;
@@ -47,8 +43,8 @@ public final class RedisAvailability implements AutoCloseable {
     /** Called when Redis failed to answer a decision in time. */
     public void markDown(Throwable why) {
         if (down.compareAndSet(false, true)) {
-            log.warn("Redis unavailable for rate limits ({}); applying the Redis-down policies and probing every {} ms",
-                    why == null ? "no answer" : why.toString(), probeMs);
+            log.log(System.Logger.Level.WARNING, "Redis unavailable for rate limits ({0}); applying the Redis-down policies and probing every {1} ms",
+                    why == null ? "no answer" : why.toString(), Long.toString(probeMs));
             probe.schedule(this::probeOnce, probeMs, TimeUnit.MILLISECONDS);
         }
     }
@@ -63,7 +59,7 @@ public final class RedisAvailability implements AutoCloseable {
         try {
             f.get(budgetMs, TimeUnit.MILLISECONDS);
             down.set(false);
-            log.info("Redis answers again: rate limits decided by Redis");
+            log.log(System.Logger.Level.INFO, "Redis answers again: rate limits decided by Redis");
         } catch (Exception e) {
             f.cancel(true);
             probe.schedule(this::probeOnce, probeMs, TimeUnit.MILLISECONDS);

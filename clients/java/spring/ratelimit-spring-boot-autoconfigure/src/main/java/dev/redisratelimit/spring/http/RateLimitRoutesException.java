@@ -1,4 +1,4 @@
-package dev.redisratelimit.spring.web;
+package dev.redisratelimit.spring.http;
 
 /**
  * A {@code ratelimit.routes} entry that cannot work (an unknown policy, a path
