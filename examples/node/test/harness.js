@@ -25,7 +25,10 @@ export class Cluster extends support.Cluster {
   }
 }
 
-const SERVER_JS = fileURLToPath(new URL("../server.js", import.meta.url));
+// The app under test: this directory's express app, or another example app
+// that serves the same contract (EXAMPLE_SERVER=../fastify/server.js: the
+// Fastify one; `npm test` in examples/fastify runs these tests against it).
+const SERVER_JS = fileURLToPath(new URL(process.env.EXAMPLE_SERVER ?? "server.js", new URL("../", import.meta.url)));
 
 export class App {
   constructor(env) {

@@ -1,4 +1,4 @@
-"""The example app as a real process (app.py under uvicorn) against real
+"""The example app as a real process (app.py under uvicorn; EXAMPLE_APP picks another) against real
 redis-server processes (integration/servers.py), driven over HTTP."""
 
 from __future__ import annotations
@@ -41,7 +41,10 @@ def rl(client, *args):
     """An RL command sent as the app's backend sends it (a FCALL on the library)."""
     return client.execute_command(*(fcall(args) if BACKEND == "functions" else args))
 
-APP = Path(__file__).resolve().parents[1] / "app.py"
+# The app under test: this directory's FastAPI app, or another example app
+# that serves the same contract (EXAMPLE_APP=../django/app.py: the Django
+# one; mk/django.mk runs these tests against it).
+APP = (Path(__file__).resolve().parents[1] / os.environ.get("EXAMPLE_APP", "app.py")).resolve()
 
 
 class App:

@@ -167,12 +167,13 @@ def test_llm_inflight_tokens_and_failures(app, redis_server, details):
         assert [i.split(";")[0] for i in items] == ['"rate"', '"inflight"', '"tokens"', '"global"']
         assert items[1] == '"inflight";r=1;t=60' and items[2].startswith('"tokens";r=99300;')
         assert items[3].startswith('"global";r=') and items[0].startswith('"rate";r=')
-    # a client that goes away: the lease is back when the model call ends
+    # a client that goes away: the lease is back when the model call ends —
+    # it may end at the disconnect (SERVICES.md: Django cancels the view) or
+    # run on (FastAPI), so 1 in flight may or may not be seen in between
     t0 = time.monotonic()
     with pytest.raises(httpx.TimeoutException):
         h.post("/llm/complete", json={"max_tokens": 10}, headers={**key, "X-Sleep-Ms": "800"}, timeout=0.2)
-    eventually(lambda: inflight() == 1)  # the model runs on after the client left...
-    eventually(lambda: inflight() == 0)  # ...and its lease is back when it ends
+    eventually(lambda: inflight() == 0)
     assert time.monotonic() - t0 < 0.8 + 0.5 + 1.0  # X-Sleep-Ms + 500 ms, and slack for a loaded machine
     raw.close()
 

@@ -548,7 +548,7 @@ class Plan:
         calls: list[Call] = []
         used = self.estimate if estimate_stands else 0 if used is None else a.integer(used, "used", 0)
         for g, cl, key in zip(self.policy.groups, self.clauses, self.keys):
-            delta = 0 if estimate_stands else min(used, max(lim.limit for lim in g.limits)) - self.estimate
+            delta = 0 if estimate_stands else min(used, max(self.q(lim.name) for lim in g.limits)) - self.estimate
             if g.kind == "lease":
                 calls.append(c.release(key, [self.token] if self.token else []))
             elif g.limits[0].metered and delta != 0:
