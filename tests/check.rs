@@ -537,7 +537,7 @@ fn refunds_remove_the_newest_units_and_reply_with_the_state_now() {
     );
     assert!(!exists(&mut con, "r"));
     if !functions_backend() {
-    // INFO ratelimit: not covered by the library
+        // INFO ratelimit: not covered by the library
         let stats = rl_stats(&mut con);
         assert_eq!(stats["ratelimit_check_refunds"], 3);
     }

@@ -90,7 +90,7 @@ fn rl_check_debit() {
     }
     assert_same_keyspace(&before, &snapshot(&mut con), "errors");
     if !functions_backend() {
-    // INFO ratelimit: not covered by the library
+        // INFO ratelimit: not covered by the library
         let stats = rl_stats(&mut con);
         assert_eq!(stats["ratelimit_check_debits"], 3);
         assert_eq!(stats["ratelimit_check_calls"], 9);
@@ -160,7 +160,7 @@ fn rl_throttle_debit() {
         "ERR syntax error: unknown option 'DEBIT' (expected COST or RESERVE)"
     );
     if !functions_backend() {
-    // INFO ratelimit: not covered by the library
+        // INFO ratelimit: not covered by the library
         assert_eq!(rl_stats(&mut con)["ratelimit_throttle_debits"], 3);
     }
 }
@@ -219,7 +219,7 @@ fn rl_quota_debit() {
         "ERR syntax error: option DEBIT cannot be combined with REFUND"
     );
     if !functions_backend() {
-    // INFO ratelimit: not covered by the library
+        // INFO ratelimit: not covered by the library
         assert_eq!(rl_stats(&mut con)["ratelimit_quota_debits"], 3);
     }
 }

@@ -961,7 +961,8 @@ fn spec_lease(cmd: &str, args: &[Vec<u8>]) -> Option<LeaseCall> {
 
 /// RL.LEASE's seventh element: the token (the one given, or a name of 8
 /// letters and digits) when admitted, nil when not; an admitted lease's
-/// units are in the set, scored `t + ttl` for an explicit `now`.
+/// units are in the set, scored `t + ttl` for an explicit `now` (its first
+/// unit `t + ttl - 0.5` when it has 2 or more: SPEC's half-ms marker).
 fn check_lease_token(con: &mut Connection, args: &[Vec<u8>], v: &[i64], last: &Value, what: &str) {
     let call = spec_lease("RL.LEASE", args).expect("valid arguments");
     match (v[0], last) {
@@ -981,9 +982,9 @@ fn check_lease_token(con: &mut Connection, args: &[Vec<u8>], v: &[i64], last: &V
                 .query(con)
                 .expect("ZSCORE");
             if let Some(t) = call.now {
-                // The library writes SPEC's lease marker (a cost-2+ lease's
-                // first unit half a ms early); the module once it lands.
-                let marked = functions_backend() && call.cost >= 2;
+                // SPEC's lease marker: a cost-2+ lease's first unit half a
+                // ms early (the module and the library alike).
+                let marked = call.cost >= 2;
                 let want = (t + call.ttl) as f64 - if marked { 0.5 } else { 0.0 };
                 // A lease of a few ms may be gone (expired) when read back.
                 let gone = score.is_none() && server_ms(con) >= t + call.ttl;
@@ -1704,7 +1705,8 @@ fn check_throttle_model(
         // The key may have expired by the time it was read back.
         let expired =
             *expiry == -2 && fields.is_empty() && want_expiry >= 0 && want_expiry <= hi + 1;
-        if same_reply(&reply, v) && (expired || (fields == &want_fields && *expiry == want_expiry)) {
+        if same_reply(&reply, v) && (expired || (fields == &want_fields && *expiry == want_expiry))
+        {
             return;
         }
         first.get_or_insert((c, reply, want_fields, want_expiry));

@@ -171,7 +171,7 @@ fn refunds_peeks_and_fields_of_other_periods() {
     assert_eq!(fields.len(), 2, "{fields:?}");
     assert!(!fields.contains_key("day:2026-11-30T00:00+00:00"));
     if !functions_backend() {
-    // INFO ratelimit: not covered by the library
+        // INFO ratelimit: not covered by the library
         let stats = rl_stats(&mut con);
         assert_eq!(stats["ratelimit_quota_refunds"], 2);
     }

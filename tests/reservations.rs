@@ -55,7 +55,7 @@ fn a_chain_at_one_instant_and_a_refund_that_cancels_the_last() {
     );
     assert_same_keyspace(&before, &snapshot(&mut con), "RL.THROTTLEPEEK RESERVE");
     if !functions_backend() {
-    // INFO ratelimit: not covered by the library
+        // INFO ratelimit: not covered by the library
         let stats = rl_stats(&mut con);
         assert_eq!(stats["ratelimit_throttle_admitted"], 8);
         assert_eq!(stats["ratelimit_throttle_rejected"], 1);

@@ -89,7 +89,7 @@ fn rl_quotapeek_cost_0() {
         .starts_with("ERR invalid cost '0'"));
     // Counted as what it would have done.
     if !functions_backend() {
-    // INFO ratelimit: not covered by the library
+        // INFO ratelimit: not covered by the library
         let stats = rl_stats(&mut con);
         assert_eq!(stats["ratelimit_quotapeek_admitted"], 4);
         assert_eq!(stats["ratelimit_quotapeek_rejected"], 1);

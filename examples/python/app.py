@@ -68,32 +68,16 @@ llm = Policy("llm", [token_bucket("rate", 60, 60 * S, burst=10), concurrency("in
                      quota("tokens", None, "day", 100_000, metered=True),
                      sliding_window("global", 1000, 60 * S, shared=True)], prefix=PREFIX, tag="llm")
 
-# --- OCR limits, changed at run time: kept in Redis, refreshed every 250 ms ---
-OCR_LIMITS_KEY = f"{PREFIX}ocr:limits"
-ocr_limits = {"day": 20, "hour": 5}
-
-
-async def refresh_ocr_limits() -> None:
-    try:
-        stored = await client.hgetall(OCR_LIMITS_KEY)
-    except Exception:
-        return  # Redis down: keep the last known limits
-    if stored:
-        ocr_limits.update({k.decode(): int(v) for k, v in stored.items()})
-
-
-async def refresh_forever() -> None:
-    while True:
-        await asyncio.sleep(0.25)
-        await refresh_ocr_limits()
-
 
 @contextlib.asynccontextmanager
 async def lifespan(app: FastAPI):
-    await refresh_ocr_limits()
-    task = asyncio.create_task(refresh_forever())
+    # The limits set at run time (PUT /admin/limits/ocr, on any instance of any
+    # example app) are the client's runtime limits (<prefix>ratelimit:limits,
+    # re-read every 250 ms): read once before serving, so an instance started
+    # later uses them from its first request (Redis down: read again every 250 ms).
+    await limiter.runtime_limits.load(ocr)
     yield
-    task.cancel()
+    limiter.runtime_limits.close()
 
 
 app = FastAPI(lifespan=lifespan)
@@ -145,8 +129,7 @@ async def send_sms() -> dict[str, bool]:
     return {"sent": True}
 
 
-@app.post("/seed001/ocr", dependencies=[Depends(limits.depends(ocr, key=limits.header("X-User"),
-                                                               overrides=lambda r: dict(ocr_limits)))])
+@app.post("/seed001/ocr", dependencies=[Depends(limits.depends(ocr, key=limits.header("X-User")))])
 async def run_ocr() -> dict[str, bool]:
     return {"done": True}
 
@@ -157,15 +140,16 @@ async def set_ocr_limits(request: Request) -> Response:
     if (not isinstance(body, dict) or set(body) != {"day", "hour"}
             or not all(type(v) is int and v >= 0 for v in body.values())):
         raise ProblemError.bad_request('expected {"day": D, "hour": H} with integers >= 0')
-    await client.hset(OCR_LIMITS_KEY, mapping={"day": body["day"], "hour": body["hour"]})
-    ocr_limits.update(body)
+    try:
+        await limiter.runtime_limits.set(ocr, body)
+    except ValueError as e:  # above 2^53-1
+        raise ProblemError.bad_request(str(e)) from None
     return Response(status_code=204)
 
 
 @app.get("/admin/limits/ocr")
 async def get_ocr_limits() -> dict[str, int]:
-    await refresh_ocr_limits()
-    return dict(ocr_limits)
+    return await limiter.runtime_limits.get(ocr)
 
 
 @app.get("/seed002/api/default")

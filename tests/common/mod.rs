@@ -158,7 +158,6 @@ fn fixed_zone(zone: &[u8]) -> Option<&'static str> {
     })
 }
 
-
 fn server_binary() -> String {
     std::env::var("RL_SERVER").unwrap_or_else(|_| "redis-server".to_string())
 }
@@ -193,12 +192,22 @@ pub struct Server {
 impl Server {
     /// Starts a server; retries on another port if the chosen one was taken.
     pub fn start() -> Server {
-        let functions = functions_backend();
-        let module = if functions {
-            PathBuf::new()
+        if functions_backend() {
+            Server::launch(None)
         } else {
-            module_path()
-        };
+            Server::launch(Some(&module_path()))
+        }
+    }
+
+    /// Starts a server with another build of the module loaded (never the
+    /// library, whatever `RL_BACKEND` says).
+    pub fn start_with(module: &Path) -> Server {
+        Server::launch(Some(module))
+    }
+
+    /// Starts a server with `module` loaded, or the Functions library.
+    fn launch(module: Option<&Path>) -> Server {
+        let functions = module.is_none();
         let mut last_error = String::new();
         for _ in 0..5 {
             let dir = unique_dir();
@@ -212,8 +221,8 @@ impl Server {
                 .arg(&dir)
                 .args(["--save", "", "--appendonly", "no"])
                 .args(["--logfile", "server.log"]);
-            if !functions {
-                command.arg("--loadmodule").arg(&module);
+            if let Some(module) = module {
+                command.arg("--loadmodule").arg(module);
             }
             let child = command
                 .stdin(Stdio::null())

@@ -14,6 +14,7 @@ import { allCall, clausesOf, decisionOf, merge, slotGroups, type Clause, type Pa
 import { groupKey, keyBase, type Group, type Limit, type LimitKind, type Policy } from "./policy";
 import type { Call, RedisLike } from "./transport";
 import { checkHooks, gaveBackLate, observed, type DecisionHooks } from "./hooks";
+import { REFRESH_MS, RuntimeLimits } from "./overrides";
 
 interface Pending {
   readonly deadline: number;
@@ -83,6 +84,13 @@ export interface RateLimiterOptions {
   readonly hooks?: readonly DecisionHooks[];
   /** Which engine decides: `"module"` (default), `"functions"` or `"auto"` (`RateLimitClientOptions`). */
   readonly backend?: Backend | string;
+  /**
+   * Apply the limits an admin sets at run time (`limiter.runtimeLimits.set(policy, {...})`,
+   * from any client; `overrides.ts`). Default true.
+   */
+  readonly runtimeLimits?: boolean;
+  /** How often the runtime limits are read again, ms (default and at most 250). */
+  readonly refresh?: number;
 }
 
 
@@ -102,6 +110,8 @@ export class RateLimiter {
   /** False once the server refused DETAILS (an older module build). */
   detailsSupported = true;
   private probing: NodeJS.Timeout | null = null;
+  /** The runtime overrides' store (null when turned off). */
+  readonly runtimeLimits: RuntimeLimits | null;
 
   constructor(redis: RedisLike | RateLimitClient, options: RateLimiterOptions = {}) {
     if (redis instanceof RateLimitClient && options.backend !== undefined) {
@@ -115,6 +125,14 @@ export class RateLimiter {
     if (options.onError !== undefined && typeof options.onError !== "function") throw new TypeError("onError must be a function");
     this.onError = options.onError ?? (() => {});
     this.hooks = checkHooks(options.hooks);
+    this.runtimeLimits = options.runtimeLimits === false ? null : new RuntimeLimits(this.client, options.refresh ?? REFRESH_MS, (e) => this.report(e));
+  }
+
+  /** The first decision of a prefix waits (a little) for its runtime limits' first read; null once read. */
+  private overridesRead(policies: readonly (Policy | undefined)[]): Promise<void> | null {
+    if (!this.runtimeLimits) return null;
+    const known = policies.filter((p): p is Policy => typeof p?.compile === "function" && typeof p.options?.prefix === "string");
+    return this.runtimeLimits.ready(known);
   }
 
   /** Whether decisions currently fail fast (Redis was unreachable; a probe is running). */
@@ -262,6 +280,7 @@ export class RateLimiter {
   close(): void {
     if (this.probing) clearTimeout(this.probing);
     this.probing = null;
+    this.runtimeLimits?.close();
   }
 
   /**
@@ -270,10 +289,12 @@ export class RateLimiter {
    */
   decide(policy: Policy, key: string, options: DecideOptions = {}): Promise<PolicyDecision> {
     if (policy.needsPermit) return Promise.reject(new TypeError(`policy '${policy.name}' holds a lease or an estimate: use acquire() or withPermit()`));
+    const read = this.overridesRead([policy]);
+    if (read) return read.then(() => this.decide(policy, key, options));
     let held: Held;
     try {
       const cost = positive("cost", options.cost ?? 1);
-      held = heldFor(policy, key, options, cost, positive("estimate", options.estimate ?? cost), null);
+      held = heldFor(policy, key, options, cost, estimateOf(policy, options, cost), null);
     } catch (e) {
       return Promise.reject(e); // bad input: refused before any Redis call
     }
@@ -286,6 +307,8 @@ export class RateLimiter {
    * the lease and settle the estimate to `permit.used(n)`.
    */
   async acquire(policy: Policy, key: string, options: AcquireOptions = {}): Promise<Permit> {
+    const read = this.overridesRead([policy]);
+    if (read) await read;
     const token = policy.limits.some((l) => l.kind === "concurrency") ? randomUUID() : null;
     const { decision, held, estimate } = await this.run(policy, key, options, token);
     return new Permit(this, decision.limited ? null : [{ policy, held, estimate }], decision, estimate, token, options.signal);
@@ -318,6 +341,8 @@ export class RateLimiter {
     if (calls.length === 1) return this.decide(calls[0].policy, calls[0].key, calls[0].options);
     const needs = calls.find((c) => c?.policy?.needsPermit);
     if (needs) return Promise.reject(new TypeError(`policy '${needs.policy.name}' holds a lease or an estimate: use acquireAll()`));
+    const read = this.overridesRead(Array.isArray(calls) ? calls.map((c) => c?.policy) : []);
+    if (read) return read.then(() => this.decideAll(calls));
     let parts: Part[];
     try {
       parts = partsOf(calls, null);
@@ -333,6 +358,8 @@ export class RateLimiter {
    */
   async acquireAll(calls: readonly PolicyCall[], options: { readonly signal?: AbortSignal } = {}): Promise<Permit> {
     if (calls.length === 1) return this.acquire(calls[0].policy, calls[0].key, { ...calls[0].options, signal: options.signal });
+    const read = this.overridesRead(Array.isArray(calls) ? calls.map((c) => c?.policy) : []);
+    if (read) await read;
     const token = calls.some((c) => c?.policy?.limits.some((l) => l.kind === "concurrency")) ? randomUUID() : null;
     const parts = partsOf(calls, token);
     const policies = parts.map((p) => p.policy);
@@ -407,7 +434,7 @@ export class RateLimiter {
     let estimate: number;
     try {
       const cost = positive("cost", o.cost ?? 1);
-      estimate = positive("estimate", o.estimate ?? cost);
+      estimate = estimateOf(policy, o, cost);
       held = heldFor(policy, key, o, cost, estimate, token);
     } catch (e) {
       return Promise.reject(e); // bad input: refused before any Redis call
@@ -453,8 +480,9 @@ export class RateLimiter {
       const args = [g.command, h.keys[0], "*"];
       if (g.kind === "quota") args.push(h.zones[0]!);
       for (const r of g.rules) args.push(r);
-      if (h.costs[0] !== 1) args.push("COST", String(h.costs[0]));
+      // TOKEN before COST, as in RL.ALL's LEASE clause (the same argv in every client).
       if (g.kind === "lease") args.push("TOKEN", h.token!);
+      if (h.costs[0] !== 1) args.push("COST", String(h.costs[0]));
       return this.client.send({ key: h.keys[0], readOnly: false, args }).then((reply) => {
         const state = stateOf(g.limits[0], d.decision(g.command, reply));
         return finish(policy, state, [state]);
@@ -494,11 +522,13 @@ export class RateLimiter {
         if (h.token) calls.push({ key, readOnly: false, args: ["RL.RELEASE", key, "*", h.token] });
         return;
       }
-      if (g.costKind !== "estimate" || used === estimate) return;
-      const cost = Math.min(Math.abs(estimate - used), g.maxSettle);
+      // A usage above the clause's largest limit counts as that limit (CLIENTS.md §4).
+      const u = Math.min(used, Math.max(...g.limits.map((l) => l.limit)));
+      if (g.costKind !== "estimate" || u === estimate) return;
+      const cost = Math.min(Math.abs(estimate - u), g.maxSettle);
       const args = [g.command, key, "*"];
       if (g.kind === "quota") args.push(h.zones[i]!);
-      args.push(...g.rules, "COST", String(cost), used < estimate ? "REFUND" : "DEBIT");
+      args.push(...g.rules, "COST", String(cost), u < estimate ? "REFUND" : "DEBIT");
       calls.push({ key, readOnly: false, args });
     });
     return calls;
@@ -527,6 +557,11 @@ function positive(what: string, v: unknown): number {
   return a.int(what, v, 1, a.MAX);
 }
 
+/** A call's estimate: checked only when the policy has limits costed by it (else unused, as in Python and Java). */
+function estimateOf(policy: Policy, o: DecideOptions, cost: number): number {
+  return policy.limits.some((l) => l.options.cost === "estimate") ? positive("estimate", o.estimate ?? cost) : cost;
+}
+
 /** What one call of a policy names: its keys, zones and costs per group, and its lease token. */
 export interface Held {
   readonly base: string;
@@ -543,10 +578,10 @@ function partsOf(calls: readonly PolicyCall[], token: string | null): Part[] {
   const parts: Part[] = [];
   for (const c of calls) {
     if (!c || typeof c.policy?.compile !== "function" || typeof c.key !== "string") throw new TypeError("expected policy.bind(key, options)");
-    if (c.policy.compile().lockout) throw new TypeError(`policy '${c.policy.name}' is a lockout: RL.LOCKCOUNT is not an RL.ALL clause, decide it on its own`);
+    if (c.policy.compile().lockout) throw a.invalid("limits", new TypeError(`policy '${c.policy.name}' is a lockout: RL.LOCKCOUNT is not an RL.ALL clause, decide it on its own`));
     const o = c.options ?? {};
     const cost = positive("cost", o.cost ?? 1);
-    const estimate = positive("estimate", o.estimate ?? cost);
+    const estimate = estimateOf(c.policy, o, cost);
     const held = heldFor(c.policy, c.key, o, cost, estimate, token);
     // The same binding twice counts once (two keys named alike would be refused by RL.ALL).
     const id = `${held.keys.join("\n")}|${cost}|${estimate}`;
@@ -569,12 +604,13 @@ function heldFor(policy: Policy, key: string, o: DecideOptions, cost: number, es
     let zone: string | null = null;
     if (g.kind === "quota") {
       zone = g.zone ?? o.zone ?? null;
-      if (zone === null) throw new RangeError(`quota '${g.name}' takes its zone per call: pass zone`);
+      if (zone === null) throw a.invalid("zone", new RangeError(`quota '${g.name}' takes its zone per call: pass zone`));
       a.zone(zone);
     }
     zones.push(zone);
     const n = g.costKind === "estimate" ? estimate : cost;
-    if (n > g.maxCost) throw new RangeError(`invalid ${g.costKind === "estimate" ? "estimate" : "cost"} '${n}' for '${g.name}': at most ${g.maxCost}`);
+    const what = g.costKind === "estimate" ? "estimate" : "cost";
+    if (n > g.maxCost) throw a.invalid(what, new RangeError(`invalid ${what} '${n}' for '${g.name}': at most ${g.maxCost}`));
     costs.push(n);
   });
   return { base, keys, zones, costs, token };

@@ -203,3 +203,38 @@ test("a bad route config fails at start; the plugin needs a limiter", async () =
     await bare.register(rateLimitPlugin, {});
   }, /limiter/);
 });
+
+test("the README's Fastify recipe runs as written", async () => {
+  const { readFileSync, writeFileSync, rmSync } = await import("node:fs");
+  const { fileURLToPath } = await import("node:url");
+  const readme = readFileSync(fileURLToPath(new URL("../README.md", import.meta.url)), "utf8");
+  const block = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]).find((b) => b.includes("rateLimitPlugin"));
+  assert.ok(block, "the README has the Fastify recipe");
+  const code = block.replace('"redis://localhost:6379"', `"redis://127.0.0.1:${server.port}"`).replace("await app.listen({ port: 8080 });", 'await app.listen({ port: 0, host: "127.0.0.1" });\nexport { app, redis, limiter };');
+  assert.notEqual(code, block);
+  const file = fileURLToPath(new URL("./readme-fastify.tmp.mjs", import.meta.url));
+  writeFileSync(file, code);
+  let mod;
+  try {
+    mod = await import(file);
+  } finally {
+    rmSync(file);
+  }
+  const base = `http://127.0.0.1:${mod.app.server.address().port}`;
+  try {
+    const got = [];
+    for (let i = 0; i < 6; i++) got.push(await fetch(`${base}/search`));
+    assert.deepEqual(got.map((r) => r.status), [200, 200, 200, 200, 200, 429]);
+    assert.equal(got[0].headers.get("ratelimit"), '"search";r=4;t=30');
+    assert.equal(got[5].headers.get("retry-after"), "30");
+    const job = await fetch(`${base}/jobs`, { method: "POST", headers: { "X-Api-Key": "readme" } });
+    assert.deepEqual(await job.json(), { used: 420 });
+    const tokens = async () => 100_000 - (await raw.call("RL.QUOTAPEEK", "fastify:jobs:{readme}:tokens", "*", "UTC", "DAY", "100000", "COST", "0"))[3];
+    await waitUntil("settled to 420", async () => (await tokens()) === 420, 2000, 20);
+    assert.equal((await fetch(`${base}/jobs`, { method: "POST" })).status, 401);
+  } finally {
+    await mod.app.close();
+    mod.limiter.close();
+    mod.redis.disconnect();
+  }
+});

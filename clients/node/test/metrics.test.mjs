@@ -141,3 +141,28 @@ test("hooks are checked when the limiter is made", () => {
   assert.throws(() => new RateLimiter(redis, { hooks: [{}] }), TypeError);
   assert.throws(() => new RateLimiter(redis, { hooks: {} }), TypeError);
 });
+
+test("the README's metrics block runs as written", async () => {
+  const { readFileSync, writeFileSync, rmSync } = await import("node:fs");
+  const { fileURLToPath } = await import("node:url");
+  const readme = readFileSync(fileURLToPath(new URL("../README.md", import.meta.url)), "utf8");
+  const block = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]).find((b) => b.includes("new PrometheusHooks("));
+  assert.ok(block, "the README has the metrics block");
+  const code = block.replace('"redis://localhost:6379"', `"redis://127.0.0.1:${server.port}"`) + "export { redis, limiter };\n";
+  assert.notEqual(code, block);
+  const file = fileURLToPath(new URL("./readme-metrics.tmp.mjs", import.meta.url));
+  writeFileSync(file, code);
+  const printed = [];
+  const log = console.log;
+  console.log = (...args) => printed.push(args.join(" "));
+  let mod;
+  try {
+    mod = await import(file);
+  } finally {
+    console.log = log;
+    rmSync(file);
+  }
+  mod.limiter.close();
+  mod.redis.disconnect();
+  assert.deepEqual(printed, ["1"]);
+});
