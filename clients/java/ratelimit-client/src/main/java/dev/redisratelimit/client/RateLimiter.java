@@ -748,7 +748,7 @@ public final class RateLimiter implements AutoCloseable {
                 late.accept(v);
             }
         });
-        return reply.orTimeout(budgetMs, TimeUnit.MILLISECONDS).handle((v, failure) -> {
+        return Timeouts.within(reply, budgetMs).handle((v, failure) -> {
             if (failure == null) {
                 return v;
             }
@@ -896,7 +896,7 @@ public final class RateLimiter implements AutoCloseable {
         }
         CompletableFuture<?>[] confirmed = new CompletableFuture<?>[sent.size()];
         for (int i = 0; i < confirmed.length; i++) {
-            confirmed[i] = sent.get(i).toCompletableFuture().thenApply(v -> v).orTimeout(budgetMs, TimeUnit.MILLISECONDS)
+            confirmed[i] = Timeouts.within(sent.get(i).toCompletableFuture().thenApply(v -> v), budgetMs)
                     .exceptionally(e -> {
                         // A lease not released expires with its TTL; an estimate not settled stays charged.
                         log.log(System.Logger.Level.WARNING, "rate limit release/settlement not confirmed: {0}", unwrap(e).toString());
