@@ -23,9 +23,9 @@ class TimeoutsTest {
     @Test
     void aStageDoneFirstKeepsItsValueAfterTheDeadline() throws Exception {
         CompletableFuture<String> pending = new CompletableFuture<>();
-        CompletableFuture<String> f = Timeouts.within(pending, 50);
+        CompletableFuture<String> f = Timeouts.within(pending, 1000); // long enough for the next line on a loaded machine
         pending.complete("reply");
-        Thread.sleep(150); // the deadline passed: its task ran and changed nothing
+        Thread.sleep(1300); // the deadline passed: its task ran and changed nothing
         assertThat(f.get()).isEqualTo("reply");
         assertThat(Timeouts.within(CompletableFuture.completedFuture("done"), 1).get()).isEqualTo("done");
     }
