@@ -25,6 +25,8 @@ public final class RuntimeLimits {
     private final String hashKey;
     private final long budgetMs;
     private volatile Map<String, Long> current = Map.of();
+    private final java.util.concurrent.atomic.AtomicLong issued = new java.util.concurrent.atomic.AtomicLong();
+    private long applied; // the ticket of the read in current (guarded by this)
     private final Map<String, Policy> known = new ConcurrentHashMap<>();
 
     public RuntimeLimits(RateLimitTransport transport, String prefix, long budgetMs) {
@@ -111,10 +113,23 @@ public final class RuntimeLimits {
         return Collections.unmodifiableMap(out);
     }
 
-    /** Reads the hash now; a failure keeps the last values (logged once per refresh). */
+    /**
+     * Reads the hash now; a failure keeps the last values (logged once per
+     * refresh). Reads overlap (the background refresher, {@link #set}'s own
+     * read after its write): a read is applied only if none issued after it
+     * was applied first, so a slow read begun before a write never puts the
+     * old value back.
+     */
     public void refresh() {
+        long ticket = issued.incrementAndGet();
         try {
-            current = read();
+            Map<String, Long> read = read();
+            synchronized (this) {
+                if (ticket > applied) {
+                    applied = ticket;
+                    current = read;
+                }
+            }
         } catch (RuntimeException e) {
             log.log(System.Logger.Level.DEBUG, "runtime limits not refreshed: {0}", e.toString());
         }
