@@ -71,28 +71,22 @@ public final class BackendTransport implements RateLimitTransport {
         return setting == Backend.AUTO && FunctionsLibrary.moduleMissing(e.getMessage());
     }
 
+    /**
+     * Sends {@code call} as the engine deciding takes it. A zone the library
+     * cannot take (daylight saving) throws {@link IllegalArgumentException}
+     * here, before anything is sent, as every argument the module would
+     * refuse does ({@link RateLimitAsyncClient}).
+     */
     @Override
     public CompletionStage<Object> execute(RedisCall call) {
-        RedisCall wired;
-        try {
-            wired = wire(call);
-        } catch (RuntimeException e) {
-            return CompletableFuture.failedFuture(e); // a zone the library cannot take
-        }
-        return delegate.execute(wired).exceptionallyCompose(failure -> retry(call, failure));
+        return delegate.execute(wire(call)).exceptionallyCompose(failure -> retry(call, failure));
     }
 
     @Override
     public List<CompletionStage<Object>> pipeline(List<RedisCall> calls) {
         List<RedisCall> wired = new ArrayList<>(calls.size());
-        try {
-            for (RedisCall call : calls) {
-                wired.add(wire(call));
-            }
-        } catch (RuntimeException e) {
-            List<CompletionStage<Object>> failed = new ArrayList<>(calls.size());
-            calls.forEach(c -> failed.add(CompletableFuture.failedFuture(e)));
-            return failed;
+        for (RedisCall call : calls) {
+            wired.add(wire(call));
         }
         List<CompletionStage<Object>> replies = delegate.pipeline(wired);
         List<CompletionStage<Object>> out = new ArrayList<>(replies.size());
