@@ -15,6 +15,7 @@ import { groupKey, keyBase, type Group, type Limit, type LimitKind, type Policy 
 import type { Call, RedisLike } from "./transport";
 import { checkHooks, gaveBackLate, observed, type DecisionHooks } from "./hooks";
 import { REFRESH_MS, RuntimeLimits } from "./overrides";
+import * as admin from "./admin";
 
 interface Pending {
   readonly deadline: number;
@@ -287,6 +288,31 @@ export class RateLimiter {
    * Decides one call of `policy` for `key`. For policies with an in-flight
    * limit or an estimate, use `acquire` (which gives them back).
    */
+  /** Key administration (admin.ts): every limit's state for `key` now, by peeks that write nothing. */
+  async state(policy: Policy, key: string, options: admin.AdminOptions = {}): Promise<PolicyDecision> {
+    await this.overridesRead([policy]);
+    return admin.state(this.client, policy, key, options);
+  }
+
+  /** Deletes `key`'s own counters and leases under `policy` (unlocks a caller); the number of keys deleted. */
+  reset(policy: Policy, key: string, options: admin.AdminOptions = {}): Promise<number> {
+    return admin.reset(this.client, policy, key, options);
+  }
+
+  /** Charges `n` units to `key`'s windows, buckets and quotas whether or not they fit (DEBIT); the state after. */
+  async penalty(policy: Policy, key: string, n = 1, options: admin.AdminOptions = {}): Promise<PolicyDecision> {
+    await this.overridesRead([policy]);
+    await admin.adjust(this.client, policy, key, n, "DEBIT", options);
+    return admin.state(this.client, policy, key, options);
+  }
+
+  /** Gives `n` units back to `key`'s windows, buckets and quotas (REFUND, never below empty); the state after. */
+  async reward(policy: Policy, key: string, n = 1, options: admin.AdminOptions = {}): Promise<PolicyDecision> {
+    await this.overridesRead([policy]);
+    await admin.adjust(this.client, policy, key, n, "REFUND", options);
+    return admin.state(this.client, policy, key, options);
+  }
+
   decide(policy: Policy, key: string, options: DecideOptions = {}): Promise<PolicyDecision> {
     if (policy.needsPermit) return Promise.reject(new TypeError(`policy '${policy.name}' holds a lease or an estimate: use acquire() or withPermit()`));
     const read = this.overridesRead([policy]);
@@ -593,7 +619,7 @@ function partsOf(calls: readonly PolicyCall[], token: string | null): Part[] {
 }
 
 /** Checks a call's arguments against the compiled policy, before any Redis call. */
-function heldFor(policy: Policy, key: string, o: DecideOptions, cost: number, estimate: number, token: string | null): Held {
+export function heldFor(policy: Policy, key: string, o: DecideOptions, cost: number, estimate: number, token: string | null): Held {
   const c = policy.compile();
   const base = keyBase(policy, key);
   const keys: string[] = [];
@@ -617,7 +643,7 @@ function heldFor(policy: Policy, key: string, o: DecideOptions, cost: number, es
 }
 
 /** Every limit's state from RL.ALL's reply, in the policy's order; the binding one as the reply names it. */
-function fromAll(policy: Policy, all: d.AllDecision): PolicyDecision {
+export function fromAll(policy: Policy, all: d.AllDecision): PolicyDecision {
   const groups = policy.compile().groups;
   const bound = groups[all.clause - 1]?.limits[all.rule - 1];
   if (!bound) throw new d.ReplyShapeError("RL.ALL", [all.clause, all.rule]);
@@ -640,7 +666,7 @@ function fromAll(policy: Policy, all: d.AllDecision): PolicyDecision {
   return finish(policy, binding!, states);
 }
 
-function stateOf(l: Limit, r: d.Decision, name: string = l.name): LimitState {
+export function stateOf(l: Limit, r: d.Decision, name: string = l.name): LimitState {
   return Object.freeze({
     name,
     kind: l.kind,
@@ -653,7 +679,7 @@ function stateOf(l: Limit, r: d.Decision, name: string = l.name): LimitState {
   });
 }
 
-function finish(policy: Policy, binding: LimitState, limits: LimitState[]): PolicyDecision {
+export function finish(policy: Policy, binding: LimitState, limits: LimitState[]): PolicyDecision {
   const limited = binding.limited;
   const special = limited ? policy.limits.find((l) => l.options.problem && limits.find((s) => s.name === l.name)?.limited) : undefined;
   const retryAfter = !limited ? null : binding.kind === "concurrency" ? policy.options.inFlightRetryAfter * 1000 : binding.retryAfter;
