@@ -1822,15 +1822,17 @@ end
 ---------------------------------------------------------------- RL.ALL
 local KINDS = {CHECK = 'CHECK', THROTTLE = 'THROTTLE', QUOTA = 'QUOTA', LEASE = 'LEASE'}
 
+-- DETAILS or REFUND (where the call takes it) as a word that may end the call.
+local function tail_word(w, refund_allowed)
+  if w == nil then return nil end
+  if #w == 7 and upper(w) == 'DETAILS' then return 'DETAILS' end
+  if #w == 6 and refund_allowed and upper(w) == 'REFUND' then return 'REFUND' end
+  return nil
+end
+
 local function split_clauses(args, from, refund_allowed)
   local spans = {}
   local ending = {}
-  local function tail_of(w)
-    if w == nil then return nil end
-    if #w == 7 and upper(w) == 'DETAILS' then return 'DETAILS' end
-    if #w == 6 and refund_allowed and upper(w) == 'REFUND' then return 'REFUND' end
-    return nil
-  end
   local n = #args
   local start = from
   local i = from
@@ -1843,10 +1845,10 @@ local function split_clauses(args, from, refund_allowed)
       spans[#spans + 1] = {kind = kind, first = i, last = i - 1}
       start = i
     else
-      local tail = tail_of(word)
+      local tail = tail_word(word, refund_allowed)
       local handled = false
       if tail and #spans > 0 then
-        local before_last_details = (i == n) and tail_of(args[i]) == 'DETAILS'
+        local before_last_details = (i == n) and tail_word(args[i], refund_allowed) == 'DETAILS'
         if tail == 'DETAILS' and is_last then ending.details = true; handled = true
         elseif tail == 'REFUND' and (is_last or before_last_details) then ending.refund = true; handled = true end
       end
@@ -2107,6 +2109,10 @@ local function all_reply(replies, costs)
   return {limited, b, r[2], r[3], r[4], r[5], r[6]}
 end
 
+-- The Redis type of each clause kind's key, and the key order.
+local KIND_TYPE = {CHECK = 'zset', LEASE = 'zset', THROTTLE = 'hash', QUOTA = 'hash'}
+local function by_key_index(x, y) return x.k < y.k end
+
 local function all_run(keys, args, write, refund_only)
   local server_time = clock_for(#keys > 0 and args[1] or '*', write)
   local numkeys = #keys
@@ -2173,9 +2179,7 @@ local function all_run(keys, args, write, refund_only)
     if rules > MAX_RULES then
       arg_error('too many rules: ' .. rules .. ' given over all clauses, at most ' .. MAX_RULES .. ' per call')
     end
-    local orig = {}
-    for j = 1, #cargs do orig[j] = cargs[j] end
-    clauses[n] = {n = n, kind = span.kind, k = k, key = keys[k], args = a, cargs = orig}
+    clauses[n] = {n = n, kind = span.kind, k = k, key = keys[k], args = a}
   end
   for k = 1, numkeys do
     if not used[k] then
@@ -2184,12 +2188,11 @@ local function all_run(keys, args, write, refund_only)
   end
   local order = {}
   for i = 1, #clauses do order[i] = clauses[i] end
-  table.sort(order, function(x, y) return x.k < y.k end)
+  table.sort(order, by_key_index)
   -- WRONGTYPE in key order, then stored values in key order
-  local want = {CHECK = 'zset', LEASE = 'zset', THROTTLE = 'hash', QUOTA = 'hash'}
   for _, c in ipairs(order) do
     local ty = call('TYPE', c.key).ok
-    if ty ~= 'none' and ty ~= want[c.kind] then fail(WRONGTYPE) end
+    if ty ~= 'none' and ty ~= KIND_TYPE[c.kind] then fail(WRONGTYPE) end
   end
   local replies, costs = {}, {}
   for _, c in ipairs(order) do
