@@ -2,8 +2,11 @@
  * express middleware: decides a policy for each request before its
  * handler, answers refusals (429 problem JSON, `Retry-After`, `RateLimit`
  * headers), holds the permit of a policy with an in-flight limit or an
- * estimate until the response ends or the client goes away, and fails
- * open or closed (503) when Redis cannot decide within the budget.
+ * estimate until the response is fully sent (a stream's last byte
+ * included) — or, when the client went away, until the handler ends its
+ * response (`res.end()`, which a handler does also when it stops early on
+ * `req.rateLimit.signal`) — and fails open or closed (503) when Redis cannot
+ * decide within the budget.
  *
  *   import { rateLimit, keys } from "redis-ratelimit/express";
  *   app.get("/api", rateLimit({ limiter, policy, key: keys.ip() }), handler);
@@ -58,7 +61,11 @@ export interface RateLimitInfo {
   readonly permit: Permit | null;
   /** Reports the real usage of the estimate limits (tokens an LLM answer took). */
   used(units: number): void;
-  /** Aborted when the client disconnects before the response ends: stop the work. */
+  /**
+   * Aborted when the client disconnects before the response ends: stop the
+   * work, then end the response (`res.end()`); the permit closes then
+   * (CLIENTS.md §4), not at the disconnect.
+   */
   readonly signal: AbortSignal;
 }
 
@@ -72,6 +79,13 @@ function send(res: Response, p: Problem, headers: Array<[string, string]> = []):
   for (const [k, v] of headers) res.setHeader(k, v);
   res.status(p.status).type(PROBLEM_JSON).send(JSON.stringify(p));
 }
+
+/**
+ * After a disconnect, the longest the permit waits for the handler to end
+ * its response before it closes anyway (a handler that never calls
+ * `res.end()`): the lease would else be renewed forever.
+ */
+const ABANDONED_AFTER = 60_000;
 
 export function rateLimit(options: RateLimitOptions): RequestHandler {
   const { limiter } = options;
@@ -119,10 +133,13 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
     let permit: Permit | null = null;
     try {
       if (needsPermit) {
-        permit = single ? await limiter.acquire(policy, calls[0].key, { ...calls[0].options, signal }) : await limiter.acquireAll(calls, { signal });
-        // The client left while the decision was in flight: the permit has
-        // already given its lease back, so the work must not start.
-        if (permit.signal.aborted) return;
+        permit = single ? await limiter.acquire(policy, calls[0].key, calls[0].options) : await limiter.acquireAll(calls);
+        // The client left while the decision was in flight: nobody to
+        // answer, so the work does not start and the permit closes now.
+        if (signal?.aborted) {
+          void permit.close();
+          return;
+        }
         decision = permit.decision;
       } else {
         decision = single ? await limiter.decide(policy, calls[0].key, calls[0].options) : await limiter.decideAll(calls);
@@ -142,16 +159,41 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
       return send(res, r.body, [...headers, ...r.headers]);
     }
     for (const [k, v] of headers) res.setHeader(k, v);
-    if (permit) {
-      const held = permit;
-      // The response's end, or the client's disconnect, closes the permit:
-      // the lease is released and the estimate settled to what was reported.
-      res.once("finish", () => void held.close());
-      res.once("close", () => void held.close());
-    }
+    if (permit) closeWhenDone(res, permit);
     req.rateLimit = info(decision, permit, abortSignal);
     next();
   };
+}
+
+/**
+ * Closes `permit` once the request's work is over: the response fully sent
+ * ('finish'), or — the client gone first ('close' without 'finish') — when
+ * the handler ends its response (`res.end()`), at the latest
+ * `ABANDONED_AFTER` ms after the disconnect. A disconnect alone does not
+ * close it: the handler still runs and holds its slot (CLIENTS.md §4).
+ */
+function closeWhenDone(res: Response, permit: Permit): void {
+  let handlerEnded = false;
+  let gone = false;
+  let timer: NodeJS.Timeout | null = null;
+  const close = () => {
+    if (timer) clearTimeout(timer);
+    void permit.close();
+  };
+  const end = res.end;
+  res.end = function (this: Response, ...args: any[]) {
+    handlerEnded = true;
+    if (gone) setImmediate(close);
+    return (end as (...a: any[]) => Response).apply(this, args);
+  } as Response["end"];
+  res.once("finish", close);
+  res.once("close", () => {
+    if (res.writableFinished) return; // 'finish' closes it
+    gone = true;
+    if (handlerEnded) return close();
+    timer = setTimeout(close, ABANDONED_AFTER);
+    timer.unref();
+  });
 }
 
 function info(decision: PolicyDecision | null, permit: Permit | null, signal: () => AbortSignal): RateLimitInfo {
