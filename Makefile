@@ -9,7 +9,7 @@ export RL_MODULE := $(MODULE)
 SERVERS ?= redis7 redis8 valkey8 valkey9
 
 
-.PHONY: all build run port-free test unit rust-it py-it lint deps bench bench-quick bench-profile clean
+.PHONY: all build run port-free test unit rust-it py-it functions-it lint deps bench bench-quick bench-profile clean
 
 all: build
 
@@ -38,7 +38,7 @@ port-free:
 test: build
 	@scripts/deps.sh python
 	@scripts/deps.sh node
-	$(MAKE) --no-print-directory unit rust-it py-it $(EXTRA_TESTS)
+	$(MAKE) --no-print-directory unit rust-it py-it functions-it $(EXTRA_TESTS)
 
 # The client packages (clients/java, clients/python, clients/node), their
 # example apps and the packaging step add their own targets in mk/*.mk and
@@ -71,6 +71,23 @@ py-it:
 	done; \
 	if [ -n "$$failed" ]; then echo "integration tests failed on:$$failed"; exit 1; fi
 
+# The Functions library (functions/ratelimit.lua, for servers without the
+# module) through the same Rust and redis-py integration tests: RL_BACKEND=
+# functions loads the library instead of the module and the tests send
+# `RL.X ...` as `FCALL rl_x ...` (tests/common, integration/functions_backend.py);
+# the tests that cannot apply skip naming the SPEC clause. On Redis 7.0 and
+# Valkey 9.1 (FUNCTIONS_SERVERS=... to change). The module-vs-library
+# differential test runs in py-it.
+FUNCTIONS_SERVERS ?= redis7 valkey9
+functions-it:
+	@failed=""; for s in $(FUNCTIONS_SERVERS); do \
+	  echo "== Functions library: Rust and Python integration tests against $$s"; \
+	  bin=$$($(PY) integration/servers.py $$s) && \
+	  RL_BACKEND=functions RL_SERVER=$$bin cargo test --release --test '*' || failed="$$failed $$s(rust)"; \
+	  RL_BACKEND=functions RL_SERVER=$$s $(PY) -m pytest integration -q -p no:cacheprovider || failed="$$failed $$s(python)"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "Functions library tests failed on:$$failed"; exit 1; fi
+
 # Module vs Lua vs native commands, one interleaved run; writes bench-out/.
 # Then one hot key, RL.THROTTLE vs redis-cell's CL.THROTTLE (built from
 # crates.io into target/redis-cell/ on first use).
@@ -78,11 +95,13 @@ bench: build
 	@scripts/deps.sh python
 	$(PY) bench/bench.py
 	$(PY) bench/hot_key.py
+	$(PY) bench/functions_bench.py
 
 # The same in under a minute (CI runs it to check the bench still works).
 bench-quick: build
 	@scripts/deps.sh python
 	$(PY) bench/bench.py --quick
+	$(PY) bench/functions_bench.py --quick
 
 # Instructions per whole request under callgrind (needs valgrind), in three
 # settings (no replica, a replica, AOF everysec), redis-cell beside

@@ -62,12 +62,17 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def check_sums(directory: Path, sums: Path, want_names: set[str]) -> None:
+def check_sums(directory: Path, sums: Path, want_names: set[str], more: bool = False) -> None:
+    """`sums` lists exactly `want_names` (with `more`: at least them; make
+    release lists every file of dist/), each matching its file."""
     listed = {}
     for line in sums.read_text().splitlines():
         digest, name = line.split(maxsplit=1)
         listed[name.lstrip("*")] = digest
-    assert set(listed) == want_names, f"{sums}: {sorted(listed)}"
+    if more:
+        assert want_names <= set(listed), f"{sums}: {sorted(listed)}"
+    else:
+        assert set(listed) == want_names, f"{sums}: {sorted(listed)}"
     for name, digest in listed.items():
         assert sha256(directory / name) == digest, f"{sums}: {name} does not match"
 
@@ -214,7 +219,7 @@ def main() -> None:
     tarballs = sorted(DIST.glob("redis-ratelimit-*.tar.gz"))
     debs = sorted(DIST.glob("redis-ratelimit_*.deb"))
     assert len(tarballs) == 1 and len(debs) == 1, f"expected one archive and one package in {DIST}: make dist"
-    check_sums(DIST, DIST / "SHA256SUMS", {tarballs[0].name, debs[0].name})
+    check_sums(DIST, DIST / "SHA256SUMS", {tarballs[0].name, debs[0].name}, more=True)
     with tempfile.TemporaryDirectory(prefix="rl-dist-deb-") as tmp:
         check_deb(version, debs[0], Path(tmp))
     with tempfile.TemporaryDirectory(prefix="rl-dist-tar-") as tmp:

@@ -17,8 +17,17 @@ from pathlib import Path
 
 import redis
 
+import functions_backend
+
 ROOT = Path(__file__).resolve().parent.parent
 MODULE = os.environ.get("RL_MODULE", str(ROOT / "target" / "release" / "libredis_ratelimit.so"))
+
+# RL_BACKEND=functions: a server "with the module" loads the Functions
+# library (functions/ratelimit.lua) instead, and every client rewrites
+# `RL.X ...` into `FCALL rl_x numkeys key... arg...` (see functions_backend.py),
+# so the same tests prove the library gives the module's replies.
+BACKEND = os.environ.get("RL_BACKEND", "module")
+FUNCTIONS = BACKEND == "functions"
 
 
 # The servers of the test matrix (docs/guides/production.md "Servers tested"): Debian's Redis 7.0
@@ -79,7 +88,7 @@ class Server:
                 self.bus_port = free_port()
                 cmd += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                         "--cluster-port", str(self.bus_port), "--cluster-node-timeout", "5000"]
-            if self.module:
+            if self.module and not FUNCTIONS:
                 cmd += ["--loadmodule", MODULE]
             cmd += self.extra
             self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -89,6 +98,8 @@ class Server:
                     break
                 try:
                     if self.client().ping():
+                        if self.module and FUNCTIONS and not self._replica():
+                            functions_backend.load(self.raw_client())
                         return self
                 except redis.exceptions.ConnectionError:
                     time.sleep(0.05)
@@ -97,7 +108,17 @@ class Server:
         raise RuntimeError(f"server did not start: {last_error}")
 
     def client(self, **kw) -> redis.Redis:
+        if FUNCTIONS:
+            return functions_backend.Redis(host="127.0.0.1", port=self.port, socket_timeout=10, **kw)
         return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=10, **kw)
+
+    def raw_client(self, **kw) -> redis.Redis:
+        """A client that sends commands as written (no RL.X rewrite)."""
+        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=10, **kw)
+
+    def _replica(self) -> bool:
+        # A replica gets the library from its primary (functions replicate).
+        return any(a in ("--replicaof", "--slaveof") for a in self.extra)
 
     def log_tail(self, n: int = 20) -> str:
         try:
@@ -371,7 +392,8 @@ class Cluster:
 
     def client(self, **kw):
         from redis.cluster import RedisCluster
-        return RedisCluster(host="127.0.0.1", port=self.nodes[0].port, socket_timeout=10, **kw)
+        cls = functions_backend.cluster_client_class() if FUNCTIONS else RedisCluster
+        return cls(host="127.0.0.1", port=self.nodes[0].port, socket_timeout=10, **kw)
 
     def stop(self) -> None:
         for node in self.replicas + self.nodes:

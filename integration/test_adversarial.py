@@ -17,7 +17,7 @@ import pytest
 import redis
 
 from replay_workload import grid_at
-from servers import MODULE, PRIMARY_ARGS, Server, keyspace, start_replica, wait_in_sync
+from servers import FUNCTIONS, MODULE, PRIMARY_ARGS, Server, keyspace, start_replica, wait_in_sync
 
 MAX = 2**53 - 1
 NAME = re.compile(rb"[A-Za-z][0-9A-Za-z]{7}")
@@ -532,7 +532,9 @@ def test_no_memory_growth_across_rejected_and_failing_calls(r):
     m0 = r.info("memory")["used_memory"]
     for _ in range(4):
         batch(2500)  # 70k calls in all
-    assert r.info("memory")["used_memory"] - m0 < 64 * 1024
+    # On the Functions library used_memory also holds the Lua VM's heap,
+    # collected in steps: a looser bound (a leak of 8 bytes a call is 560 KB).
+    assert r.info("memory")["used_memory"] - m0 < (256 if FUNCTIONS else 64) * 1024
     assert keyspace(r) == before
 
 

@@ -21,6 +21,9 @@ is covered without editing this list):
   any dependency on it by version (file: links are left alone); every
   package-lock.json: the entries of that package (its own lock's root, a
   linked copy in another lock);
+- Dockerfiles and compose files: `ARG RL_VERSION=`, the `RL_VERSION:` build
+  argument and `redis-ratelimit/<image>:<version>` tags;
+- a consumer pom's `<rl.version>` property (packaging/consumers);
 - every *.lua file's `local RL_VERSION = <number>` line: the Functions
   library's rl_version answers it, encoded as MODULE LIST's ver
   (major*10000 + minor*100 + patch);
@@ -89,6 +92,8 @@ def _block_version(block: str, v: str) -> str:
 
 
 def stamp_pom(text: str, v: str) -> str:
+    # a consumer's pom (packaging/consumers) names the release in a property
+    text = re.sub(rf"(<rl\.version>){SEMVER}(</rl\.version>)", rf"\g<1>{v}\2", text)
     text = re.sub(r"<parent>.*?</parent>", lambda m: _block_version(m.group(0), v), text, flags=re.S)
     text = re.sub(r"<dependency>.*?</dependency>", lambda m: _block_version(m.group(0), v), text, flags=re.S)
     # The project's own <version>: a direct child of <project>, i.e. one before
@@ -155,8 +160,11 @@ def stamp_markdown(text: str, v: str) -> str:
         (rf"(redis-ratelimit-){SEMVER}(-linux-|\.tgz)", rf"\g<1>{v}\2"),
         (rf"(redis-ratelimit_){SEMVER}(-1_)", rf"\g<1>{v}\2"),
         (rf"(redis_ratelimit_client-){SEMVER}((?:-py3-none-any\.whl)|\.tar\.gz)", rf"\g<1>{v}\2"),
-        (rf"(redis-ratelimit-client==){SEMVER}", rf"\g<1>{v}"),
+        (rf"(redis-ratelimit-client(?:\[[\w,]+\])?==){SEMVER}", rf"\g<1>{v}"),
         (rf"(redis-ratelimit@){SEMVER}", rf"\g<1>{v}"),
+        # container image tags and the build argument
+        (rf"(\bredis-ratelimit/[\w.-]+:){SEMVER}", rf"\g<1>{v}"),
+        (rf"(\bRL_VERSION=){SEMVER}", rf"\g<1>{v}"),
         # what MODULE LIST shows after installing that release
         (r"(name ratelimit, ver )\d+", rf"\g<1>{encode(v)}"),
     ]
@@ -165,6 +173,13 @@ def stamp_markdown(text: str, v: str) -> str:
     # <dependency>/<parent> snippets (XML inside Markdown code blocks)
     text = re.sub(r"<(parent|dependency)>.*?</\1>", lambda m: _block_version(m.group(0), v), text, flags=re.S)
     return text
+
+
+def stamp_container(text: str, v: str) -> str:
+    """Dockerfiles and compose files: the release they take (ARG RL_VERSION=,
+    RL_VERSION: in build args) and the image tags they name."""
+    text = re.sub(rf'(\bRL_VERSION(?:=|:\s*"?)){SEMVER}', rf"\g<1>{v}", text)
+    return re.sub(rf"(\bredis-ratelimit/[\w.-]+:){SEMVER}", rf"\g<1>{v}", text)
 
 
 def stamper(root: Path, path: Path):
@@ -184,6 +199,8 @@ def stamper(root: Path, path: Path):
         return stamp_package_lock
     if name.endswith(".lua"):
         return stamp_lua
+    if name == "Dockerfile" or name.endswith((".Dockerfile", "compose.yaml", "compose.yml")):
+        return stamp_container
     if name.endswith(".md") and name != "CHANGELOG.md":
         return stamp_markdown
     return None

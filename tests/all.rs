@@ -334,7 +334,9 @@ fn refund_undoes_every_clause() {
     assert_eq!(refund, [0, 4, 1, 3, 3, -1, 0]);
     // Each refund as its command's: every key back at its empty state.
     assert_same_keyspace(&empty, &snapshot(&mut con), "refunded");
-    assert_eq!(rl_stats(&mut con)["ratelimit_all_refunds"], 1);
+    if !functions_backend() {
+        assert_eq!(rl_stats(&mut con)["ratelimit_all_refunds"], 1);
+    }
 
     // A refund runs above maxmemory; an admission does not.
     ints(&mut con, &all);
@@ -346,8 +348,11 @@ fn refund_undoes_every_clause() {
         "OOM command not allowed when used memory > 'maxmemory'."
     );
     assert_same_keyspace(&before, &snapshot(&mut con), "refused above maxmemory");
-    // Argument errors come before the OOM error.
-    assert!(err(&mut con, "RL.ALL 1 c 1000000 CHECK 1 5 0").starts_with("ERR clause 1"));
+    // Argument errors come before the OOM error (on the library Redis
+    // refuses the call before the function runs: SPEC "The Functions library").
+    if !functions_backend() {
+        assert!(err(&mut con, "RL.ALL 1 c 1000000 CHECK 1 5 0").starts_with("ERR clause 1"));
+    }
     assert_eq!(ints(&mut con, &format!("{all} REFUND"))[0], 0);
     run(&mut con, "CONFIG SET maxmemory 0");
     assert_same_keyspace(&empty, &snapshot(&mut con), "refunded above maxmemory");

@@ -89,12 +89,15 @@ fn rl_check_debit() {
         assert_eq!(err(&mut con, &line), want, "{line}");
     }
     assert_same_keyspace(&before, &snapshot(&mut con), "errors");
-    let stats = rl_stats(&mut con);
-    assert_eq!(stats["ratelimit_check_debits"], 3);
-    assert_eq!(stats["ratelimit_check_calls"], 9);
-    assert_eq!(stats["ratelimit_check_errors"], 2);
-    assert_eq!(stats["ratelimit_check_admitted"], 2);
-    assert_eq!(stats["ratelimit_check_rejected"], 1);
+    if !functions_backend() {
+        // INFO ratelimit: not covered by the library
+        let stats = rl_stats(&mut con);
+        assert_eq!(stats["ratelimit_check_debits"], 3);
+        assert_eq!(stats["ratelimit_check_calls"], 9);
+        assert_eq!(stats["ratelimit_check_errors"], 2);
+        assert_eq!(stats["ratelimit_check_admitted"], 2);
+        assert_eq!(stats["ratelimit_check_rejected"], 1);
+    }
 }
 
 #[test]
@@ -156,7 +159,10 @@ fn rl_throttle_debit() {
         err(&mut con, &format!("RL.THROTTLEPEEK u {T} 5 10 1000 DEBIT")),
         "ERR syntax error: unknown option 'DEBIT' (expected COST or RESERVE)"
     );
-    assert_eq!(rl_stats(&mut con)["ratelimit_throttle_debits"], 3);
+    if !functions_backend() {
+        // INFO ratelimit: not covered by the library
+        assert_eq!(rl_stats(&mut con)["ratelimit_throttle_debits"], 3);
+    }
 }
 
 #[test]
@@ -212,5 +218,8 @@ fn rl_quota_debit() {
         err(&mut con, &format!("RL.QUOTA n {T} UTC DAY 10 REFUND DEBIT")),
         "ERR syntax error: option DEBIT cannot be combined with REFUND"
     );
-    assert_eq!(rl_stats(&mut con)["ratelimit_quota_debits"], 3);
+    if !functions_backend() {
+        // INFO ratelimit: not covered by the library
+        assert_eq!(rl_stats(&mut con)["ratelimit_quota_debits"], 3);
+    }
 }

@@ -78,10 +78,14 @@ fn layout_reply_and_expiry() {
         (r, tok.as_deref()),
         (vec![0, 1, 3, 1, -1, 8000], Some("job-1"))
     );
-    let at = (now + 8000).to_string();
+    // The first unit of a lease of 2 or more half a ms before the others:
+    // a first unit with a whole score is a lease of one unit.
     assert_eq!(
         members(&mut con, "k"),
-        [("job-1".into(), at.clone()), ("job-1#2".into(), at)]
+        [
+            ("job-1".into(), format!("{}.5", now + 8000 - 1)),
+            ("job-1#2".into(), (now + 8000).to_string())
+        ]
     );
     let expire = pexpiretime(&mut con, "k");
     let lag = server_ms(&mut con) - now;
@@ -189,12 +193,15 @@ fn a_holder_that_stops_renewing_loses_its_units() {
     );
     assert_eq!(members(&mut con, "k"), before);
     assert_eq!(ints(&mut con, &format!("RL.RELEASE k {} a", T + 1950)), [0]);
-    let stats = rl_stats(&mut con);
-    assert_eq!(stats["ratelimit_renew_calls"], 2);
-    assert_eq!(stats["ratelimit_renewed_units"], 1);
-    assert_eq!(stats["ratelimit_renew_lost"], 1);
-    assert_eq!(stats["ratelimit_release_calls"], 1);
-    assert_eq!(stats["ratelimit_released_units"], 0);
+    if !functions_backend() {
+        // INFO ratelimit: not covered by the library
+        let stats = rl_stats(&mut con);
+        assert_eq!(stats["ratelimit_renew_calls"], 2);
+        assert_eq!(stats["ratelimit_renewed_units"], 1);
+        assert_eq!(stats["ratelimit_renew_lost"], 1);
+        assert_eq!(stats["ratelimit_release_calls"], 1);
+        assert_eq!(stats["ratelimit_released_units"], 0);
+    }
 }
 
 #[test]
@@ -269,8 +276,17 @@ fn renew_moves_the_expiry_on_the_grid_and_replies_per_token() {
         ints(&mut con, &format!("RL.RENEW k {now} 100000 a zz b")),
         [2, 0, 1]
     );
-    let at = (now + 100000).to_string();
-    assert!(members(&mut con, "k").iter().all(|(_, s)| *s == at));
+    let (at, half) = ((now + 100000).to_string(), format!("{}.5", now + 99999));
+    let mut got = members(&mut con, "k");
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            ("a".into(), half),
+            ("a#2".into(), at.clone()),
+            ("b".into(), at)
+        ]
+    );
     let expire = pexpiretime(&mut con, "k");
     assert!(expire > first);
     assert!(
@@ -355,6 +371,11 @@ fn errors_write_nothing() {
 
 #[test]
 fn above_maxmemory_lease_is_refused_release_and_renew_run() {
+    if module_only(
+        "the OOM error after argument errors: SPEC 'The Functions library' (an admission above maxmemory gets Redis's own OOM error, given before any function runs)",
+    ) {
+        return;
+    }
     let s = Server::start();
     let mut con = s.con();
     lease(&mut con, &format!("RL.LEASE k {T} 5 5000 TOKEN a"));
@@ -572,7 +593,7 @@ fn a_new_token_takes_a_strangers_later_unit_name_as_its_own() {
         got,
         [
             ("other".to_string(), (T + 300).to_string()),
-            ("tok".to_string(), at.clone()),
+            ("tok".to_string(), format!("{}.5", T + 999)),
             ("tok#2".to_string(), at.clone()),
             ("tok#3".to_string(), at),
         ]

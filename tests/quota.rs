@@ -93,6 +93,11 @@ fn seed_001_day_10_hour_3_in_shanghai_matches_rl_dayhour() {
 
 #[test]
 fn new_york_fall_back_day_lasts_25_hours_and_does_not_reopen() {
+    if module_only(
+        "daylight saving in RL.QUOTA: SPEC 'The Functions library', not covered (UTC and fixed offsets)",
+    ) {
+        return;
+    }
     let s = Server::start();
     let mut con = s.con();
     // 2026-11-01 in America/New_York: 00:00-04:00 (04:00Z) to 00:00-05:00
@@ -165,8 +170,11 @@ fn refunds_peeks_and_fields_of_other_periods() {
     let fields = hgetall(&mut con, "r");
     assert_eq!(fields.len(), 2, "{fields:?}");
     assert!(!fields.contains_key("day:2026-11-30T00:00+00:00"));
-    let stats = rl_stats(&mut con);
-    assert_eq!(stats["ratelimit_quota_refunds"], 2);
+    if !functions_backend() {
+        // INFO ratelimit: not covered by the library
+        let stats = rl_stats(&mut con);
+        assert_eq!(stats["ratelimit_quota_refunds"], 2);
+    }
     // A stale field of a named period goes on the next admission; the
     // previous bucket stays.
     run(
@@ -257,6 +265,10 @@ fn errors_write_nothing() {
         ),
     ];
     for (line, want) in &cases {
+        if functions_backend() && line.contains("Asia/Tokyo") {
+            // sent to the library as +09:00, which its error names
+            continue;
+        }
         let got = err(&mut con, line);
         assert!(got.starts_with(want), "{line}: {got}");
     }

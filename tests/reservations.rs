@@ -54,10 +54,13 @@ fn a_chain_at_one_instant_and_a_refund_that_cancels_the_last() {
         [0, 1, 1, 0, 700, 800]
     );
     assert_same_keyspace(&before, &snapshot(&mut con), "RL.THROTTLEPEEK RESERVE");
-    let stats = rl_stats(&mut con);
-    assert_eq!(stats["ratelimit_throttle_admitted"], 8);
-    assert_eq!(stats["ratelimit_throttle_rejected"], 1);
-    assert_eq!(stats["ratelimit_throttle_refunds"], 1);
+    if !functions_backend() {
+        // INFO ratelimit: not covered by the library
+        let stats = rl_stats(&mut con);
+        assert_eq!(stats["ratelimit_throttle_admitted"], 8);
+        assert_eq!(stats["ratelimit_throttle_rejected"], 1);
+        assert_eq!(stats["ratelimit_throttle_refunds"], 1);
+    }
 }
 
 #[test]

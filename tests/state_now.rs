@@ -88,7 +88,10 @@ fn rl_quotapeek_cost_0() {
     assert!(err(&mut con, &format!("RL.QUOTA q {T} UTC DAY 2 COST 0"))
         .starts_with("ERR invalid cost '0'"));
     // Counted as what it would have done.
-    let stats = rl_stats(&mut con);
-    assert_eq!(stats["ratelimit_quotapeek_admitted"], 4);
-    assert_eq!(stats["ratelimit_quotapeek_rejected"], 1);
+    if !functions_backend() {
+        // INFO ratelimit: not covered by the library
+        let stats = rl_stats(&mut con);
+        assert_eq!(stats["ratelimit_quotapeek_admitted"], 4);
+        assert_eq!(stats["ratelimit_quotapeek_rejected"], 1);
+    }
 }

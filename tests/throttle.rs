@@ -127,9 +127,12 @@ fn refunds_give_units_back_never_beyond_a_full_bucket() {
     // Refunding into nothing writes nothing.
     ints(&mut con, &format!("RL.THROTTLE r {T} 3 1 1000 REFUND"));
     assert!(!exists(&mut con, "r"));
-    let stats = rl_stats(&mut con);
-    assert_eq!(stats["ratelimit_throttle_refunds"], 3);
-    assert_eq!(stats["ratelimit_throttle_admitted"], 3);
+    if !functions_backend() {
+        // INFO ratelimit: not covered by the library
+        let stats = rl_stats(&mut con);
+        assert_eq!(stats["ratelimit_throttle_refunds"], 3);
+        assert_eq!(stats["ratelimit_throttle_admitted"], 3);
+    }
 }
 
 #[test]

@@ -3,7 +3,7 @@
 // command written by hand. Started by server.js (`make example-node`).
 import { createHash } from "node:crypto";
 import express from "express";
-import { Policy, RateLimiter, isZone } from "redis-ratelimit";
+import { Policy, RateLimiter, isZone, functionsZone } from "redis-ratelimit";
 import { rateLimit, keys, ProblemError, problem, PROBLEM_JSON } from "redis-ratelimit/express";
 
 const S = 1000;
@@ -25,7 +25,7 @@ export function policies(prefix) {
       .tokenBucket("rate", 60, 60 * S, 10)
       .concurrency("inflight", 2, 60 * S)
       .quota("tokens", null, "day", 100_000, { cost: "estimate" })
-      .slidingWindow("global", 1000, 60 * S, { global: true }),
+      .slidingWindow("global", 1000, 60 * S, { shared: true }),
   };
 }
 
@@ -58,34 +58,12 @@ export function createApp({ redis, prefix = "", limiter = new RateLimiter(redis)
   app.set("trust proxy", "loopback");
   app.disable("x-powered-by");
 
-  // OCR limits change at run time: kept in Redis, re-read every 250 ms.
-  const ocrLimitsKey = `${prefix}ocr:limits`;
-  const ocrLimits = { day: 20, hour: 5 };
-  const applyOcrLimits = (stored) => {
-    for (const name of ["day", "hour"]) {
-      if (stored?.[name] !== undefined && stored[name] !== null) ocrLimits[name] = Number(stored[name]);
-      p.ocr.setLimit(name, ocrLimits[name]);
-    }
-  };
-  let refreshing = false;
-  const refresh = async () => {
-    if (refreshing) return;
-    refreshing = true;
-    try {
-      applyOcrLimits(await redis.hgetall(ocrLimitsKey));
-    } catch {
-      // Redis down: keep the last known limits.
-    } finally {
-      refreshing = false;
-    }
-  };
-  const timer = setInterval(refresh, 250);
-  timer.unref();
-  app.locals.ready = refresh();
-  app.locals.stop = () => {
-    clearInterval(timer);
-    limiter.close();
-  };
+  // The limits set at run time (PUT /admin/limits/ocr, on any instance of any
+  // example app) are the client's runtime limits (<prefix>ratelimit:limits,
+  // re-read every 250 ms): read once before serving, so an instance started
+  // later uses them from its first request.
+  app.locals.ready = limiter.runtimeLimits.load(p.ocr);
+  app.locals.stop = () => limiter.close();
 
   app.get("/health", (_req, res) => res.json({ status: "up" }));
 
@@ -106,7 +84,7 @@ export function createApp({ redis, prefix = "", limiter = new RateLimiter(redis)
     (_req, res) => res.json({ sent: true }),
   );
 
-  // 2. Natural day and hour in Asia/Shanghai; limits from Redis.
+  // 2. Natural day and hour in Asia/Shanghai; limits changed at run time (above).
   app.post("/seed001/ocr", rateLimit({ limiter, policy: p.ocr, key: keys.header("X-User") }), (_req, res) => res.json({ done: true }));
   app.put("/admin/limits/ocr", json, async (req, res, next) => {
     const body = req.body;
@@ -116,16 +94,18 @@ export function createApp({ redis, prefix = "", limiter = new RateLimiter(redis)
       Object.values(body).every((v) => Number.isSafeInteger(v) && v >= 0);
     if (!ok) return next(badRequest('expected {"day": D, "hour": H} with integers >= 0'));
     try {
-      await redis.hset(ocrLimitsKey, "day", String(body.day), "hour", String(body.hour));
+      await limiter.runtimeLimits.set(p.ocr, body);
     } catch (e) {
       return next(e);
     }
-    applyOcrLimits(body);
     res.status(204).end();
   });
-  app.get("/admin/limits/ocr", async (_req, res) => {
-    await refresh();
-    res.json({ ...ocrLimits });
+  app.get("/admin/limits/ocr", async (_req, res, next) => {
+    try {
+      res.json(await limiter.runtimeLimits.get(p.ocr));
+    } catch (e) {
+      next(e);
+    }
   });
 
   // 3. Per IP and per path variable, with X-RateLimit-* too.
@@ -144,6 +124,13 @@ export function createApp({ redis, prefix = "", limiter = new RateLimiter(redis)
     const zone = req.get("X-Zone") ?? "";
     // isZone also takes a fixed offset (RL.QUOTA does): no IANA zone.
     if (/^[+-]/.test(zone) || !isZone(zone)) throw badRequest("X-Zone must be an IANA time zone");
+    if (limiter.client.backend === "functions") {
+      try {
+        functionsZone(zone); // the library takes fixed-offset zones only: a zone with daylight saving is refused
+      } catch (e) {
+        throw badRequest(e.message);
+      }
+    }
     const n = req.body?.max_tokens;
     if (!Number.isSafeInteger(n) || n < 1 || n > 100_000) throw badRequest("max_tokens must be an integer from 1 to 100000");
   });

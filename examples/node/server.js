@@ -1,7 +1,8 @@
 // `make example-node`: serves the seed services on 127.0.0.1:PORT.
 // Environment: PORT, REDIS_URL (redis://127.0.0.1:6379) or REDIS_CLUSTER
-// (host:port,... seeds; wins over REDIS_URL), RL_PREFIX, and RL_TIMEOUT_MS
-// (the decision budget, default 500).
+// (host:port,... seeds; wins over REDIS_URL), RL_PREFIX, RL_TIMEOUT_MS
+// (the decision budget, default 500) and RL_BACKEND (module, the default;
+// functions: the Functions library, loaded here, no module needed; auto).
 import Redis from "ioredis";
 import { RateLimitClient, RateLimiter } from "redis-ratelimit";
 import { createApp } from "./app.js";
@@ -25,9 +26,11 @@ function connect() {
 const redis = connect();
 redis.on("error", () => {}); // reconnects are ioredis's; decisions fail open/closed per policy meanwhile
 
+let client;
 try {
+  client = new RateLimitClient(redis, { backend: process.env.RL_BACKEND || "module" });
   await Promise.race([
-    new RateLimitClient(redis).assertModuleLoaded(),
+    client.ensureBackend(),
     new Promise((_, reject) => setTimeout(() => reject(new Error("Redis did not answer within 10 s")), 10_000).unref()),
   ]);
 } catch (e) {
@@ -35,7 +38,7 @@ try {
   process.exit(1);
 }
 
-const limiter = new RateLimiter(redis, { timeout: Number(process.env.RL_TIMEOUT_MS ?? 500) });
+const limiter = new RateLimiter(client, { timeout: Number(process.env.RL_TIMEOUT_MS ?? 500) });
 const app = createApp({ redis, prefix: process.env.RL_PREFIX ?? "", limiter });
 await app.locals.ready;
 const port = Number(process.env.PORT ?? 8080);

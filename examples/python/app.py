@@ -1,7 +1,7 @@
 """The seed services (shared/SERVICES.md) with redis_rl's ordinary API:
 policies, the FastAPI dependency, scope and middleware — no RL command
 written by hand. Run: `make example-python` (PORT, REDIS_URL or
-REDIS_CLUSTER, RL_PREFIX)."""
+REDIS_CLUSTER, RL_PREFIX, RL_BACKEND: module (default), functions or auto)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from redis_rl import (FAIL_OPEN, AsyncRateLimiter, Policy, concurrency, lockout,
                       token_bucket)
 from redis_rl.adapters.starlette import ProblemError, RateLimitMiddleware, RateLimits
 from redis_rl.args import zone_arg
+from redis_rl.backend import functions_zone
 
 PREFIX = os.environ.get("RL_PREFIX", "")
 S = timedelta(seconds=1)
@@ -50,7 +51,8 @@ def redis_client() -> Any:
 
 
 client = redis_client()
-limiter = AsyncRateLimiter(client)
+BACKEND = os.environ.get("RL_BACKEND") or "module"
+limiter = AsyncRateLimiter(client, backend=BACKEND)
 limits = RateLimits(limiter)
 
 # --- policies (SERVICES.md "Endpoints") ---
@@ -66,32 +68,16 @@ llm = Policy("llm", [token_bucket("rate", 60, 60 * S, burst=10), concurrency("in
                      quota("tokens", None, "day", 100_000, metered=True),
                      sliding_window("global", 1000, 60 * S, shared=True)], prefix=PREFIX, tag="llm")
 
-# --- OCR limits, changed at run time: kept in Redis, refreshed every 250 ms ---
-OCR_LIMITS_KEY = f"{PREFIX}ocr:limits"
-ocr_limits = {"day": 20, "hour": 5}
-
-
-async def refresh_ocr_limits() -> None:
-    try:
-        stored = await client.hgetall(OCR_LIMITS_KEY)
-    except Exception:
-        return  # Redis down: keep the last known limits
-    if stored:
-        ocr_limits.update({k.decode(): int(v) for k, v in stored.items()})
-
-
-async def refresh_forever() -> None:
-    while True:
-        await asyncio.sleep(0.25)
-        await refresh_ocr_limits()
-
 
 @contextlib.asynccontextmanager
 async def lifespan(app: FastAPI):
-    await refresh_ocr_limits()
-    task = asyncio.create_task(refresh_forever())
+    # The limits set at run time (PUT /admin/limits/ocr, on any instance of any
+    # example app) are the client's runtime limits (<prefix>ratelimit:limits,
+    # re-read every 250 ms): read once before serving, so an instance started
+    # later uses them from its first request (Redis down: read again every 250 ms).
+    await limiter.runtime_limits.load(ocr)
     yield
-    task.cancel()
+    limiter.runtime_limits.close()
 
 
 app = FastAPI(lifespan=lifespan)
@@ -143,8 +129,7 @@ async def send_sms() -> dict[str, bool]:
     return {"sent": True}
 
 
-@app.post("/seed001/ocr", dependencies=[Depends(limits.depends(ocr, key=limits.header("X-User"),
-                                                               overrides=lambda r: dict(ocr_limits)))])
+@app.post("/seed001/ocr", dependencies=[Depends(limits.depends(ocr, key=limits.header("X-User")))])
 async def run_ocr() -> dict[str, bool]:
     return {"done": True}
 
@@ -155,15 +140,16 @@ async def set_ocr_limits(request: Request) -> Response:
     if (not isinstance(body, dict) or set(body) != {"day", "hour"}
             or not all(type(v) is int and v >= 0 for v in body.values())):
         raise ProblemError.bad_request('expected {"day": D, "hour": H} with integers >= 0')
-    await client.hset(OCR_LIMITS_KEY, mapping={"day": body["day"], "hour": body["hour"]})
-    ocr_limits.update(body)
+    try:
+        await limiter.runtime_limits.set(ocr, body)
+    except ValueError as e:  # above 2^53-1
+        raise ProblemError.bad_request(str(e)) from None
     return Response(status_code=204)
 
 
 @app.get("/admin/limits/ocr")
 async def get_ocr_limits() -> dict[str, int]:
-    await refresh_ocr_limits()
-    return dict(ocr_limits)
+    return await limiter.runtime_limits.get(ocr)
 
 
 @app.get("/seed002/api/default")
@@ -193,9 +179,15 @@ async def llm_zone(request: Request) -> str:
     try:
         if zone[:1] in ("+", "-"):  # a fixed offset: RL.QUOTA takes it, but it is no IANA zone
             raise ValueError(zone)
-        return zone_arg(zone)  # the package's own check, before any Redis call
+        zone = zone_arg(zone)  # the package's own check, before any Redis call
     except ValueError:
         raise ProblemError.bad_request("X-Zone must be an IANA time zone") from None
+    if limiter.backend == "functions":
+        try:
+            functions_zone(zone)  # the library takes fixed-offset zones only: daylight saving is refused
+        except ValueError as e:
+            raise ProblemError.bad_request(str(e)) from None
+    return zone
 
 
 async def max_tokens(request: Request) -> int:
@@ -243,13 +235,15 @@ def main() -> None:
 
     from redis_rl import RateLimiter
     cluster = os.environ.get("REDIS_CLUSTER")
-    try:  # the module check at start, with a sync client (the app's own is bound to uvicorn's loop)
+    try:  # the backend check at start (the library loaded for "functions"), with a sync client (the app's own is bound to uvicorn's loop)
         if cluster:
             seeds = [SyncNode(h, int(p)) for h, p in (s.rsplit(":", 1) for s in cluster.split(",") if s)]
             sync = SyncCluster(startup_nodes=seeds)
         else:
             sync = redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379"))
-        RateLimiter(sync).ensure_module()
+        checker = RateLimiter(sync, backend=BACKEND)
+        checker.ensure_module()
+        limiter.backend = checker.backend  # "auto": the engine found at start
         sync.close()
     except Exception as e:  # one line, non-zero exit (SERVICES.md)
         print(f"example-python: {e}", file=sys.stderr)

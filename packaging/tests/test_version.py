@@ -40,7 +40,7 @@ def copy_tree(tmp: Path) -> Path:
     for rel in files:
         name = Path(rel).name
         if name in {"VERSION", "Cargo.toml", "Cargo.lock", "pom.xml", "pyproject.toml", "package.json",
-                    "package-lock.json"} or name.endswith((".md", ".lua")):
+                    "package-lock.json", "Dockerfile", "compose.yaml"} or name.endswith((".md", ".lua")):
             src = ROOT / rel
             if src.is_file():
                 (dst / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -71,6 +71,9 @@ def test_a_new_version_reaches_every_package(tmp_path):
     poms = sorted(tree.rglob("pom.xml"))
     assert len(poms) >= 12
     for pom in poms:
+        if "packaging/consumers" in pom.as_posix():  # a user's app: its own version, ours by property
+            assert "<rl.version>1.4.12</rl.version>" in pom.read_text()
+            continue
         assert pom_version(pom) == "1.4.12", pom
         parent = ET.parse(pom).getroot().find("m:parent", NS)
         if parent is not None and parent.find("m:groupId", NS).text == "dev.redisratelimit":
@@ -81,6 +84,10 @@ def test_a_new_version_reaches_every_package(tmp_path):
     assert lock.count('"version": "1.4.12"') == 2  # the lock's root and its "" entry
     assert "local RL_VERSION = 10412\n" in lua.read_text()  # MODULE LIST's ver encoding
     assert "ratelimit-spring-boot-starter:1.4.12" in (tree / "clients/java/README.md").read_text()
+    for dockerfile in tree.glob("packaging/docker/*/Dockerfile"):
+        assert "ARG RL_VERSION=1.4.12\n" in dockerfile.read_text(), dockerfile
+    compose = (tree / "packaging/docker/compose.yaml").read_text()
+    assert 'RL_VERSION: "1.4.12"' in compose and "redis-ratelimit/redis:1.4.12" in compose
 
 
 def test_one_file_behind_fails_the_check_and_is_named(tmp_path):

@@ -32,6 +32,7 @@ impl Ctx {
                     key,
                     score,
                     members: [member],
+                    marked: [],
                 } => {
                     let mut buf = [0u8; 20];
                     let score = decimal(score, &mut buf);
@@ -53,8 +54,9 @@ impl Ctx {
                     key,
                     score,
                     members,
+                    marked,
                 } => (
-                    self.replicate_zadd(key, None, score, members)?,
+                    self.replicate_zadd(key, None, score, members, marked)?,
                     key,
                     &[(raw::REDISMODULE_NOTIFY_ZSET, c"zadd")],
                 ),
@@ -62,8 +64,9 @@ impl Ctx {
                     key,
                     score,
                     members,
+                    marked,
                 } => (
-                    self.replicate_zadd(key, Some(b"XX"), score, members)?,
+                    self.replicate_zadd(key, Some(b"XX"), score, members, marked)?,
                     key,
                     &[(raw::REDISMODULE_NOTIFY_ZSET, c"zadd")],
                 ),
@@ -160,24 +163,38 @@ impl Ctx {
     }
 
     /// Replicates `ZADD key [flag] score member [score member ...]` with one
-    /// string for the score, shared by every pair.
+    /// string for the score, shared by every pair, and one for the score
+    /// half a ms before it, shared by the `marked` members (indices into
+    /// `members`, ascending).
     fn replicate_zadd(
         &self,
         key: RString,
         flag: Option<&[u8]>,
         score: i64,
         members: &[RString],
+        marked: &[usize],
     ) -> Result<c_int, Error> {
         let replicate = api!(RedisModule_Replicate);
         let mut strings = OwnedStrings::new(*self);
+        let half = match marked {
+            [] => None,
+            _ => {
+                let mut buf = [0u8; 32];
+                Some(strings.bytes(half_before(score, &mut buf))?)
+            }
+        };
         let score = strings.int(score)?;
         let mut argv = StrVec::with_capacity(2 + 2 * members.len());
         argv.push(key);
         if let Some(flag) = flag {
             argv.push(strings.bytes(flag)?);
         }
-        for &m in members {
-            argv.push(score);
+        let mut marks = marked.iter().peekable();
+        for (i, &m) in members.iter().enumerate() {
+            match half {
+                Some(half) if marks.next_if_eq(&&i).is_some() => argv.push(half),
+                _ => argv.push(score),
+            }
             argv.push(m);
         }
         Ok(unsafe {
@@ -207,20 +224,38 @@ impl Ctx {
     }
 }
 
+/// `score - 0.5` as a double (a lease's first unit, see
+/// `limiters::lease::units::first_unit_score`), written as the shortest
+/// decimal that reads back as that double: `1700000000999.5`.
+fn half_before(score: i64, buf: &mut [u8; 32]) -> &[u8] {
+    use std::io::Write;
+    let value = score as f64 - 0.5;
+    let mut cursor = std::io::Cursor::new(&mut buf[..]);
+    // A double in this range is at most 18 digits and a point: it fits.
+    let _ = write!(cursor, "{value}");
+    let n = cursor.position() as usize;
+    buf.get(..n).unwrap_or(&[])
+}
+
 /// A write, as the native command that reproduces it on a replica or in the
 /// AOF. Times are absolute, so nothing depends on the replica's clock.
 pub enum Native<'a> {
-    /// `ZADD key score member [score member ...]`
+    /// `ZADD key score member [score member ...]`, the `marked` members
+    /// (indices into `members`, ascending) scored `score - 0.5` instead:
+    /// the first units of leases of 2 or more units.
     Zadd {
         key: RString,
         score: i64,
         members: &'a [RString],
+        marked: &'a [usize],
     },
-    /// `ZADD key XX score member [score member ...]` (re-scores only)
+    /// `ZADD key XX score member [score member ...]` (re-scores only),
+    /// `marked` as in `Zadd`.
     ZaddXx {
         key: RString,
         score: i64,
         members: &'a [RString],
+        marked: &'a [usize],
     },
     /// `PEXPIREAT key at`
     Pexpireat { key: RString, at: i64 },

@@ -31,6 +31,133 @@ pub fn module_path() -> PathBuf {
     path
 }
 
+/// `RL_BACKEND=functions`: the servers load the Functions library
+/// (`functions/ratelimit.lua`) instead of the module, and [`words`] and
+/// [`raw_cmd`] send `RL.X ...` as `FCALL rl_x numkeys key... arg...`, so the
+/// same tests prove the library answers as the module does (SPEC.md, "The
+/// Functions library"). Tests that cannot apply skip with [`module_only`].
+pub fn functions_backend() -> bool {
+    std::env::var("RL_BACKEND").is_ok_and(|b| b == "functions")
+}
+
+/// The library's source.
+pub fn library_source() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("functions/ratelimit.lua");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// True (and says why) when the test cannot apply to the Functions
+/// library: `reason` names the clause of SPEC.md that exempts it. A test
+/// calls `if module_only("...") { return; }` first.
+pub fn module_only(reason: &str) -> bool {
+    if functions_backend() {
+        eprintln!("not applicable to the Functions library: {reason}");
+        return true;
+    }
+    false
+}
+
+/// `RL.X ...` as the library's FCALL (the keys as `COMMAND GETKEYS` reports
+/// them for the module's command; a call the module refuses before its keys
+/// goes with none, so the library answers the module's error); any other
+/// command, and every command without `RL_BACKEND=functions`, as is.
+pub fn to_fcall(parts: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    let Some(name) = parts.first() else {
+        return parts;
+    };
+    let upper = String::from_utf8_lossy(name).to_ascii_uppercase();
+    if !functions_backend() || !upper.starts_with("RL.") {
+        return parts;
+    }
+    let peek = matches!(
+        upper.as_str(),
+        "RL.PEEK" | "RL.THROTTLEPEEK" | "RL.QUOTAPEEK" | "RL.LEASEPEEK" | "RL.ALLPEEK"
+    );
+    let call: &[u8] = if peek { b"FCALL_RO" } else { b"FCALL" };
+    let command = upper[3..].to_ascii_lowercase();
+    let function = format!("rl_{command}").into_bytes();
+    let mut rest = parts[1..].to_vec();
+    let words: Vec<String> = rest
+        .iter()
+        .map(|w| String::from_utf8_lossy(w).to_ascii_uppercase())
+        .collect();
+    // Zones that keep one offset all year go as their offset, as the
+    // clients send them to the library (SPEC: UTC and fixed offsets only).
+    for i in 0..rest.len() {
+        let zone_at = match upper.as_str() {
+            "RL.QUOTA" | "RL.QUOTAPEEK" => i == 2,
+            "RL.ALL" | "RL.ALLPEEK" => i >= 2 && words[i - 2] == "QUOTA",
+            _ => false,
+        };
+        if let Some(offset) = zone_at.then(|| fixed_zone(&rest[i])).flatten() {
+            rest[i] = offset.as_bytes().to_vec();
+        }
+    }
+    // Refunds go through rl_refund (flagged allow-oom: SPEC "Memory").
+    let refund = match upper.as_str() {
+        "RL.CHECK" | "RL.THROTTLE" | "RL.QUOTA" => words.iter().skip(2).any(|w| w == "REFUND"),
+        "RL.ALL" => {
+            words.last().is_some_and(|w| w == "REFUND")
+                || words.ends_with(&["REFUND".to_string(), "DETAILS".to_string()])
+        }
+        _ => false,
+    };
+    if upper == "RL.ALL" || upper == "RL.ALLPEEK" {
+        let valid = rest.first().and_then(|n| {
+            let text = std::str::from_utf8(n).ok()?;
+            let v: usize = text.parse().ok()?;
+            (text == v.to_string() && (1..=64).contains(&v) && v < rest.len()).then_some(v)
+        });
+        let Some(n) = valid else {
+            let mut out = vec![call.to_vec(), function, b"0".to_vec()];
+            out.extend(rest);
+            return out;
+        };
+        if refund {
+            let mut out = vec![b"FCALL".to_vec(), b"rl_refund".to_vec()];
+            out.extend(rest[..=n].iter().cloned());
+            out.push(b"all".to_vec());
+            out.extend(rest[n + 1..].iter().cloned());
+            return out;
+        }
+        let mut out = vec![call.to_vec(), function];
+        out.extend(rest);
+        return out;
+    }
+    let keys = if matches!(upper.as_str(), "RL.DAYHOUR" | "RL.LOCKCOUNT") {
+        2
+    } else {
+        1
+    };
+    if refund && !rest.is_empty() {
+        let mut out = vec![b"FCALL".to_vec(), b"rl_refund".to_vec(), b"1".to_vec()];
+        out.push(rest[0].clone());
+        out.push(command.into_bytes());
+        out.extend(rest[1..].iter().cloned());
+        return out;
+    }
+    let mut out = vec![call.to_vec(), function];
+    out.push(keys.min(rest.len()).to_string().into_bytes());
+    out.extend(rest);
+    out
+}
+
+/// The offset of an IANA zone that keeps one all year (since 1992), as the
+/// clients send it to the library. Also Europe/Paris and Europe/Berlin as
+/// their standard offset: the tests that use them compare calls with each
+/// other, not with daylight-saving buckets (the library does not cover
+/// daylight saving: SPEC "The Functions library"; the tests about it skip).
+fn fixed_zone(zone: &[u8]) -> Option<&'static str> {
+    Some(match zone {
+        b"Europe/Paris" | b"Europe/Berlin" => "+01:00",
+        b"Asia/Shanghai" | b"Asia/Singapore" | b"Asia/Hong_Kong" => "+08:00",
+        b"Asia/Tokyo" | b"Asia/Seoul" => "+09:00",
+        b"Asia/Kolkata" => "+05:30",
+        b"Asia/Dubai" => "+04:00",
+        _ => return None,
+    })
+}
+
 fn server_binary() -> String {
     std::env::var("RL_SERVER").unwrap_or_else(|_| "redis-server".to_string())
 }
@@ -65,21 +192,39 @@ pub struct Server {
 impl Server {
     /// Starts a server; retries on another port if the chosen one was taken.
     pub fn start() -> Server {
-        let module = module_path();
+        if functions_backend() {
+            Server::launch(None)
+        } else {
+            Server::launch(Some(&module_path()))
+        }
+    }
+
+    /// Starts a server with another build of the module loaded (never the
+    /// library, whatever `RL_BACKEND` says).
+    pub fn start_with(module: &Path) -> Server {
+        Server::launch(Some(module))
+    }
+
+    /// Starts a server with `module` loaded, or the Functions library.
+    fn launch(module: Option<&Path>) -> Server {
+        let functions = module.is_none();
         let mut last_error = String::new();
         for _ in 0..5 {
             let dir = unique_dir();
             let port = free_port();
-            let child = Command::new(server_binary())
+            let mut command = Command::new(server_binary());
+            command
                 .arg("--port")
                 .arg(port.to_string())
                 .args(["--bind", "127.0.0.1"])
                 .arg("--dir")
                 .arg(&dir)
                 .args(["--save", "", "--appendonly", "no"])
-                .args(["--logfile", "server.log"])
-                .arg("--loadmodule")
-                .arg(&module)
+                .args(["--logfile", "server.log"]);
+            if let Some(module) = module {
+                command.arg("--loadmodule").arg(module);
+            }
+            let child = command
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -87,6 +232,16 @@ impl Server {
                 .expect("spawn redis-server (is it installed?)");
             let mut server = Server { child, port, dir };
             match server.wait_ready() {
+                Ok(()) if functions => {
+                    let mut con = server.con();
+                    redis::cmd("FUNCTION")
+                        .arg("LOAD")
+                        .arg("REPLACE")
+                        .arg(library_source())
+                        .query::<String>(&mut con)
+                        .expect("FUNCTION LOAD the library");
+                    return server;
+                }
                 Ok(()) => return server,
                 Err(e) => last_error = format!("{e}\n{}", server.log_tail()),
             }
@@ -187,20 +342,17 @@ pub fn info_map(info: &str) -> HashMap<String, String> {
 
 /// Builds a command from whitespace-separated words.
 pub fn words(line: &str) -> redis::Cmd {
-    let mut parts = line.split_whitespace();
-    let mut cmd = redis::cmd(parts.next().expect("a command name"));
-    for p in parts {
-        cmd.arg(p);
-    }
-    cmd
+    let parts: Vec<&str> = line.split_whitespace().collect();
+    raw_cmd(&parts)
 }
 
 /// Builds a command from raw byte arguments (any bytes, empty ones too).
 pub fn raw_cmd<A: AsRef<[u8]>>(parts: &[A]) -> redis::Cmd {
+    let parts = to_fcall(parts.iter().map(|p| p.as_ref().to_vec()).collect());
     let (name, rest) = parts.split_first().expect("a command name");
-    let mut cmd = redis::cmd(std::str::from_utf8(name.as_ref()).expect("ascii command name"));
+    let mut cmd = redis::cmd(std::str::from_utf8(name).expect("ascii command name"));
     for p in rest {
-        cmd.arg(p.as_ref());
+        cmd.arg(p.as_slice());
     }
     cmd
 }

@@ -49,7 +49,7 @@ export function library(): string {
 
 /** The `RL_VERSION` a library source declares (what its `rl_version` answers). */
 export function versionOf(src: string): number {
-  const m = /^local\s+RL_VERSION\s*=\s*(\d+)/m.exec(src);
+  const m = /^local\s+(?:RL_)?VERSION\s*=\s*(\d+)/m.exec(src);
   if (!m) throw new Error("the Functions library has no `local RL_VERSION = <number>` line");
   return Number(m[1]);
 }
@@ -93,7 +93,7 @@ export function fcall(args: readonly string[]): string[] {
     refund = (name === "RL.CHECK" || name === "RL.THROTTLE" || name === "RL.QUOTA") && rest.includes("REFUND");
   }
   const fn = "rl_" + name.slice(3).toLowerCase();
-  if (refund) return ["FCALL", "rl_refund", String(keys.length), ...keys, fn, ...rest];
+  if (refund) return ["FCALL", "rl_refund", String(keys.length), ...keys, fn.slice(3), ...rest]; // rl_refund … check|throttle|quota|all
   return [PEEKS.has(name) ? "FCALL_RO" : "FCALL", fn, String(keys.length), ...keys, ...rest];
 }
 

@@ -14,6 +14,7 @@
  * share a slot, and any standalone server, are one call.
  */
 import calculateSlot from "cluster-key-slot";
+import * as a from "./args";
 import type * as d from "./decisions";
 import type { DecideOptions, Held, LimitState, PolicyDecision } from "./limiter";
 import type { Group, Limit, Policy } from "./policy";
@@ -53,7 +54,7 @@ export function clausesOf(parts: readonly Part[]): Clause[] {
     const named = new Map<Limit, string>();
     for (const l of p.policy.limits) {
       const name = seen.has(l.name) ? `${p.policy.name}.${l.name}` : l.name;
-      if (seen.has(name)) throw new RangeError(`two bound policies named '${p.policy.name}' share limit '${l.name}'`);
+      if (seen.has(name)) throw a.invalid("limit_name", new RangeError(`two bound policies named '${p.policy.name}' share limit '${l.name}'`));
       seen.add(name);
       named.set(l, name);
     }

@@ -17,6 +17,7 @@ import { RateLimitUnavailableError } from "./errors";
 import type { PolicyCall } from "./combined";
 import type { Permit, PolicyDecision, RateLimiter } from "./limiter";
 import type { FailureMode, Policy } from "./policy";
+import { closeWhenDone } from "./response";
 import { PROBLEM_JSON, ProblemError, problem, rateLimitHeaders, refusal, unavailable, type Problem } from "./problems";
 
 export { ProblemError, PROBLEM_BASE, PROBLEM_JSON, problem, rateLimitHeaders, refusal, unavailable } from "./problems";
@@ -79,13 +80,6 @@ function send(res: Response, p: Problem, headers: Array<[string, string]> = []):
   for (const [k, v] of headers) res.setHeader(k, v);
   res.status(p.status).type(PROBLEM_JSON).send(JSON.stringify(p));
 }
-
-/**
- * After a disconnect, the longest the permit waits for the handler to end
- * its response before it closes anyway (a handler that never calls
- * `res.end()`): the lease would else be renewed forever.
- */
-const ABANDONED_AFTER = 60_000;
 
 export function rateLimit(options: RateLimitOptions): RequestHandler {
   const { limiter } = options;
@@ -163,37 +157,6 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
     req.rateLimit = info(decision, permit, abortSignal);
     next();
   };
-}
-
-/**
- * Closes `permit` once the request's work is over: the response fully sent
- * ('finish'), or — the client gone first ('close' without 'finish') — when
- * the handler ends its response (`res.end()`), at the latest
- * `ABANDONED_AFTER` ms after the disconnect. A disconnect alone does not
- * close it: the handler still runs and holds its slot (CLIENTS.md §4).
- */
-function closeWhenDone(res: Response, permit: Permit): void {
-  let handlerEnded = false;
-  let gone = false;
-  let timer: NodeJS.Timeout | null = null;
-  const close = () => {
-    if (timer) clearTimeout(timer);
-    void permit.close();
-  };
-  const end = res.end;
-  res.end = function (this: Response, ...args: any[]) {
-    handlerEnded = true;
-    if (gone) setImmediate(close);
-    return (end as (...a: any[]) => Response).apply(this, args);
-  } as Response["end"];
-  res.once("finish", close);
-  res.once("close", () => {
-    if (res.writableFinished) return; // 'finish' closes it
-    gone = true;
-    if (handlerEnded) return close();
-    timer = setTimeout(close, ABANDONED_AFTER);
-    timer.unref();
-  });
 }
 
 function info(decision: PolicyDecision | null, permit: Permit | null, signal: () => AbortSignal): RateLimitInfo {

@@ -30,3 +30,5 @@ export { RateLimiter, Permit, PermitClosedError } from "./limiter";
 export type { PolicyCall } from "./combined";
 export type { LimitState, PolicyDecision, DecideOptions, AcquireOptions, RateLimiterOptions } from "./limiter";
 export { isZone } from "./args";
+export { RuntimeLimits, hashKey as runtimeLimitsKey } from "./overrides";
+export type { DecisionHooks, DecisionEvent, LateGiveBack, Outcome, RedisDownMode } from "./hooks";

@@ -13,6 +13,8 @@ import * as a from "./args";
 import { allCall, clausesOf, decisionOf, merge, slotGroups, type Clause, type Part, type PolicyCall } from "./combined";
 import { groupKey, keyBase, type Group, type Limit, type LimitKind, type Policy } from "./policy";
 import type { Call, RedisLike } from "./transport";
+import { checkHooks, gaveBackLate, observed, type DecisionHooks } from "./hooks";
+import { REFRESH_MS, RuntimeLimits } from "./overrides";
 
 interface Pending {
   readonly deadline: number;
@@ -80,6 +82,8 @@ export interface RateLimiterOptions {
   readonly probeInterval?: number;
   /** Called with errors that cannot be thrown (a release or settlement that failed). */
   readonly onError?: (error: unknown) => void;
+  /** Told of every decision and late give-back (see `DecisionHooks`; metrics: `redis-ratelimit/opentelemetry`, `/prometheus`). */
+  readonly hooks?: readonly DecisionHooks[];
   /** Which engine decides: `"module"` (default), `"functions"` or `"auto"` (`RateLimitClientOptions`). */
   readonly backend?: Backend | string;
   /**
@@ -88,6 +92,13 @@ export interface RateLimiterOptions {
    * cannot be given back). Default true.
    */
   readonly checkTimeouts?: boolean;
+  /**
+   * Apply the limits an admin sets at run time (`limiter.runtimeLimits.set(policy, {...})`,
+   * from any client; `overrides.ts`). Default true.
+   */
+  readonly runtimeLimits?: boolean;
+  /** How often the runtime limits are read again, ms (default and at most 250). */
+  readonly refresh?: number;
 }
 
 
@@ -141,6 +152,7 @@ export class RateLimiter {
   readonly probeInterval: number;
   private readonly onError: (error: unknown) => void;
   private readonly circuits = new Map<string, Circuit>();
+  readonly hooks: readonly DecisionHooks[];
   private readonly pending = new Set<Pending>();
   private readonly releases: Call[] = [];
   private sweeper: NodeJS.Timeout | null = null;
@@ -149,6 +161,8 @@ export class RateLimiter {
   private moduleMissing: string | null = null;
   /** False once the server refused DETAILS (an older module build). */
   detailsSupported = true;
+  /** The runtime overrides' store (null when turned off). */
+  readonly runtimeLimits: RuntimeLimits | null;
 
   constructor(redis: RedisLike | RateLimitClient, options: RateLimiterOptions = {}) {
     if (redis instanceof RateLimitClient && options.backend !== undefined) {
@@ -161,7 +175,16 @@ export class RateLimiter {
     this.probeInterval = a.int("probeInterval", options.probeInterval ?? 250, 1, 2 ** 31 - 1);
     if (options.onError !== undefined && typeof options.onError !== "function") throw new TypeError("onError must be a function");
     this.onError = options.onError ?? (() => {});
+    this.hooks = checkHooks(options.hooks);
     if (options.checkTimeouts ?? true) checkClientTimeouts(redis instanceof RateLimitClient ? null : redis, this.timeout);
+    this.runtimeLimits = options.runtimeLimits === false ? null : new RuntimeLimits(this.client, options.refresh ?? REFRESH_MS, (e) => this.report(e));
+  }
+
+  /** The first decision of a prefix waits (a little) for its runtime limits' first read; null once read. */
+  private overridesRead(policies: readonly (Policy | undefined)[]): Promise<void> | null {
+    if (!this.runtimeLimits) return null;
+    const known = policies.filter((p): p is Policy => typeof p?.compile === "function" && typeof p.options?.prefix === "string");
+    return this.runtimeLimits.ready(known);
   }
 
   /** Whether some node's circuit is open (its keys decided without Redis; a probe is running). */
@@ -379,6 +402,7 @@ export class RateLimiter {
     }
     if (this.flusher) clearTimeout(this.flusher);
     this.flusher = null;
+    this.runtimeLimits?.close();
   }
 
   /**
@@ -387,15 +411,17 @@ export class RateLimiter {
    */
   decide(policy: Policy, key: string, options: DecideOptions = {}): Promise<PolicyDecision> {
     if (policy.needsPermit) return Promise.reject(new TypeError(`policy '${policy.name}' holds a lease or an estimate: use acquire() or withPermit()`));
+    const read = this.overridesRead([policy]);
+    if (read) return read.then(() => this.decide(policy, key, options));
     let held: Held;
     try {
       const cost = positive("cost", options.cost ?? 1);
-      held = heldFor(policy, key, options, cost, positive("estimate", options.estimate ?? cost), null);
+      held = heldFor(policy, key, options, cost, estimateOf(policy, options, cost), null);
     } catch (e) {
       return Promise.reject(e); // bad input: refused before any Redis call
     }
     const parts = [{ policy, held, estimate: held.costs[0] ?? 1 }];
-    return this.guarded(() => this.send(policy, held), this.giveBackLate(parts), false, undefined, held.keys);
+    return observed(this.hooks, [policy], performance.now(), this.guarded(() => this.send(policy, held), this.giveBackLate(parts), false, undefined, held.keys), (e) => this.report(e));
   }
 
   /**
@@ -404,6 +430,8 @@ export class RateLimiter {
    * the lease and settle the estimate to `permit.used(n)`.
    */
   async acquire(policy: Policy, key: string, options: AcquireOptions = {}): Promise<Permit> {
+    const read = this.overridesRead([policy]);
+    if (read) await read;
     const token = policy.limits.some((l) => l.kind === "concurrency") ? randomUUID() : null;
     const { decision, held, estimate } = await this.run(policy, key, options, token);
     return new Permit(this, decision.limited ? null : [{ policy, held, estimate }], decision, estimate, token, options.signal, options.renew ?? true);
@@ -436,13 +464,15 @@ export class RateLimiter {
     if (calls.length === 1) return this.decide(calls[0].policy, calls[0].key, calls[0].options);
     const needs = calls.find((c) => c?.policy?.needsPermit);
     if (needs) return Promise.reject(new TypeError(`policy '${needs.policy.name}' holds a lease or an estimate: use acquireAll()`));
+    const read = this.overridesRead(Array.isArray(calls) ? calls.map((c) => c?.policy) : []);
+    if (read) return read.then(() => this.decideAll(calls));
     let parts: Part[];
     try {
       parts = partsOf(calls, null);
     } catch (e) {
       return Promise.reject(e);
     }
-    return this.guarded(() => this.sendAll(parts), this.giveBackLate(parts), false, undefined, parts.flatMap((p) => p.held.keys));
+    return observed(this.hooks, parts.map((p) => p.policy), performance.now(), this.guarded(() => this.sendAll(parts), this.giveBackLate(parts), false, undefined, parts.flatMap((p) => p.held.keys)), (e) => this.report(e));
   }
 
   /**
@@ -451,10 +481,13 @@ export class RateLimiter {
    */
   async acquireAll(calls: readonly PolicyCall[], options: { readonly signal?: AbortSignal; readonly renew?: boolean } = {}): Promise<Permit> {
     if (calls.length === 1) return this.acquire(calls[0].policy, calls[0].key, { ...calls[0].options, signal: options.signal, renew: options.renew });
+    const read = this.overridesRead(Array.isArray(calls) ? calls.map((c) => c?.policy) : []);
+    if (read) await read;
     const token = calls.some((c) => c?.policy?.limits.some((l) => l.kind === "concurrency")) ? randomUUID() : null;
     const parts = partsOf(calls, token);
+    const policies = parts.map((p) => p.policy);
     const lost = () => this.releaseLater(parts.flatMap((p) => this.settlementCalls(p.policy, p.held, p.estimate, p.estimate)));
-    const decision = await this.guarded(() => this.sendAll(parts), this.giveBackLate(parts), false, lost, parts.flatMap((p) => p.held.keys));
+    const decision = await observed(this.hooks, policies, performance.now(), this.guarded(() => this.sendAll(parts), this.giveBackLate(parts), false, lost, parts.flatMap((p) => p.held.keys)), (e) => this.report(e));
     return new Permit(this, decision.limited ? null : parts, decision, Math.max(...parts.map((p) => p.estimate)), token, options.signal, options.renew ?? true);
   }
 
@@ -519,7 +552,7 @@ export class RateLimiter {
     let estimate: number;
     try {
       const cost = positive("cost", o.cost ?? 1);
-      estimate = positive("estimate", o.estimate ?? cost);
+      estimate = estimateOf(policy, o, cost);
       held = heldFor(policy, key, o, cost, estimate, token);
     } catch (e) {
       return Promise.reject(e); // bad input: refused before any Redis call
@@ -527,7 +560,8 @@ export class RateLimiter {
     // A reply lost (the client's commandTimeout, a broken connection): the
     // lease goes back by its token once Redis answers; the estimate cannot.
     const lost = () => this.releaseLater(this.settlementCalls(policy, held, estimate, estimate));
-    return this.guarded(() => this.send(policy, held), this.giveBackLate([{ policy, held, estimate }]), false, lost, held.keys).then((decision) => ({ decision, held, estimate }));
+    const started = performance.now();
+    return observed(this.hooks, [policy], started, this.guarded(() => this.send(policy, held), this.giveBackLate([{ policy, held, estimate }]), false, lost, held.keys), (e) => this.report(e)).then((decision) => ({ decision, held, estimate }));
   }
 
   /**
@@ -542,7 +576,8 @@ export class RateLimiter {
       if (decision.limited || parts.some((p) => p.policy.compile().lockout)) return;
       const clauses = clausesOf(parts);
       const calls = slotGroups(clauses).map((g) => allCall(clauses, g, true, false));
-      void this.settle(calls).catch((e) => this.report(e));
+      const name = parts.map((p) => p.policy.name).join("+");
+      void this.settle(calls).then(() => gaveBackLate(this.hooks, name, (e) => this.report(e)), (e) => this.report(e));
     };
   }
 
@@ -572,8 +607,9 @@ export class RateLimiter {
       const args = [g.command, h.keys[0], "*"];
       if (g.kind === "quota") args.push(h.zones[0]!);
       for (const r of g.rules) args.push(r);
-      if (h.costs[0] !== 1) args.push("COST", String(h.costs[0]));
+      // TOKEN before COST, as in RL.ALL's LEASE clause (the same argv in every client).
       if (g.kind === "lease") args.push("TOKEN", h.token!);
+      if (h.costs[0] !== 1) args.push("COST", String(h.costs[0]));
       return this.client.send({ key: h.keys[0], readOnly: false, args }).then((reply) => {
         const state = stateOf(g.limits[0], d.decision(g.command, reply));
         return finish(policy, state, [state]);
@@ -613,7 +649,7 @@ export class RateLimiter {
         if (h.token) calls.push({ key, readOnly: false, args: ["RL.RELEASE", key, "*", h.token] });
         return;
       }
-      // Usage above the limit counts as the limit (CLIENTS.md §4).
+      // A usage above the clause's largest limit counts as that limit (CLIENTS.md §4).
       const u = Math.min(used, Math.max(...g.limits.map((l) => l.limit)));
       if (g.costKind !== "estimate" || u === estimate) return;
       const cost = Math.min(Math.abs(estimate - u), g.maxSettle);
@@ -648,6 +684,11 @@ function positive(what: string, v: unknown): number {
   return a.int(what, v, 1, a.MAX);
 }
 
+/** A call's estimate: checked only when the policy has limits costed by it (else unused, as in Python and Java). */
+function estimateOf(policy: Policy, o: DecideOptions, cost: number): number {
+  return policy.limits.some((l) => l.options.cost === "estimate") ? positive("estimate", o.estimate ?? cost) : cost;
+}
+
 /** What one call of a policy names: its keys, zones and costs per group, and its lease token. */
 export interface Held {
   readonly base: string;
@@ -664,10 +705,10 @@ function partsOf(calls: readonly PolicyCall[], token: string | null): Part[] {
   const parts: Part[] = [];
   for (const c of calls) {
     if (!c || typeof c.policy?.compile !== "function" || typeof c.key !== "string") throw new TypeError("expected policy.bind(key, options)");
-    if (c.policy.compile().lockout) throw new TypeError(`policy '${c.policy.name}' is a lockout: RL.LOCKCOUNT is not an RL.ALL clause, decide it on its own`);
+    if (c.policy.compile().lockout) throw a.invalid("limits", new TypeError(`policy '${c.policy.name}' is a lockout: RL.LOCKCOUNT is not an RL.ALL clause, decide it on its own`));
     const o = c.options ?? {};
     const cost = positive("cost", o.cost ?? 1);
-    const estimate = positive("estimate", o.estimate ?? cost);
+    const estimate = estimateOf(c.policy, o, cost);
     const held = heldFor(c.policy, c.key, o, cost, estimate, token);
     // The same binding twice counts once (two keys named alike would be refused by RL.ALL).
     const id = `${held.keys.join("\n")}|${cost}|${estimate}`;
@@ -690,12 +731,13 @@ function heldFor(policy: Policy, key: string, o: DecideOptions, cost: number, es
     let zone: string | null = null;
     if (g.kind === "quota") {
       zone = g.zone ?? o.zone ?? null;
-      if (zone === null) throw new RangeError(`quota '${g.name}' takes its zone per call: pass zone`);
+      if (zone === null) throw a.invalid("zone", new RangeError(`quota '${g.name}' takes its zone per call: pass zone`));
       a.zone(zone);
     }
     zones.push(zone);
     const n = g.costKind === "estimate" ? estimate : cost;
-    if (n > g.maxCost) throw new RangeError(`invalid ${g.costKind === "estimate" ? "estimate" : "cost"} '${n}' for '${g.name}': at most ${g.maxCost}`);
+    const what = g.costKind === "estimate" ? "estimate" : "cost";
+    if (n > g.maxCost) throw a.invalid(what, new RangeError(`invalid ${what} '${n}' for '${g.name}': at most ${g.maxCost}`));
     costs.push(n);
   });
   return { base, keys, zones, costs, token };

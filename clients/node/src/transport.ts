@@ -153,23 +153,16 @@ function ioredisCluster(client: any): Transport {
 
 /* ---------------- node-redis ---------------- */
 
-/** node-redis throws one MultiErrorReply for a pipeline with any error reply; unfold it. */
-function unfoldMulti(e: any, n: number): unknown[] {
-  if (e && Array.isArray(e.replies) && e.replies.length === n) return e.replies;
-  throw e;
-}
-
 function nodeRedisStandalone(client: any): Transport {
   return {
     kind: "node-redis",
     connected: () => client.isReady !== false,
     send: (c) => client.sendCommand([...c.args]),
     sendAny: (args) => client.sendCommand([...args]),
-    batch: (calls) => {
-      const m = client.multi();
-      for (const c of calls) m.addCommand([...c.args]);
-      return m.execAsPipeline().catch((e: unknown) => unfoldMulti(e, calls.length));
-    },
+    // Sent in one tick, node-redis writes them as one pipeline; each keeps
+    // its own reply or error (execAsPipeline rejects at the first error
+    // reply and the others' replies are lost).
+    batch: (calls) => Promise.all(calls.map((c) => client.sendCommand([...c.args]).catch((e: unknown) => e))),
   };
 }
 
@@ -186,11 +179,9 @@ function nodeRedisCluster(client: any): Transport {
         send: async (args: readonly string[]) => (await client.nodeClient(node)).sendCommand([...args]),
       })),
     batch: (calls) =>
-      splitBySlot(calls, (part) => {
-        const m = client.multi(part[0].key);
-        for (const c of part) m.addCommand(c.key, c.readOnly, [...c.args]);
-        return m.execAsPipeline().catch((e: unknown) => unfoldMulti(e, part.length));
-      }),
+      splitBySlot(calls, (part) =>
+        Promise.all(part.map((c) => client.sendCommand(c.key, c.readOnly, [...c.args]).catch((e: unknown) => e))),
+      ),
     nodeOf: (key) => {
       try {
         const m = client.getSlotMaster(calculateSlot(key));

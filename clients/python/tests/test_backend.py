@@ -30,9 +30,9 @@ def test_peeks_go_read_only_and_refunds_through_rl_refund():
         assert fcall((name, "k", "*", 1, 1000))[:2] == ("FCALL_RO", "rl_" + name[3:].lower())
     assert fcall(("RL.ALLPEEK", 1, "k", "*", "CHECK", 1, 1, 1000, "DETAILS"))[:3] == ("FCALL_RO", "rl_allpeek", 1)
     assert fcall(("RL.CHECK", "k", "*", 5, 60000, "REFUND")) == (
-        "FCALL", "rl_refund", 1, "k", "rl_check", "*", 5, 60000, "REFUND")
+        "FCALL", "rl_refund", 1, "k", "check", "*", 5, 60000, "REFUND")
     assert fcall(("RL.ALL", 1, "k", "*", "CHECK", 1, 5, 60000, "REFUND", "DETAILS"))[:5] == (
-        "FCALL", "rl_refund", 1, "k", "rl_all")
+        "FCALL", "rl_refund", 1, "k", "all")
     # a DEBIT is an admission: no allow-oom entry point
     assert fcall(("RL.CHECK", "k", "*", 5, 60000, "DEBIT"))[:2] == ("FCALL", "rl_check")
     # a lease token spelled REFUND is a token, not the option

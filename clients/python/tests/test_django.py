@@ -248,3 +248,33 @@ def test_configuration_errors(server):
     with pytest.raises(TypeError, match="key"):
         limits.limit(jobs, scope=True)
     assert ProblemError.bad_request("x").status == 400
+
+
+@pytest.mark.anyio
+async def test_readme_django_block_runs_as_written(server, raw):
+    import re
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    [block] = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "DjangoRateLimits(" in b]
+    code = block.replace('REDIS_URL = "redis://localhost:6379"', f'REDIS_URL = "redis://127.0.0.1:{server.port}"')
+    assert code != block
+    for k in raw.keys("django:*"):
+        raw.delete(k)
+    ns: dict = {"__name__": "readme"}
+    exec(compile(code, "README.md", "exec"), ns)
+    URLS.RateLimitMiddleware = ns["ExportLimits"]
+    URLS.urlpatterns = [path("api/search", ns["search_view"]), path("api/jobs", ns["job_view"]),
+                        path("api/export", lambda request: HttpResponse("csv"))]
+    clear_url_caches()
+    c = AsyncClient()
+    got = [await c.get("/api/search") for _ in range(6)]
+    assert [r.status_code for r in got] == [200] * 5 + [429]
+    assert got[0].headers["RateLimit-Policy"] == '"search";q=5;w=30' and got[0].headers["RateLimit"] == '"search";r=4;t=30'
+    problem(got[5], 429, "rate-limited")
+    assert [(await c.get("/api/export")).status_code for _ in range(3)] == [200, 200, 429]
+    job = await c.get("/api/jobs", headers={"X-Api-Key": "k"})
+    assert job.status_code == 200 and json.loads(job.content) == {"used": 420}
+    tokens = raw.execute_command("RL.QUOTAPEEK", "django:jobs:{k}:tokens", "*", "UTC", "DAY", 100_000, "COST", 0)
+    assert 100_000 - tokens[3] == 420
+    assert raw.execute_command("RL.LEASEPEEK", "django:jobs:{k}:inflight", "*", 2, "COST", 0)[3] == 2
+    problem(await c.get("/api/jobs"), 401, "unauthorized")

@@ -124,7 +124,7 @@ def test_the_module_gone_at_run_time_is_decided_by_the_down_mode_and_health_says
         guard = Guard(rl)
         p = Policy("gone", WINDOW)
         assert guard.decide(p, "k") is not None
-        assert guard.health() == {"status": "UP"}
+        assert guard.health() == {"status": "UP", "backend": "module"}
         name = s.client().module_list()[0][b"name"]
         s.client().execute_command("MODULE", "UNLOAD", name)
         assert guard.decide(p, "k") is None
@@ -144,7 +144,9 @@ async def test_a_late_admission_is_given_back_whole():
     with Server() as s:
         raw = s.client()
         client = redis.asyncio.Redis(port=s.port)
-        guard = AsyncGuard(AsyncRateLimiter(client), probe_interval=0.05)
+        # No runtime limits: their background read would hold the pooled
+        # connection through the pause, and RL.ALL would wait for a new one.
+        guard = AsyncGuard(AsyncRateLimiter(client, runtime_limits=False), probe_interval=0.05)
         await guard.limiter.ensure_module()
         s.proc.send_signal(signal.SIGSTOP)
         try:
@@ -305,3 +307,19 @@ def test_the_first_sync_cluster_use_checks_the_module_once(cluster):
     after = [n.client().info("commandstats").get("cmdstat_command|info", {}).get("calls", 0) for n in cluster.nodes]
     assert [a - b for a, b in zip(after, before)] == [1, 1, 1]
     client.close()
+
+
+def test_the_module_gone_under_backend_auto_switches_to_the_library_and_health_says_functions():
+    """The same failover with ``backend="auto"``: decided by the Functions
+    library (loaded on the spot), not by the Redis-down mode; health() is UP
+    naming the backend that decides."""
+    with Server(args=["--enable-module-command", "yes"]) as s:
+        rl = RateLimiter(s.client(), backend="auto")
+        rl.ensure_module()
+        guard = Guard(rl)
+        p = Policy("gone-auto", WINDOW)
+        assert guard.decide(p, "k") is not None
+        name = s.client().module_list()[0][b"name"]
+        s.client().execute_command("MODULE", "UNLOAD", name)
+        assert guard.decide(p, "k") is not None
+        assert guard.health() == {"status": "UP", "backend": "functions"}

@@ -283,7 +283,10 @@ async def test_async_guard_releases_a_lease_whose_reply_was_lost(socket_timeout,
         # A timeout this short is refused by default (it drops replies Redis
         # still runs); allowed here to drive the path of a reply lost with
         # its connection.
-        guard = AsyncGuard(AsyncRateLimiter(client), probe_interval=0.05, check_timeouts=False)
+        # No runtime limits: their background read would hold the pooled
+        # connection through the stall, and the decision's new connection
+        # would stall in its handshake before RL.ALL is even written.
+        guard = AsyncGuard(AsyncRateLimiter(client, runtime_limits=False), probe_interval=0.05, check_timeouts=False)
         await guard.limiter.ensure_module()
         import signal
         s.proc.send_signal(signal.SIGSTOP)
@@ -316,7 +319,10 @@ def test_sync_guard_releases_a_lease_whose_reply_was_lost():
     policy = Policy("lost", [concurrency("inflight", 2, timedelta(seconds=60))])
     with Server() as s:
         raw = s.client()
-        guard = Guard(RateLimiter(redis.Redis(port=s.port, socket_timeout=0.3)), probe_interval=0.05)
+        # No runtime limits: their first read would hold the pooled connection
+        # through the stall (as in the asyncio test above).
+        guard = Guard(RateLimiter(redis.Redis(port=s.port, socket_timeout=0.3), runtime_limits=False),
+                      probe_interval=0.05)
         guard.limiter.ensure_module()
         s.proc.send_signal(signal.SIGSTOP)
         try:

@@ -134,3 +134,20 @@ async def test_async_late_reply_given_back_and_counted():
         await client.aclose()
     assert registry.get_sample_value("ratelimit_late_give_backs_total", {"policy": "llm"}) == 1
     assert [pt.value for pt in otel_points(reader)["ratelimit.late_give_backs"]] == [1]
+
+
+def readme_block(marker: str) -> str:
+    import re
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    found = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if marker in b]
+    assert len(found) == 1, marker
+    return found[0]
+
+
+def test_readme_metrics_block_runs_as_written(server, capsys):
+    block = readme_block("PrometheusHooks(")
+    code = block.replace('REDIS_URL = "redis://localhost:6379"', f'REDIS_URL = "redis://127.0.0.1:{server.port}"')
+    assert code != block
+    exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
+    assert capsys.readouterr().out.strip() == "1.0"

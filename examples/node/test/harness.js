@@ -6,9 +6,29 @@ import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 
 const require = createRequire(import.meta.url);
-export const { Server, Cluster, freePort, sleep, waitUntil } = require("../../../clients/node/test/support/servers.cjs");
+const support = require("../../../clients/node/test/support/servers.cjs");
+export const { freePort, sleep, waitUntil } = support;
 
-const SERVER_JS = fileURLToPath(new URL("../server.js", import.meta.url));
+// RL_BACKEND=functions runs every test on servers without the module, the app
+// deciding with the Functions library (SERVICES.md "On a Redis without the
+// module"); the app inherits the variable.
+export const BACKEND = process.env.RL_BACKEND || "module";
+const withModule = BACKEND !== "functions";
+export class Server extends support.Server {
+  constructor(options = {}) {
+    super({ module: withModule, ...options });
+  }
+}
+export class Cluster extends support.Cluster {
+  constructor(n = 3, options = {}) {
+    super(n, { module: withModule, ...options });
+  }
+}
+
+// The app under test: this directory's express app, or another example app
+// that serves the same contract (EXAMPLE_SERVER=../fastify/server.js: the
+// Fastify one; `npm test` in examples/fastify runs these tests against it).
+const SERVER_JS = fileURLToPath(new URL(process.env.EXAMPLE_SERVER ?? "server.js", new URL("../", import.meta.url)));
 
 export class App {
   constructor(env) {

@@ -3,7 +3,7 @@
 // two instances on one Redis (one started later) acting as one service.
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { App, Server, items, names, sleep, waitUntil } from "./harness.js";
+import { App, BACKEND, Server, items, names, sleep, waitUntil } from "./harness.js";
 
 const PROBLEM = "https://redis-ratelimit.dev/problems/";
 let redis;
@@ -311,4 +311,19 @@ describe("two instances on one Redis are one service", () => {
       await b.stop();
     }
   });
+});
+
+test("one decision is one command of the backend (INFO commandstats: FCALL on the library)", async () => {
+  const c = redis.client();
+  try {
+    await c.config("RESETSTAT");
+    assert.equal((await app.req("GET", "/seed002/api/custom", { ip: "198.51.100.77" })).status, 200);
+    const stats = await c.info("commandstats");
+    const sum = (re) => [...stats.matchAll(re)].reduce((n, m) => n + Number(m[1]), 0);
+    const rl = sum(/^cmdstat_rl\.[a-z]+:calls=(\d+)/gm);
+    const fcalls = sum(/^cmdstat_fcall(?:_ro)?:calls=(\d+)/gm);
+    assert.deepEqual([fcalls, rl], BACKEND === "functions" ? [1, 0] : [0, 1], stats);
+  } finally {
+    c.disconnect();
+  }
 });

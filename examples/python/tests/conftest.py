@@ -1,4 +1,4 @@
-"""The example app as a real process (app.py under uvicorn) against real
+"""The example app as a real process (app.py under uvicorn; EXAMPLE_APP picks another) against real
 redis-server processes (integration/servers.py), driven over HTTP."""
 
 from __future__ import annotations
@@ -15,15 +15,45 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "integration"))
 
-from servers import Cluster, Server, free_port, redis_cli  # noqa: E402,F401 (re-exported to the tests)
+import servers  # noqa: E402
+from servers import free_port, redis_cli  # noqa: E402,F401 (re-exported to the tests)
 
-APP = Path(__file__).resolve().parents[1] / "app.py"
+from redis_rl.backend import fcall  # noqa: E402
+
+# RL_BACKEND=functions runs every test on servers without the module, the app
+# deciding with the Functions library (SERVICES.md "On a Redis without the
+# module"); the app inherits the variable.
+BACKEND = os.environ.get("RL_BACKEND") or "module"
+WITH_MODULE = BACKEND != "functions"
+
+
+def Server(**kw):  # noqa: N802 (stands in for the class)
+    kw.setdefault("module", WITH_MODULE)
+    return servers.Server(**kw)
+
+
+def Cluster(n=3, **kw):  # noqa: N802
+    kw.setdefault("module", WITH_MODULE)
+    return servers.Cluster(n, **kw)
+
+
+def rl(client, *args):
+    """An RL command sent as the app's backend sends it (a FCALL on the library)."""
+    return client.execute_command(*(fcall(args) if BACKEND == "functions" else args))
+
+# The app under test: this directory's FastAPI app, or another example app
+# that serves the same contract (EXAMPLE_APP=../django/app.py: the Django
+# one; mk/django.mk runs these tests against it).
+APP = (Path(__file__).resolve().parents[1] / os.environ.get("EXAMPLE_APP", "app.py")).resolve()
 
 
 class App:
-    def __init__(self, *, redis_url: str | None = None, cluster: str | None = None, prefix: str = "t:"):
+    def __init__(self, *, redis_url: str | None = None, cluster: str | None = None, prefix: str = "t:",
+                 backend: str | None = None):
         self.port = free_port()
         env = dict(os.environ, PORT=str(self.port), RL_PREFIX=prefix)
+        if backend is not None:
+            env["RL_BACKEND"] = backend
         if cluster:
             env["REDIS_CLUSTER"] = cluster
         else:
@@ -72,7 +102,7 @@ def details(redis_server):
     checks always run; a module without it fails here instead of skipping them."""
     c = redis_server.client()
     try:
-        reply = c.execute_command("RL.ALLPEEK", 1, "p", "*", "CHECK", 1, 1, 1, "COST", 0, "DETAILS")
+        reply = rl(c, "RL.ALLPEEK", 1, "p", "*", "CHECK", 1, 1, 1, "COST", 0, "DETAILS")
     finally:
         c.close()
     assert len(reply) > 7, f"the module at $RL_MODULE answers no RL.ALL DETAILS: {reply!r}"

@@ -6,9 +6,11 @@
 //!
 //! Reads: the live count and, for a refusal, one score by rank, as RL.CHECK
 //! reads its window (see [`RedisLog`]); the token's units by name (`tok`,
-//! `tok#2`, ... up to the first missing one). Writes (admitted RL.LEASE):
+//! `tok#2`, ... up to the first missing one; `tok` alone when its score is
+//! whole, see [`units::has_siblings`]). Writes (admitted RL.LEASE):
 //! the token's units beyond `cost` removed, its `cost` units added or
-//! re-scored to `t + ttl`, expired units removed when the expiry moves or
+//! re-scored to `t + ttl` (the first of 2 or more to `t + ttl - 0.5`,
+//! [`units::first_unit_score`]), expired units removed when the expiry moves or
 //! when `limit` or more of them were found, the expiry on the key's grid.
 //! Replicated as `ZREM`, `ZADD`, `ZREMRANGEBYSCORE` and `PEXPIREAT`;
 //! RL.RELEASE as `ZREM`, RL.RENEW as `ZADD XX` and `PEXPIREAT`. A `LEASE`
@@ -20,7 +22,9 @@ pub mod units;
 use smallvec::SmallVec;
 
 use self::args::{parse_lease, parse_lease_clause, parse_tokens, LeaseArgs, MAX_TOKEN_LEN};
-use self::units::{decide, expiry, live_units, reap_bound, reaps, unit_name};
+use self::units::{
+    decide, expiry, first_unit_score, has_siblings, live_units, reap_bound, reaps, unit_name,
+};
 use super::limiter::{Limiter, Mode, Phase, Request, RuleReplies, Verdict};
 use super::sorted_set::{next_member, reseed, Extremes, RedisLog, MAX_NAME_CLASHES};
 use crate::core::args::Clock;
@@ -178,7 +182,10 @@ impl Lease {
         let score = (t + self.ttl) as f64;
         let mut buf = [0u8; 85];
         let first = self.strings.bytes(unit_name(token, 1, &mut buf))?;
-        if !self.key.zadd_new(score, first)? {
+        if !self
+            .key
+            .zadd_new(first_unit_score(t + self.ttl, cost as u64), first)?
+        {
             return Ok(None);
         }
         self.walked = true;
@@ -250,6 +257,7 @@ impl Lease {
             key: key_name,
             score,
             members: &units,
+            marked: if cost >= 2 { &[0] } else { &[] },
         })?;
         if reaped > 0 {
             ctx.propagate(Native::ZremRangeByScore {
@@ -282,8 +290,14 @@ impl Lease {
         let mut buf = [0u8; 85];
         let mut live = 0;
         // The walk found `names.len() + 1` missing: start after it (a new
-        // token of cost 1, the usual lease, looks nothing up).
-        for i in self.names.len() as u64 + 2..=self.cost as u64 {
+        // token of cost 1, the usual lease, looks nothing up) — unless it
+        // stopped at a first unit with a whole score, which has no `#2`
+        // and looked nothing else up.
+        let looked_up = match *self.own.as_slice() {
+            [first] if !has_siblings(first) => 1,
+            _ => self.names.len() as u64 + 1,
+        };
+        for i in looked_up + 1..=self.cost as u64 {
             let name = self
                 .strings
                 .bytes(unit_name(&token_buf[..n], i, &mut buf))?;
@@ -415,6 +429,7 @@ impl Limiter for Lease {
         let (key, strings, names) = (&self.key, &mut self.strings, &self.names);
         let cost = self.cost;
         let score = (self.t + self.ttl) as f64;
+        let first_score = first_unit_score(self.t + self.ttl, cost as u64);
         for &name in names.get(cost as usize..).unwrap_or(&[]) {
             key.zrem(name)?;
         }
@@ -427,14 +442,14 @@ impl Limiter for Lease {
                         Some(&n) => n,
                         None => strings.bytes(unit_name(token, i as u64 + 1, &mut buf))?,
                     };
-                    key.zadd(score, name, false)?;
+                    key.zadd(if i == 0 { first_score } else { score }, name, false)?;
                     units.push(name);
                 }
                 units
             }
             None => {
                 let mut named = [0u8; 8];
-                let units = add_named_lease(key, strings, score as i64, cost, &mut named)?;
+                let units = add_named_lease(key, strings, self.t + self.ttl, cost, &mut named)?;
                 self.token[..8].copy_from_slice(&named);
                 self.token_len = Some(8);
                 units
@@ -540,8 +555,9 @@ fn remove_units(ctx: Ctx, key_name: RString, key: &Key, names: &[RString]) -> Re
 }
 
 /// The names and scores of a lease's units, walking `tok`, `tok#2`, ... up
-/// to the first missing name. The names are owned by `strings`, but for
-/// `first`: the call's own argument `tok`, when given.
+/// to the first missing name, or only `tok` when its score is whole (a
+/// lease of one unit: one lookup). The names are owned by `strings`, but
+/// for `first`: the call's own argument `tok`, when given.
 fn walk(
     key: &Key,
     strings: &mut OwnedStrings,
@@ -561,6 +577,9 @@ fn walk(
         };
         names.push(name);
         scores.push(score);
+        if i == 1 && !has_siblings(score) {
+            break;
+        }
     }
     Ok((names, scores))
 }
@@ -572,7 +591,7 @@ fn walk(
 fn add_named_lease(
     key: &Key,
     strings: &mut OwnedStrings,
-    score: i64,
+    expiry: i64,
     cost: i64,
     token: &mut [u8; 8],
 ) -> Result<StrVec, Error> {
@@ -584,14 +603,23 @@ fn add_named_lease(
         let mut clash = false;
         for i in 1..=cost as u64 {
             let name = strings.bytes(unit_name(&token[..], i, &mut buf))?;
-            if !key.zadd_new(score as f64, name)? {
+            let score = if i == 1 {
+                first_unit_score(expiry, cost as u64)
+            } else {
+                expiry as f64
+            };
+            if !key.zadd_new(score, name)? {
                 clash = true;
                 break;
             }
             units.push(name);
         }
         // A free name also needs the unit after the last free, or a walk
-        // would take a stranger's `name#(cost+1)` for part of this lease.
+        // would take a stranger's `name#(cost+1)` for part of this lease;
+        // a lease of one unit has a whole score, and no walk looks past it.
+        if !clash && cost < 2 {
+            return Ok(units);
+        }
         if !clash {
             let next = strings.bytes(unit_name(&token[..], cost as u64 + 1, &mut buf))?;
             if key.zscore(next)?.is_none() {
@@ -698,14 +726,21 @@ pub fn renew(
     let mut strings = OwnedStrings::new(ctx);
     let mut counts = PerToken::new();
     let mut renewed = StrVec::new();
+    // The first units of the leases of 2 or more units (indices into
+    // `renewed`): scored half a ms before the others.
+    let mut marked: SmallVec<[usize; 4]> = SmallVec::new();
     for (i, token) in parsed.tokens.iter().enumerate() {
         let (names, scores) = walk(&key, &mut strings, token, given.get(i).copied())?;
         if live_units(&scores, t) == 0 {
             counts.push(0);
             continue;
         }
-        for &name in &names {
-            key.zadd(score as f64, name, true)?;
+        let first = first_unit_score(score, names.len() as u64);
+        for (j, &name) in names.iter().enumerate() {
+            key.zadd(if j == 0 { first } else { score as f64 }, name, true)?;
+        }
+        if names.len() >= 2 {
+            marked.push(renewed.len());
         }
         counts.push(names.len() as i64);
         renewed.extend(names);
@@ -723,6 +758,7 @@ pub fn renew(
         key: key_name,
         score,
         members: &renewed,
+        marked: &marked,
     })?;
     if let Some(at) = expire_at {
         ctx.propagate(Native::Pexpireat { key: key_name, at })?;

@@ -4,7 +4,14 @@
 //! The state is a sorted set, one member per unit held, scored with the
 //! unit's expiry (absolute ms). A lease of cost `n` named `tok` is the
 //! members `tok`, `tok#2`, ..., `tok#n`, found by walking those names up to
-//! the first missing one. A unit is live iff its score is greater than `t`:
+//! the first missing one. The first unit of a lease of 2 or more units is
+//! scored half a ms before its siblings ([`first_unit_score`]), so a first
+//! unit with a whole score is a lease of one unit ([`has_siblings`]): the
+//! usual lease of cost 1 is found with one lookup, not two (the lookup of a
+//! missing `tok#2` scans the whole set while it is a listpack). Replies
+//! round scores up to the whole ms, and for a whole `t` the marked unit is
+//! live exactly as long as its siblings, so nothing a caller sees changes.
+//! A unit is live iff its score is greater than `t`:
 //! expired units never count, removed yet or not. The decision needs the
 //! number of live members, the scores of the token's own units, and one
 //! score by rank, so it reads the set through [`LogView`] in O(log n) plus
@@ -184,6 +191,27 @@ pub fn reap_bound(t: i64, server_time: i64) -> i64 {
 /// one long lease holding the expiry cannot let short ones pile up).
 pub fn reaps(expiry_moves: bool, expired_before: u64, limit: i64) -> bool {
     expiry_moves || expired_before as i64 >= limit
+}
+
+/// The score of the first unit of a lease of `units` units expiring at
+/// `expiry`: half a ms before it when the lease has siblings (`tok#2`...),
+/// the expiry itself for a lease of one unit. Computed in doubles, as a
+/// Lua script computes `expiry - 0.5`: exact below 2^52 ms (the year
+/// 144,683); past it no half ms exists, and the lease reads as one unit.
+pub fn first_unit_score(expiry: i64, units: u64) -> f64 {
+    if units >= 2 {
+        expiry as f64 - 0.5
+    } else {
+        expiry as f64
+    }
+}
+
+/// Whether a lease whose first unit is scored `score` has units after it:
+/// a whole score is a lease of one unit, whatever else the set holds (a
+/// lease of 2 or more written before the half-ms marker is read as its
+/// first unit; its other units expire by their scores).
+pub fn has_siblings(score: f64) -> bool {
+    score.fract() != 0.0
 }
 
 /// The member name of unit `i` (1-based) of lease `token`: `token` for the

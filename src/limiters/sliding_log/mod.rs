@@ -242,6 +242,7 @@ fn apply(
         key: name,
         score: plan.score,
         members: added.as_slice(),
+        marked: &[],
     })?;
     if let Some(through) = trim {
         // Through the key API and replicated as one native command.

@@ -42,9 +42,11 @@ async function waitUntil(what, fn, timeoutMs = 15000, interval = 50) {
 }
 
 class Server {
-  constructor({ module = true, cluster = false, port } = {}) {
+  /** `module: false`: a server without it (the Functions backend); `args`: more redis-server options. */
+  constructor({ module = true, cluster = false, port, args = [] } = {}) {
     if (module && !MODULE) throw new Error("RL_MODULE must name libredis_ratelimit.so");
     this.module = module;
+    this.extra = args;
     this.cluster = cluster;
     this.port = port;
     this.dir = fs.mkdtempSync(path.join(os.tmpdir(), "rl-node-"));
@@ -57,6 +59,7 @@ class Server {
     const args = ["--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", this.dir];
     if (this.module) args.push("--loadmodule", MODULE);
     if (this.cluster) args.push("--cluster-enabled", "yes", "--cluster-config-file", `nodes-${this.port}.conf`);
+    args.push(...this.extra);
     this.proc = spawn(BINARY, args, { stdio: ["ignore", "ignore", "inherit"] });
     const proc = this.proc;
     await waitUntil(`redis-server on :${this.port}`, async () => {
@@ -100,8 +103,8 @@ class Server {
 }
 
 class Cluster {
-  constructor(n = 3) {
-    this.nodes = Array.from({ length: n }, () => new Server({ cluster: true }));
+  constructor(n = 3, { module = true } = {}) {
+    this.nodes = Array.from({ length: n }, () => new Server({ cluster: true, module }));
   }
 
   async start() {

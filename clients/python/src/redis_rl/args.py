@@ -30,11 +30,25 @@ _TOKEN = re.compile(r"[\x21-\x22\x24-\x7e]{1,64}")  # printable ASCII, no space,
 _OFFSET = re.compile(r"[+-](?:[01][0-9]|2[0-3]):[0-5][0-9]")
 
 
+def invalid(field: str, message: str, cls: type[Exception] = ValueError) -> Exception:
+    """An argument error naming its ``field`` (``error.field``): the name the
+    three clients share for it (clients/conformance/README.md), so tests
+    compare the field, not the wording."""
+    e = cls(message)
+    e.field = field  # type: ignore[attr-defined]
+    return e
+
+
+def field_of(what: str) -> str:
+    """``"window (ms)"``, ``"count of rule 2"`` → ``"window"``, ``"count"``."""
+    return what.split(" ", 1)[0]
+
+
 def integer(value: object, what: str, low: int, high: int = MAX_INT) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+        raise invalid(field_of(what), f"{what} must be an int, not {type(value).__name__}", TypeError)
     if not low <= value <= high:
-        raise ValueError(f"invalid {what} {value}: expected an integer from {low} to {high}")
+        raise invalid(field_of(what), f"invalid {what} {value}: expected an integer from {low} to {high}")
     return value
 
 
@@ -43,7 +57,7 @@ def millis(value: Duration, what: str, low: int = 1) -> int:
     if isinstance(value, timedelta):
         micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
         if micros % 1000:
-            raise ValueError(f"invalid {what} {value}: the module counts whole milliseconds")
+            raise invalid(field_of(what), f"invalid {what} {value}: the module counts whole milliseconds")
         return integer(micros // 1000, f"{what} (ms)", low)
     return integer(value, f"{what} (ms)", low)
 
@@ -69,13 +83,12 @@ def zone_arg(zone: Zone) -> str:
         offset = zone.utcoffset(None)
         minutes = int(offset.total_seconds()) // 60
         if offset.total_seconds() % 60:
-            raise ValueError(f"invalid zone {zone}: RL.QUOTA offsets are whole minutes")
+            raise invalid("zone", f"invalid zone {zone}: RL.QUOTA offsets are whole minutes")
         sign = "-" if minutes < 0 else "+"
         return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
-    if isinstance(zone, tzinfo):
-        raise TypeError(f"zone must be a ZoneInfo, a timezone or an IANA name, not {type(zone).__name__}")
-    if not isinstance(zone, str):
-        raise TypeError(f"zone must be a ZoneInfo, a timezone or an IANA name, not {type(zone).__name__}")
+    if isinstance(zone, tzinfo) or not isinstance(zone, str):
+        raise invalid("zone", f"zone must be a ZoneInfo, a timezone or an IANA name, not {type(zone).__name__}",
+                      TypeError)
     if _OFFSET.fullmatch(zone):
         return "+00:00" if zone == "-00:00" else zone
     try:
@@ -83,25 +96,25 @@ def zone_arg(zone: Zone) -> str:
             raise ValueError(zone)
         return zoneinfo.ZoneInfo(zone).key
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"invalid zone {zone!r}: expected an IANA time-zone name such as "
-                         "'Asia/Shanghai', or a fixed offset '+HH:MM'") from None
+        raise invalid("zone", f"invalid zone {zone!r}: expected an IANA time-zone name such as "
+                              "'Asia/Shanghai', or a fixed offset '+HH:MM'") from None
 
 
 def token_arg(token: object, what: str = "token") -> str:
     if not isinstance(token, str) or not _TOKEN.fullmatch(token):
-        raise ValueError(f"invalid {what} {token!r}: 1 to 64 printable ASCII characters, "
-                         "no space and no '#'")
+        raise invalid(what, f"invalid {what} {token!r}: 1 to 64 printable ASCII characters, "
+                            "no space and no '#'")
     return token
 
 
 def key_arg(key: object, what: str = "key") -> str | bytes:
     if isinstance(key, (str, bytes)) and len(key) > 0:
         return key
-    raise ValueError(f"invalid {what} {key!r}: a non-empty str or bytes")
+    raise invalid(what, f"invalid {what} {key!r}: a non-empty str or bytes")
 
 
 def rule_count(n: int) -> None:
     if n < 1:
-        raise ValueError("at least one rule is needed")
+        raise invalid("limits", "at least one rule is needed")
     if n > MAX_RULES:
-        raise ValueError(f"too many rules ({n}): at most {MAX_RULES} per call")
+        raise invalid("limits", f"too many rules ({n}): at most {MAX_RULES} per call")

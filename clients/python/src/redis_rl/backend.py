@@ -62,7 +62,7 @@ def library_path() -> str:
 
 def version_of(source: str) -> int:
     """The ``RL_VERSION`` a library source declares (what its ``rl_version`` answers)."""
-    m = re.search(r"^local\s+RL_VERSION\s*=\s*(\d+)", source, flags=re.M)
+    m = re.search(r"^local\s+(?:RL_)?VERSION\s*=\s*(\d+)", source, flags=re.M)
     if m is None:
         raise ValueError("the Functions library has no `local RL_VERSION = <number>` line")
     return int(m.group(1))
@@ -106,7 +106,7 @@ def fcall(args: tuple[Any, ...]) -> tuple[Any, ...]:
         refund = name in ("RL.CHECK", "RL.THROTTLE", "RL.QUOTA") and "REFUND" in rest
     fn = "rl_" + name[3:].lower()
     if refund:
-        return ("FCALL", "rl_refund", len(keys), *keys, fn, *rest)
+        return ("FCALL", "rl_refund", len(keys), *keys, fn[3:], *rest)  # rl_refund ... check|throttle|quota|all
     return ("FCALL_RO" if name in _PEEKS else "FCALL", fn, len(keys), *keys, *rest)
 
 

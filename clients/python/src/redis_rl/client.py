@@ -11,6 +11,7 @@ whose keys Redis marks movable.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import threading
 from typing import Any, Mapping, Sequence, cast
@@ -28,6 +29,7 @@ from .decisions import AllDecision, DayHourDecision, Decision, LeaseDecision, Lo
 from .backend import backend_arg, fcall, is_function_missing, is_module_missing, library, load_command, version_of
 from .errors import UNAVAILABLE_CODES, LibraryNotLoadedError, ModuleNotLoadedError, RateLimitError, RedisUnavailableError
 from .hooks import DecisionHooks, check_hooks
+from .overrides import REFRESH, AsyncRuntimeLimits, RuntimeLimits
 from .policy import Policy, PolicyDecision
 from .scope import Acquire, AsyncAcquire, AsyncPermit, Permit
 
@@ -93,6 +95,8 @@ def _module_loaded(reply: Any) -> bool:
 
 
 class _Limiter:
+    runtime_limits: Any = None  # the override store (redis_rl.overrides); None: off
+
     def __init__(self, client: Any, *, check_module: bool = True, hooks: Sequence[DecisionHooks] = (),
                  backend: str = "module") -> None:
         self.redis = client
@@ -148,12 +152,17 @@ class RateLimiter(_Limiter):
     """Typed RL commands over a sync ``redis.Redis`` or ``redis.cluster.RedisCluster``."""
 
     def __init__(self, client: redis.Redis | RedisCluster, *, check_module: bool = True,
-                 hooks: Sequence[DecisionHooks] = (), backend: str = "module") -> None:
+                 hooks: Sequence[DecisionHooks] = (), backend: str = "module", runtime_limits: bool = True,
+                 refresh: float = REFRESH) -> None:
         """``backend``: ``"module"`` (the RL commands), ``"functions"`` (the
-        Functions library, loaded when absent or older) or ``"auto"``."""
+        Functions library, loaded when absent or older) or ``"auto"``.
+        ``runtime_limits``: apply the limits an admin sets at run time
+        (``limiter.runtime_limits.set(policy, {...})``, from any client;
+        module ``redis_rl.overrides``), read again every ``refresh`` s."""
         if isinstance(client, (redis.asyncio.Redis, AsyncRedisCluster)):
             raise TypeError("an asyncio client: use AsyncRateLimiter")
         super().__init__(client, check_module=check_module, hooks=hooks, backend=backend)
+        self.runtime_limits = RuntimeLimits(client, refresh=refresh) if runtime_limits else None
 
     def ping_node(self, name: str) -> None:
         """PING the node ``name`` (``node_name``), or the server / the
@@ -379,6 +388,8 @@ class RateLimiter(_Limiter):
         (random when None)."""
         if not self._checked:
             self.ensure_module()
+        if self.runtime_limits is not None:
+            overrides = self.runtime_limits.for_policy(policy, overrides)
         kw = dict(cost=cost, estimate=estimate, zone=zone, subkeys=subkeys, overrides=overrides, token=token)
         plan = policy.plan(key, **kw, details=bool(self.details_supported))
         try:
@@ -403,6 +414,9 @@ class RateLimiter(_Limiter):
             return self.decide(calls[0].policy, calls[0].key, **_kw(calls[0]), token=token)
         if not self._checked:
             self.ensure_module()
+        if self.runtime_limits is not None:
+            calls = [dataclasses.replace(x, overrides=self.runtime_limits.for_policy(x.policy, x.overrides))
+                     if isinstance(x, PolicyCall) else x for x in calls]
         plan = combine(calls, details=bool(self.details_supported), token=token)
         groups = plan.slot_groups() if self.cluster else []
         if len(groups) < 2:
@@ -456,11 +470,13 @@ class AsyncRateLimiter(_Limiter):
     """Typed RL commands over ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``."""
 
     def __init__(self, client: redis.asyncio.Redis | AsyncRedisCluster, *, check_module: bool = True,
-                 hooks: Sequence[DecisionHooks] = (), backend: str = "module") -> None:
-        """``backend``: ``"module"``, ``"functions"`` or ``"auto"`` (``RateLimiter``)."""
+                 hooks: Sequence[DecisionHooks] = (), backend: str = "module", runtime_limits: bool = True,
+                 refresh: float = REFRESH) -> None:
+        """``backend``, ``runtime_limits``: as ``RateLimiter``'s."""
         if not isinstance(client, (redis.asyncio.Redis, AsyncRedisCluster)):
             raise TypeError("a sync client: use RateLimiter")
         super().__init__(client, check_module=check_module, hooks=hooks, backend=backend)
+        self.runtime_limits = AsyncRuntimeLimits(client, refresh=refresh) if runtime_limits else None
 
     async def _primaries(self) -> list[Any]:
         if not self.cluster:
@@ -664,6 +680,8 @@ class AsyncRateLimiter(_Limiter):
                      overrides: Mapping[str, int] | None = None, token: str | None = None) -> PolicyDecision:
         if not self._checked:
             await self.ensure_module()
+        if self.runtime_limits is not None:
+            overrides = await self.runtime_limits.for_policy(policy, overrides)
         kw = dict(cost=cost, estimate=estimate, zone=zone, subkeys=subkeys, overrides=overrides, token=token)
         plan = policy.plan(key, **kw, details=bool(self.details_supported))
         try:
@@ -683,6 +701,9 @@ class AsyncRateLimiter(_Limiter):
             return await self.decide(calls[0].policy, calls[0].key, **_kw(calls[0]), token=token)
         if not self._checked:
             await self.ensure_module()
+        if self.runtime_limits is not None:
+            calls = [dataclasses.replace(x, overrides=await self.runtime_limits.for_policy(x.policy, x.overrides))
+                     if isinstance(x, PolicyCall) else x for x in calls]
         plan = combine(calls, details=bool(self.details_supported), token=token)
         groups = plan.slot_groups() if self.cluster else []
         if len(groups) < 2:

@@ -61,20 +61,23 @@ class CombinedPolicy(Policy):
     bound policy does; waits at most the smallest budget."""
 
     origins: dict[str, Policy]
+    names: dict[str, tuple[int, str]]  # a combined limit name → (binding index, its own name)
 
     def __init__(self, policies: Sequence[Policy]) -> None:  # noqa: super().__init__ would regroup
         set_ = object.__setattr__
         limits: list[Limit] = []
         groups = []
         origins: dict[str, Policy] = {}
-        for p in policies:
+        names: dict[str, tuple[int, str]] = {}
+        for i, p in enumerate(policies):
             renamed: dict[str, Limit] = {}
             for lim in p.limits:
                 name = lim.name if lim.name not in origins else f"{p.name}.{lim.name}"
                 if name in origins:
-                    raise ValueError(f"two bound policies named {p.name!r} share limit {lim.name!r}")
+                    raise a.invalid("limit_name", f"two bound policies named {p.name!r} share limit {lim.name!r}")
                 renamed[lim.name] = dataclasses.replace(lim, name=name) if name != lim.name else lim
                 origins[name] = p
+                names[name] = (i, lim.name)
                 limits.append(renamed[lim.name])
             groups += [dataclasses.replace(g, limits=tuple(renamed[lim.name] for lim in g.limits)) for g in p.groups]
         set_(self, "name", "+".join(p.name for p in policies))
@@ -88,6 +91,7 @@ class CombinedPolicy(Policy):
         set_(self, "_templates", {})
         set_(self, "_key_parts", ())
         set_(self, "origins", origins)
+        set_(self, "names", names)
 
     def inflight_for(self, limit: str) -> timedelta:
         return self.origins[limit].inflight_retry_after
@@ -106,6 +110,11 @@ class CombinedPlan:
     clauses: tuple[Clause, ...]
     call: Call
     details: bool
+
+    def q(self, limit: str) -> int:
+        """A limit's q in this call (by its combined name)."""
+        i, name = self.policy.names[limit]
+        return self.plans[i].q(name)
 
     @property
     def token(self) -> str | None:
@@ -159,8 +168,8 @@ def combine(calls: Sequence[PolicyCall], *, details: bool, token: str | None = N
         if not isinstance(x, PolicyCall):
             raise TypeError(f"expected policy.bind(key, ...), not {x!r}")
         if x.policy.groups[0].kind == "lockout":
-            raise ValueError(f"policy {x.policy.name!r} is a lockout: RL.LOCKCOUNT is not an RL.ALL clause, "
-                             "decide it on its own")
+            raise a.invalid("limits", f"policy {x.policy.name!r} is a lockout: RL.LOCKCOUNT is not an RL.ALL "
+                            "clause, decide it on its own")
     # One token for every bound lease (tokens are per key), so a permit holds one.
     if token is None and any(x.policy.has_lease for x in calls):
         token = uuid.uuid4().hex

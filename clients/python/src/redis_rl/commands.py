@@ -32,7 +32,7 @@ class Period(str, enum.Enum):
         try:
             return value if isinstance(value, Period) else cls(str(value).upper())
         except ValueError:
-            raise ValueError(f"invalid period {value!r}: one of minute, hour, day, week, month, year") from None
+            raise a.invalid("period", f"invalid period {value!r}: one of minute, hour, day, week, month, year") from None
 
 
 class Call(NamedTuple):
@@ -93,11 +93,11 @@ def throttle_rules(buckets: Sequence[Bucket]) -> tuple[list[int], int]:
         window = a.millis(bucket[2], f"window of rule {i}")
         interval = window * 1_000_000 // count
         if interval < 1:
-            raise ValueError(f"rule {i}: {count} per {window} ms is more than one per nanosecond")
+            raise a.invalid("rate", f"rule {i}: {count} per {window} ms is more than one per nanosecond")
         if interval * burst > a.MAX_INT * 1_000_000:
-            raise ValueError(f"rule {i}: burst {burst} makes the bucket deeper than 2^53-1 ms")
+            raise a.invalid("burst", f"rule {i}: burst {burst} makes the bucket deeper than 2^53-1 ms")
         if window in windows:
-            raise ValueError(f"rule {i}: two rules with the window {window} ms (state is kept per window)")
+            raise a.invalid("limits", f"rule {i}: two rules with the window {window} ms (state is kept per window)")
         windows.add(window)
         out += [burst, count, window]
     return out, min(out[0::3])

@@ -183,9 +183,11 @@ class _Circuits:
     def health(self) -> dict[str, Any]:
         """``{"status": "UP"|"DOWN", ...}``: DOWN while a node's circuit is
         open (``"open": [nodes]``) or the module is missing
-        (``"module": "<why>"``, naming the redis-ratelimit module). For an
-        app's readiness check; its liveness answer should not depend on it."""
-        out: dict[str, Any] = {"status": "UP"}
+        (``"module": "<why>"``, naming the redis-ratelimit module, or the
+        Functions library); ``"backend"``: the engine deciding now
+        (``"module"`` or ``"functions"``). For an app's readiness check; its
+        liveness answer should not depend on it."""
+        out: dict[str, Any] = {"status": "UP", "backend": getattr(self.limiter, "backend", "module")}
         nodes = sorted(c.node for c in self._circuits.values() if c.open)
         if nodes:
             out.update(status="DOWN", open=nodes)

@@ -33,12 +33,9 @@ def rate_limit_headers(decision: PolicyDecision, *, x_ratelimit: bool = False) -
     """RateLimit-Policy (every limit, the policy's order, ``q`` as decided) and
     RateLimit (each limit's ``r`` remaining and ``t`` reset seconds rounded up)."""
     p = decision.policy
-    # q as decided (a limit changed at run time shows its new value); a token
-    # bucket's reply limit is its burst, its q is the rate.
-    q = {lim.name: lim.header_q for lim in p.limits}
-    for lim_name, st in decision.states.items():
-        if p.limit(lim_name).kind != "bucket":
-            q[lim_name] = st.limit
+    # q as decided (a limit changed at run time shows its new value; a token
+    # bucket's q is its rate, not the burst its reply names).
+    q = {lim.name: decision.q(lim.name) for lim in p.limits}
     pol = []
     for lim in p.limits:
         w = lim.header_w

@@ -84,8 +84,8 @@ def _name(name: str) -> str:
     # answer's headers (500s).
     if (not isinstance(name, str) or not name or not name.isascii() or not name.isprintable()
             or any(ch in name for ch in '{}",; ')):
-        raise ValueError(f"invalid limit name {name!r}: non-empty printable ASCII, without braces, quotes, "
-                         "commas, semicolons or spaces")
+        raise a.invalid("limit_name", f"invalid limit name {name!r}: non-empty printable ASCII, without braces, "
+                        "quotes, commas, semicolons or spaces")
     return name
 
 
@@ -97,27 +97,28 @@ def sliding_window(name: str, count: int, window: a.Duration, *, shared: bool = 
 
 
 def token_bucket(name: str, rate: int, per: a.Duration, burst: int | None = None, *, shared: bool = False,
-                 metered: bool = False, problem: str | None = None) -> Limit:
+                 subkey: bool = False, metered: bool = False, problem: str | None = None) -> Limit:
     """``rate`` units per ``per``, ``burst`` at once (GCRA, RL.THROTTLE); burst defaults to rate."""
     rate = a.integer(rate, "rate", 1)
     return Limit(_name(name), "bucket", rate, a.millis(per, "per"),
                  burst=a.integer(burst if burst is not None else rate, "burst", 1),
-                 shared=shared, metered=metered, problem=problem)
+                 shared=shared, subkey=subkey, metered=metered, problem=problem)
 
 
 def quota(name: str, zone: a.Zone | None, period: Period | str, limit: int, *, shared: bool = False,
-          metered: bool = False, problem: str | None = None) -> Limit:
+          subkey: bool = False, metered: bool = False, problem: str | None = None) -> Limit:
     """At most ``limit`` per natural ``period`` (minute ... year) in ``zone`` (RL.QUOTA).
     ``zone`` None: each decision names it (``zone=...``)."""
     return Limit(_name(name), "quota", a.integer(limit, "limit", 0), period=Period.of(period),
-                 zone=None if zone is None else a.zone_arg(zone), shared=shared, metered=metered, problem=problem)
+                 zone=None if zone is None else a.zone_arg(zone), shared=shared, subkey=subkey, metered=metered,
+                 problem=problem)
 
 
-def concurrency(name: str, limit: int, ttl: a.Duration, *, shared: bool = False,
+def concurrency(name: str, limit: int, ttl: a.Duration, *, shared: bool = False, subkey: bool = False,
                 problem: str | None = None) -> Limit:
     """At most ``limit`` in flight (a lease of ``ttl``, RL.LEASE), given back when the scope ends."""
     return Limit(_name(name), "lease", a.integer(limit, "limit", 1), ttl_ms=a.millis(ttl, "ttl"),
-                 shared=shared, problem=problem)
+                 shared=shared, subkey=subkey, problem=problem)
 
 
 def lockout(name: str, max: int, window: a.Duration, lock_time: a.Duration, *, problem: str = "locked") -> Limit:
@@ -160,21 +161,22 @@ class Policy:
                  inflight_retry_after: timedelta = timedelta(seconds=1)) -> None:
         set_ = object.__setattr__
         if not isinstance(name, str) or not name or "{" in name or "}" in name:
-            raise ValueError(f"invalid policy name {name!r}")
-        if "{" in prefix or "}" in prefix:
-            raise ValueError("the prefix must not hold braces: they would move the hash tag")
-        if tag is not None and (not tag or "{" in tag or "}" in tag):
-            raise ValueError(f"invalid tag {tag!r}")
+            raise a.invalid("name", f"invalid policy name {name!r}: non-empty, without braces")
+        if not isinstance(prefix, str) or "{" in prefix or "}" in prefix:
+            raise a.invalid("prefix", f"invalid prefix {prefix!r}: braces would move the hash tag")
+        if tag is not None and (not isinstance(tag, str) or not tag or "{" in tag or "}" in tag):
+            raise a.invalid("tag", f"invalid tag {tag!r}: non-empty, without braces")
         limits = tuple(limits)
         if not limits:
-            raise ValueError("a policy needs at least one limit")
+            raise a.invalid("limits", "a policy needs at least one limit")
         names = [lim.name for lim in limits]
         if len(set(names)) != len(names):
-            raise ValueError("two limits share a name")
+            raise a.invalid("limit_name", "two limits share a name")
         if any(lim.kind == "lockout" for lim in limits) and len(limits) > 1:
-            raise ValueError("a lockout is alone in its policy (RL.LOCKCOUNT is not an RL.ALL clause)")
+            raise a.invalid("limits", "a lockout is alone in its policy (RL.LOCKCOUNT is not an RL.ALL clause)")
+        a.rule_count(len(limits))
         if any(lim.shared for lim in limits) and tag is None:
-            raise ValueError("a shared limit needs the policy's tag, so it shares a slot with the per-key limits")
+            raise a.invalid("tag", "a shared limit needs the policy's tag, so it shares a slot with the per-key limits")
         set_(self, "name", name)
         set_(self, "limits", limits)
         set_(self, "prefix", prefix)
@@ -234,7 +236,8 @@ class Policy:
         k = base + first.name
         if first.subkey:
             if first.name not in subkeys:
-                raise ValueError(f"limit {first.name!r} is keyed per decision: give subkeys={{{first.name!r}: ...}}")
+                raise a.invalid("subkeys", f"limit {first.name!r} is keyed per decision: "
+                                f"give subkeys={{{first.name!r}: ...}}")
             k += ":" + str(subkeys[first.name])
         return k
 
@@ -244,9 +247,11 @@ class Policy:
         for before, after, shared, sub in self._key_parts:
             k = before if shared else before + key + after
             if sub is not None:
-                if not subkeys or sub not in subkeys:
-                    raise ValueError(f"limit {sub!r} is keyed per decision: give subkeys={{{sub!r}: ...}}")
-                k += ":" + str(subkeys[sub])
+                value = subkeys.get(sub) if subkeys else None
+                if not isinstance(value, str) or not value:
+                    raise a.invalid("subkeys", f"limit {sub!r} is keyed per decision: give subkeys={{{sub!r}: ...}}"
+                                    " (a non-empty str)")
+                k += ":" + value
             out.append(k)
         return out
 
@@ -278,7 +283,7 @@ class Policy:
         if not isinstance(key, str) or not key or key.startswith("}"):
             # '{}' is no hash tag: a key starting with '}' would hash the
             # policy's keys apart (CROSSSLOT under Cluster).
-            raise ValueError(f"invalid key {key!r}: a non-empty str not starting with '}}'")
+            raise a.invalid("key", f"invalid key {key!r}: a non-empty str not starting with '}}'")
         shape = (cost, estimate, zone, tuple(sorted(overrides.items())) if overrides else None, details)
         try:
             tpl = self._templates.get(shape)
@@ -293,11 +298,12 @@ class Policy:
         for pos, group, suffix in tpl.key_slots:
             args[pos] = keys[group] + suffix
         lease_token = None
-        if tpl.token_pos is not None:
+        if tpl.token_pos:
             lease_token = a.token_arg(token) if token is not None else uuid.uuid4().hex
-            args[tpl.token_pos] = lease_token
+            for pos in tpl.token_pos:  # one token for every lease of the call
+                args[pos] = lease_token
         call = Call(args[tpl.key_slots[0][0]], tuple(args), tpl.call.parse)
-        return Plan(self, call, tpl.clauses, keys, lease_token, tpl.estimate, tpl.cost)
+        return Plan(self, call, tpl.clauses, keys, lease_token, tpl.estimate, tpl.cost, overrides or _NONE)
 
     def _template(self, cost: int, estimate: int | None, zone: a.Zone | None,
                   overrides: Mapping[str, int] | None, details: bool) -> "_Template":
@@ -305,7 +311,7 @@ class Policy:
         overrides = dict(overrides or {})
         unknown = set(overrides) - {lim.name for lim in self.limits}
         if unknown:
-            raise ValueError(f"overrides name no limit of the policy: {sorted(unknown)}")
+            raise a.invalid("overrides", f"overrides name no limit of the policy: {sorted(unknown)}")
         # A decision writes: COST 0 is a peek's (the clauses are checked as
         # RL.ALLPEEK's, which take it; a one-limit policy sends its command).
         a.integer(cost, "cost", 1)
@@ -316,20 +322,16 @@ class Policy:
         clauses: list[Clause] = []
         keys = [f"\0key{i}" for i in range(len(self.groups))]
         for g, k in zip(self.groups, keys):
-            units = est if g.limits[0].metered else cost
-            value = lambda lim: overrides.get(lim.name, lim.limit)  # noqa: E731
-            if g.kind == "window":
-                clauses.append(Clause.check(k, [(value(lim), lim.window_ms) for lim in g.limits], units))
-            elif g.kind == "bucket":
-                clauses.append(Clause.throttle(k, [(lim.burst, value(lim), lim.window_ms) for lim in g.limits], units))
-            elif g.kind == "quota":
-                z = g.limits[0].zone or zone_name
-                if z is None:
-                    raise ValueError(f"limit {g.limits[0].name!r} has no zone: give zone=...")
-                clauses.append(Clause.quota(k, z, {cast(Period, lim.period): value(lim) for lim in g.limits}, units))
-            elif g.kind == "lease":
-                lim = g.limits[0]
-                clauses.append(Clause.lease(k, value(lim), lim.ttl_ms, _TOKEN, cost))
+            if g.kind == "lockout":  # RL.LOCKCOUNT, below: no clause
+                continue
+            try:
+                clauses.append(self._clause(g, k, est if g.limits[0].metered else cost, cost, zone_name, overrides))
+            except (ValueError, TypeError) as e:
+                # The units of a metered clause are the call's estimate: its
+                # error names that field, not ``cost``.
+                if g.limits[0].metered and getattr(e, "field", None) == "cost":
+                    e.field = "estimate"  # type: ignore[attr-defined]
+                raise
         if self.groups[0].kind == "lockout":
             lim = self.groups[0].limits[0]
             call = c.lockcount(keys[0] + ":lock", keys[0] + ":count", lim.window_ms,
@@ -343,11 +345,29 @@ class Policy:
             if isinstance(arg, str) and arg.startswith("\0key"):
                 group, _, rest = arg[4:].partition(":")
                 slots.append((pos, int(group), ":" + rest if rest else ""))
-        token_pos = call.args.index(_TOKEN) if _TOKEN in call.args else None
+        token_pos = tuple(i for i, arg in enumerate(call.args) if arg == _TOKEN)
         return _Template(call, tuple(clauses), tuple(slots), token_pos, est, cost)
+
+    @staticmethod
+    def _clause(g: _Group, k: str, units: int, cost: int, zone_name: str | None,
+                overrides: Mapping[str, int]) -> Clause:
+        def value(lim: Limit) -> int:
+            return overrides.get(lim.name, lim.limit)
+        if g.kind == "window":
+            return Clause.check(k, [(value(lim), lim.window_ms) for lim in g.limits], units)
+        if g.kind == "bucket":
+            return Clause.throttle(k, [(lim.burst, value(lim), lim.window_ms) for lim in g.limits], units)
+        if g.kind == "quota":
+            z = g.limits[0].zone or zone_name
+            if z is None:
+                raise a.invalid("zone", f"limit {g.limits[0].name!r} has no zone: give zone=...")
+            return Clause.quota(k, z, {cast(Period, lim.period): value(lim) for lim in g.limits}, units)
+        lim = g.limits[0]
+        return Clause.lease(k, value(lim), lim.ttl_ms, _TOKEN, cost)
 
 
 _TOKEN = "token-placeholder"
+_NONE: Mapping[str, int] = {}
 
 
 def real_clause(cl: Clause, key: str, token: str | None) -> Clause:
@@ -361,7 +381,7 @@ class _Template:
     call: Call
     clauses: tuple[Clause, ...]
     key_slots: tuple[tuple[int, int, str], ...]  # (argument index, group, key suffix)
-    token_pos: int | None
+    token_pos: tuple[int, ...]  # where the lease token goes (every lease clause)
     estimate: int
     cost: int
 
@@ -375,15 +395,15 @@ def _group(limits: tuple[Limit, ...]) -> tuple[_Group, ...]:
                     and not head.subkey and head.shared == lim.shared and head.metered == lim.metered
                     and head.zone == lim.zone):
                 if lim.kind == "bucket" and any(o.window_ms == lim.window_ms for o in g):
-                    raise ValueError(f"token buckets {g[0].name!r} and {lim.name!r} have the same period")
+                    raise a.invalid("limits", f"token buckets {g[0].name!r} and {lim.name!r} have the same period")
                 if lim.kind == "quota" and any(o.period == lim.period for o in g):
-                    raise ValueError(f"quotas {g[0].name!r} and {lim.name!r} have the same period")
+                    raise a.invalid("limits", f"quotas {g[0].name!r} and {lim.name!r} have the same period")
                 g.append(lim)
                 break
         else:
             groups.append([lim])
     if sum(1 for g in groups if g[0].kind == "lease" and not g[0].shared) > 1:
-        raise ValueError("at most one per-key concurrency limit per policy")
+        raise a.invalid("limits", "at most one per-key concurrency limit per policy")
     return tuple(_Group(g[0].kind, tuple(g)) for g in groups)
 
 
@@ -435,6 +455,11 @@ class PolicyDecision:
     def allowed(self) -> bool:
         return not self.limited
 
+    def q(self, limit: str) -> int:
+        """Limit ``limit``'s ``q`` as decided: a runtime override's, else the
+        policy's (a bucket's rate, not its burst)."""
+        return self.plan.q(limit)
+
     @property
     def retry_after(self) -> timedelta | None:
         """How long to wait: the binding limit's, except the policy's
@@ -466,17 +491,22 @@ class Plan:
     token: str | None
     estimate: int
     cost: int
+    overrides: Mapping[str, int] = field(default_factory=dict)
+
+    def q(self, limit: str) -> int:
+        """The limit's q in this call: its override, else the policy's."""
+        return self.overrides.get(limit, self.policy.limit(limit).limit)
 
     def decision(self, reply: Any) -> PolicyDecision:
         p = self.policy
         if isinstance(reply, LockDecision):
             lim = p.limits[0]
+            most = self.q(lim.name)
             if reply.limited:
                 ttl = reply.ttl
-                st = RuleState(True, 1, lim.limit, 0, ttl, ttl if ttl is not None else timedelta(0))
+                st = RuleState(True, 1, most, 0, ttl, ttl if ttl is not None else timedelta(0))
             else:
-                st = RuleState(False, 1, lim.limit, max(0, lim.limit - reply.count), None,
-                               reply.ttl or timedelta(0))
+                st = RuleState(False, 1, most, max(0, most - reply.count), None, reply.ttl or timedelta(0))
             return PolicyDecision(p, reply.limited, lim.name, st, reply, self, [{lim.name: st}])
         if isinstance(reply, AllDecision):
             binding = p.groups[reply.clause - 1].limits[reply.rule - 1].name
@@ -518,7 +548,7 @@ class Plan:
         calls: list[Call] = []
         used = self.estimate if estimate_stands else 0 if used is None else a.integer(used, "used", 0)
         for g, cl, key in zip(self.policy.groups, self.clauses, self.keys):
-            delta = 0 if estimate_stands else min(used, max(lim.limit for lim in g.limits)) - self.estimate
+            delta = 0 if estimate_stands else min(used, max(self.q(lim.name) for lim in g.limits)) - self.estimate
             if g.kind == "lease":
                 calls.append(c.release(key, [self.token] if self.token else []))
             elif g.limits[0].metered and delta != 0:

@@ -39,6 +39,7 @@ impl SimKey {
     }
 
     /// The names and scores of `token`'s units, walking `tok`, `tok#2`, ...
+    /// (only `tok` when its score is whole: a lease of one unit).
     fn walk(&self, token: &[u8]) -> (Vec<Vec<u8>>, Vec<f64>) {
         let (mut names, mut scores) = (Vec::new(), Vec::new());
         let mut buf = [0u8; 85];
@@ -49,6 +50,9 @@ impl SimKey {
             };
             names.push(name);
             scores.push(s);
+            if i == 1 && !has_siblings(s) {
+                break;
+            }
         }
         (names, scores)
     }
@@ -106,8 +110,12 @@ impl SimKey {
         };
         let mut buf = [0u8; 85];
         for i in 1..=cost as u64 {
+            let score = match i {
+                1 => first_unit_score(t + ttl, cost as u64),
+                _ => (t + ttl) as f64,
+            };
             self.members
-                .insert(unit_name(&tok, i, &mut buf).to_vec(), (t + ttl) as f64);
+                .insert(unit_name(&tok, i, &mut buf).to_vec(), score);
         }
         let top = self.top().unwrap();
         let grid = Grid::new(KEY, ttl);
@@ -152,8 +160,12 @@ impl SimKey {
                 if live_units(&scores, t) == 0 {
                     return 0;
                 }
-                for n in &names {
-                    self.members.insert(n.clone(), (t + ttl) as f64);
+                for (i, n) in names.iter().enumerate() {
+                    let score = match i {
+                        0 => first_unit_score(t + ttl, names.len() as u64),
+                        _ => (t + ttl) as f64,
+                    };
+                    self.members.insert(n.clone(), score);
                 }
                 names.len() as i64
             })
@@ -165,6 +177,33 @@ impl SimKey {
         }
         counts
     }
+}
+
+/// The scores of a lease of `n` units expiring at `e`: the first half a ms
+/// before the others when there are others.
+fn lease_scores(e: i64, n: usize) -> Vec<f64> {
+    let mut v = vec![e as f64; n];
+    if n >= 2 {
+        v[0] = e as f64 - 0.5;
+    }
+    v
+}
+
+#[test]
+fn the_half_ms_marker() {
+    assert_eq!(first_unit_score(1000, 1), 1000.0);
+    assert_eq!(first_unit_score(1000, 2), 999.5);
+    assert_eq!(
+        first_unit_score(9_007_199_254_740_991 >> 1, 10_000),
+        4_503_599_627_370_494.5
+    );
+    assert!(!has_siblings(1000.0) && has_siblings(999.5));
+    // Live exactly as long as its siblings at a whole `t`; replies round
+    // it up to the lease's expiry.
+    for t in [998, 999, 1000, 1001] {
+        assert_eq!(999.5 > t as f64, 1000.0 > t as f64, "t {t}");
+    }
+    assert_eq!(reset_after(Some(999.5), 900), 100);
 }
 
 #[test]
@@ -231,7 +270,7 @@ fn table_of_edges() {
             // tok holds 2 units expiring first; k = 4 - 2 + 4 - 5 = 1: the
             // earliest unit of others is c (5300), not tok's (5100).
             units: vec![
-                ("tok", 5100.0),
+                ("tok", 5099.5),
                 ("tok#2", 5100.0),
                 ("c", 5300.0),
                 ("d", 5400.0),
@@ -254,12 +293,24 @@ fn table_of_edges() {
         },
         Case {
             name: "resize up within the limit: own units do not count",
-            units: vec![("tok", 5500.0), ("tok#2", 5500.0), ("x", 5100.0)],
+            units: vec![("tok", 5499.5), ("tok#2", 5500.0), ("x", 5100.0)],
             limit: 4,
             cost: 3,
             token: Some("tok"),
             t: 5000,
             want: [0, 1, 4, 0, -1, 1000],
+        },
+        Case {
+            // Written before the half-ms marker: a whole first unit is a
+            // lease of one unit, `tok#2` a live unit of another.
+            name: "a lease of 2 written before the marker holds one unit",
+            units: vec![("tok", 5500.0), ("tok#2", 5500.0), ("x", 5100.0)],
+            limit: 4,
+            cost: 3,
+            token: Some("tok"),
+            t: 5000,
+            // live 3, held 1: 3 - 1 + 3 = 5 > 4; k = 1: x (5100).
+            want: [1, 1, 4, 1, 100, 500],
         },
         Case {
             name: "resize up past the limit is refused",
@@ -272,7 +323,7 @@ fn table_of_edges() {
         },
         Case {
             name: "resize down frees units",
-            units: vec![("tok", 5500.0), ("tok#2", 5500.0), ("tok#3", 5500.0)],
+            units: vec![("tok", 5499.5), ("tok#2", 5500.0), ("tok#3", 5500.0)],
             limit: 3,
             cost: 1,
             token: Some("tok"),
@@ -315,7 +366,7 @@ fn table_of_edges() {
         if got[0] == 0 {
             // The lease holds exactly `cost` units, all at t + ttl.
             let (_, own) = key.walk(&tok.unwrap());
-            assert_eq!(own, vec![(c.t + ttl) as f64; c.cost as usize], "{}", c.name);
+            assert_eq!(own, lease_scores(c.t + ttl, c.cost as usize), "{}", c.name);
         } else {
             assert_eq!(key.members, SimKey::with(&c.units).members, "{}", c.name);
         }
@@ -359,7 +410,7 @@ fn renew_against_expired() {
     key.lease(3, 100, 1, Some("b"), 50, 50);
     // At 100 a's units expire exactly: not live, not revived.
     assert_eq!(key.renew(&["a", "b", "zz"], 100, 100, 100), vec![0, 1, 0]);
-    assert_eq!(key.walk(b"a").1, vec![100.0, 100.0]);
+    assert_eq!(key.walk(b"a").1, vec![99.5, 100.0]);
     assert_eq!(key.walk(b"b").1, vec![200.0]);
     // Renew may shorten a lease.
     assert_eq!(key.renew(&["b"], 10, 120, 120), vec![1]);
@@ -546,7 +597,7 @@ fn model_against_brute_force_over_random_timelines() {
             // unit of the model is in the set with its expiry.
             for (tok, &(n, e)) in model.live(t) {
                 let (_, scores) = key.walk(tok.as_bytes());
-                assert_eq!(scores, vec![e as f64; n as usize], "{what}: {tok}");
+                assert_eq!(scores, lease_scores(e, n as usize), "{what}: {tok}");
                 assert!(key.expire.is_some_and(|x| x >= e), "{what}: key expiry");
             }
             // Expired units never pile up to more than the limit plus the

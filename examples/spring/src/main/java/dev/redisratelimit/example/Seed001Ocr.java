@@ -2,7 +2,7 @@ package dev.redisratelimit.example;
 
 import dev.redisratelimit.spring.annotation.KeyBy;
 import dev.redisratelimit.spring.annotation.RateLimited;
-import dev.redisratelimit.spring.core.RuntimeLimits;
+import dev.redisratelimit.client.RuntimeLimits;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.springframework.http.ResponseEntity;

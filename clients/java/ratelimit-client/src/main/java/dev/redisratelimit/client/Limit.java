@@ -2,148 +2,190 @@ package dev.redisratelimit.client;
 
 import java.time.Duration;
 import java.time.ZoneId;
-import java.util.Optional;
-import java.util.regex.Pattern;
 
 /**
- * One named limit of a {@link Policy}. Built by the policy builder's methods
- * ({@code slidingWindow}, {@code tokenBucket}, {@code quota},
- * {@code concurrency}, {@code lockout}); {@link #quota()} and
- * {@link #window()} are what the {@code RateLimit-Policy} header shows
- * ({@code q}, {@code w}).
+ * One named limit of a {@link Policy}, validated as the module would validate
+ * it (so a window of 0 fails when the policy is built, not on the first
+ * call). Build it with {@link #slidingWindow}, {@link #tokenBucket},
+ * {@link #quota}, {@link #concurrency} or {@link #lockout}, then
+ * {@link #asShared()} (one counter for every key), {@link #costedBy(String)}
+ * or {@link #estimated()}.
+ *
+ * <p>{@code count} is the configured value — a window's or quota's limit, a
+ * bucket's rate, a concurrency limit, a lockout's max: the {@code q} of the
+ * {@code RateLimit-Policy} header; a runtime override replaces it (see
+ * {@link RuntimeLimits}).
+ *
+ * <p>{@code cost} and {@code settle} label where a call's charge and usage
+ * come from (the Spring starter puts its SpEL text there): limits charged by
+ * different costs are decided by different clauses, as are limits whose
+ * charge is an estimate settled afterwards ({@code settle} set) and limits
+ * charged a fixed cost. Null {@code cost}: the call's cost (default 1).
  */
-public final class Limit {
+public record Limit(
+        String name,
+        Kind kind,
+        long count,
+        Duration window,
+        long burst,
+        QuotaPeriod period,
+        ZoneId zone,
+        Duration ttl,
+        Duration lockTime,
+        boolean shared,
+        String cost,
+        String settle) {
 
-    /** Which limiter decides it. */
+    /** Which limiter decides it, and the RL command. */
     public enum Kind {
-        /** RL.CHECK: at most {@code count} in any {@code window}. */
+        /** RL.CHECK: at most {@code count} in any {@code window} (a CHECK clause). */
         SLIDING_WINDOW,
-        /** RL.THROTTLE: {@code rate} per {@code per}, bursts of {@code burst}. */
+        /** RL.THROTTLE: {@code count} per {@code window}, bursts of {@code burst} (a THROTTLE clause). */
         TOKEN_BUCKET,
-        /** RL.QUOTA: {@code limit} per calendar period in a zone. */
+        /** RL.QUOTA: {@code count} per calendar {@code period} in {@code zone} (a QUOTA clause). */
         QUOTA,
-        /** RL.LEASE: at most {@code limit} in flight. */
+        /** RL.LEASE: at most {@code count} in flight, a lease of {@code ttl} per call (a LEASE clause). */
         CONCURRENCY,
-        /** RL.LOCKCOUNT: {@code max} per {@code window}, then locked for {@code lockTime}. */
+        /** RL.LOCKCOUNT: {@code count} calls per {@code window}, then locked for {@code lockTime} (alone in its policy). */
         LOCKOUT
     }
 
-    private static final Pattern NAME = Pattern.compile("[A-Za-z0-9_.\\-]{1,64}");
+    /** The label of the estimate a plain-Java {@link PolicyCall#withEstimate(long)} charges. */
+    public static final String ESTIMATE = "estimate";
 
-    private final String name;
-    private final Kind kind;
-    private final SlidingWindow slidingWindow;
-    private final TokenBucket tokenBucket;
-    private final ZoneId zone;
-    private final QuotaLimit quotaLimit;
-    private final long limit;
-    private final Duration ttl;
-    private final Duration window;
-    private final Duration lockTime;
+    static final long MAX = (1L << 53) - 1;
 
-    private Limit(String name, Kind kind, SlidingWindow slidingWindow, TokenBucket tokenBucket, ZoneId zone, QuotaLimit quotaLimit,
-            long limit, Duration ttl, Duration window, Duration lockTime) {
-        if (name == null || !NAME.matcher(name).matches()) {
-            throw new IllegalArgumentException("invalid limit name '" + name + "': 1 to 64 letters, digits, '_', '.', '-'");
+    public Limit {
+        require(name != null && !name.isBlank() && name.matches("[A-Za-z0-9_.-]+"),
+                "a limit needs a name of letters, digits, '_', '.' or '-' (it names a RateLimit header item), got '" + name + "'");
+        require(kind != null, "limit '" + name + "': a type");
+        cost = cost == null || cost.isBlank() ? null : cost;
+        settle = settle == null || settle.isBlank() ? null : settle;
+        switch (kind) {
+            case SLIDING_WINDOW -> {
+                positiveCount(name, count, 1);
+                positiveDuration(name, "window", window);
+            }
+            case TOKEN_BUCKET -> {
+                positiveCount(name, count, 1);
+                positiveDuration(name, "window", window);
+                if (burst == 0) {
+                    burst = count;
+                }
+                require(burst >= 1 && burst <= MAX, "limit '" + name + "': burst " + burst + " must be from 1 to 2^53-1");
+                require(window.toMillis() * 1_000_000L / count >= 1,
+                        "limit '" + name + "': " + count + " per " + window + " is under one nanosecond per call");
+            }
+            case QUOTA -> {
+                positiveCount(name, count, 0);
+                require(period != null, "limit '" + name + "': a quota needs a period");
+                if (zone == null) {
+                    zone = ZoneId.of("UTC");
+                }
+            }
+            case CONCURRENCY -> {
+                positiveCount(name, count, 1);
+                positiveDuration(name, "ttl", ttl);
+                require(cost == null && settle == null, "limit '" + name + "': an in-flight limit takes one lease per call (no cost/settle)");
+            }
+            case LOCKOUT -> {
+                positiveCount(name, count, 0);
+                positiveDuration(name, "window", window);
+                positiveDuration(name, "lock-time", lockTime);
+                require(cost == null && settle == null, "limit '" + name + "': a lockout counts calls (no cost/settle)");
+                require(!shared, "limit '" + name + "': a lockout counts per key (not shared)");
+            }
         }
-        this.name = name;
-        this.kind = kind;
-        this.slidingWindow = slidingWindow;
-        this.tokenBucket = tokenBucket;
-        this.zone = zone;
-        this.quotaLimit = quotaLimit;
-        this.limit = limit;
-        this.ttl = ttl;
-        this.window = window;
-        this.lockTime = lockTime;
+        require(settle == null || cost != null, "limit '" + name + "': settle needs a cost (the estimate it settles)");
     }
 
-    static Limit slidingWindow(String name, long count, Duration window) {
-        SlidingWindow rule = SlidingWindow.of(count, window);
-        return new Limit(name, Kind.SLIDING_WINDOW, rule, null, null, null, count, null, window, null);
+    /** At most {@code count} units in any {@code window} (RL.CHECK). */
+    public static Limit slidingWindow(String name, long count, Duration window) {
+        return new Limit(name, Kind.SLIDING_WINDOW, count, window, 0, null, null, null, null, false, null, null);
     }
 
-    static Limit tokenBucket(String name, long rate, Duration per, long burst) {
-        TokenBucket rule = TokenBucket.of(rate, per, burst);
-        return new Limit(name, Kind.TOKEN_BUCKET, null, rule, null, null, rate, null, per, null);
+    /** {@code rate} units per {@code per}, {@code burst} at once (GCRA, RL.THROTTLE); burst 0: the rate. */
+    public static Limit tokenBucket(String name, long rate, Duration per, long burst) {
+        return new Limit(name, Kind.TOKEN_BUCKET, rate, per, burst, null, null, null, null, false, null, null);
     }
 
-    static Limit quota(String name, ZoneId zone, QuotaPeriod period, long limit) {
-        Zones.toArgument(zone);
-        return new Limit(name, Kind.QUOTA, null, null, zone, QuotaLimit.of(period, limit), limit, null, null, null);
+    /** At most {@code limit} per natural {@code period} in {@code zone} (RL.QUOTA); a call may name another zone. */
+    public static Limit quota(String name, ZoneId zone, QuotaPeriod period, long limit) {
+        return new Limit(name, Kind.QUOTA, limit, null, 0, period, zone, null, null, false, null, null);
     }
 
-    static Limit concurrency(String name, long limit, Duration ttl) {
-        Limits.positive("limit", limit);
-        Limits.millis("ttl", ttl);
-        return new Limit(name, Kind.CONCURRENCY, null, null, null, null, limit, ttl, null, null);
+    /** At most {@code limit} in flight: a lease of {@code ttl} per call, released when its permit closes (RL.LEASE). */
+    public static Limit concurrency(String name, long limit, Duration ttl) {
+        return new Limit(name, Kind.CONCURRENCY, limit, null, 0, null, null, ttl, null, false, null, null);
     }
 
-    static Limit lockout(String name, long max, Duration window, Duration lockTime) {
-        Limits.nonNegative("max", max);
-        Limits.millis("window", window);
-        Limits.millis("locktime", lockTime);
-        return new Limit(name, Kind.LOCKOUT, null, null, null, null, max, null, window, lockTime);
+    /** {@code max} calls per fixed {@code window}, then locked for {@code lockTime} (RL.LOCKCOUNT; alone in its policy). */
+    public static Limit lockout(String name, long max, Duration window, Duration lockTime) {
+        return new Limit(name, Kind.LOCKOUT, max, window, 0, null, null, null, lockTime, false, null, null);
     }
 
-    public String name() {
-        return name;
+    /** The same limit with one counter for every key (a global budget); its policy needs a tag. */
+    public Limit asShared() {
+        return new Limit(name, kind, count, window, burst, period, zone, ttl, lockTime, true, cost, settle);
     }
 
-    public Kind kind() {
-        return kind;
+    /** The same limit charged by the call's cost labelled {@code cost} (limits of different labels: different clauses). */
+    public Limit costedBy(String cost) {
+        return new Limit(name, kind, count, window, burst, period, zone, ttl, lockTime, shared, cost, settle);
     }
 
-    /** The header's {@code q}: the count, rate, quota, in-flight or lockout limit. */
-    public long quota() {
-        return limit;
+    /** The same limit charged with the call's estimate, settled to the usage reported when its permit closes. */
+    public Limit estimated() {
+        return new Limit(name, kind, count, window, burst, period, zone, ttl, lockTime, shared, ESTIMATE, ESTIMATE);
     }
 
-    /**
-     * The header's {@code w}: the window, the bucket's refill period, the quota's
-     * calendar period (its nominal length: a day is 86400 s), the lockout's
-     * counting window; empty for a concurrency limit.
-     */
-    public Optional<Duration> window() {
-        if (kind == Kind.QUOTA) {
-            return Optional.of(switch (quotaLimit.period()) {
-                case MINUTE -> Duration.ofMinutes(1);
-                case HOUR -> Duration.ofHours(1);
-                case DAY -> Duration.ofDays(1);
-                case WEEK -> Duration.ofDays(7);
-                case MONTH -> Duration.ofDays(30);
-                case YEAR -> Duration.ofDays(365);
-            });
+    /** The same limit with its charge settled afterwards from the usage labelled {@code settle}. */
+    public Limit settledBy(String cost, String settle) {
+        return new Limit(name, kind, count, window, burst, period, zone, ttl, lockTime, shared, cost, settle);
+    }
+
+    /** The smallest value the module accepts for this limit's count (0 for quotas and lockouts). */
+    public long minCount() {
+        return kind == Kind.QUOTA || kind == Kind.LOCKOUT ? 0 : 1;
+    }
+
+    /** The RateLimit-Policy {@code w} in seconds, or -1 for none (an in-flight limit). */
+    public long windowSeconds() {
+        return switch (kind) {
+            case QUOTA -> nominalSeconds(period);
+            case CONCURRENCY -> -1;
+            default -> ceilSeconds(window.toMillis());
+        };
+    }
+
+    /** A calendar period's nominal length (a natural day 86400 s, an hour 3600 s): the RateLimit-Policy {@code w}. */
+    static long nominalSeconds(QuotaPeriod p) {
+        return switch (p) {
+            case MINUTE -> 60;
+            case HOUR -> 3600;
+            case DAY -> 86400;
+            case WEEK -> 604800;
+            case MONTH -> 2592000;
+            case YEAR -> 31536000;
+        };
+    }
+
+    /** Milliseconds as whole seconds, rounded up (the headers' unit). */
+    public static long ceilSeconds(long ms) {
+        return ms <= 0 ? 0 : (ms + 999) / 1000;
+    }
+
+    private static void positiveCount(String name, long count, long min) {
+        require(count >= min && count <= MAX, "limit '" + name + "': count " + count + " must be from " + min + " to 2^53-1");
+    }
+
+    private static void positiveDuration(String name, String what, Duration d) {
+        require(d != null && d.toMillis() >= 1, "limit '" + name + "': " + what + " must be at least 1 ms, got " + d);
+    }
+
+    static void require(boolean ok, String message) {
+        if (!ok) {
+            throw new IllegalArgumentException(message);
         }
-        return Optional.ofNullable(window);
-    }
-
-    SlidingWindow slidingWindowRule() {
-        return slidingWindow;
-    }
-
-    TokenBucket tokenBucketRule() {
-        return tokenBucket;
-    }
-
-    ZoneId zone() {
-        return zone;
-    }
-
-    QuotaLimit quotaLimit() {
-        return quotaLimit;
-    }
-
-    Duration ttl() {
-        return ttl;
-    }
-
-    Duration lockTime() {
-        return lockTime;
-    }
-
-    @Override
-    public String toString() {
-        return "Limit[" + name + ", " + kind + ", q=" + limit + window().map(w -> ", w=" + w).orElse("") + "]";
     }
 }

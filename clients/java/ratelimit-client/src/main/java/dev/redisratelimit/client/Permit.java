@@ -1,83 +1,118 @@
 package dev.redisratelimit.client;
 
-import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * What an admitted {@link Policy#acquire} holds: its concurrency lease and
- * the estimate charged to its token-bucket and quota limits. Closing it —
- * try-with-resources, on return or exception — releases the lease and
- * settles the estimate to the usage reported with {@link #used(long)} (0 when
- * nothing was reported): a {@code DEBIT} of what was used beyond the
- * estimate, a {@code REFUND} of what was not, all in one pipelined round trip
- * (the policy's keys share a slot). A refused permit holds nothing; closing
- * it does nothing. {@link #close()} acts once.
+ * What an admitted call holds until it ends: its leases and its estimates.
+ * Closing it — try-with-resources, on return, on exception, on a client that
+ * went away — releases every lease and settles every estimate to the usage
+ * reported ({@link #used(long)}, or per clause with {@link #close(Map)}; none
+ * reported: 0, a full refund), in one pipelined burst that waits at most the
+ * decision budget. Only the first close sends anything; usage reported after
+ * it is an error.
  */
 public final class Permit implements AutoCloseable {
 
-    private final RateLimitClient client;
-    private final Policy.Plan plan;
-    private final PolicyDecision decision;
-    private final AtomicLong used = new AtomicLong(0);
-    private final AtomicBoolean closed = new AtomicBoolean();
-
-    Permit(RateLimitClient client, Policy.Plan plan, PolicyDecision decision) {
-        this.client = client;
-        this.plan = plan;
-        this.decision = decision;
+    /** A lease to release: its key and token. */
+    record Lease(String key, String token) {
     }
 
+    /** An estimate charged up front: the clause (its index in its policy, its command) to settle. */
+    record Estimate(int clause, Clause command, long charged) {
+    }
+
+    private final RateLimiter limiter;
+    private final PolicyDecision decision;
+    private final List<Lease> leases;
+    private final List<Estimate> estimates;
+    private final List<String> localLeases;
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private volatile Long used;
+
+    Permit(RateLimiter limiter, PolicyDecision decision, List<Lease> leases, List<Estimate> estimates, List<String> localLeases) {
+        this.limiter = limiter;
+        this.decision = decision;
+        this.leases = leases;
+        this.estimates = estimates;
+        this.localLeases = localLeases;
+    }
+
+    /** The decision, or null when Redis was down and the policy let the call through. */
     public PolicyDecision decision() {
         return decision;
     }
 
-    public boolean admitted() {
-        return decision.admitted();
+    /** True when some clause's estimate is settled from the call's result. */
+    public boolean hasEstimates() {
+        return !estimates.isEmpty();
     }
 
-    /** The usage to settle the estimate to (e.g. an LLM answer's tokens); may be called again to correct it. */
+    /** The clause indexes (in their policy) charged an estimate. */
+    public List<Integer> estimateClauses() {
+        return estimates.stream().map(Estimate::clause).toList();
+    }
+
+    /**
+     * The units really used (e.g. an LLM answer's tokens), to which
+     * {@link #close()} settles every estimate; may be called again to correct
+     * it before close.
+     *
+     * @throws IllegalArgumentException below 0 or above 2^53-1
+     * @throws IllegalStateException once the permit is closed
+     */
     public Permit used(long units) {
-        Limits.nonNegative("used", units);
-        used.set(units);
+        Limit.require(units >= 0 && units <= Limit.MAX, "used " + units + " must be an integer from 0 to 2^53-1");
+        if (closed.get()) {
+            throw new IllegalStateException("usage reported after the permit closed");
+        }
+        used = units;
         return this;
     }
 
-    public long estimate() {
-        return plan.estimate();
-    }
-
-    /** The calls {@link #close()} sends (empty when nothing is held). */
-    List<Call<?>> settlement() {
-        List<Call<?>> calls = new ArrayList<>();
-        if (!decision.admitted()) {
-            return calls;
-        }
-        long delta = used.get() - plan.estimate();
-        for (Clause clause : plan.clauses()) {
-            if (clause instanceof Clause.Lease lease) {
-                calls.add(Calls.release(lease.key(), List.of(plan.token()), Options.none()));
-            } else if (delta != 0 && clause instanceof Clause.Throttle t) {
-                Options o = delta > 0 ? Options.none().withCost(delta).withDebit() : Options.none().withCost(-delta).withRefund();
-                calls.add(Calls.throttle(t.key(), t.rules(), o));
-            } else if (delta != 0 && clause instanceof Clause.Quota q) {
-                Options o = delta > 0 ? Options.none().withCost(delta).withDebit() : Options.none().withCost(-delta).withRefund();
-                calls.add(Calls.quota(q.key(), q.zone(), q.limits(), o));
-            }
-        }
-        return calls;
-    }
-
-    /** Releases and settles, once. A Redis error here is thrown (suppressed under a body's own exception). */
+    /** Releases and settles to the usage reported with {@link #used(long)}; waits at most the decision budget. */
     @Override
     public void close() {
+        Long u = used;
+        Map<Integer, Long> byClause = new HashMap<>();
+        if (u != null) {
+            for (Estimate e : estimates) {
+                byClause.put(e.clause(), u);
+            }
+        }
+        close(byClause);
+    }
+
+    /** Releases and settles to the usage by clause index, waiting for the replies at most the decision budget; idempotent. */
+    public void close(Map<Integer, Long> usedByClause) {
+        closeAsync(usedByClause).toCompletableFuture().join();
+    }
+
+    /**
+     * Releases and settles without waiting: the stage completes (never
+     * exceptionally) when the replies are in or the decision budget has
+     * passed. Idempotent: only the first close sends anything.
+     */
+    public CompletionStage<Void> closeAsync(Map<Integer, Long> usedByClause) {
         if (!closed.compareAndSet(false, true)) {
-            return;
+            return CompletableFuture.completedFuture(null);
         }
-        List<Call<?>> calls = settlement();
-        if (!calls.isEmpty()) {
-            client.pipeline(calls);
-        }
+        return limiter.finish(this, usedByClause == null ? Map.of() : usedByClause);
+    }
+
+    List<Lease> leases() {
+        return leases;
+    }
+
+    List<Estimate> estimates() {
+        return estimates;
+    }
+
+    List<String> localLeases() {
+        return localLeases;
     }
 }

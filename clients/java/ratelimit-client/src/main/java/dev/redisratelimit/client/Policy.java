@@ -1,285 +1,282 @@
 package dev.redisratelimit.client;
 
 import java.time.Duration;
-import java.time.ZoneId;
 import java.util.ArrayList;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
-import java.util.UUID;
-import java.util.regex.Pattern;
 
 /**
- * A named set of named limits decided in <b>one</b> call: one RL.ALL with
- * {@code DETAILS} (every limit's state in the reply), or the one command of a
- * policy that has a single limit. Sliding windows share one CHECK clause,
- * token buckets one THROTTLE clause, quotas of one zone one QUOTA clause; a
- * concurrency limit is a LEASE clause; a lockout (RL.LOCKCOUNT) stands alone.
+ * A named set of named {@link Limit limits} decided in one Redis call, grouped
+ * into RL.ALL clauses once, when built: limits of one kind on one key share a
+ * clause (sliding windows one CHECK, token buckets one THROTTLE, quota periods
+ * of one zone one QUOTA), unless their cost, their settlement or their key
+ * (shared or per key) differ; each concurrency limit is a LEASE clause; the
+ * duplicate-prevention check, when on, is the last item. A lockout stands
+ * alone (RL.LOCKCOUNT is not an RL.ALL clause).
  *
- * <p>Keys: {@code <prefix><policy>:{<key>}:<limit>} — the caller's key in a
- * hash tag, so one policy's keys share a Cluster slot — or, with a fixed
- * {@link Builder#tag(String) tag}, {@code <prefix><policy>:{<tag>}:<key>:<limit>}.
- * {@code <limit>} is the name of the clause's first limit.
+ * <p>Checked when built: distinct limit names, a lockout alone, a fixed hash
+ * {@linkplain Builder#tag(String) tag} when a shared limit sits beside per-key
+ * ones (so one RL.ALL stays in one Cluster slot; without one, the policy's
+ * name is the tag).
  *
  * <pre>{@code
- * Policy api = Policy.builder("api")
+ * Policy sms = Policy.builder("sms")
  *     .slidingWindow("short", 2, Duration.ofSeconds(10))
  *     .slidingWindow("long", 5, Duration.ofHours(1))
  *     .build();
- * PolicyDecision d = api.decide(rl, "user:42");
- * try (Permit p = llm.acquire(rl, "user:42", 500)) {  // estimate 500 tokens
- *     if (p.admitted()) { p.used(callTheModel()); }
- * }                                                   // settled (DEBIT/REFUND) and released here
  * }</pre>
+ *
+ * A {@link RateLimiter} decides it ({@code limiter.acquire("sms", key)}).
  */
 public final class Policy {
 
-    private static final Pattern NAME = Pattern.compile("[A-Za-z0-9_.\\-]{1,64}");
-
     private final String name;
-    private final String prefix;
-    private final String tag;
-    private final long cost;
     private final List<Limit> limits;
-    private final List<Group> groups;
+    private final Duration duplicateWindow;
+    private final String tag;
+    private final FailMode onRedisDown;
+    private final boolean legacyHeaders;
+    private final List<PolicyClause> clauses;
+    private final List<String> itemNames;
 
-    /** Limits decided by one clause (or one command), in the policy's order. */
-    record Group(Limit.Kind kind, List<Limit> limits) {
-        String suffix() {
-            return limits.get(0).name();
-        }
-
-        boolean estimated() {
-            return kind == Limit.Kind.TOKEN_BUCKET || kind == Limit.Kind.QUOTA;
-        }
-    }
-
-    private Policy(Builder b) {
-        this.name = b.name;
-        this.prefix = b.prefix;
-        this.tag = b.tag;
-        this.cost = b.cost;
-        this.limits = List.copyOf(b.limits);
-        if (limits.isEmpty()) {
-            throw new IllegalArgumentException("policy '" + name + "' has no limit");
-        }
+    /**
+     * A policy from its parts (the {@link #builder} is the usual way).
+     *
+     * @param duplicateWindow null, or the window in which a second call with the same subkey is refused
+     * @param tag a fixed Cluster hash tag, or null
+     * @param onRedisDown null: the limiter's default
+     * @param legacyHeaders HTTP adapters also send {@code X-RateLimit-*} headers
+     */
+    public Policy(String name, List<Limit> limits, Duration duplicateWindow, String tag, FailMode onRedisDown, boolean legacyHeaders) {
+        Limit.require(name != null && !name.isBlank(), "a policy needs a name");
+        Limit.require(!(name.contains("{") || name.contains("}")), "policy '" + name + "': a name without braces");
+        Limit.require(limits != null && !limits.isEmpty(), "policy '" + name + "' has no limits");
+        limits = List.copyOf(limits);
         Set<String> names = new HashSet<>();
+        boolean anyShared = false;
+        boolean anyKeyed = false;
         for (Limit l : limits) {
-            if (!names.add(l.name())) {
-                throw new IllegalArgumentException("policy '" + name + "' names limit '" + l.name() + "' twice");
+            Limit.require(names.add(l.name()), "policy '" + name + "': two limits named '" + l.name() + "'");
+            Limit.require(!"duplicate".equals(l.name()) || duplicateWindow == null,
+                    "policy '" + name + "': 'duplicate' names its duplicate-prevention item");
+            if (l.kind() == Limit.Kind.LOCKOUT) {
+                Limit.require(limits.size() == 1 && duplicateWindow == null,
+                        "policy '" + name + "': a LOCKOUT limit is alone in its policy (RL.LOCKCOUNT is not an RL.ALL clause)");
             }
+            anyShared |= l.shared();
+            anyKeyed |= !l.shared();
         }
-        this.groups = group(limits);
-        boolean lockout = limits.stream().anyMatch(l -> l.kind() == Limit.Kind.LOCKOUT);
-        if (lockout && limits.size() > 1) {
-            throw new IllegalArgumentException("a lockout limit stands alone in its policy (RL.LOCKCOUNT is not an RL.ALL clause)");
+        Limit.require(duplicateWindow == null || duplicateWindow.toMillis() >= 1,
+                "policy '" + name + "': preventDuplicate must be at least 1 ms");
+        if (tag != null && tag.isBlank()) {
+            tag = null;
         }
-        if (limits.stream().filter(l -> l.kind() == Limit.Kind.CONCURRENCY).count() > 1) {
-            throw new IllegalArgumentException("at most one concurrency limit per policy");
+        if (anyShared && anyKeyed && tag == null) {
+            // Under Cluster every key of one RL.ALL shares a slot: the policy name is the tag.
+            tag = name;
         }
-        // Validate every call shape up front: a bad combination fails here, not per request.
-        plan("probe", cost, cost, "probe");
+        Limit.require(tag == null || !(tag.contains("{") || tag.contains("}")), "policy '" + name + "': a hash tag without braces");
+        this.name = name;
+        this.limits = limits;
+        this.duplicateWindow = duplicateWindow;
+        this.tag = tag;
+        this.onRedisDown = onRedisDown;
+        this.legacyHeaders = legacyHeaders;
+        List<PolicyClause> out = group(name, limits);
+        List<String> items = new ArrayList<>();
+        for (Limit l : limits) {
+            items.add(l.name());
+        }
+        if (duplicateWindow != null) {
+            out.add(new PolicyClause(Limit.Kind.SLIDING_WINDOW, List.of(limits.size()), false, null, null, null, true, "duplicate"));
+            items.add("duplicate");
+        }
+        for (PolicyClause c : out) {
+            Limit.require(c.items().size() <= 64, "policy '" + name + "': more than 64 rules in one clause");
+        }
+        Limit.require(out.size() <= 64, "policy '" + name + "': more than 64 clauses");
+        this.clauses = List.copyOf(out);
+        this.itemNames = List.copyOf(items);
     }
 
     public static Builder builder(String name) {
         return new Builder(name);
     }
 
+    // Same kind, key (shared or not), zone, cost and settlement → one clause, placed where the first of them is.
+    private static List<PolicyClause> group(String policy, List<Limit> limits) {
+        List<PolicyClause> out = new ArrayList<>();
+        for (int i = 0; i < limits.size(); i++) {
+            Limit l = limits.get(i);
+            PolicyClause joined = null;
+            if (l.kind() != Limit.Kind.CONCURRENCY && l.kind() != Limit.Kind.LOCKOUT) {
+                for (int c = 0; c < out.size(); c++) {
+                    PolicyClause k = out.get(c);
+                    if (k.kind() == l.kind() && k.shared() == l.shared()
+                            && Objects.equals(k.zone(), l.kind() == Limit.Kind.QUOTA ? l.zone() : null)
+                            && Objects.equals(k.cost(), l.cost()) && Objects.equals(k.settle(), l.settle())
+                            && !conflicts(l, k, limits)) {
+                        List<Integer> items = new ArrayList<>(k.items());
+                        items.add(i);
+                        joined = new PolicyClause(k.kind(), List.copyOf(items), k.shared(), k.zone(), k.cost(), k.settle(), false,
+                                k.keyName() + "+" + l.name());
+                        out.set(c, joined);
+                        break;
+                    }
+                }
+            }
+            if (joined == null) {
+                out.add(new PolicyClause(l.kind(), List.of(i), l.shared(), l.kind() == Limit.Kind.QUOTA ? l.zone() : null,
+                        l.cost(), l.settle(), false, l.name()));
+            }
+        }
+        return out;
+    }
+
+    // A quota period or a bucket window may appear once per clause (the module keeps state per period/window).
+    private static boolean conflicts(Limit l, PolicyClause k, List<Limit> limits) {
+        for (int idx : k.items()) {
+            Limit o = limits.get(idx);
+            if (l.kind() == Limit.Kind.QUOTA && o.period() == l.period()) {
+                return true;
+            }
+            if (l.kind() == Limit.Kind.TOKEN_BUCKET && o.window().equals(l.window())) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     public String name() {
         return name;
     }
 
+    /** The limits, in the order given. */
     public List<Limit> limits() {
         return limits;
     }
 
-    public long cost() {
-        return cost;
-    }
-
-    /** Decides {@code key} under this policy in one call (a lease taken here is not released: use {@link #acquire}). */
-    public PolicyDecision decide(RateLimitClient client, String key) {
-        return client.execute(plan(key, cost, cost, newToken()).call());
-    }
-
-    /** As {@link #decide}, asynchronously. */
-    public java.util.concurrent.CompletionStage<PolicyDecision> decideAsync(RateLimitAsyncClient client, String key) {
-        return client.execute(plan(key, cost, cost, newToken()).call());
-    }
-
-    /** Decides {@code key} and holds what it took until the permit is closed. */
-    public Permit acquire(RateLimitClient client, String key) {
-        return acquire(client, key, cost);
-    }
-
-    /**
-     * Decides {@code key}, charging {@code estimate} to the token-bucket and quota
-     * limits (the policy's cost to the others); closing the permit settles those
-     * to the usage reported ({@link Permit#used}) by DEBIT or REFUND and releases
-     * the concurrency lease, in one pipelined round trip.
-     */
-    public Permit acquire(RateLimitClient client, String key, long estimate) {
-        Plan plan = plan(key, cost, estimate, newToken());
-        PolicyDecision decision = client.execute(plan.call());
-        return new Permit(client, plan, decision);
-    }
-
-    private static String newToken() {
-        return UUID.randomUUID().toString();
-    }
-
-    /** The clause keys of {@code key}, one per group in order. */
-    List<String> keys(String key) {
-        if (key == null || key.isEmpty()) {
-            throw new IllegalArgumentException("invalid key '" + key + "': a non-empty string");
-        }
-        List<String> keys = new ArrayList<>(groups.size());
-        for (Group g : groups) {
-            keys.add(tag == null ? prefix + name + ":{" + key + "}:" + g.suffix() : prefix + name + ":{" + tag + "}:" + key + ":" + g.suffix());
-        }
-        return keys;
-    }
-
-    /** Everything one decision and its settlement need (no I/O). */
-    Plan plan(String key, long cost, long estimate, String token) {
-        List<String> keys = keys(key);
-        if (groups.size() == 1 && groups.get(0).limits().size() == 1) {
-            return single(keys.get(0), groups.get(0), cost, estimate, token);
-        }
-        List<Clause> clauses = new ArrayList<>();
-        for (int i = 0; i < groups.size(); i++) {
-            clauses.add(clause(keys.get(i), groups.get(i), cost, estimate, token));
-        }
-        Call<AllDecision> all = Calls.all(clauses, Options.none().withDetails());
-        return new Plan(this, keys, clauses, token, estimate, new Call<>(all.command(), reply -> PolicyDecision.of(this, all.read(reply))));
-    }
-
-    private Plan single(String key, Group g, long cost, long estimate, String token) {
-        Limit l = g.limits().get(0);
-        Clause clause = clause(key, g, cost, estimate, token);
-        Call<PolicyDecision> call = switch (l.kind()) {
-            case SLIDING_WINDOW -> map(Calls.check(key, List.of(l.slidingWindowRule()), Options.none().withCost(cost)), l);
-            case TOKEN_BUCKET -> map(Calls.throttle(key, List.of(l.tokenBucketRule()), Options.none().withCost(estimate)), l);
-            case QUOTA -> map(Calls.quota(key, l.zone(), List.of(l.quotaLimit()), Options.none().withCost(estimate)), l);
-            case CONCURRENCY -> map(Calls.lease(key, l.quota(), l.ttl(), Options.none().withToken(token)), l);
-            case LOCKOUT -> {
-                Call<LockoutDecision> lock = Calls.lockcount(key, key + ":count", l.window().orElseThrow(), l.quota(), l.lockTime());
-                yield new Call<>(lock.command(), reply -> PolicyDecision.ofLockout(this, l, lock.read(reply)));
-            }
-        };
-        return new Plan(this, List.of(key), clause == null ? List.of() : List.of(clause), token, estimate, call);
-    }
-
-    private <D extends Decision> Call<PolicyDecision> map(Call<D> call, Limit l) {
-        return new Call<>(call.command(), reply -> PolicyDecision.ofSingle(this, l, call.read(reply)));
-    }
-
-    private static Clause clause(String key, Group g, long cost, long estimate, String token) {
-        List<Limit> ls = g.limits();
-        switch (g.kind()) {
-            case SLIDING_WINDOW:
-                return Clause.check(key, ls.stream().map(Limit::slidingWindowRule).toArray(SlidingWindow[]::new)).withCost(cost);
-            case TOKEN_BUCKET:
-                return Clause.throttle(key, ls.stream().map(Limit::tokenBucketRule).toArray(TokenBucket[]::new)).withCost(estimate);
-            case QUOTA:
-                return Clause.quota(key, ls.get(0).zone(), ls.stream().map(Limit::quotaLimit).toArray(QuotaLimit[]::new)).withCost(estimate);
-            case CONCURRENCY:
-                return Clause.lease(key, ls.get(0).quota(), ls.get(0).ttl(), token);
-            default:
-                return null; // a lockout is no clause
-        }
-    }
-
-    private static List<Group> group(List<Limit> limits) {
-        // Same kind (and, for quotas, same zone) → one clause, placed where the kind first appears.
-        Map<String, List<Limit>> byClause = new LinkedHashMap<>();
+    /** The limit named {@code limitName}, or null. */
+    public Limit limit(String limitName) {
         for (Limit l : limits) {
-            String id = l.kind() == Limit.Kind.QUOTA ? "QUOTA " + l.zone().getId()
-                    : l.kind() == Limit.Kind.CONCURRENCY ? "LEASE " + l.name() : l.kind().name();
-            byClause.computeIfAbsent(id, k -> new ArrayList<>()).add(l);
+            if (l.name().equals(limitName)) {
+                return l;
+            }
         }
-        List<Group> groups = new ArrayList<>();
-        for (List<Limit> ls : byClause.values()) {
-            groups.add(new Group(ls.get(0).kind(), List.copyOf(ls)));
-        }
-        return List.copyOf(groups);
+        return null;
     }
 
-    List<Group> groups() {
-        return groups;
+    /** The window of duplicate prevention (a call's subkey seen twice in it is refused), or null when off. */
+    public Duration duplicateWindow() {
+        return duplicateWindow;
     }
 
-    /** The one call, and what a permit settles afterwards. */
-    record Plan(Policy policy, List<String> keys, List<Clause> clauses, String token, long estimate, Call<PolicyDecision> call) {
+    /** The fixed Cluster hash tag, or null (the caller's key is the tag). */
+    public String tag() {
+        return tag;
+    }
+
+    /** What this policy does while Redis cannot decide; null: the limiter's default. */
+    public FailMode onRedisDown() {
+        return onRedisDown;
+    }
+
+    /** HTTP adapters also send the {@code X-RateLimit-*} headers of the binding limit. */
+    public boolean legacyHeaders() {
+        return legacyHeaders;
+    }
+
+    /** The RL.ALL clauses, in order (a call's costs are given per clause: {@link PolicyCall#costs()}). */
+    public List<PolicyClause> clauses() {
+        return clauses;
+    }
+
+    /** Every item a decision shows, in order: the limits' names, then "duplicate" when on. */
+    public List<String> itemNames() {
+        return itemNames;
+    }
+
+    public boolean isLockout() {
+        return limits.get(0).kind() == Limit.Kind.LOCKOUT;
+    }
+
+    /** The limit behind item i, or null for the duplicate item. */
+    public Limit limitOf(int item) {
+        return item < limits.size() ? limits.get(item) : null;
+    }
+
+    @Override
+    public String toString() {
+        return "Policy[" + name + ", " + limits + "]";
     }
 
     /** Builds a {@link Policy}. */
     public static final class Builder {
         private final String name;
-        private String prefix = "rl:";
-        private String tag;
-        private long cost = 1;
         private final List<Limit> limits = new ArrayList<>();
+        private Duration duplicateWindow;
+        private String tag;
+        private FailMode onRedisDown;
+        private boolean legacyHeaders;
 
         private Builder(String name) {
-            if (name == null || !NAME.matcher(name).matches()) {
-                throw new IllegalArgumentException("invalid policy name '" + name + "': 1 to 64 letters, digits, '_', '.', '-'");
-            }
             this.name = name;
         }
 
-        /** Key prefix (default {@code rl:}). */
-        public Builder prefix(String prefix) {
-            this.prefix = Objects.requireNonNull(prefix, "prefix");
-            return this;
-        }
-
-        /** A fixed hash tag for every key of the policy (a global limit decided with per-key ones). */
-        public Builder tag(String tag) {
-            if (tag == null || tag.isEmpty() || tag.contains("{") || tag.contains("}")) {
-                throw new IllegalArgumentException("invalid tag '" + tag + "': non-empty, without braces");
-            }
-            this.tag = tag;
-            return this;
-        }
-
-        /** The units each call charges (default 1). */
-        public Builder cost(long cost) {
-            Limits.positive("cost", cost);
-            this.cost = cost;
+        /** Any limit (e.g. {@code Limit.quota(...).estimated()}, {@code Limit.slidingWindow(...).asShared()}). */
+        public Builder limit(Limit limit) {
+            limits.add(Objects.requireNonNull(limit, "limit"));
             return this;
         }
 
         public Builder slidingWindow(String name, long count, Duration window) {
-            limits.add(Limit.slidingWindow(name, count, window));
-            return this;
+            return limit(Limit.slidingWindow(name, count, window));
         }
 
         public Builder tokenBucket(String name, long rate, Duration per, long burst) {
-            limits.add(Limit.tokenBucket(name, rate, per, burst));
-            return this;
+            return limit(Limit.tokenBucket(name, rate, per, burst));
         }
 
-        public Builder quota(String name, ZoneId zone, QuotaPeriod period, long limit) {
-            limits.add(Limit.quota(name, zone, period, limit));
-            return this;
+        public Builder quota(String name, java.time.ZoneId zone, QuotaPeriod period, long limit) {
+            return limit(Limit.quota(name, zone, period, limit));
         }
 
         public Builder concurrency(String name, long limit, Duration ttl) {
-            limits.add(Limit.concurrency(name, limit, ttl));
-            return this;
+            return limit(Limit.concurrency(name, limit, ttl));
         }
 
         public Builder lockout(String name, long max, Duration window, Duration lockTime) {
-            limits.add(Limit.lockout(name, max, window, lockTime));
+            return limit(Limit.lockout(name, max, window, lockTime));
+        }
+
+        /** A fixed hash tag for every key of the policy (needed beside a shared limit; default: the policy's name). */
+        public Builder tag(String tag) {
+            this.tag = tag;
+            return this;
+        }
+
+        /** Refuses a second call with the same subkey (e.g. a body digest) within {@code window}. */
+        public Builder preventDuplicates(Duration window) {
+            this.duplicateWindow = window;
+            return this;
+        }
+
+        /** What the policy does while Redis cannot decide (default: the limiter's). */
+        public Builder onRedisDown(FailMode mode) {
+            this.onRedisDown = mode;
+            return this;
+        }
+
+        /** HTTP adapters also send {@code X-RateLimit-*} headers. */
+        public Builder legacyHeaders(boolean on) {
+            this.legacyHeaders = on;
             return this;
         }
 
         public Policy build() {
-            return new Policy(this);
+            return new Policy(name, limits, duplicateWindow, tag, onRedisDown, legacyHeaders);
         }
     }
 }

@@ -56,9 +56,14 @@ public final class RateLimitAsyncClient {
 
     /**
      * Checks that the module is loaded ({@code COMMAND INFO RL.ALL}); completes
-     * exceptionally with {@link ModuleNotLoadedException} when it is not.
+     * exceptionally with {@link ModuleNotLoadedException} when it is not. Over
+     * a {@link BackendTransport}, its {@link BackendTransport#verify()} (the
+     * Functions library loaded when the backend is {@code functions}).
      */
     public CompletionStage<Void> verifyModule() {
+        if (transport instanceof BackendTransport backend) {
+            return backend.verify(); // the backend's own check (the library loaded for FUNCTIONS)
+        }
         return execute(Calls.moduleLoaded()).thenApply(loaded -> {
             if (!loaded) {
                 throw new ModuleNotLoadedException("the redis-ratelimit module is not loaded: COMMAND INFO RL.ALL answered no command."

@@ -8,7 +8,10 @@ import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
+import io.lettuce.core.cluster.SlotHash;
+import io.lettuce.core.cluster.api.async.RedisAdvancedClusterAsyncCommands;
 import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
+import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
 import io.lettuce.core.codec.StringCodec;
 import io.lettuce.core.output.ArrayOutput;
 import io.lettuce.core.protocol.CommandArgs;
@@ -90,16 +93,31 @@ public final class LettuceTransport implements RateLimitTransport {
                 args.addValue(raw.get(i));
             }
         }
-        @SuppressWarnings("unchecked")
-        RedisClusterAsyncCommands<String, String> c = (RedisClusterAsyncCommands<String, String>) commands;
         CompletableFuture<Object> reply;
         try {
+            RedisClusterAsyncCommands<String, String> c = target(call);
             reply = c.dispatch(Keyword.of(call.command()), new ArrayOutput<>(CODEC), args).toCompletableFuture()
                     .thenApply(LettuceTransport::normalize);
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
         return reply.exceptionallyCompose(LettuceTransport::translate);
+    }
+
+    /**
+     * The commands a call goes through: the connection's (Lettuce routes by the
+     * key marked), or for a keyless call with a route under Cluster, the
+     * connection of the primary that serves the route's slot.
+     */
+    @SuppressWarnings("unchecked")
+    private RedisClusterAsyncCommands<String, String> target(RedisCall call) {
+        if (call.keyIndex() < 0 && call.route() != null && commands instanceof RedisAdvancedClusterAsyncCommands<?, ?> cluster) {
+            RedisClusterNode node = cluster.getStatefulConnection().getPartitions().getPartitionBySlot(SlotHash.getSlot(call.route()));
+            if (node != null) {
+                return (RedisClusterAsyncCommands<String, String>) cluster.getConnection(node.getNodeId());
+            }
+        }
+        return (RedisClusterAsyncCommands<String, String>) commands;
     }
 
     @Override

@@ -56,10 +56,14 @@ public final class RedisServers implements ParameterResolver {
         }
     }
 
+    /** Three primaries without the module (the Functions backend). */
+    public record PlainCluster(Cluster cluster) {
+    }
+
     @Override
     public boolean supportsParameter(ParameterContext parameter, ExtensionContext context) {
         Class<?> type = parameter.getParameter().getType();
-        return type == Standalone.class || type == Cluster.class || type == Plain.class;
+        return type == Standalone.class || type == Cluster.class || type == Plain.class || type == PlainCluster.class;
     }
 
     @Override
@@ -97,17 +101,21 @@ public final class RedisServers implements ParameterResolver {
                 RedisProcess p = RedisProcess.start(freePort(), null, List.of());
                 return new Started(new Plain(p), List.of(p));
             }
-            return startCluster();
+            if (type == PlainCluster.class) {
+                Started c = startCluster(null);
+                return new Started(new PlainCluster((Cluster) c.value), c.processes);
+            }
+            return startCluster(module());
         } catch (IOException | InterruptedException e) {
             throw new IllegalStateException("could not start redis-server: " + e, e);
         }
     }
 
-    private static Started startCluster() throws IOException, InterruptedException {
+    private static Started startCluster(Path module) throws IOException, InterruptedException {
         List<RedisProcess> nodes = new ArrayList<>();
         try {
             for (int i = 0; i < 3; i++) {
-                nodes.add(RedisProcess.start(freeClusterPort(), module(), List.of("--cluster-enabled", "yes",
+                nodes.add(RedisProcess.start(freeClusterPort(), module, List.of("--cluster-enabled", "yes",
                         "--cluster-node-timeout", "5000")));
             }
             List<String> create = new ArrayList<>(List.of("redis-cli", "--cluster", "create"));

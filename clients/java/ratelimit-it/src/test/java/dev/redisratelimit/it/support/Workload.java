@@ -79,20 +79,22 @@ public final class Workload {
         // a policy's permit: one RL.ALL, then release + settlement pipelined on the policy's slot
         dev.redisratelimit.client.Policy llm = dev.redisratelimit.client.Policy.builder("llm")
                 .slidingWindow("rpm", 5, minute)
-                .tokenBucket("tpm", 1000, minute, 1000)
+                .limit(dev.redisratelimit.client.Limit.tokenBucket("tpm", 1000, minute, 1000).estimated())
                 .concurrency("inflight", 1, minute)
                 .build();
-        for (int i = 0; i < 5; i++) {
-            String customer = "c" + i + ":" + run;
-            try (dev.redisratelimit.client.Permit p = llm.acquire(rl, customer, 100)) {
-                assertTrue(p.admitted());
-                assertEquals(List.of(4L, 900L, 0L), p.decision().limits().stream().map(l -> l.state().remaining()).toList());
-                p.used(40);
+        try (dev.redisratelimit.client.RateLimiter limiter = dev.redisratelimit.client.RateLimiter.builder(rl.transport())
+                .prefix("rl:").budget(java.time.Duration.ofSeconds(5)).policy(llm).build()) {
+            for (int i = 0; i < 5; i++) {
+                String customer = "c" + i + ":" + run;
+                try (dev.redisratelimit.client.Permit p = limiter.acquire(dev.redisratelimit.client.PolicyCall.of(llm, customer).withEstimate(100))) {
+                    assertEquals(List.of(4L, 900L, 0L), p.decision().limits().stream().map(l -> l.r()).toList());
+                    p.used(40);
+                }
+                assertEquals(1, rl.leasePeek("rl:llm:{" + customer + "}:inflight", 1, Options.none().withCost(0)).remaining());
+                long left = rl.throttlePeek("rl:llm:{" + customer + "}:tpm", List.of(TokenBucket.of(1000, minute, 1000)),
+                        Options.none().withCost(0)).remaining();
+                assertTrue(left >= 960 && left <= 1000, "40 used of 1000: " + left);
             }
-            assertEquals(1, rl.leasePeek("rl:llm:{" + customer + "}:inflight", 1, Options.none().withCost(0)).remaining());
-            long left = rl.throttlePeek("rl:llm:{" + customer + "}:tpm", List.of(TokenBucket.of(1000, minute, 1000)),
-                    Options.none().withCost(0)).remaining();
-            assertTrue(left >= 960 && left <= 1000, "40 used of 1000: " + left);
         }
         // an error reply carries the server's text: RL.CHECK on RL.DAYHOUR's string counter
         RateLimitException e = org.junit.jupiter.api.Assertions.assertThrows(RateLimitException.class,

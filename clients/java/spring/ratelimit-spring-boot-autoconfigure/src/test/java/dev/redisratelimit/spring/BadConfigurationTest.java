@@ -19,7 +19,8 @@ class BadConfigurationTest {
 
     ApplicationContextRunner runner() {
         return new ApplicationContextRunner()
-                .withConfiguration(AutoConfigurations.of(SpringBootRedis.AUTO_CONFIGURATION, RateLimitAutoConfiguration.class))
+                .withConfiguration(AutoConfigurations.of(SpringBootRedis.AUTO_CONFIGURATION, RateLimitAutoConfiguration.class,
+                        dev.redisratelimit.spring.autoconfigure.RateLimitWebMvcAutoConfiguration.class))
                 .withPropertyValues("spring.data.redis.url=" + SharedRedis.get().url());
     }
 
@@ -112,7 +113,8 @@ class BadConfigurationTest {
     void theModuleMissing() throws Exception {
         try (RedisServer plain = RedisServer.launchWithoutModule()) {
             new ApplicationContextRunner()
-                    .withConfiguration(AutoConfigurations.of(SpringBootRedis.AUTO_CONFIGURATION, RateLimitAutoConfiguration.class))
+                    .withConfiguration(AutoConfigurations.of(SpringBootRedis.AUTO_CONFIGURATION, RateLimitAutoConfiguration.class,
+                        dev.redisratelimit.spring.autoconfigure.RateLimitWebMvcAutoConfiguration.class))
                     .withPropertyValues("spring.data.redis.url=redis://127.0.0.1:" + plain.port).run(ctx -> {
                         assertThat(ctx).hasFailed();
                         assertThat(ctx.getStartupFailure()).rootCause().hasMessageContaining("module is not loaded");

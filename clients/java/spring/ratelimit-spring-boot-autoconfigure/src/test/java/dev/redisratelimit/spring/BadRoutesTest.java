@@ -4,20 +4,17 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.redisratelimit.spring.annotation.LimitType;
 import dev.redisratelimit.spring.autoconfigure.RateLimitAutoConfiguration;
 import dev.redisratelimit.spring.autoconfigure.RateLimitProperties;
-import dev.redisratelimit.spring.core.CompiledPolicy;
-import dev.redisratelimit.spring.core.LimitSpec;
-import dev.redisratelimit.spring.core.PolicySpec;
-import dev.redisratelimit.spring.web.RateLimitRoutesException;
+import dev.redisratelimit.client.Policy;
+import dev.redisratelimit.spring.http.RateLimitRoutesException;
 import java.time.Duration;
 import java.util.Map;
 import org.springframework.boot.context.properties.bind.Bindable;
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.context.properties.source.MapConfigurationPropertySource;
 import dev.redisratelimit.spring.test.SharedRedis;
-import dev.redisratelimit.spring.web.RateLimitRoutes;
+import dev.redisratelimit.spring.http.RateLimitRoutes;
 import dev.redisratelimit.spring.test.SpringBootRedis;
 import java.util.ArrayList;
 import java.util.List;
@@ -39,7 +36,8 @@ class BadRoutesTest {
         props.add("spring.data.redis.url=" + SharedRedis.get().url());
         props.addAll(List.of(route));
         return new WebApplicationContextRunner()
-                .withConfiguration(AutoConfigurations.of(SpringBootRedis.AUTO_CONFIGURATION, RateLimitAutoConfiguration.class))
+                .withConfiguration(AutoConfigurations.of(SpringBootRedis.AUTO_CONFIGURATION, RateLimitAutoConfiguration.class,
+                        dev.redisratelimit.spring.autoconfigure.RateLimitWebMvcAutoConfiguration.class))
                 .withPropertyValues(props.toArray(String[]::new));
     }
 
@@ -75,8 +73,7 @@ class BadRoutesTest {
     static void fails(String message, String... route) {
         RateLimitProperties p = new RateLimitProperties();
         new Binder(new MapConfigurationPropertySource(props(route))).bind("ratelimit", Bindable.ofInstance(p));
-        CompiledPolicy api = new CompiledPolicy(new PolicySpec("api", List.of(new LimitSpec("w", LimitType.SLIDING_WINDOW, 5,
-                Duration.ofSeconds(10), 0, null, "UTC", null, null, false, null, null)), null, null, null, null, null, null, false));
+        Policy api = Policy.builder("api").slidingWindow("w", 5, Duration.ofSeconds(10)).build();
         assertThatThrownBy(() -> new RateLimitRoutes(p, Map.of("api", api))).isInstanceOf(RateLimitRoutesException.class)
                 .hasMessageContaining(message);
     }

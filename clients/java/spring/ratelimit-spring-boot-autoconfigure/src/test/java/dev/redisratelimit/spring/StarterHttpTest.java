@@ -3,7 +3,7 @@ package dev.redisratelimit.spring;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import dev.redisratelimit.spring.core.RuntimeLimits;
+import dev.redisratelimit.client.RuntimeLimits;
 import dev.redisratelimit.spring.test.Http;
 import dev.redisratelimit.spring.test.SharedRedis;
 import java.io.OutputStream;

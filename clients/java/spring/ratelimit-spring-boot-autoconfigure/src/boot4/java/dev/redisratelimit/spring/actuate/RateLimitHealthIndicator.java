@@ -1,7 +1,7 @@
 package dev.redisratelimit.spring.actuate;
 
 import dev.redisratelimit.client.RateLimitAsyncClient;
-import dev.redisratelimit.spring.core.RedisAvailability;
+import dev.redisratelimit.client.RedisAvailability;
 import java.time.Duration;
 import org.springframework.boot.health.contributor.AbstractHealthIndicator;
 import org.springframework.boot.health.contributor.Health;

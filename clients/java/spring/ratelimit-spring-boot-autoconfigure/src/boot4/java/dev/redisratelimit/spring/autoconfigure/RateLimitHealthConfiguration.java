@@ -2,7 +2,7 @@ package dev.redisratelimit.spring.autoconfigure;
 
 import dev.redisratelimit.client.RateLimitAsyncClient;
 import dev.redisratelimit.spring.actuate.RateLimitHealthIndicator;
-import dev.redisratelimit.spring.core.RedisAvailability;
+import dev.redisratelimit.client.RedisAvailability;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator;

@@ -1,10 +1,10 @@
 package dev.redisratelimit.spring.actuate;
 
-import dev.redisratelimit.spring.core.CompiledPolicy;
-import dev.redisratelimit.spring.core.Decision;
-import dev.redisratelimit.spring.core.ItemState;
-import dev.redisratelimit.spring.core.LimitSpec;
-import dev.redisratelimit.spring.core.RateLimiter;
+import dev.redisratelimit.client.Policy;
+import dev.redisratelimit.client.PolicyDecision;
+import dev.redisratelimit.client.LimitState;
+import dev.redisratelimit.client.Limit;
+import dev.redisratelimit.client.RateLimiter;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -42,17 +42,17 @@ public class RateLimitEndpoint {
     /** A policy's state for one key; null (404) for an unknown policy, or a lockout policy (no read-only peek). */
     @ReadOperation
     public Map<String, Object> state(@Selector String policy, String key) {
-        CompiledPolicy p = limiter.policies().get(policy);
+        Policy p = limiter.policies().get(policy);
         if (p == null) {
             return null;
         }
-        Decision d = limiter.peek(p, key);
+        PolicyDecision d = limiter.peek(p, key);
         if (d == null) {
             return null;
         }
         List<Map<String, Object>> limits = new ArrayList<>();
         boolean nextAdmitted = true;
-        for (ItemState s : d.items()) {
+        for (LimitState s : d.limits()) {
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("name", s.name());
             m.put("limit", s.q());
@@ -70,25 +70,25 @@ public class RateLimitEndpoint {
         out.put("key", key);
         // At COST 0 nothing is ever refused; a call of cost 1 would be iff no limit is used up.
         out.put("nextCallAdmitted", nextAdmitted);
-        if (d.bindingItem() != null) {
-            out.put("binding", d.bindingItem().name());
+        if (d.bindingLimit() != null) {
+            out.put("binding", d.bindingLimit().name());
         }
         out.put("limits", limits);
         return out;
     }
 
-    private Map<String, Object> describe(CompiledPolicy p) {
+    private Map<String, Object> describe(Policy p) {
         List<Map<String, Object>> limits = new ArrayList<>();
-        for (LimitSpec l : p.spec().limits()) {
+        for (Limit l : p.limits()) {
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("name", l.name());
-            m.put("type", l.type().name());
+            m.put("type", l.kind().name());
             m.put("count", limiter.runtimeLimits().count(p.name(), l));
             limits.add(m);
         }
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("limits", limits);
-        out.put("onRedisDown", p.spec().onRedisDown().name());
+        out.put("onRedisDown", dev.redisratelimit.spring.annotation.OnRedisDown.of(p.onRedisDown()).name());
         return out;
     }
 }

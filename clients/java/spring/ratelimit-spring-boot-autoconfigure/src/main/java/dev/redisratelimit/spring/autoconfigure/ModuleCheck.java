@@ -2,7 +2,7 @@ package dev.redisratelimit.spring.autoconfigure;
 
 import dev.redisratelimit.client.ModuleNotLoadedException;
 import dev.redisratelimit.client.RateLimitAsyncClient;
-import dev.redisratelimit.spring.core.RedisAvailability;
+import dev.redisratelimit.client.RedisAvailability;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;

@@ -1,7 +1,7 @@
 package dev.redisratelimit.spring.autoconfigure;
 
 import dev.redisratelimit.spring.actuate.RateLimitEndpoint;
-import dev.redisratelimit.spring.core.RateLimiter;
+import dev.redisratelimit.client.RateLimiter;
 import org.springframework.boot.actuate.autoconfigure.endpoint.condition.ConditionalOnAvailableEndpoint;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;

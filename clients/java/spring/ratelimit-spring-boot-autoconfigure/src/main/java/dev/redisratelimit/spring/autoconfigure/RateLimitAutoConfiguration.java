@@ -2,31 +2,16 @@ package dev.redisratelimit.spring.autoconfigure;
 
 import dev.redisratelimit.client.RateLimitAsyncClient;
 import dev.redisratelimit.client.RateLimitTransport;
-import dev.redisratelimit.spring.aop.AnnotationPolicies;
+import dev.redisratelimit.spring.annotation.AnnotationPolicies;
 import dev.redisratelimit.springdata.SpringDataTransport;
-import dev.redisratelimit.spring.aop.RateLimitAdvisingPostProcessor;
-import dev.redisratelimit.spring.aop.RateLimitMethodInterceptor;
-import dev.redisratelimit.spring.core.LocalLimiter;
-import dev.redisratelimit.spring.core.RateLimiter;
-import dev.redisratelimit.spring.core.RedisAvailability;
-import dev.redisratelimit.spring.core.RuntimeLimits;
-import dev.redisratelimit.spring.http.DefaultRateLimitAnswers;
+import dev.redisratelimit.spring.annotation.RateLimitAdvisingPostProcessor;
+import dev.redisratelimit.spring.web.RateLimitMethodInterceptor;
+import dev.redisratelimit.client.LocalLimiter;
+import dev.redisratelimit.client.RateLimiter;
+import dev.redisratelimit.client.RedisAvailability;
+import dev.redisratelimit.client.RuntimeLimits;
 import dev.redisratelimit.spring.http.RateLimitAnswers;
-import dev.redisratelimit.spring.reactive.DefaultReactiveCallerResolver;
-import dev.redisratelimit.spring.reactive.ReactiveCallerResolver;
-import dev.redisratelimit.spring.reactive.ReactiveOffload;
-import dev.redisratelimit.spring.reactive.ReactiveRateLimitExceptionHandler;
-import dev.redisratelimit.spring.reactive.ReactiveRateLimitInterceptor;
-import dev.redisratelimit.spring.reactive.RateLimitRouteWebFilter;
-import dev.redisratelimit.spring.reactive.RateLimitWebFilter;
 import dev.redisratelimit.spring.web.CallerResolver;
-import dev.redisratelimit.spring.web.DefaultCallerResolver;
-import dev.redisratelimit.spring.web.DefaultRateLimitHttpAnswers;
-import dev.redisratelimit.spring.web.RateLimitExceptionHandler;
-import dev.redisratelimit.spring.web.RateLimitHttpAnswers;
-import dev.redisratelimit.spring.web.RateLimitRouteInterceptor;
-import dev.redisratelimit.spring.web.RateLimitRoutes;
-import dev.redisratelimit.spring.web.RequestBodyCachingFilter;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -37,27 +22,24 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
-import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Conditional;
-import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
 import org.springframework.context.annotation.Role;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.util.ClassUtils;
-import org.springframework.web.servlet.DispatcherServlet;
-import org.springframework.web.servlet.config.annotation.InterceptorRegistry;
-import org.springframework.web.servlet.config.annotation.WebMvcConfigurer;
 
 /**
  * The starter's beans, each replaceable by one of your own: the Java
  * client's transport over Spring Data Redis's connection factory (so
  * {@code spring.data.redis.*} configures standalone or Cluster) and its async
  * client, the limiter, the runtime limits, the
- * {@code @RateLimited} proxying, and in a servlet or a WebFlux app the caller
- * resolver and the HTTP answers.
+ * {@code @RateLimited} proxying in a non-reactive app (the blocking method
+ * interceptor). The web stacks' adapters are
+ * {@link RateLimitWebMvcAutoConfiguration} and
+ * {@link RateLimitWebFluxAutoConfiguration}.
  */
 // after Spring Boot's Redis auto-configuration: DataRedisAutoConfiguration on Boot 4, RedisAutoConfiguration on 3.5
 @AutoConfiguration(afterName = {"org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration",
@@ -109,7 +91,7 @@ public class RateLimitAutoConfiguration {
     @ConditionalOnMissingBean
     public RateLimiter rateLimiter(RateLimitAsyncClient client, RuntimeLimits limits, RedisAvailability availability, LocalLimiter local,
             RateLimitProperties p, ObjectProvider<RedisConnectionFactory> factory) {
-        RateLimiter limiter = new RateLimiter(client, limits, availability, local, p.getPrefix(), p.getDecisionBudget(), p.getOnRedisDown());
+        RateLimiter limiter = new RateLimiter(client, limits, availability, local, p.getPrefix(), p.getDecisionBudget(), p.getOnRedisDown().mode());
         limiter.setClustered(ClusterAware.isCluster(factory.getIfAvailable()));
         return limiter;
     }
@@ -132,7 +114,7 @@ public class RateLimitAutoConfiguration {
     @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
     @Conditional(OnNotReactiveWebApplication.class)
     static RateLimitAdvisingPostProcessor rateLimitAdvisingPostProcessor(ObjectProvider<AnnotationPolicies> policies,
-            ObjectProvider<RateLimiter> limiter, ObjectProvider<CallerResolver> callers, ObjectProvider<RateLimitHttpAnswers> answers) {
+            ObjectProvider<RateLimiter> limiter, ObjectProvider<CallerResolver> callers, ObjectProvider<RateLimitAnswers> answers) {
         return new RateLimitAdvisingPostProcessor(policies, new RateLimitMethodInterceptor(policies, limiter, callers, answers));
     }
 
@@ -160,125 +142,6 @@ public class RateLimitAutoConfiguration {
             static boolean isCluster(RedisConnectionFactory f) {
                 return f instanceof org.springframework.data.redis.connection.jedis.JedisConnectionFactory j && j.isRedisClusterAware();
             }
-        }
-    }
-
-    @Configuration(proxyBeanMethods = false)
-    @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.SERVLET)
-    @ConditionalOnClass(DispatcherServlet.class)
-    static class ServletAnswers {
-
-        @Bean
-        @ConditionalOnMissingBean
-        CallerResolver rateLimitCallerResolver(RateLimitProperties p) {
-            return new DefaultCallerResolver(p.getUserHeader());
-        }
-
-        @Bean
-        @ConditionalOnMissingBean
-        RateLimitHttpAnswers rateLimitHttpAnswers(RateLimitProperties p) {
-            return new DefaultRateLimitHttpAnswers(p.isRateLimitHeaders(), p.isLegacyHeaders(), p.getConcurrencyRetryAfter());
-        }
-
-        @Bean
-        RateLimitExceptionHandler rateLimitExceptionHandler(RateLimitHttpAnswers answers) {
-            return new RateLimitExceptionHandler(answers);
-        }
-
-        @Bean
-        @ConditionalOnMissingBean
-        RequestBodyCachingFilter rateLimitRequestBodyCachingFilter() {
-            return new RequestBodyCachingFilter(1 << 20);
-        }
-
-        // ratelimit.routes, checked at start-up (after the YAML policies are registered).
-        @Bean
-        @ConditionalOnMissingBean
-        RateLimitRoutes rateLimitRoutes(RateLimitProperties p, AnnotationPolicies policies, RateLimiter limiter) {
-            return new RateLimitRoutes(p, limiter.policies());
-        }
-
-        @Bean
-        WebMvcConfigurer rateLimitRoutesConfigurer(RateLimitRoutes routes, RateLimiter limiter, AnnotationPolicies policies,
-                CallerResolver caller, RateLimitHttpAnswers answers) {
-            return new WebMvcConfigurer() {
-                @Override
-                public void addInterceptors(InterceptorRegistry registry) {
-                    if (!routes.isEmpty()) {
-                        registry.addInterceptor(new RateLimitRouteInterceptor(routes, limiter, policies, caller, answers));
-                    }
-                }
-            };
-        }
-    }
-
-    /**
-     * A WebFlux app: {@code @RateLimited} methods returning Mono/Flux decided
-     * without blocking, the exchange through the Reactor Context, the same
-     * headers and problem bodies as MVC. With Spring Data Redis's Jedis
-     * driver (blocking) the decisions are sent from boundedElastic.
-     */
-    @Configuration(proxyBeanMethods = false)
-    @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.REACTIVE)
-    @ConditionalOnClass(name = "org.springframework.web.reactive.DispatcherHandler")
-    static class ReactiveAnswers {
-
-        @Bean
-        @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
-        static RateLimitAdvisingPostProcessor rateLimitReactiveAdvisingPostProcessor(ObjectProvider<AnnotationPolicies> policies,
-                ObjectProvider<RateLimiter> limiter, ObjectProvider<ReactiveCallerResolver> callers, ObjectProvider<RateLimitAnswers> answers,
-                ObjectProvider<ReactiveOffload> offload) {
-            return new RateLimitAdvisingPostProcessor(policies, new ReactiveRateLimitInterceptor(policies, limiter, callers, answers, offload));
-        }
-
-        @Bean
-        @ConditionalOnMissingBean
-        ReactiveOffload rateLimitReactiveOffload(RateLimitTransport transport) {
-            ReactiveOffload o = ReactiveOffload.of(transport);
-            if (o.blocking()) {
-                org.slf4j.LoggerFactory.getLogger(RateLimitAutoConfiguration.class).info(
-                        "rate limits: the Redis driver (Jedis) blocks; WebFlux decisions are sent from Reactor's boundedElastic scheduler");
-            }
-            return o;
-        }
-
-        @Bean
-        @ConditionalOnMissingBean
-        ReactiveCallerResolver rateLimitReactiveCallerResolver(RateLimitProperties p) {
-            return new DefaultReactiveCallerResolver(p.getUserHeader());
-        }
-
-        @Bean
-        @ConditionalOnMissingBean
-        RateLimitAnswers rateLimitAnswers(RateLimitProperties p) {
-            return new DefaultRateLimitAnswers(p.isRateLimitHeaders(), p.isLegacyHeaders(), p.getConcurrencyRetryAfter());
-        }
-
-        @Bean
-        ReactiveRateLimitExceptionHandler rateLimitReactiveExceptionHandler(RateLimitAnswers answers) {
-            return new ReactiveRateLimitExceptionHandler(answers);
-        }
-
-        @Bean
-        @ConditionalOnMissingBean
-        RateLimitWebFilter rateLimitWebFilter() {
-            return new RateLimitWebFilter(1 << 20);
-        }
-
-        // ratelimit.routes, checked at start-up (after the YAML policies are registered).
-        @Bean
-        @ConditionalOnMissingBean
-        RateLimitRoutes rateLimitRoutes(RateLimitProperties p, AnnotationPolicies policies, RateLimiter limiter) {
-            return new RateLimitRoutes(p, limiter.policies());
-        }
-
-        @Bean
-        @ConditionalOnMissingBean
-        RateLimitRouteWebFilter rateLimitRouteWebFilter(RateLimitRoutes routes, RateLimiter limiter, AnnotationPolicies policies,
-                ReactiveCallerResolver caller, RateLimitAnswers answers, ReactiveOffload offload,
-                ObjectProvider<org.springframework.web.reactive.result.method.annotation.RequestMappingHandlerMapping> mapping,
-                ObjectProvider<org.springframework.http.codec.ServerCodecConfigurer> codecs) {
-            return new RateLimitRouteWebFilter(routes, limiter, policies, caller, answers, offload, mapping, codecs);
         }
     }
 

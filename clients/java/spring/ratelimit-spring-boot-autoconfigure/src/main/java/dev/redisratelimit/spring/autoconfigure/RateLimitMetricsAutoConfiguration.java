@@ -1,6 +1,6 @@
 package dev.redisratelimit.spring.autoconfigure;
 
-import dev.redisratelimit.spring.core.RateLimiter;
+import dev.redisratelimit.client.RateLimiter;
 import dev.redisratelimit.spring.metrics.MicrometerDecisionObserver;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.springframework.beans.factory.ObjectProvider;

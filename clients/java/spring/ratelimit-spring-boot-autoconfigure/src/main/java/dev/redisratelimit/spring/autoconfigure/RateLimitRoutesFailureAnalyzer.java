@@ -1,6 +1,6 @@
 package dev.redisratelimit.spring.autoconfigure;
 
-import dev.redisratelimit.spring.web.RateLimitRoutesException;
+import dev.redisratelimit.spring.http.RateLimitRoutesException;
 import org.springframework.boot.diagnostics.AbstractFailureAnalyzer;
 import org.springframework.boot.diagnostics.FailureAnalysis;
 

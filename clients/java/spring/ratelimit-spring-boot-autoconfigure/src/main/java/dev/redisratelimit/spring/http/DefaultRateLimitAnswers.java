@@ -1,10 +1,9 @@
 package dev.redisratelimit.spring.http;
 
-import dev.redisratelimit.spring.annotation.LimitType;
-import dev.redisratelimit.spring.core.Decision;
-import dev.redisratelimit.spring.core.ItemState;
-import dev.redisratelimit.spring.core.LimitSpec;
-import dev.redisratelimit.spring.web.RateLimitKeyMissingException;
+import dev.redisratelimit.client.PolicyDecision;
+import dev.redisratelimit.client.LimitState;
+import dev.redisratelimit.client.Limit;
+import dev.redisratelimit.spring.http.RateLimitKeyMissingException;
 import java.net.URI;
 import java.time.Duration;
 import org.springframework.http.HttpHeaders;
@@ -49,15 +48,15 @@ public class DefaultRateLimitAnswers implements RateLimitAnswers {
     }
 
     @Override
-    public HttpHeaders headers(Decision d) {
+    public HttpHeaders headers(PolicyDecision d) {
         HttpHeaders h = new HttpHeaders();
-        if (d.items().isEmpty()) {
+        if (d.limits().isEmpty()) {
             return h;
         }
         if (ietf) {
             StringBuilder policy = new StringBuilder();
             StringBuilder state = new StringBuilder();
-            for (ItemState s : d.items()) {
+            for (LimitState s : d.limits()) {
                 if (!policy.isEmpty()) {
                     policy.append(", ");
                     state.append(", ");
@@ -71,7 +70,7 @@ public class DefaultRateLimitAnswers implements RateLimitAnswers {
             h.set("RateLimit-Policy", policy.toString());
             h.set("RateLimit", state.toString());
         }
-        ItemState b = d.bindingItem();
+        LimitState b = d.bindingLimit();
         if ((legacy || d.legacyHeaders()) && b != null) {
             h.set("X-RateLimit-Limit", Long.toString(b.q()));
             h.set("X-RateLimit-Remaining", Long.toString(b.r()));
@@ -81,21 +80,21 @@ public class DefaultRateLimitAnswers implements RateLimitAnswers {
     }
 
     @Override
-    public Long retryAfterSeconds(Decision d) {
+    public Long retryAfterSeconds(PolicyDecision d) {
         if (d.admitted() || d.retryAfterMs() < 0) {
             return null;
         }
-        if (d.bindingType() == LimitType.CONCURRENCY) {
-            return Math.max(1, LimitSpec.ceilSeconds(concurrencyRetryAfter.toMillis()));
+        if (d.bindingKind() == Limit.Kind.CONCURRENCY) {
+            return Math.max(1, Limit.ceilSeconds(concurrencyRetryAfter.toMillis()));
         }
-        return LimitSpec.ceilSeconds(d.retryAfterMs());
+        return Limit.ceilSeconds(d.retryAfterMs());
     }
 
     @Override
-    public ProblemDetail refused(Decision d) {
+    public ProblemDetail refused(PolicyDecision d) {
         ProblemDetail p = ProblemDetail.forStatus(HttpStatus.TOO_MANY_REQUESTS);
         p.setTitle("Too Many Requests");
-        ItemState b = d.bindingItem();
+        LimitState b = d.bindingLimit();
         switch (d.kind()) {
             case DUPLICATE -> {
                 p.setType(URI.create(PROBLEMS + "duplicate"));
@@ -103,7 +102,7 @@ public class DefaultRateLimitAnswers implements RateLimitAnswers {
             }
             case LOCKED -> {
                 p.setType(URI.create(PROBLEMS + "locked"));
-                p.setDetail("Too many calls: locked out" + (d.retryAfterMs() >= 0 ? " for " + LimitSpec.ceilSeconds(d.retryAfterMs()) + " s." : "."));
+                p.setDetail("Too many calls: locked out" + (d.retryAfterMs() >= 0 ? " for " + Limit.ceilSeconds(d.retryAfterMs()) + " s." : "."));
             }
             default -> {
                 p.setType(URI.create(PROBLEMS + "rate-limited"));

@@ -1,7 +1,7 @@
 package dev.redisratelimit.spring.http;
 
-import dev.redisratelimit.spring.core.Decision;
-import dev.redisratelimit.spring.web.RateLimitKeyMissingException;
+import dev.redisratelimit.client.PolicyDecision;
+import dev.redisratelimit.spring.http.RateLimitKeyMissingException;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.ProblemDetail;
 
@@ -9,20 +9,19 @@ import org.springframework.http.ProblemDetail;
  * How decisions become HTTP, whatever the web stack: the rate-limit headers
  * of every decided response and the problem bodies of refusals
  * (clients/DESIGN.md). The MVC and WebFlux adapters both write what this
- * gives, so they answer alike. A bean of this type replaces the default in
- * a WebFlux app ({@link DefaultRateLimitAnswers}; extend it to change one
- * piece); an MVC app's {@code RateLimitHttpAnswers} extends the default too.
+ * gives, so they answer alike. A bean of this type replaces the default
+ * ({@link DefaultRateLimitAnswers}; extend it to change one piece) in either.
  */
 public interface RateLimitAnswers {
 
     /** Headers of an admitted or refused call (RateLimit-Policy, RateLimit, opt-in X-RateLimit-*), in order. */
-    HttpHeaders headers(Decision decision);
+    HttpHeaders headers(PolicyDecision decision);
 
     /** Retry-After seconds of a refusal, or null for none (waiting cannot help). */
-    Long retryAfterSeconds(Decision decision);
+    Long retryAfterSeconds(PolicyDecision decision);
 
     /** The 429 body. */
-    ProblemDetail refused(Decision decision);
+    ProblemDetail refused(PolicyDecision decision);
 
     /** The 503 body of a fail-closed policy while Redis is down. */
     ProblemDetail unavailable(String policy);

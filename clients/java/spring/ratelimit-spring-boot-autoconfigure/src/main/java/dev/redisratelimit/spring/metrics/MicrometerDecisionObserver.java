@@ -1,8 +1,9 @@
 package dev.redisratelimit.spring.metrics;
 
 import dev.redisratelimit.spring.annotation.OnRedisDown;
-import dev.redisratelimit.spring.core.Decision;
-import dev.redisratelimit.spring.core.DecisionObserver;
+import dev.redisratelimit.client.PolicyDecision;
+import dev.redisratelimit.client.DecisionObserver;
+import dev.redisratelimit.client.FailMode;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
@@ -38,9 +39,9 @@ public final class MicrometerDecisionObserver implements DecisionObserver {
     }
 
     @Override
-    public void decided(String policy, Outcome outcome, Decision.Kind refusal, long nanos) {
+    public void decided(String policy, Outcome outcome, PolicyDecision.Kind refusal, long nanos) {
         String o = lower(outcome);
-        String reason = refusal == null || refusal == Decision.Kind.ADMITTED ? "none" : lower(refusal);
+        String reason = refusal == null || refusal == PolicyDecision.Kind.ADMITTED ? "none" : lower(refusal);
         timers.computeIfAbsent(policy + '\0' + o + '\0' + reason, k -> Timer.builder("ratelimit.decisions")
                 .description("Rate-limit decisions and their latency (the Redis round trip included)")
                 .tags("policy", policy, "outcome", o, "reason", reason).register(registry))
@@ -56,8 +57,8 @@ public final class MicrometerDecisionObserver implements DecisionObserver {
     }
 
     @Override
-    public void fallback(String policy, OnRedisDown mode) {
-        String m = lower(mode);
+    public void fallback(String policy, FailMode mode) {
+        String m = lower(OnRedisDown.of(mode)); // the setting's name (fail_open, fail_closed, local)
         counters.computeIfAbsent("f\0" + policy + '\0' + m, x -> Counter.builder("ratelimit.fallbacks")
                 .description("Rate-limit decisions answered by the policy's Redis-down behaviour")
                 .tags("policy", policy, "mode", m).register(registry)).increment();

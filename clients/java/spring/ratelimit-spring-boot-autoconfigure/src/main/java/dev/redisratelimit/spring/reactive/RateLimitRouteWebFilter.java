@@ -1,15 +1,15 @@
 package dev.redisratelimit.spring.reactive;
 
-import dev.redisratelimit.spring.aop.AnnotationPolicies;
-import dev.redisratelimit.spring.core.Permit;
-import dev.redisratelimit.spring.core.PolicyCall;
-import dev.redisratelimit.spring.core.RateLimitConfigurationException;
-import dev.redisratelimit.spring.core.RateLimitRefusedException;
-import dev.redisratelimit.spring.core.RateLimitUnavailableException;
-import dev.redisratelimit.spring.core.RateLimiter;
+import dev.redisratelimit.spring.annotation.AnnotationPolicies;
+import dev.redisratelimit.client.Permit;
+import dev.redisratelimit.client.PolicyCall;
+import dev.redisratelimit.client.RateLimitConfigurationException;
+import dev.redisratelimit.client.RateLimitRefusedException;
+import dev.redisratelimit.client.RateLimitUnavailableException;
+import dev.redisratelimit.client.RateLimiter;
 import dev.redisratelimit.spring.http.RateLimitAnswers;
-import dev.redisratelimit.spring.web.RateLimitKeyMissingException;
-import dev.redisratelimit.spring.web.RateLimitRoutes;
+import dev.redisratelimit.spring.http.RateLimitKeyMissingException;
+import dev.redisratelimit.spring.http.RateLimitRoutes;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;

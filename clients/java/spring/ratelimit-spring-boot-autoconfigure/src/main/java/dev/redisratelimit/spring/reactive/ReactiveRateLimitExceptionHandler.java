@@ -1,8 +1,8 @@
 package dev.redisratelimit.spring.reactive;
 
-import dev.redisratelimit.spring.core.RateLimitConfigurationException;
-import dev.redisratelimit.spring.core.RateLimitRefusedException;
-import dev.redisratelimit.spring.core.RateLimitUnavailableException;
+import dev.redisratelimit.client.RateLimitConfigurationException;
+import dev.redisratelimit.client.RateLimitRefusedException;
+import dev.redisratelimit.client.RateLimitUnavailableException;
 import dev.redisratelimit.spring.http.RateLimitAnswers;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

@@ -1,16 +1,15 @@
 package dev.redisratelimit.spring.reactive;
 
-import static dev.redisratelimit.spring.aop.PolicyExpressions.cost;
-import static dev.redisratelimit.spring.aop.PolicyExpressions.string;
-import static dev.redisratelimit.spring.aop.PolicyExpressions.usage;
+import static dev.redisratelimit.spring.annotation.PolicyExpressions.cost;
+import static dev.redisratelimit.spring.annotation.PolicyExpressions.string;
+import static dev.redisratelimit.spring.annotation.PolicyExpressions.usage;
 
 import dev.redisratelimit.spring.annotation.KeyBy;
-import dev.redisratelimit.spring.aop.AnnotationPolicies;
-import dev.redisratelimit.spring.core.CallInput;
-import dev.redisratelimit.spring.core.Permit;
-import dev.redisratelimit.spring.core.PolicyCall;
-import dev.redisratelimit.spring.core.RateLimitConfigurationException;
-import dev.redisratelimit.spring.core.RateLimiter;
+import dev.redisratelimit.spring.annotation.AnnotationPolicies;
+import dev.redisratelimit.client.Permit;
+import dev.redisratelimit.client.PolicyCall;
+import dev.redisratelimit.client.RateLimitConfigurationException;
+import dev.redisratelimit.client.RateLimiter;
 import dev.redisratelimit.spring.http.RateLimitAnswers;
 import java.lang.reflect.Method;
 import java.util.HashMap;
@@ -154,17 +153,17 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
             for (int i = 0; i < costs.length; i++) {
                 costs[i] = r.costs()[i] == null ? 1 : cost(r.costs()[i], ctx, policyName);
             }
-            String digest = r.policy().spec().duplicateWindow() == null || caller == null ? null : caller.bodyDigest(exchange);
-            if (r.policy().spec().duplicateWindow() != null && digest == null) {
+            String digest = r.policy().duplicateWindow() == null || caller == null ? null : caller.bodyDigest(exchange);
+            if (r.policy().duplicateWindow() != null && digest == null) {
                 throw new RateLimitConfigurationException("policy '" + policyName + "': preventDuplicate needs an HTTP request body");
             }
-            CallInput in = new CallInput(key, zone, costs, digest);
+            PolicyCall in = new PolicyCall(r.policy(), key, zone, costs, digest);
             boolean blocking = offloaded();
             // Routes this request matched wait for its handler's policy: all decided in one RL.ALL.
             List<PolicyCall> routes = RateLimitRouteWebFilter.takeDeferred(exchange);
             Mono<Permit> permit = Mono.defer(() -> {
-                CompletableFuture<Permit> decision = (routes == null ? limiter.get().acquireAsync(r.policy(), in)
-                        : limiter.get().acquireAsync(PolicyCall.withRoutes(routes, new PolicyCall(r.policy(), in)))).toCompletableFuture();
+                CompletableFuture<Permit> decision = (routes == null ? limiter.get().acquireAsync(in)
+                        : limiter.get().acquireAsync(PolicyCall.withRoutes(routes, in))).toCompletableFuture();
                 // Cancelled while deciding (the client went away): the permit Redis may still grant has nobody
                 // to close it, so close it when it comes (leases released, estimates refunded: nothing ran).
                 // The Mono waits on a copy, so its cancel does not cancel the decision this relies on.
@@ -190,21 +189,21 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
         if (r.key() != null) {
             return string(r.key(), ctx, "key", policy);
         }
-        if (r.policy().spec().by() == KeyBy.GLOBAL) {
+        if (r.by() == KeyBy.GLOBAL) {
             return "global";
         }
-        if (exchange == null || ip == null && r.policy().spec().by() != KeyBy.USER) {
-            throw new RateLimitConfigurationException("policy '" + policy + "' is keyed by " + r.policy().spec().by()
+        if (exchange == null || ip == null && r.by() != KeyBy.USER) {
+            throw new RateLimitConfigurationException("policy '" + policy + "' is keyed by " + r.by()
                     + " but the call is not an HTTP request: give it a key expression");
         }
-        String k = switch (r.policy().spec().by()) {
+        String k = switch (r.by()) {
             case IP -> ip;
             case USER -> user;
             case IP_AND_PATH -> ip + ":" + exchange.getRequest().getPath().value();
             default -> null;
         };
         if (k == null || k.isEmpty()) {
-            throw new RateLimitConfigurationException("policy '" + policy + "': no " + r.policy().spec().by() + " to key the call by");
+            throw new RateLimitConfigurationException("policy '" + policy + "': no " + r.by() + " to key the call by");
         }
         return k;
     }

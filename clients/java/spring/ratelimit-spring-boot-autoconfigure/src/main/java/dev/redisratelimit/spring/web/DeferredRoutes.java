@@ -1,6 +1,6 @@
 package dev.redisratelimit.spring.web;
 
-import dev.redisratelimit.spring.core.PolicyCall;
+import dev.redisratelimit.client.PolicyCall;
 import jakarta.servlet.http.HttpServletRequest;
 import java.util.List;
 

@@ -1,8 +1,10 @@
 package dev.redisratelimit.spring.web;
 
-import dev.redisratelimit.spring.core.RateLimitConfigurationException;
-import dev.redisratelimit.spring.core.RateLimitRefusedException;
-import dev.redisratelimit.spring.core.RateLimitUnavailableException;
+import dev.redisratelimit.spring.http.RateLimitKeyMissingException;
+import dev.redisratelimit.spring.http.RateLimitAnswers;
+import dev.redisratelimit.client.RateLimitConfigurationException;
+import dev.redisratelimit.client.RateLimitRefusedException;
+import dev.redisratelimit.client.RateLimitUnavailableException;
 import jakarta.servlet.http.HttpServletResponse;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -21,15 +23,15 @@ public class RateLimitExceptionHandler {
 
     private static final Logger log = LoggerFactory.getLogger(RateLimitExceptionHandler.class);
 
-    private final RateLimitHttpAnswers answers;
+    private final RateLimitAnswers answers;
 
-    public RateLimitExceptionHandler(RateLimitHttpAnswers answers) {
+    public RateLimitExceptionHandler(RateLimitAnswers answers) {
         this.answers = answers;
     }
 
     @ExceptionHandler(RateLimitRefusedException.class)
     public ResponseEntity<ProblemDetail> refused(RateLimitRefusedException e, HttpServletResponse response) {
-        answers.writeHeaders(response, e.getDecision());
+        ServletHeaders.write(answers, response, e.getDecision());
         ResponseEntity.BodyBuilder b = ResponseEntity.status(HttpStatus.TOO_MANY_REQUESTS);
         Long retry = answers.retryAfterSeconds(e.getDecision());
         if (retry != null) {

@@ -1,9 +1,12 @@
 package dev.redisratelimit.spring.web;
 
-import dev.redisratelimit.spring.aop.AnnotationPolicies;
-import dev.redisratelimit.spring.core.PolicyCall;
-import dev.redisratelimit.spring.core.Permit;
-import dev.redisratelimit.spring.core.RateLimiter;
+import dev.redisratelimit.spring.annotation.AnnotationPolicies;
+import dev.redisratelimit.spring.http.RateLimitRoutes;
+import dev.redisratelimit.spring.http.RateLimitAnswers;
+import dev.redisratelimit.spring.annotation.AnnotationPolicies;
+import dev.redisratelimit.client.PolicyCall;
+import dev.redisratelimit.client.Permit;
+import dev.redisratelimit.client.RateLimiter;
 import jakarta.servlet.AsyncEvent;
 import jakarta.servlet.AsyncListener;
 import jakarta.servlet.DispatcherType;
@@ -38,10 +41,10 @@ public final class RateLimitRouteInterceptor implements AsyncHandlerInterceptor 
     private final RateLimiter limiter;
     private final AnnotationPolicies policies;
     private final CallerResolver caller;
-    private final RateLimitHttpAnswers answers;
+    private final RateLimitAnswers answers;
 
     public RateLimitRouteInterceptor(RateLimitRoutes routes, RateLimiter limiter, AnnotationPolicies policies, CallerResolver caller,
-            RateLimitHttpAnswers answers) {
+            RateLimitAnswers answers) {
         this.routes = routes;
         this.limiter = limiter;
         this.policies = policies;
@@ -70,7 +73,7 @@ public final class RateLimitRouteInterceptor implements AsyncHandlerInterceptor 
         Permit permit = limiter.acquire(calls);
         request.setAttribute(PERMIT, permit);
         if (permit.decision() != null) {
-            answers.writeHeaders(response, permit.decision());
+            ServletHeaders.write(answers, response, permit.decision());
         }
         return true;
     }

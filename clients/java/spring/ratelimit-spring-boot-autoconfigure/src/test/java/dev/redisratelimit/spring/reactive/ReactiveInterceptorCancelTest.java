@@ -7,14 +7,13 @@ import dev.redisratelimit.client.RateLimitTransport;
 import dev.redisratelimit.client.RedisCall;
 import dev.redisratelimit.spring.annotation.Limit;
 import dev.redisratelimit.spring.annotation.LimitType;
-import dev.redisratelimit.spring.annotation.OnRedisDown;
 import dev.redisratelimit.spring.annotation.RateLimited;
-import dev.redisratelimit.spring.aop.AnnotationPolicies;
+import dev.redisratelimit.spring.annotation.AnnotationPolicies;
 import dev.redisratelimit.spring.autoconfigure.RateLimitProperties;
-import dev.redisratelimit.spring.core.LocalLimiter;
-import dev.redisratelimit.spring.core.RateLimiter;
-import dev.redisratelimit.spring.core.RedisAvailability;
-import dev.redisratelimit.spring.core.RuntimeLimits;
+import dev.redisratelimit.client.LocalLimiter;
+import dev.redisratelimit.client.RateLimiter;
+import dev.redisratelimit.client.RedisAvailability;
+import dev.redisratelimit.client.RuntimeLimits;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -69,7 +68,7 @@ class ReactiveInterceptorCancelTest {
     Pending transport = new Pending();
     RateLimiter limiter = new RateLimiter(new RateLimitAsyncClient(transport), new RuntimeLimits(transport, "p:", 5000),
             new RedisAvailability(transport, Duration.ofSeconds(30), Duration.ofSeconds(5)), new LocalLimiter(), "p:",
-            Duration.ofSeconds(5), OnRedisDown.FAIL_CLOSED);
+            Duration.ofSeconds(5), dev.redisratelimit.client.FailMode.CLOSED);
 
     Work proxy() {
         StaticListableBeanFactory beans = new StaticListableBeanFactory();

@@ -1,0 +1,175 @@
+package dev.redisratelimit.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.redisratelimit.client.Backend;
+import dev.redisratelimit.client.BackendTransport;
+import dev.redisratelimit.client.FunctionsLibrary;
+import dev.redisratelimit.client.LibraryNotLoadedException;
+import dev.redisratelimit.client.Options;
+import dev.redisratelimit.client.QuotaLimit;
+import dev.redisratelimit.client.QuotaPeriod;
+import dev.redisratelimit.client.RateLimitClient;
+import dev.redisratelimit.client.RateLimitException;
+import dev.redisratelimit.client.SlidingWindow;
+import dev.redisratelimit.it.support.RedisProcess;
+import dev.redisratelimit.it.support.RedisServers;
+import dev.redisratelimit.lettuce.LettuceTransport;
+import dev.redisratelimit.springdata.SpringDataTransport;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.cluster.RedisClusterClient;
+import java.time.Duration;
+import java.time.ZoneId;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.condition.EnabledIf;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.data.redis.connection.RedisClusterConfiguration;
+import org.springframework.data.redis.connection.jedis.JedisConnectionFactory;
+
+/**
+ * Backend FUNCTIONS on servers without the module: the library loaded when
+ * absent or older, again after {@code Function not found} on the node that
+ * answered it (Cluster: every primary used), a user without FUNCTION LOAD
+ * told the command to run, the module's OOM error, zones.
+ */
+@ExtendWith(RedisServers.class)
+// Until the library (issue 38) is in this tree: nothing to test without it.
+@EnabledIf("libraryInTree")
+class FunctionsBackendTest {
+
+    static boolean libraryInTree() {
+        return java.nio.file.Files.exists(java.nio.file.Path.of(System.getProperty("user.dir")).resolve("../../../functions/ratelimit.lua"));
+    }
+
+
+    private static final SlidingWindow FIVE = SlidingWindow.of(5, Duration.ofMinutes(1));
+
+    private static long version(RedisProcess server) {
+        String out = server.cli("FCALL", "rl_version", "0").trim();
+        return out.matches("\\d+") ? Long.parseLong(out) : -1;
+    }
+
+    private static long loads(RedisProcess server) {
+        for (String line : server.cli("INFO", "commandstats").split("\r?\n")) {
+            if (line.startsWith("cmdstat_function|load:calls=")) {
+                String rest = line.substring("cmdstat_function|load:calls=".length());
+                return Long.parseLong(rest.substring(0, rest.indexOf(',')));
+            }
+        }
+        return 0;
+    }
+
+    @Test
+    void loadsTheLibraryDecidesAndLoadsItAgainWhenGone(RedisServers.Plain plain) {
+        RedisProcess server = plain.server();
+        server.cli("FUNCTION", "FLUSH");
+        RedisClient redis = RedisClient.create("redis://127.0.0.1:" + plain.port());
+        try (BackendTransport t = new BackendTransport(LettuceTransport.create(redis), Backend.FUNCTIONS)) {
+            RateLimitClient rl = new RateLimitClient(t);
+            rl.verifyModule();
+            long want = FunctionsLibrary.versionOf(FunctionsLibrary.source());
+            assertEquals(want, version(server));
+            assertEquals(4, rl.check("j:fn", FIVE).remaining());
+            assertEquals(3, rl.check("j:fn", FIVE).remaining());
+            assertEquals(4, rl.check("j:fn", List.of(FIVE), Options.none().withRefund()).remaining());
+            assertEquals(19, rl.quota("j:q", ZoneId.of("Asia/Shanghai"), QuotaLimit.of(QuotaPeriod.DAY, 20)).remaining());
+            IllegalArgumentException dst = assertThrows(IllegalArgumentException.class,
+                    () -> rl.quota("j:q2", ZoneId.of("Europe/Paris"), QuotaLimit.of(QuotaPeriod.DAY, 20)));
+            assertTrue(dst.getMessage().contains("daylight saving"), dst.getMessage());
+            assertNull(t.problem().toCompletableFuture().join());
+
+            long loads = loads(server);
+            rl.verifyModule(); // present and current: not loaded again
+            assertEquals(loads, loads(server));
+
+            server.cli("FUNCTION", "FLUSH"); // a flush, or a failover to a primary that never had it
+            assertTrue(t.problem().toCompletableFuture().join().contains("Functions library is not loaded"));
+            assertEquals(4, rl.check("j:fn2", FIVE).remaining());
+            assertEquals(want, version(server));
+
+            server.cli("CONFIG", "SET", "maxmemory", "1");
+            try {
+                RateLimitException oom = assertThrows(RateLimitException.class, () -> rl.check("j:fn2", FIVE));
+                assertEquals("OOM command not allowed when used memory > 'maxmemory'.", oom.getMessage());
+                assertEquals(5, rl.check("j:fn2", List.of(FIVE), Options.none().withRefund()).remaining());
+            } finally {
+                server.cli("CONFIG", "SET", "maxmemory", "0");
+            }
+        } finally {
+            redis.shutdown();
+        }
+    }
+
+    @Test
+    void aUserWithoutFunctionLoadIsToldTheCommandThenUsesAHandLoadedLibrary(RedisServers.Plain plain) {
+        RedisProcess server = plain.server();
+        server.cli("FUNCTION", "FLUSH");
+        server.cli("ACL", "SETUSER", "japp", "on", ">pw", "~*", "+@all", "-function|load");
+        RedisClient redis = RedisClient.create(RedisURI.builder().withHost("127.0.0.1").withPort(plain.port())
+                .withAuthentication("japp", "pw".toCharArray()).build());
+        try (BackendTransport t = new BackendTransport(LettuceTransport.create(redis), Backend.FUNCTIONS)) {
+            RateLimitClient rl = new RateLimitClient(t);
+            LibraryNotLoadedException e = assertThrows(LibraryNotLoadedException.class, rl::verifyModule);
+            assertTrue(e.getMessage().contains("FUNCTION LOAD REPLACE"), e.getMessage());
+            // what the operator runs once, as an administrator
+            RedisClient admin = RedisClient.create("redis://127.0.0.1:" + plain.port());
+            try (var c = admin.connect()) {
+                c.sync().functionLoad(FunctionsLibrary.source(), true);
+            } finally {
+                admin.shutdown();
+            }
+            rl.verifyModule();
+            assertEquals(4, rl.check("j:acl", FIVE).remaining());
+        } finally {
+            redis.shutdown();
+            server.cli("ACL", "DELUSER", "japp");
+        }
+    }
+
+    @Test
+    void lettuceClusterEveryPrimaryUsedGetsTheLibrary(RedisServers.PlainCluster plain) {
+        RedisServers.Cluster cluster = plain.cluster();
+        cluster.nodes().forEach(n -> n.cli("FUNCTION", "FLUSH"));
+        RedisClusterClient redis = RedisClusterClient.create(cluster.ports().stream().map(p -> RedisURI.create("127.0.0.1", p)).toList());
+        try (BackendTransport t = new BackendTransport(LettuceTransport.create(redis), Backend.AUTO)) {
+            RateLimitClient rl = new RateLimitClient(t);
+            rl.verifyModule();
+            assertEquals(Backend.FUNCTIONS, t.backend());
+            long moved = cluster.movedErrors();
+            for (int i = 0; i < 30; i++) {
+                assertEquals(4, rl.check("jc:" + i, FIVE).remaining());
+            }
+            long want = FunctionsLibrary.versionOf(FunctionsLibrary.source());
+            cluster.nodes().forEach(n -> assertEquals(want, version(n), "primary :" + n.port()));
+            assertEquals(moved, cluster.movedErrors());
+        } finally {
+            redis.shutdown();
+        }
+    }
+
+    @Test
+    void springDataJedisClusterLoadsOnTheNodeThatLacksIt(RedisServers.PlainCluster plain) {
+        RedisServers.Cluster cluster = plain.cluster();
+        cluster.nodes().forEach(n -> n.cli("FUNCTION", "FLUSH"));
+        JedisConnectionFactory factory = new JedisConnectionFactory(
+                new RedisClusterConfiguration(cluster.ports().stream().map(p -> "127.0.0.1:" + p).toList()));
+        factory.afterPropertiesSet();
+        factory.start();
+        try {
+            BackendTransport t = new BackendTransport(SpringDataTransport.of(factory), Backend.FUNCTIONS);
+            RateLimitClient rl = new RateLimitClient(t);
+            for (int i = 0; i < 30; i++) {
+                assertEquals(4, rl.check("jj:" + i, FIVE).remaining());
+            }
+            long want = FunctionsLibrary.versionOf(FunctionsLibrary.source());
+            cluster.nodes().forEach(n -> assertEquals(want, version(n), "primary :" + n.port()));
+        } finally {
+            factory.destroy();
+        }
+    }
+}

@@ -1,0 +1,39 @@
+package dev.redisratelimit.spring.annotation;
+
+import dev.redisratelimit.spring.annotation.RateLimited;
+import org.aopalliance.aop.Advice;
+import org.springframework.aop.framework.autoproxy.AbstractBeanFactoryAwareAdvisingPostProcessor;
+import org.springframework.aop.support.ComposablePointcut;
+import org.springframework.aop.support.DefaultPointcutAdvisor;
+import org.springframework.aop.support.annotation.AnnotationMatchingPointcut;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.util.ClassUtils;
+
+/**
+ * Proxies beans with {@link RateLimited} methods or classes (as Spring's own
+ * MethodValidationPostProcessor does for {@code @Validated}: no AspectJ
+ * needed), and resolves every such method's policy when the bean is created,
+ * so bad configuration fails the application's start.
+ */
+public final class RateLimitAdvisingPostProcessor extends AbstractBeanFactoryAwareAdvisingPostProcessor {
+
+    private final ObjectProvider<AnnotationPolicies> policies;
+
+    public RateLimitAdvisingPostProcessor(ObjectProvider<AnnotationPolicies> policies, Advice interceptor) {
+        this.policies = policies;
+        ComposablePointcut pointcut = new ComposablePointcut(new AnnotationMatchingPointcut(RateLimited.class, true))
+                .union(new AnnotationMatchingPointcut(null, RateLimited.class, true));
+        this.advisor = new DefaultPointcutAdvisor(pointcut, interceptor);
+        setProxyTargetClass(true);
+        setBeforeExistingAdvisors(true);
+    }
+
+    @Override
+    public Object postProcessAfterInitialization(Object bean, String beanName) {
+        Class<?> type = ClassUtils.getUserClass(bean);
+        if (isEligible(bean, beanName)) {
+            policies.getObject().validate(type);
+        }
+        return super.postProcessAfterInitialization(bean, beanName);
+    }
+}

@@ -1,0 +1,209 @@
+package dev.redisratelimit.spring.web;
+
+import dev.redisratelimit.spring.annotation.AnnotationPolicies;
+import dev.redisratelimit.spring.annotation.PolicyExpressions;
+import dev.redisratelimit.spring.http.RateLimitAnswers;
+import static dev.redisratelimit.spring.annotation.PolicyExpressions.cost;
+import static dev.redisratelimit.spring.annotation.PolicyExpressions.string;
+import static dev.redisratelimit.spring.annotation.PolicyExpressions.usage;
+
+import dev.redisratelimit.client.Permit;
+import dev.redisratelimit.client.PolicyCall;
+import dev.redisratelimit.spring.web.DeferredRoutes;
+import dev.redisratelimit.client.RateLimitConfigurationException;
+import dev.redisratelimit.client.RateLimiter;
+import dev.redisratelimit.spring.web.CallerResolver;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+import java.lang.reflect.Method;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.aopalliance.intercept.MethodInterceptor;
+import org.aopalliance.intercept.MethodInvocation;
+import org.springframework.aop.support.AopUtils;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.context.expression.MethodBasedEvaluationContext;
+import org.springframework.core.DefaultParameterNameDiscoverer;
+import org.springframework.core.ParameterNameDiscoverer;
+import org.springframework.expression.EvaluationContext;
+import org.springframework.web.context.request.RequestAttributes;
+import org.springframework.web.context.request.RequestContextHolder;
+import org.springframework.web.context.request.ServletRequestAttributes;
+
+/**
+ * Around a {@code @RateLimited} method: resolves the caller's key and costs,
+ * decides (one Redis call), writes the rate-limit headers of an admission,
+ * runs the method, and — whether it returns or throws — releases its leases
+ * and settles its estimates from {@code #result}.
+ */
+public final class RateLimitMethodInterceptor implements MethodInterceptor {
+
+    private final ObjectProvider<AnnotationPolicies> policies;
+    private final ObjectProvider<RateLimiter> limiter;
+    private final ObjectProvider<CallerResolver> callers;
+    private final ObjectProvider<RateLimitAnswers> answers;
+    private final ParameterNameDiscoverer names = new DefaultParameterNameDiscoverer();
+    // The beans, once found: an ObjectProvider looks its bean up in the bean factory on every call,
+    // which cost more than the rest of the interceptor (bench/spring). The interceptor is made
+    // before them (the post-processor is infrastructure), so they are found on first use. A bean
+    // that is absent is looked up again next time, as before.
+    private volatile AnnotationPolicies policiesBean;
+    private volatile RateLimiter limiterBean;
+    private volatile CallerResolver callerBean;
+    private volatile RateLimitAnswers answersBean;
+
+    public RateLimitMethodInterceptor(ObjectProvider<AnnotationPolicies> policies, ObjectProvider<RateLimiter> limiter,
+            ObjectProvider<CallerResolver> callers, ObjectProvider<RateLimitAnswers> answers) {
+        this.policies = policies;
+        this.limiter = limiter;
+        this.callers = callers;
+        this.answers = answers;
+    }
+
+    @Override
+    public Object invoke(MethodInvocation inv) throws Throwable {
+        Method method = inv.getMethod();
+        Class<?> target = inv.getThis() != null ? AopUtils.getTargetClass(inv.getThis()) : method.getDeclaringClass();
+        AnnotationPolicies.Resolved r = policies().resolve(method, target);
+        if (r == null) {
+            return inv.proceed();
+        }
+        RequestAttributes ra = RequestContextHolder.getRequestAttributes();
+        HttpServletRequest request = ra instanceof ServletRequestAttributes s ? s.getRequest() : null;
+        HttpServletResponse response = ra instanceof ServletRequestAttributes s ? s.getResponse() : null;
+        CallerResolver caller = caller();
+        // The SpEL context only when an expression reads it: most policies key by IP or user and have none.
+        Expressions spel = new Expressions(inv, method, request, caller);
+        String policyName = r.policy().name();
+        String key = key(r, spel, request, caller);
+        String zone = r.zone() == null ? null : string(r.zone(), spel.context(), "zone", policyName);
+        long[] costs = new long[r.costs().length];
+        for (int i = 0; i < costs.length; i++) {
+            costs[i] = r.costs()[i] == null ? 1 : cost(r.costs()[i], spel.context(), policyName);
+        }
+        String digest = r.policy().duplicateWindow() == null ? null
+                : caller != null && request != null ? caller.bodyDigest(request) : null;
+        if (r.policy().duplicateWindow() != null && digest == null) {
+            throw new RateLimitConfigurationException("policy '" + policyName + "': preventDuplicate needs an HTTP request body");
+        }
+        PolicyCall own = new PolicyCall(r.policy(), key, zone, costs, digest);
+        // Routes this request matched wait for its handler's policy: all decided in one RL.ALL.
+        List<PolicyCall> routes = request != null ? DeferredRoutes.take(request) : null;
+        Permit permit = routes == null ? limiter().acquire(own) : limiter().acquire(PolicyCall.withRoutes(routes, own));
+        RateLimitAnswers http = answers();
+        if (permit.decision() != null && response != null && http != null) {
+            ServletHeaders.write(http, response, permit.decision());
+        }
+        Object result = null;
+        boolean ok = false;
+        try {
+            result = inv.proceed();
+            ok = true;
+            return result;
+        } finally {
+            Map<Integer, Long> used = Map.of();
+            if (ok && permit.hasEstimates()) {
+                used = new HashMap<>();
+                EvaluationContext ctx = spel.context();
+                ctx.setVariable("result", result);
+                for (int clause : permit.estimateClauses()) {
+                    used.put(clause, usage(r.settles()[clause], ctx, costs[clause], policyName));
+                }
+            }
+            permit.close(used); // a method that threw used nothing: its estimates are refunded
+        }
+    }
+
+    /**
+     * The evaluation context of a call, made on first use: the method's
+     * arguments by name, {@code #request}, {@code #path}, {@code #ip} and
+     * {@code #user} (the last four in an HTTP request).
+     */
+    private final class Expressions {
+        private final MethodInvocation inv;
+        private final Method method;
+        private final HttpServletRequest request;
+        private final CallerResolver caller;
+        private MethodBasedEvaluationContext context;
+
+        Expressions(MethodInvocation inv, Method method, HttpServletRequest request, CallerResolver caller) {
+            this.inv = inv;
+            this.method = method;
+            this.request = request;
+            this.caller = caller;
+        }
+
+        EvaluationContext context() {
+            if (context == null) {
+                MethodBasedEvaluationContext ctx = new MethodBasedEvaluationContext(inv.getThis(), method, inv.getArguments(), names);
+                if (request != null) {
+                    ctx.setVariable("request", request);
+                    ctx.setVariable("path", request.getRequestURI());
+                    if (caller != null) {
+                        ctx.setVariable("ip", caller.clientIp(request));
+                        ctx.setVariable("user", caller.user(request));
+                    }
+                }
+                context = ctx;
+            }
+            return context;
+        }
+    }
+
+    private AnnotationPolicies policies() {
+        AnnotationPolicies p = policiesBean;
+        if (p == null) {
+            policiesBean = p = policies.getObject();
+        }
+        return p;
+    }
+
+    private RateLimiter limiter() {
+        RateLimiter l = limiterBean;
+        if (l == null) {
+            limiterBean = l = limiter.getObject();
+        }
+        return l;
+    }
+
+    private CallerResolver caller() {
+        CallerResolver c = callerBean;
+        if (c == null) {
+            callerBean = c = callers.getIfAvailable();
+        }
+        return c;
+    }
+
+    private RateLimitAnswers answers() {
+        RateLimitAnswers a = answersBean;
+        if (a == null) {
+            answersBean = a = answers.getIfAvailable();
+        }
+        return a;
+    }
+
+    private String key(AnnotationPolicies.Resolved r, Expressions spel, HttpServletRequest request, CallerResolver caller) {
+        String policy = r.policy().name();
+        if (r.key() != null) {
+            return string(r.key(), spel.context(), "key", policy);
+        }
+        if (r.by() == dev.redisratelimit.spring.annotation.KeyBy.GLOBAL) {
+            return "global";
+        }
+        if (request == null || caller == null) {
+            throw new RateLimitConfigurationException("policy '" + policy + "' is keyed by " + r.by()
+                    + " but the call is not an HTTP request: give it a key expression");
+        }
+        String k = switch (r.by()) {
+            case IP -> caller.clientIp(request);
+            case USER -> caller.user(request);
+            case IP_AND_PATH -> caller.clientIp(request) + ":" + request.getRequestURI();
+            default -> null;
+        };
+        if (k == null || k.isEmpty()) {
+            throw new RateLimitConfigurationException("policy '" + policy + "': no " + r.by() + " to key the call by");
+        }
+        return k;
+    }
+}

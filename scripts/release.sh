@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# make release: every package of one version (VERSION) into dist/, built from
+# a copy of the tracked tree so nothing is written into the checkout (no
+# target/ under clients/java, no build/ or *.egg-info under clients/python,
+# no node_modules or dist/ under clients/node). make release runs `make dist`
+# first (the module archive and .deb, scripts/dist.sh), then this adds:
+#   maven/    a Maven repository: every published Java artifact (both Spring
+#             Boot lines) with its POM (name, description, url, licenses,
+#             developers, scm), -sources.jar and -javadoc.jar
+#   python/   redis_ratelimit_client-<v>.tar.gz (sdist) and the pure wheel
+#             redis_ratelimit_client-<v>-py3-none-any.whl (python -m build)
+#   npm/      redis-ratelimit-<v>.tgz (npm pack)
+#   SHA256SUMS over every file of dist/ (replacing make dist's)
+# Maven builds with -Dmaven.install.skip: your ~/.m2 gets no dev/redisratelimit
+# artifact. Needs mvn, Java 17, npm and $PY (make release installs
+# packaging/requirements-release.txt into .venv).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+py=${PY:-$root/.venv/bin/python}
+
+python3 scripts/stamp_version.py --check
+version=$(cat VERSION)
+out=$root/dist
+archive=$out/redis-ratelimit-$version-linux-$(uname -m).tar.gz
+[ -f "$archive" ] || { echo "release: $archive is missing: make release runs make dist first" >&2; exit 1; }
+rm -rf "$out/maven" "$out/python" "$out/npm"
+
+# What the checkout holds now, ignored files included: the same at the end,
+# or this script wrote into it.
+tree_state() { git status --porcelain --ignored --untracked-files=all -- . ':(exclude)dist' | LC_ALL=C sort; }
+before=$(tree_state)
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/rl-release.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+# The tracked files (and new ones not yet committed; never ignored ones such
+# as node_modules or target/), as a clean checkout holds them.
+mkdir "$work/src"
+git ls-files -co --exclude-standard -z |
+  while IFS= read -r -d '' f; do [ -f "$f" ] && printf '%s\0' "$f"; done |
+  tar --null -T - -cf - | tar -C "$work/src" -xf -
+
+step() { echo "release: $*"; }
+# A tool's output goes to a log, shown only when it fails.
+quiet() {
+  local log=$work/$1.log
+  shift
+  "$@" >"$log" 2>&1 || { tail -n 60 "$log" >&2; echo "release: failed: $*" >&2; exit 1; }
+}
+
+# Java: the Boot 3.5 line, then the Boot 4.0 line (each reactor also builds the
+# client jars; the second deploy of those is the same content). Tests ran in
+# make test (java-test); -DskipTests compiles them (the examples use the
+# autoconfigure module's test jar) but runs none.
+mvn_deploy() {
+  quiet maven mvn -B -ntp -q -Dstyle.color=never -f "$work/src/clients/java/pom.xml" -Prelease \
+    -DskipTests -Dmaven.install.skip=true \
+    -DaltDeploymentRepository="local::file:$out/maven" "$@" deploy
+}
+step "Maven artifacts (Spring Boot 3.5 line) -> dist/maven"
+mvn_deploy -Dboot3
+step "Maven artifacts (Spring Boot 4.0 line and the clients) -> dist/maven"
+mvn_deploy
+
+step "Python sdist and wheel -> dist/python"
+# The Functions library into the copy's package, so the sdist carries it and
+# the wheel built from that sdist too (setup.py finds ../../functions only
+# in a tree, not in an unpacked sdist).
+lib=$work/src/functions/ratelimit.lua
+[ ! -f "$lib" ] || cp "$lib" "$work/src/clients/python/src/redis_rl/ratelimit.lua"
+quiet python "$py" -m build --no-isolation --outdir "$out/python" "$work/src/clients/python"
+
+step "npm tarball -> dist/npm"
+node=$work/src/clients/node
+mkdir -p "$out/npm"
+quiet npm-ci npm ci --prefix "$node" --no-audit --no-fund --loglevel=error
+quiet npm-build npm run --prefix "$node" build
+quiet npm-pack npm pack "$node" --pack-destination "$out/npm"
+
+(cd "$out" && find . -type f ! -name SHA256SUMS | sed 's|^\./||' | LC_ALL=C sort | xargs sha256sum >SHA256SUMS)
+step "dist/ holds $(cd "$out" && find . -type f | wc -l) files, $(du -sh "$out" | cut -f1)"
+[ "$(tree_state)" = "$before" ] || {
+  echo "release: the build wrote into the checkout:" >&2
+  diff <(echo "$before") <(tree_state) >&2 || true
+  exit 1
+}
