@@ -9,6 +9,10 @@ import { App, Cluster, Server, items, sleep, waitUntil } from "./harness.js";
 const require = createRequire(import.meta.url);
 const calculateSlot = require("cluster-key-slot");
 
+// This app's (server.js) checks; another example app run through these
+// tests (EXAMPLE_SERVER, e.g. the Fastify one) adds them when it serves endpoint 6.
+const skip = process.env.EXAMPLE_SERVER ? `not run against ${process.env.EXAMPLE_SERVER}` : false;
+
 /** Endpoint 6, its body read line by line: { status, headers, lines, ms to headers }. */
 async function stream(app, key, { n = 1000, headers = {}, abortAfterLines } = {}) {
   const ac = new AbortController();
@@ -20,6 +24,7 @@ async function stream(app, key, { n = 1000, headers = {}, abortAfterLines } = {}
     signal: ac.signal,
   });
   const toHeaders = performance.now() - t0;
+  let toFirstLine;
   const lines = [];
   if (res.status !== 200) return { status: res.status, h: (x) => res.headers.get(x), lines, toHeaders, body: await res.text() };
   const reader = res.body.getReader();
@@ -33,6 +38,7 @@ async function stream(app, key, { n = 1000, headers = {}, abortAfterLines } = {}
       let i;
       while ((i = buf.indexOf("\n")) >= 0) {
         lines.push(JSON.parse(buf.slice(0, i)));
+        toFirstLine ??= performance.now() - t0;
         buf = buf.slice(i + 1);
         if (abortAfterLines !== undefined && lines.length >= abortAfterLines) {
           ac.abort();
@@ -43,14 +49,14 @@ async function stream(app, key, { n = 1000, headers = {}, abortAfterLines } = {}
   } catch (e) {
     if (e.name !== "AbortError") throw e;
   }
-  return { status: res.status, h: (x) => res.headers.get(x), lines, toHeaders };
+  return { status: res.status, h: (x) => res.headers.get(x), lines, toHeaders, toFirstLine };
 }
 
 /** What /llm/complete reports for `key` right now (a request costing nothing that returns at once). */
 async function llmState(app, key) {
-  const r = await app.req("POST", "/llm/complete", { json: { max_tokens: 1 }, headers: { "X-Api-Key": key, "X-Zone": "UTC", "X-Sleep-Ms": "0", "X-Used-Tokens": "1" } });
+  const r = await app.req("POST", "/llm/complete", { json: { max_tokens: 1 }, headers: { "X-Api-Key": key, "X-Zone": "UTC", "X-Sleep-Ms": "0", "X-Used-Tokens": "0" } });
   const it = items(r.h("ratelimit"));
-  // remaining after this probe request (1 token, settled to 1; its lease released after the answer)
+  // remaining with this probe's 1-token estimate counted (settled to 0 after; its lease released after the answer)
   return { status: r.status, inflight: it.inflight?.r, tokens: it.tokens?.r };
 }
 
@@ -62,14 +68,15 @@ function endpoint6(getApp) {
     assert.match(r.h("content-type"), /^application\/x-ndjson/);
     assert.equal(r.h("ratelimit-policy"), '"rate";q=60;w=60, "inflight";q=2, "tokens";q=100000;w=86400, "global";q=1000;w=60');
     assert.deepEqual(r.lines, [{ tokens: 33 }, { tokens: 33 }, { tokens: 34 }, { used_tokens: 100 }]);
-    assert.ok(r.toHeaders < 250, `headers after ${r.toHeaders} ms`);
+    // the headers at once: before the first line (100 ms of "model" later)
+    assert.ok(r.toHeaders + 50 < r.toFirstLine, `headers after ${r.toHeaders} ms, the first line after ${r.toFirstLine} ms`);
     await waitUntil("settled to U", async () => (await llmState(app, "s1")).tokens === 100_000 - 100 - 1, 2000);
   });
 
   test("6. two streams hold both in-flight slots (shared with endpoint 5) until their last byte", async () => {
     const app = getApp();
-    const streams = [stream(app, "s2", { headers: { "X-Sleep-Ms": "800", "X-Used-Tokens": "10" } }), stream(app, "s2", { headers: { "X-Sleep-Ms": "800", "X-Used-Tokens": "10" } })];
-    await sleep(300);
+    const streams = [stream(app, "s2", { headers: { "X-Sleep-Ms": "4000", "X-Used-Tokens": "10" } }), stream(app, "s2", { headers: { "X-Sleep-Ms": "4000", "X-Used-Tokens": "10" } })];
+    await waitUntil("both streams hold a slot", async () => (await llmState(app, "s2")).status === 429, 3500);
     const third = await app.req("POST", "/llm/complete", { json: { max_tokens: 5 }, headers: { "X-Api-Key": "s2", "X-Zone": "UTC" } });
     assert.equal(third.status, 429);
     assert.equal(third.h("retry-after"), "1");
@@ -100,7 +107,7 @@ function endpoint6(getApp) {
   });
 }
 
-describe("one server", () => {
+describe("one server", { skip }, () => {
   let redis;
   let app;
   before(async () => {
@@ -135,7 +142,7 @@ describe("one server", () => {
   });
 });
 
-describe("three primaries", () => {
+describe("three primaries", { skip }, () => {
   let cluster;
   let app;
   before(async () => {
