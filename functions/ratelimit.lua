@@ -402,10 +402,6 @@ end
 -- RL.QUOTA and their peeks).
 local function parse_options(args, from, accepts, t)
   local o = {}
-  local names = {'COST'}
-  if accepts.refund then names[#names + 1] = 'REFUND' end
-  if accepts.debit then names[#names + 1] = 'DEBIT' end
-  if accepts.reserve then names[#names + 1] = 'RESERVE' end
   local i = from
   while i <= #args do
     local name = args[i]
@@ -416,6 +412,10 @@ local function parse_options(args, from, accepts, t)
     elseif up == 'DEBIT' and accepts.debit then twice = o.debit
     elseif up == 'RESERVE' and accepts.reserve then twice = o.reserve ~= nil
     else
+      local names = {'COST'}
+      if accepts.refund then names[#names + 1] = 'REFUND' end
+      if accepts.debit then names[#names + 1] = 'DEBIT' end
+      if accepts.reserve then names[#names + 1] = 'RESERVE' end
       local list
       if #names == 1 then list = names[1]
       else list = concat(names, ', ', 1, #names - 1) .. ' or ' .. names[#names] end
@@ -488,15 +488,15 @@ local function unsafe_score(key)
   fail("ERR sorted set at '" .. show(key) .. UNSAFE_SCORE)
 end
 
--- The lowest and highest scores (WRONGTYPE checked here); the size is
--- read when needed (zlen).
+-- The highest score (WRONGTYPE checked here), every score checked to be
+-- within +-(2^53-1); the size is read when needed (zlen).
+local LOW_UNSAFE = '(-' .. istr(MAX_SAFE)
 local function zextremes(key)
-  local lo = rcall('ZRANGE', key, 0, 0, 'WITHSCORES')
-  if not lo[2] then return {len = 0} end
-  local hi = call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  local lowest, highest = tonumber(lo[2]), tonumber(hi[2])
-  if not safe_score(lowest) or not safe_score(highest) then unsafe_score(key) end
-  return {lowest = lowest, highest = highest}
+  local hi = rcall('ZRANGE', key, -1, -1, 'WITHSCORES')
+  if not hi[2] then return {len = 0} end
+  local highest = tonumber(hi[2])
+  if not safe_score(highest) or call('ZCOUNT', key, '-inf', LOW_UNSAFE) > 0 then unsafe_score(key) end
+  return {highest = highest}
 end
 
 local function zlen(key, ex)
@@ -505,9 +505,7 @@ local function zlen(key, ex)
 end
 
 local function count_newer_than(key, ex, edge)
-  if not ex.lowest then return 0 end
-  if ex.lowest > edge then return zlen(key, ex) end
-  if ex.highest <= edge then return 0 end
+  if not ex.highest or ex.highest <= edge then return 0 end
   return call('ZCOUNT', key, '(' .. istr(edge), '+inf')
 end
 
@@ -633,9 +631,7 @@ local function check_record(key, ex, rules, cost, t, server_time)
   end
   if at then
     local through = t - maxw
-    if ex.lowest and ex.lowest <= through then
-      call('ZREMRANGEBYSCORE', key, '-inf', istr(through))
-    end
+    if ex.highest then call('ZREMRANGEBYSCORE', key, '-inf', istr(through)) end
     call('PEXPIREAT', key, at)
   end
 end
@@ -644,7 +640,7 @@ end
 -- highest scores first (ties: the greatest name). Returns the key's
 -- extremes after it.
 local function check_refund(key, ex, rules, cost, t)
-  if not ex.lowest then return ex end
+  if not ex.highest then return ex end
   local maxw = 1
   for i = 1, #rules do maxw = max(maxw, rules[i].window) end
   local n = min(count_newer_than(key, ex, t - maxw), cost)
@@ -679,10 +675,7 @@ local rule_cache, rule_cache_n = {}, 0
 
 -- A rule's emission interval and tolerance in ns (exact), cached by its
 -- arguments.
-local function gcra_rule(burst, count, window, n)
-  local ck = burst .. ':' .. count .. ':' .. window
-  local r = rule_cache[ck]
-  if r then return r end
+local function gcra_rule(burst, count, window, n, ck)
   local q1, r1 = bdivmod(bn(window), bn(count))
   local q2 = bdivmod(bmul(r1, NS), bn(count))
   local interval = badd(bmul(q1, NS), q2)
@@ -696,12 +689,27 @@ local function gcra_rule(burst, count, window, n)
       bstr(interval) .. ' ns (count ' .. istr(count) .. ' over window ' .. istr(window) ..
       ') is above ' .. istr(MAX_SAFE) .. ' ms')
   end
-  r = {burst = burst, window = window, interval = interval, tol = tol, field = istr(window)}
+  local r = {burst = burst, window = window, interval = interval, tol = tol, field = istr(window)}
   -- doubles for the fast path (exact below 2^53)
   if bcmp(tol, bn(MAX_SAFE)) <= 0 then r.iv, r.tv = bnum(interval), bnum(tol) end
   if rule_cache_n >= 256 then rule_cache, rule_cache_n = {}, 0 end
   rule_cache[ck] = r; rule_cache_n = rule_cache_n + 1
   return r
+end
+
+-- A rule from its three arguments: cached by their text (a cached triple
+-- was valid), else parsed, checked and computed.
+local function throttle_rule(args, i, n)
+  local ck = args[i] .. ' ' .. args[i + 1] .. ' ' .. args[i + 2]
+  local r = rule_cache[ck]
+  if r then return r end
+  local burst = parse_int(args[i], 1, MAX_SAFE)
+  if not burst then rule_error('burst', args[i], n) end
+  local count = parse_int(args[i + 1], 1, MAX_SAFE)
+  if not count then rule_error('count', args[i + 1], n) end
+  local window = parse_int(args[i + 2], 1, MAX_SAFE)
+  if not window then rule_error('window', args[i + 2], n) end
+  return gcra_rule(burst, count, window, n, ck)
 end
 
 local function parse_throttle(args, write, server_time)
@@ -714,13 +722,8 @@ local function parse_throttle(args, write, server_time)
     if i + 2 >= stop then
       arg_error('incomplete rule ' .. n .. ": rules are 'burst count window' triples")
     end
-    local burst = parse_int(args[i], 1, MAX_SAFE)
-    if not burst then rule_error('burst', args[i], n) end
-    local count = parse_int(args[i + 1], 1, MAX_SAFE)
-    if not count then rule_error('count', args[i + 1], n) end
-    local window = parse_int(args[i + 2], 1, MAX_SAFE)
-    if not window then rule_error('window', args[i + 2], n) end
-    local r = gcra_rule(burst, count, window, n)
+    local r = throttle_rule(args, i, n)
+    local window = r.window
     local earlier = windows[window]
     if earlier then
       arg_error('invalid rule ' .. n .. ': window ' .. istr(window) .. ' is also the window of rule ' ..
@@ -1148,9 +1151,16 @@ local function parse_zone(s)
   return nil
 end
 
+local bucket_cache = {}
 local function quota_bucket(period, t, offset)
+  local ck = period .. offset
+  local b = bucket_cache[ck]
+  if b and b.start <= t and t < b.finish then return b end
+  b = nil
   local s, e = local_bounds(period, t + offset)
-  return {start = s - offset, finish = e - offset, field = period .. ':' .. format_local(s, offset)}
+  b = {start = s - offset, finish = e - offset, field = period .. ':' .. format_local(s, offset)}
+  bucket_cache[ck] = b
+  return b
 end
 
 local function parse_start(text)
@@ -1938,7 +1948,8 @@ local function clause_open(c, write, server_time)
   if kind == 'CHECK' then
     c.ex = zextremes(key)
   elseif kind == 'THROTTLE' then
-    c.tats = read_tats(key, a.rules)
+    c.raw = read_raw(key, a.rules)
+    c.tats = tats_of(c.raw, #a.rules)
   elseif kind == 'QUOTA' then
     c.stored = quota_read(key, a.buckets)
     c.counts = {}
@@ -1952,6 +1963,10 @@ local function clause_decide(c)
   local kind, a, key = c.kind, c.args, c.key
   if kind == 'CHECK' then return check_decide(key, c.ex, a.rules, a.cost, a.t)
   elseif kind == 'THROTTLE' then
+    if not c.details then
+      local reply, new = gcra_fast(a.rules, a.cost, a.t, c.raw, nil)
+      if reply then c.fast_new = new; return reply end
+    end
     local reply, steps = gcra_decide(a.rules, a.cost, a.t, c.tats, nil)
     c.steps = steps
     return reply
@@ -2010,6 +2025,10 @@ local function clause_commit(c, server_time)
     check_record(key, c.ex, a.rules, a.cost, a.t, server_time)
     return c.reply
   elseif kind == 'THROTTLE' then
+    if c.fast_new then
+      throttle_write_fast(key, a.rules, c.fast_new, server_time, a.t)
+      return c.reply
+    end
     local new = {}
     for i = 1, #a.rules do new[i] = c.steps[i].new end
     throttle_write(key, a.rules, new, server_time, a.t)
@@ -2164,6 +2183,7 @@ local function all_run(keys, args, write, refund_only)
   end
   local replies, costs = {}, {}
   for _, c in ipairs(order) do
+    c.details = ending.details
     clause_open(c, write, server_time)
     if mode ~= 'refund' then
       c.reply = clause_decide(c)

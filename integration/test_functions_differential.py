@@ -25,7 +25,9 @@ from servers import FUNCTIONS, Server
 pytestmark = pytest.mark.skipif(FUNCTIONS, reason="compares the module with the library: runs once, in the module pass")
 
 MODULE_NAMED = re.compile(rb"^[A-Za-z][0-9A-Za-z]{7}$")
-CALLS = int(os.environ.get("RL_DIFF_CALLS", "1500"))
+# a member the module names: a unit of RL.CHECK, or a unit of a lease it named
+NAMED_UNIT = re.compile(rb"^[A-Za-z][0-9A-Za-z]{7}(#[0-9]+)?$")
+CALLS = int(os.environ.get("RL_DIFF_CALLS", "1000"))
 
 
 def state(c: redis.Redis, counters: set[bytes]):
@@ -40,8 +42,9 @@ def state(c: redis.Redis, counters: set[bytes]):
         if kind == b"zset":
             named, others = [], []
             for member, score in c.zrange(key, 0, -1, withscores=True):
-                if MODULE_NAMED.match(member):
-                    named.append(score)
+                m = NAMED_UNIT.match(member)
+                if m:
+                    named.append((m.group(1) or b"", score))
                 else:
                     others.append((member, score))
             value = (sorted(named), sorted(others))

@@ -26,7 +26,6 @@ import java.time.Duration;
 import java.time.ZoneId;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.condition.EnabledIf;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.data.redis.connection.RedisClusterConfiguration;
 import org.springframework.data.redis.connection.jedis.JedisConnectionFactory;
@@ -38,13 +37,7 @@ import org.springframework.data.redis.connection.jedis.JedisConnectionFactory;
  * told the command to run, the module's OOM error, zones.
  */
 @ExtendWith(RedisServers.class)
-// Until the library (issue 38) is in this tree: nothing to test without it.
-@EnabledIf("libraryInTree")
 class FunctionsBackendTest {
-
-    static boolean libraryInTree() {
-        return java.nio.file.Files.exists(java.nio.file.Path.of(System.getProperty("user.dir")).resolve("../../../functions/ratelimit.lua"));
-    }
 
 
     private static final SlidingWindow FIVE = SlidingWindow.of(5, Duration.ofMinutes(1));
