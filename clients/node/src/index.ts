@@ -25,6 +25,8 @@ export type {
 export type { Call, Transport, RedisLike } from "./transport";
 export { transportFor } from "./transport";
 export { Policy } from "./policy";
+export { parseLimits } from "./text";
+export type { TextLimit } from "./text";
 export type { PolicyOptions, LimitOptions, Limit, LimitKind, FailureMode } from "./policy";
 export { RateLimiter, Permit, PermitClosedError } from "./limiter";
 export type { PolicyCall } from "./combined";

@@ -16,6 +16,7 @@ import type { Period } from "./build";
 import { PERIODS } from "./build";
 import type { PolicyCall } from "./combined";
 import type { DecideOptions } from "./limiter";
+import { parseLimits } from "./text";
 
 export type FailureMode = "open" | "closed";
 
@@ -34,6 +35,8 @@ export interface PolicyOptions {
    * limit only (and works with module builds older than DETAILS).
    */
   readonly details?: boolean;
+  /** Limits as text, each a sliding window: `"5/minute;100/hour"` (text.ts, `parseLimits`). */
+  readonly limits?: string;
 }
 
 export interface LimitOptions {
@@ -97,7 +100,7 @@ export const isShared = (l: Limit): boolean => !!(l.options.shared ?? l.options.
 
 export class Policy {
   readonly name: string;
-  readonly options: Required<Omit<PolicyOptions, "tag">> & { tag: string | null };
+  readonly options: Required<Omit<PolicyOptions, "tag" | "limits">> & { tag: string | null };
   readonly limits: Limit[] = [];
   private compiled: Compiled | null = null;
 
@@ -123,6 +126,7 @@ export class Policy {
     if (tag !== null && (typeof tag !== "string" || tag.length === 0 || /[{}]/.test(tag))) {
       throw a.invalid("tag", new RangeError(`invalid tag '${String(tag)}': non-empty, without braces`));
     }
+    if (options.limits !== undefined) for (const l of parseLimits(options.limits)) this.slidingWindow(l.name, l.count, l.window);
   }
 
   private add(limit: Omit<Limit, "base">): this {
@@ -193,7 +197,7 @@ export class Policy {
   /** Changes a limit's number at run time (count, rate, quota limit, in-flight limit, max); counts are kept. */
   setLimit(name: string, value: number): this {
     const l = this.limits.find((x) => x.name === name);
-    if (!l) throw new RangeError(`no limit '${name}' in policy '${this.name}'`);
+    if (!l) throw a.invalid("limit_name", new RangeError(`no limit '${name}' in policy '${this.name}'`));
     a.int(`limit of '${name}'`, value, lowest(l), a.MAX);
     l.base = value;
     l.limit = value;

@@ -18,7 +18,7 @@ import enum
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Sequence, cast
 
 from . import args as a
 from . import commands as c
@@ -156,7 +156,7 @@ class Policy:
     _templates: dict[Any, "_Template"] = field(init=False, repr=False, compare=False)
     _key_parts: tuple[tuple[str, str, bool, str | None], ...] = field(init=False, repr=False, compare=False)
 
-    def __init__(self, name: str, limits: Sequence[Limit], *, prefix: str = "", tag: str | None = None,
+    def __init__(self, name: str, limits: Sequence[Limit] | str, *, prefix: str = "", tag: str | None = None,
                  fail: FailMode | str = FAIL_CLOSED, budget: timedelta = timedelta(milliseconds=500),
                  inflight_retry_after: timedelta = timedelta(seconds=1)) -> None:
         set_ = object.__setattr__
@@ -166,6 +166,9 @@ class Policy:
             raise a.invalid("prefix", f"invalid prefix {prefix!r}: braces would move the hash tag")
         if tag is not None and (not isinstance(tag, str) or not tag or "{" in tag or "}" in tag):
             raise a.invalid("tag", f"invalid tag {tag!r}: non-empty, without braces")
+        if isinstance(limits, str) or not isinstance(limits, Iterable):  # "5/minute;100/hour" (text.py)
+            from .text import parse_limits
+            limits = parse_limits(limits)
         limits = tuple(limits)
         if not limits:
             raise a.invalid("limits", "a policy needs at least one limit")
