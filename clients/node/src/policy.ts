@@ -197,7 +197,7 @@ export class Policy {
   /** Changes a limit's number at run time (count, rate, quota limit, in-flight limit, max); counts are kept. */
   setLimit(name: string, value: number): this {
     const l = this.limits.find((x) => x.name === name);
-    if (!l) throw new RangeError(`no limit '${name}' in policy '${this.name}'`);
+    if (!l) throw a.invalid("limit_name", new RangeError(`no limit '${name}' in policy '${this.name}'`));
     a.int(`limit of '${name}'`, value, lowest(l), a.MAX);
     l.base = value;
     l.limit = value;

@@ -231,6 +231,12 @@ public final class Policy {
             return this;
         }
 
+        /** Limits as text, each a sliding window: {@code "5/minute;100/hour"} ({@link LimitText#parse}). */
+        public Builder limits(String text) {
+            LimitText.parse(text).forEach(this::limit);
+            return this;
+        }
+
         public Builder slidingWindow(String name, long count, Duration window) {
             return limit(Limit.slidingWindow(name, count, window));
         }
