@@ -16,6 +16,7 @@ import type { Call, RedisLike } from "./transport";
 import { checkHooks, gaveBackLate, observed, type DecisionHooks } from "./hooks";
 import { REFRESH_MS, RuntimeLimits } from "./overrides";
 import * as admin from "./admin";
+import { refundCall, uncounted } from "./outcome";
 
 interface Pending {
   readonly deadline: number;
@@ -472,6 +473,9 @@ export class RateLimiter {
     if (permit.decision.limited) throw new RateLimitedError(permit.decision, `rate limited by '${permit.decision.binding.name}' of policy '${policy.name}'`);
     try {
       return await fn(permit);
+    } catch (e) {
+      if (!permit.outcomeKnown) permit.failed(); // a throw is a failure unless the work said otherwise
+      throw e;
     } finally {
       await permit.close();
     }
@@ -835,6 +839,8 @@ export class Permit implements AsyncDisposable {
   /** A usage report was refused: what was taken up front stays charged. */
   private stands = false;
   private closing: Promise<void> | null = null;
+  /** The outcome (null: a success unless `withPermit`'s work throws). */
+  private outcome: boolean | null = null;
   private readonly abort = new AbortController();
   private readonly unlisten: () => void = () => {};
   private renewing: NodeJS.Timeout | null = null;
@@ -909,6 +915,21 @@ export class Permit implements AsyncDisposable {
     this.usedUnits = units;
   }
 
+  /** The call succeeded: under `counts: "failures"` it is given back when the permit closes. */
+  succeeded(): void {
+    this.outcome = true;
+  }
+
+  /** The call failed: under `counts: "successes"` it is given back when the permit closes. */
+  failed(): void {
+    this.outcome = false;
+  }
+
+  /** Whether the outcome was said (`succeeded`/`failed`). */
+  get outcomeKnown(): boolean {
+    return this.outcome !== null;
+  }
+
   /** Releases the lease and settles the estimate, in one round trip. */
   close(): Promise<void> {
     if (!this.closing) {
@@ -917,7 +938,10 @@ export class Permit implements AsyncDisposable {
       this.renewing = null;
       this.closing = this.held
         ? this.limiter
-            .settle(this.held.flatMap((p) => this.limiter.settlementCalls(p.policy, p.held, p.estimate, this.stands ? p.estimate : (this.usedUnits ?? 0))))
+            .settle(this.held.flatMap((p) =>
+              // A policy counting the other outcome gets the whole admission back (outcome.ts).
+              uncounted(p.policy, this.outcome) ? [refundCall(p.policy, p.held)] : this.limiter.settlementCalls(p.policy, p.held, p.estimate, this.stands ? p.estimate : (this.usedUnits ?? 0)),
+            ))
             .catch((e) => this.limiter.report(e))
         : Promise.resolve();
     }
