@@ -155,6 +155,9 @@ def test_llm_recipe_stream_holds_its_slot_until_the_last_byte(server, raw):
         with concurrent.futures.ThreadPoolExecutor(3) as ex:
             got = list(ex.map(one, [0, 0, 0.15]))
         assert sorted(code for code, _ in got) == [200, 200, 429], got
+        with httpx.Client() as c:
+            r = c.post(url + "/stream", json={"max_tokens": 10}, headers={"X-Api-Key": "hdr", "X-Zone": "UTC"})
+            assert r.headers["ratelimit-policy"].startswith('"rate";q=60;w=60, "inflight";q=2'), r.headers
         assert all(text.splitlines()[-1] == '{"used_tokens": 123}' for code, text in got if code == 200)
         done = time.monotonic()  # the scope ends after the last byte: just after the client has it
         while (inflight("streamer"), spent("streamer")) != (0, 246):
