@@ -788,9 +788,6 @@ local function tats_of(raw, n)
   return tats
 end
 
-local function read_tats(key, rules)
-  return tats_of(read_raw(key, rules), #rules)
-end
 
 local function bceil_num(a) return bnum(ceil_ms_b(a)) end
 
@@ -903,8 +900,8 @@ end
 
 -- The module's decide_reserving(): tats[i] a bigint or nil; returns the
 -- reply and the new TATs when admitted.
-local function gcra_decide(rules, cost, t, tats, reserve, n_override)
-  local n = n_override or #rules
+local function gcra_decide(rules, cost, t, tats, reserve)
+  local n = #rules
   local t_ns = ns_of(t)
   local horizon = reserve and badd(t_ns, ns_of(reserve)) or t_ns
   local costb = bn(cost)
@@ -1628,8 +1625,8 @@ local function lease_commit(st)
   return st.reply
 end
 
--- RL.LEASE's admit(): a token not held yet takes the quick path of the
--- module (its first unit is absent), the rest decide then commit.
+-- RL.LEASE's admission: decide, then commit (the module's quick path for a
+-- token not held yet decides the same).
 local function lease_admit(st)
   local reply = lease_decide(st)
   if reply[1] ~= 0 then return reply end

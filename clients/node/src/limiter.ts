@@ -15,6 +15,8 @@ import { groupKey, keyBase, type Group, type Limit, type LimitKind, type Policy 
 import type { Call, RedisLike } from "./transport";
 import { checkHooks, gaveBackLate, observed, type DecisionHooks } from "./hooks";
 import { REFRESH_MS, RuntimeLimits } from "./overrides";
+import * as admin from "./admin";
+import { refundCall, uncounted } from "./outcome";
 
 interface Pending {
   readonly deadline: number;
@@ -417,6 +419,31 @@ export class RateLimiter {
    * Decides one call of `policy` for `key`. For policies with an in-flight
    * limit or an estimate, use `acquire` (which gives them back).
    */
+  /** Key administration (admin.ts): every limit's state for `key` now, by peeks that write nothing. */
+  async state(policy: Policy, key: string, options: admin.AdminOptions = {}): Promise<PolicyDecision> {
+    await this.overridesRead([policy]);
+    return admin.state(this.client, policy, key, options);
+  }
+
+  /** Deletes `key`'s own counters and leases under `policy` (unlocks a caller); the number of keys deleted. */
+  reset(policy: Policy, key: string, options: admin.AdminOptions = {}): Promise<number> {
+    return admin.reset(this.client, policy, key, options);
+  }
+
+  /** Charges `n` units to `key`'s windows, buckets and quotas whether or not they fit (DEBIT); the state after. */
+  async penalty(policy: Policy, key: string, n = 1, options: admin.AdminOptions = {}): Promise<PolicyDecision> {
+    await this.overridesRead([policy]);
+    await admin.adjust(this.client, policy, key, n, "DEBIT", options);
+    return admin.state(this.client, policy, key, options);
+  }
+
+  /** Gives `n` units back to `key`'s windows, buckets and quotas (REFUND, never below empty); the state after. */
+  async reward(policy: Policy, key: string, n = 1, options: admin.AdminOptions = {}): Promise<PolicyDecision> {
+    await this.overridesRead([policy]);
+    await admin.adjust(this.client, policy, key, n, "REFUND", options);
+    return admin.state(this.client, policy, key, options);
+  }
+
   decide(policy: Policy, key: string, options: DecideOptions = {}): Promise<PolicyDecision> {
     if (policy.needsPermit) return Promise.reject(new TypeError(`policy '${policy.name}' holds a lease or an estimate: use acquire() or withPermit()`));
     const read = this.overridesRead([policy]);
@@ -454,6 +481,9 @@ export class RateLimiter {
     if (permit.decision.limited) throw new RateLimitedError(permit.decision, `rate limited by '${permit.decision.binding.name}' of policy '${policy.name}'`);
     try {
       return await fn(permit);
+    } catch (e) {
+      if (!permit.outcomeKnown) permit.failed(); // a throw is a failure unless the work said otherwise
+      throw e;
     } finally {
       await permit.close();
     }
@@ -728,7 +758,7 @@ function partsOf(calls: readonly PolicyCall[], token: string | null): Part[] {
 }
 
 /** Checks a call's arguments against the compiled policy, before any Redis call. */
-function heldFor(policy: Policy, key: string, o: DecideOptions, cost: number, estimate: number, token: string | null): Held {
+export function heldFor(policy: Policy, key: string, o: DecideOptions, cost: number, estimate: number, token: string | null): Held {
   const c = policy.compile();
   const base = keyBase(policy, key);
   const keys: string[] = [];
@@ -752,7 +782,7 @@ function heldFor(policy: Policy, key: string, o: DecideOptions, cost: number, es
 }
 
 /** Every limit's state from RL.ALL's reply, in the policy's order; the binding one as the reply names it. */
-function fromAll(policy: Policy, all: d.AllDecision): PolicyDecision {
+export function fromAll(policy: Policy, all: d.AllDecision): PolicyDecision {
   const groups = policy.compile().groups;
   const bound = groups[all.clause - 1]?.limits[all.rule - 1];
   if (!bound) throw new d.ReplyShapeError("RL.ALL", [all.clause, all.rule]);
@@ -775,7 +805,7 @@ function fromAll(policy: Policy, all: d.AllDecision): PolicyDecision {
   return finish(policy, binding!, states);
 }
 
-function stateOf(l: Limit, r: d.Decision, name: string = l.name): LimitState {
+export function stateOf(l: Limit, r: d.Decision, name: string = l.name): LimitState {
   return Object.freeze({
     name,
     kind: l.kind,
@@ -788,7 +818,7 @@ function stateOf(l: Limit, r: d.Decision, name: string = l.name): LimitState {
   });
 }
 
-function finish(policy: Policy, binding: LimitState, limits: LimitState[]): PolicyDecision {
+export function finish(policy: Policy, binding: LimitState, limits: LimitState[]): PolicyDecision {
   const limited = binding.limited;
   const special = limited ? policy.limits.find((l) => l.options.problem && limits.find((s) => s.name === l.name)?.limited) : undefined;
   const retryAfter = !limited ? null : binding.kind === "concurrency" ? policy.options.inFlightRetryAfter * 1000 : binding.retryAfter;
@@ -817,6 +847,8 @@ export class Permit implements AsyncDisposable {
   /** A usage report was refused: what was taken up front stays charged. */
   private stands = false;
   private closing: Promise<void> | null = null;
+  /** The outcome (null: a success unless `withPermit`'s work throws). */
+  private outcome: boolean | null = null;
   private readonly abort = new AbortController();
   private readonly unlisten: () => void = () => {};
   private renewing: NodeJS.Timeout | null = null;
@@ -891,6 +923,21 @@ export class Permit implements AsyncDisposable {
     this.usedUnits = units;
   }
 
+  /** The call succeeded: under `counts: "failures"` it is given back when the permit closes. */
+  succeeded(): void {
+    this.outcome = true;
+  }
+
+  /** The call failed: under `counts: "successes"` it is given back when the permit closes. */
+  failed(): void {
+    this.outcome = false;
+  }
+
+  /** Whether the outcome was said (`succeeded`/`failed`). */
+  get outcomeKnown(): boolean {
+    return this.outcome !== null;
+  }
+
   /** Releases the lease and settles the estimate, in one round trip. */
   close(): Promise<void> {
     if (!this.closing) {
@@ -899,7 +946,10 @@ export class Permit implements AsyncDisposable {
       this.renewing = null;
       this.closing = this.held
         ? this.limiter
-            .settle(this.held.flatMap((p) => this.limiter.settlementCalls(p.policy, p.held, p.estimate, this.stands ? p.estimate : (this.usedUnits ?? 0))))
+            .settle(this.held.flatMap((p) =>
+              // A policy counting the other outcome gets the whole admission back (outcome.ts).
+              uncounted(p.policy, this.outcome) ? [refundCall(p.policy, p.held)] : this.limiter.settlementCalls(p.policy, p.held, p.estimate, this.stands ? p.estimate : (this.usedUnits ?? 0)),
+            ))
             .catch((e) => this.limiter.report(e))
         : Promise.resolve();
     }

@@ -6,6 +6,7 @@
  */
 import type { ServerResponse } from "node:http";
 import type { Permit } from "./limiter";
+import { isFailure } from "./outcome";
 
 /**
  * After a disconnect, the longest a permit waits for the handler to end its
@@ -28,6 +29,11 @@ export function closeWhenDone(res: ServerResponse, permit: Permit, bodyHandedOff
   let timer: NodeJS.Timeout | null = null;
   const close = () => {
     if (timer) clearTimeout(timer);
+    // The outcome, for a policy that counts only failures or successes (outcome.ts).
+    if (!permit.outcomeKnown) {
+      if (isFailure(res.statusCode)) permit.failed();
+      else permit.succeeded();
+    }
     void permit.close();
   };
   const end = res.end;
