@@ -85,6 +85,21 @@ test("a command timeout that drops late replies is refused at start (ioredis and
   assert.throws(() => new RateLimiter(nr), /socketTimeout/);
 });
 
+test("a node-redis client with the default reconnect back-off (up to 2.4 s) is warned about at start", () => {
+  const warned = [];
+  const warn = console.warn;
+  console.warn = (m) => warned.push(String(m));
+  try {
+    new RateLimiter(createClient({ url: "redis://127.0.0.1:1" })).close();
+    assert.equal(warned.length, 1);
+    assert.match(warned[0], /reconnectStrategy/);
+    new RateLimiter(createClient({ url: "redis://127.0.0.1:1", socket: { reconnectStrategy: (n) => Math.min(50 * 2 ** n, 500) } })).close();
+    assert.equal(warned.length, 1);
+  } finally {
+    console.warn = warn;
+  }
+});
+
 /** Every limit kind that RL.ALL ... REFUND gives back: window, bucket, quota (estimate), lease. */
 const full = () =>
   new Policy("full", { prefix: "faults:" })
