@@ -16,7 +16,8 @@ import org.junit.jupiter.api.Test;
  * RL_BACKEND=functions on a server without the module (SERVICES.md "On a
  * Redis without the module"): two instances, the library loaded at start-up,
  * every decision one FCALL; a subset of StandaloneServicesTest's checks
- * (endpoints 1, 2 in Asia/Shanghai, 3 and 4).
+ * (endpoints 1, 2 in Asia/Shanghai, 3 and 4; 5 with a zone of one offset,
+ * and a zone with daylight saving refused as bad input).
  */
 class FunctionsBackendServicesTest {
 
@@ -72,6 +73,16 @@ class FunctionsBackendServicesTest {
         HttpResponse<String> sixth = b.http.post("/seed001/ocr", "{}", "X-User", user);
         isProblem(sixth, 429, "rate-limited");
         assertThat(retryAfter(sixth)).isBetween(1L, 3600L);
+    }
+
+    @Test
+    void llmZonesWithOneOffsetPassDaylightSavingIsA400() {
+        String key = "k" + uniq();
+        HttpResponse<String> tokyo = a.http.post("/llm/complete", "{\"max_tokens\":10}", "X-Api-Key", key, "X-Zone", "Asia/Tokyo", "X-Sleep-Ms", "0");
+        assertThat(tokyo.statusCode()).isEqualTo(200);
+        HttpResponse<String> paris = a.http.post("/llm/complete", "{\"max_tokens\":10}", "X-Api-Key", key, "X-Zone", "Europe/Paris", "X-Sleep-Ms", "0");
+        isProblem(paris, 400, "bad-request");
+        assertThat(paris.body()).contains("daylight saving");
     }
 
     @Test
