@@ -17,7 +17,9 @@ def blocks() -> dict[str, str]:
     found = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
     named = {}
     for b in found:
-        if "limits.bind(" in b:
+        if "counts=\"failures\"" in b:
+            named["peers"] = b
+        elif "limits.bind(" in b:
             named["two"] = b
         elif "FastAPI()" in b:
             named["llm"] = b
@@ -27,7 +29,7 @@ def blocks() -> dict[str, str]:
             named["sms"] = b
         elif "Five" not in b and "rl.check(" in b:
             named["start"] = b
-    assert set(named) == {"llm", "sms", "start", "flask", "two"}, list(named)
+    assert set(named) == {"llm", "sms", "start", "flask", "two", "peers"}, list(named)
     return named
 
 
@@ -175,3 +177,9 @@ def test_llm_recipe_stream_holds_its_slot_until_the_last_byte(server, raw):
             time.sleep(0.02)
         time.sleep(0.1)
         assert spent("leaver") in (41, 82), spent("leaver")  # settled to the lines sent
+
+
+def test_text_limits_failures_only_and_unlocking(server):
+    _, out = run(blocks()["peers"], f"redis://127.0.0.1:{server.port}")
+    assert out.splitlines() == ["['welcome', 'welcome', 'welcome'] ['wrong', 'wrong', 'wrong', 'locked']",
+                                "{'3-per-15m': 0}", "welcome 0 2"]
