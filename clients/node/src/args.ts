@@ -15,9 +15,22 @@ export const MAX_QUOTA_NOW = 253402300799999;
 
 export type Now = number | "*";
 
+/**
+ * An argument error naming its field (`error.field`): the name the three
+ * clients share for it (clients/conformance/README.md), so tests compare
+ * the field, not the wording.
+ */
+export function invalid<E extends Error>(field: string, error: E): E {
+  (error as E & { field: string }).field = field;
+  return error;
+}
+
+/** `"count of 'short'"`, `"lockTime of 'x'"` → `"count"`, `"lockTime"`. */
+const fieldOf = (what: string) => what.split(" ", 1)[0];
+
 export function int(what: string, value: unknown, min: number, max: number): number {
   if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
-    throw new RangeError(`invalid ${what} '${String(value)}': expected an integer from ${min} to ${max}`);
+    throw invalid(fieldOf(what), new RangeError(`invalid ${what} '${String(value)}': expected an integer from ${min} to ${max}`));
   }
   return value;
 }
@@ -30,15 +43,16 @@ export function now(value: Now | undefined, max = MAX): string {
 }
 
 export function key(what: string, value: unknown): string {
-  if (typeof value !== "string") throw new TypeError(`invalid ${what}: expected a string, got ${typeof value}`);
+  if (typeof value !== "string") throw invalid(fieldOf(what), new TypeError(`invalid ${what}: expected a string, got ${typeof value}`));
   return value;
 }
 
 /** RL.LEASE's token rule: 1 to 64 bytes, printable ASCII other than space and `#`. */
 export function token(value: unknown): string {
   if (typeof value !== "string" || !/^[\x21-\x22\x24-\x7e]{1,64}$/.test(value)) {
-    throw new RangeError(
-      `invalid token '${String(value)}': expected 1 to 64 printable ASCII characters other than space and '#'`,
+    throw invalid(
+      "token",
+      new RangeError(`invalid token '${String(value)}': expected 1 to 64 printable ASCII characters other than space and '#'`),
     );
   }
   return value;
@@ -69,7 +83,7 @@ const OFFSET = /^[+-](?:[01][0-9]|2[0-3]):[0-5][0-9]$/;
 const judged = new Map<string, string | null>();
 
 export function zone(value: unknown): string {
-  if (typeof value !== "string" || value.length === 0) throw new RangeError(`invalid zone '${String(value)}'`);
+  if (typeof value !== "string" || value.length === 0) throw invalid("zone", new RangeError(`invalid zone '${String(value)}'`));
   if (OFFSET.test(value)) return value;
   let verdict = judged.get(value);
   if (verdict === undefined) {
@@ -77,7 +91,7 @@ export function zone(value: unknown): string {
     if (judged.size >= 1024) judged.clear();
     judged.set(value, verdict);
   }
-  if (verdict !== null) throw new RangeError(verdict);
+  if (verdict !== null) throw invalid("zone", new RangeError(verdict));
   return value;
 }
 

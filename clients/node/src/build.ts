@@ -128,8 +128,8 @@ function throttleRules(rules: BucketRule | readonly BucketRule[], out: string[])
     // Exact, as the module computes it: emission interval T = floor(window * 1e6 / count) ns >= 1,
     // tolerance T * burst <= (2^53-1) * 1e6.
     const t = (BigInt(window) * 1_000_000n) / BigInt(count);
-    if (t < 1n) throw new RangeError(`invalid rule ${n}: ${count} per ${window} ms is more than one unit per nanosecond`);
-    if (t * BigInt(burst) > BigInt(a.MAX) * 1_000_000n) throw new RangeError(`invalid rule ${n}: burst ${burst} makes the bucket too deep`);
+    if (t < 1n) throw a.invalid("rate", new RangeError(`invalid rule ${n}: ${count} per ${window} ms is more than one unit per nanosecond`));
+    if (t * BigInt(burst) > BigInt(a.MAX) * 1_000_000n) throw a.invalid("burst", new RangeError(`invalid rule ${n}: burst ${burst} makes the bucket too deep`));
     out.push(String(burst), String(count), String(window));
     min = Math.min(min, burst);
   });
@@ -146,7 +146,7 @@ function quotaPeriods(zone: string, periods: Periods, out: string[]): void {
   const entries = Object.entries(periods ?? {});
   if (entries.length === 0) throw new RangeError("invalid periods: expected at least one period");
   for (const [p, limit] of entries) {
-    if (!(PERIODS as readonly string[]).includes(p)) throw new RangeError(`invalid period '${p}': expected one of ${PERIODS.join(", ")}`);
+    if (!(PERIODS as readonly string[]).includes(p)) throw a.invalid("period", new RangeError(`invalid period '${p}': expected one of ${PERIODS.join(", ")}`));
     out.push(p.toUpperCase(), String(a.int(`limit for ${p}`, limit, 0, a.MAX)));
   }
 }

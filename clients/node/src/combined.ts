@@ -14,6 +14,7 @@
  * share a slot, and any standalone server, are one call.
  */
 import calculateSlot from "cluster-key-slot";
+import * as a from "./args";
 import type * as d from "./decisions";
 import type { DecideOptions, Held, LimitState, PolicyDecision } from "./limiter";
 import type { Group, Limit, Policy } from "./policy";
@@ -53,7 +54,7 @@ export function clausesOf(parts: readonly Part[]): Clause[] {
     const named = new Map<Limit, string>();
     for (const l of p.policy.limits) {
       const name = seen.has(l.name) ? `${p.policy.name}.${l.name}` : l.name;
-      if (seen.has(name)) throw new RangeError(`two bound policies named '${p.policy.name}' share limit '${l.name}'`);
+      if (seen.has(name)) throw a.invalid("limit_name", new RangeError(`two bound policies named '${p.policy.name}' share limit '${l.name}'`));
       seen.add(name);
       named.set(l, name);
     }
@@ -101,14 +102,17 @@ export function slotGroups(clauses: readonly Clause[]): number[][] {
 /**
  * The slots' replies as one RL.ALL reply: the binding clause chosen across
  * slots as RL.ALL chooses it (SPEC), details in clause order (a refunded
- * slot's from its refund: the state after it).
+ * slot's from its admission: what it would leave, as one RL.ALL reports it).
  */
 export function merge(clauses: readonly Clause[], groups: readonly number[][], replies: readonly d.AllDecision[], after: readonly (d.AllDecision | null)[]): d.AllDecision {
   const refused = replies.some((r) => r.limited);
   const details: (readonly d.RuleState[] | undefined)[] = new Array(clauses.length);
   let best = -1;
   replies.forEach((r, j) => {
-    const shown = after[j] ?? r;
+    // Each rule as the same call on one server reports it (CLIENTS.md §5: the
+    // same items standalone and Cluster): an admitting slot's admission reply
+    // (what it would leave), not the state after its refund.
+    const shown = r;
     shown.details?.forEach((rules, k) => (details[groups[j][k]] = rules));
     if ((!refused || r.limited) && (best < 0 || binds(r, groups[j], replies[best], groups[best], clauses))) best = j;
   });

@@ -2,8 +2,11 @@
  * express middleware: decides a policy for each request before its
  * handler, answers refusals (429 problem JSON, `Retry-After`, `RateLimit`
  * headers), holds the permit of a policy with an in-flight limit or an
- * estimate until the response ends or the client goes away, and fails
- * open or closed (503) when Redis cannot decide within the budget.
+ * estimate until the response is fully sent (a stream's last byte
+ * included) — or, when the client went away, until the handler ends its
+ * response (`res.end()`, which a handler does also when it stops early on
+ * `req.rateLimit.signal`) — and fails open or closed (503) when Redis cannot
+ * decide within the budget.
  *
  *   import { rateLimit, keys } from "redis-ratelimit/express";
  *   app.get("/api", rateLimit({ limiter, policy, key: keys.ip() }), handler);
@@ -14,6 +17,7 @@ import { RateLimitUnavailableError } from "./errors";
 import type { PolicyCall } from "./combined";
 import type { Permit, PolicyDecision, RateLimiter } from "./limiter";
 import type { FailureMode, Policy } from "./policy";
+import { closeWhenDone } from "./response";
 import { PROBLEM_JSON, ProblemError, problem, rateLimitHeaders, refusal, unavailable, type Problem } from "./problems";
 
 export { ProblemError, PROBLEM_BASE, PROBLEM_JSON, problem, rateLimitHeaders, refusal, unavailable } from "./problems";
@@ -58,7 +62,11 @@ export interface RateLimitInfo {
   readonly permit: Permit | null;
   /** Reports the real usage of the estimate limits (tokens an LLM answer took). */
   used(units: number): void;
-  /** Aborted when the client disconnects before the response ends: stop the work. */
+  /**
+   * Aborted when the client disconnects before the response ends: stop the
+   * work, then end the response (`res.end()`); the permit closes then
+   * (CLIENTS.md §4), not at the disconnect.
+   */
   readonly signal: AbortSignal;
 }
 
@@ -119,10 +127,13 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
     let permit: Permit | null = null;
     try {
       if (needsPermit) {
-        permit = single ? await limiter.acquire(policy, calls[0].key, { ...calls[0].options, signal }) : await limiter.acquireAll(calls, { signal });
-        // The client left while the decision was in flight: the permit has
-        // already given its lease back, so the work must not start.
-        if (permit.signal.aborted) return;
+        permit = single ? await limiter.acquire(policy, calls[0].key, calls[0].options) : await limiter.acquireAll(calls);
+        // The client left while the decision was in flight: nobody to
+        // answer, so the work does not start and the permit closes now.
+        if (signal?.aborted) {
+          void permit.close();
+          return;
+        }
         decision = permit.decision;
       } else {
         decision = single ? await limiter.decide(policy, calls[0].key, calls[0].options) : await limiter.decideAll(calls);
@@ -142,13 +153,7 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
       return send(res, r.body, [...headers, ...r.headers]);
     }
     for (const [k, v] of headers) res.setHeader(k, v);
-    if (permit) {
-      const held = permit;
-      // The response's end, or the client's disconnect, closes the permit:
-      // the lease is released and the estimate settled to what was reported.
-      res.once("finish", () => void held.close());
-      res.once("close", () => void held.close());
-    }
+    if (permit) closeWhenDone(res, permit);
     req.rateLimit = info(decision, permit, abortSignal);
     next();
   };

@@ -16,6 +16,7 @@ import type { Period } from "./build";
 import { PERIODS } from "./build";
 import type { PolicyCall } from "./combined";
 import type { DecideOptions } from "./limiter";
+import { parseLimits } from "./text";
 
 export type FailureMode = "open" | "closed";
 
@@ -34,6 +35,15 @@ export interface PolicyOptions {
    * limit only (and works with module builds older than DETAILS).
    */
   readonly details?: boolean;
+  /** Limits as text, each a sliding window: `"5/minute;100/hour"` (text.ts, `parseLimits`). */
+  readonly limits?: string;
+  /**
+   * Count only one outcome: every call is charged up front and given back
+   * (one RL.ALL ... REFUND) when its permit closes with the other outcome
+   * (`permit.failed()`/`succeeded()`; adapters: a throw or a status ≥ 400 is
+   * a failure). Needs a window, bucket or quota; default: every call counts.
+   */
+  readonly counts?: "failures" | "successes";
 }
 
 export interface LimitOptions {
@@ -44,6 +54,8 @@ export interface LimitOptions {
    */
   readonly cost?: "request" | "estimate";
   /** One counter for every key of the policy (the policy needs a fixed `tag`). */
+  readonly shared?: boolean;
+  /** @deprecated the former name of `shared`. */
   readonly global?: boolean;
   /** The key takes a per-call discriminator: `subkeys[name]` (e.g. a body hash for duplicates). */
   readonly subkey?: boolean;
@@ -56,8 +68,10 @@ export type LimitKind = "slidingWindow" | "tokenBucket" | "quota" | "concurrency
 export interface Limit {
   readonly name: string;
   readonly kind: LimitKind;
-  /** The limit in units (`q` of `RateLimit-Policy`): count, rate, quota limit, in-flight limit, calls before lockout. */
+  /** The limit in units (`q` of `RateLimit-Policy`) in force: count, rate, quota limit, in-flight limit, calls before lockout. */
   limit: number;
+  /** The limit as defined (or last `setLimit`); `limit` differs while a runtime override applies. */
+  base: number;
   /** ms; the window of `w` (sliding window, bucket `per`, lockout window); a quota's nominal period length; null for in-flight. */
   readonly window: number | null;
   readonly burst?: number;
@@ -80,16 +94,27 @@ const NOMINAL_PERIOD_MS: Record<Period, number> = {
   year: 31_536_000_000,
 };
 
-const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+// The rules of the Python and Java clients (one definition is accepted or
+// refused alike by all three): a policy name is any non-empty string without
+// braces (they would move the hash tag); a limit name is printable ASCII
+// without braces, quotes, commas, semicolons or spaces (it is a RateLimit
+// header item's name and part of a key).
+const LIMIT_NAME = /^[\x21-\x7e]+$/;
+const NOT_IN_LIMIT_NAME = /[{}",;]/;
+
+/** Whether a limit is one counter for every key (`shared`, formerly `global`). */
+export const isShared = (l: Limit): boolean => !!(l.options.shared ?? l.options.global);
 
 export class Policy {
   readonly name: string;
-  readonly options: Required<Omit<PolicyOptions, "tag">> & { tag: string | null };
+  readonly options: Required<Omit<PolicyOptions, "tag" | "limits" | "counts">> & { tag: string | null; counts: "failures" | "successes" | null };
   readonly limits: Limit[] = [];
   private compiled: Compiled | null = null;
 
   constructor(name: string, options: PolicyOptions = {}) {
-    if (!NAME.test(name)) throw new RangeError(`invalid policy name '${name}': 1 to 64 letters, digits, '_', '.', '-'`);
+    if (typeof name !== "string" || name.length === 0 || /[{}]/.test(name)) {
+      throw a.invalid("name", new RangeError(`invalid policy name '${String(name)}': non-empty, without braces`));
+    }
     this.name = name;
     this.options = {
       prefix: options.prefix ?? "",
@@ -97,28 +122,43 @@ export class Policy {
       failure: options.failure ?? "closed",
       inFlightRetryAfter: a.int("inFlightRetryAfter", options.inFlightRetryAfter ?? 1, 0, a.MAX),
       details: options.details ?? true,
+      counts: options.counts ?? null,
     };
+    if (this.options.counts !== null && this.options.counts !== "failures" && this.options.counts !== "successes") {
+      throw a.invalid("counts", new RangeError(`invalid counts '${String(this.options.counts)}': "failures", "successes" or absent (every call)`));
+    }
     if (this.options.failure !== "open" && this.options.failure !== "closed") {
       throw new RangeError(`invalid failure '${String(options.failure)}': "open" or "closed"`);
     }
-    if (this.options.tag !== null) checkKeyPart("tag", this.options.tag);
+    if (typeof this.options.prefix !== "string" || /[{}]/.test(this.options.prefix)) {
+      throw a.invalid("prefix", new RangeError(`invalid prefix '${String(this.options.prefix)}': braces would move the hash tag`));
+    }
+    const tag = this.options.tag;
+    if (tag !== null && (typeof tag !== "string" || tag.length === 0 || /[{}]/.test(tag))) {
+      throw a.invalid("tag", new RangeError(`invalid tag '${String(tag)}': non-empty, without braces`));
+    }
+    if (options.limits !== undefined) for (const l of parseLimits(options.limits)) this.slidingWindow(l.name, l.count, l.window);
   }
 
-  private add(limit: Limit): this {
-    if (!NAME.test(limit.name)) throw new RangeError(`invalid limit name '${limit.name}': 1 to 64 letters, digits, '_', '.', '-'`);
-    if (this.limits.some((l) => l.name === limit.name)) throw new RangeError(`limit '${limit.name}' is defined twice`);
-    if (limit.options.global && this.options.tag === null) throw new RangeError(`global limit '${limit.name}' needs the policy's fixed tag`);
-    if (limit.kind === "lockout" || this.limits.some((l) => l.kind === "lockout")) {
-      if (this.limits.length > 0) throw new RangeError("a lockout (RL.LOCKCOUNT) stands alone in its policy");
+  private add(limit: Omit<Limit, "base">): this {
+    const l: Limit = { ...limit, base: limit.limit };
+    if (this.limits.some((x) => x.name === l.name)) throw a.invalid("limit_name", new RangeError(`limit '${l.name}' is defined twice`));
+    if (isShared(l) && this.options.tag === null) throw a.invalid("tag", new RangeError(`shared limit '${l.name}' needs the policy's fixed tag`));
+    if (l.kind === "lockout" || this.limits.some((x) => x.kind === "lockout")) {
+      if (this.limits.length > 0) throw a.invalid("limits", new RangeError("a lockout (RL.LOCKCOUNT) stands alone in its policy"));
     }
-    if (this.limits.length >= a.MAX_RULES) throw new RangeError(`too many limits: at most ${a.MAX_RULES}`);
-    this.limits.push(limit);
+    if (this.limits.length >= a.MAX_RULES) throw a.invalid("limits", new RangeError(`too many limits: at most ${a.MAX_RULES}`));
+    // Compiled now, so a definition the clauses cannot hold (two concurrency
+    // limits on one key, two buckets or quotas of one period) is refused here.
+    compile(this, [...this.limits, l]);
+    this.limits.push(l);
     this.compiled = null;
     return this;
   }
 
   /** At most `count` units in any `window` ms (sliding-window log; RL.CHECK). */
   slidingWindow(name: string, count: number, window: number, options: LimitOptions = {}): this {
+    limitName(name);
     a.int(`count of '${name}'`, count, 1, a.MAX);
     a.duration(`window of '${name}'`, window);
     return this.add({ name, kind: "slidingWindow", limit: count, window, options });
@@ -126,6 +166,7 @@ export class Policy {
 
   /** `rate` units per `per` ms, `burst` at once (token bucket, GCRA; RL.THROTTLE `burst rate per`). */
   tokenBucket(name: string, rate: number, per: number, burst: number, options: LimitOptions = {}): this {
+    limitName(name);
     a.int(`rate of '${name}'`, rate, 1, a.MAX);
     a.duration(`per of '${name}'`, per);
     a.int(`burst of '${name}'`, burst, 1, a.MAX);
@@ -138,14 +179,18 @@ export class Policy {
    * `null`: each call names it (`zone` option). Periods of one zone share a clause.
    */
   quota(name: string, zone: string | null, period: Period, limit: number, options: LimitOptions = {}): this {
+    limitName(name);
     if (zone !== null) a.zone(zone);
-    if (!PERIODS.includes(period)) throw new RangeError(`invalid period '${period}': expected one of ${PERIODS.join(", ")}`);
+    if (!PERIODS.includes(period)) throw a.invalid("period", new RangeError(`invalid period '${period}': expected one of ${PERIODS.join(", ")}`));
     a.int(`limit of '${name}'`, limit, 0, a.MAX);
     return this.add({ name, kind: "quota", limit, window: NOMINAL_PERIOD_MS[period], zone, period, options });
   }
 
   /** At most `limit` calls in flight; each holds a lease of `ttl` ms until its permit closes (RL.LEASE). */
   concurrency(name: string, limit: number, ttl: number, options: LimitOptions = {}): this {
+    limitName(name);
+    // A lease's units are the call's cost (leases held), never an estimate.
+    if (options.cost === "estimate") throw a.invalid("cost", new RangeError(`concurrency limit '${name}' cannot be costed by the estimate`));
     a.int(`limit of '${name}'`, limit, 1, a.MAX);
     a.duration(`ttl of '${name}'`, ttl);
     return this.add({ name, kind: "concurrency", limit, window: null, ttl, options });
@@ -153,6 +198,7 @@ export class Policy {
 
   /** `max` calls per `window` ms (started by the first); the next one locks the key for `lockTime` ms (RL.LOCKCOUNT). */
   lockout(name: string, max: number, window: number, lockTime: number): this {
+    limitName(name);
     a.int(`max of '${name}'`, max, 0, a.MAX);
     a.duration(`window of '${name}'`, window);
     a.duration(`lockTime of '${name}'`, lockTime);
@@ -162,11 +208,29 @@ export class Policy {
   /** Changes a limit's number at run time (count, rate, quota limit, in-flight limit, max); counts are kept. */
   setLimit(name: string, value: number): this {
     const l = this.limits.find((x) => x.name === name);
-    if (!l) throw new RangeError(`no limit '${name}' in policy '${this.name}'`);
-    a.int(`limit of '${name}'`, value, l.kind === "quota" || l.kind === "lockout" ? 0 : 1, a.MAX);
+    if (!l) throw a.invalid("limit_name", new RangeError(`no limit '${name}' in policy '${this.name}'`));
+    a.int(`limit of '${name}'`, value, lowest(l), a.MAX);
+    l.base = value;
     l.limit = value;
     this.compiled = null;
     return this;
+  }
+
+  /**
+   * Applies runtime overrides (`{ limit name: q }`, the store's values;
+   * limits not named go back to their `base`). Returns whether anything changed.
+   */
+  applyOverrides(values: Readonly<Record<string, number>>): boolean {
+    let changed = false;
+    for (const l of this.limits) {
+      const q = values[l.name] ?? l.base;
+      if (q !== l.limit) {
+        l.limit = q;
+        changed = true;
+      }
+    }
+    if (changed) this.compiled = null;
+    return changed;
   }
 
   /** The argument templates of this policy (rebuilt after a change). */
@@ -185,7 +249,16 @@ export class Policy {
 
   /** Whether a call must hold a permit (an in-flight limit or an estimate to settle). */
   get needsPermit(): boolean {
-    return this.limits.some((l) => l.kind === "concurrency" || l.options.cost === "estimate");
+    return this.options.counts !== null || this.limits.some((l) => l.kind === "concurrency" || l.options.cost === "estimate");
+  }
+}
+
+/** The smallest `q` a limit takes: 0 for a quota or lockout (refuse everything), else 1. */
+export const lowest = (l: Pick<Limit, "kind">): number => (l.kind === "quota" || l.kind === "lockout" ? 0 : 1);
+
+function limitName(name: unknown): void {
+  if (typeof name !== "string" || !LIMIT_NAME.test(name) || NOT_IN_LIMIT_NAME.test(name)) {
+    throw a.invalid("limit_name", new RangeError(`invalid limit name '${String(name)}': non-empty printable ASCII, without braces, quotes, commas, semicolons or spaces`));
   }
 }
 
@@ -193,7 +266,7 @@ function checkKeyPart(what: string, v: unknown): string {
   // An empty key or one starting with '}' would make an empty hash tag, so
   // the policy's keys would hash apart and RL.ALL would get CROSSSLOT.
   if (typeof v !== "string" || v.length === 0 || v.startsWith("}")) {
-    throw new RangeError(`invalid ${what} '${String(v)}': a non-empty string not starting with '}'`);
+    throw a.invalid(what, new RangeError(`invalid ${what} '${String(v)}': a non-empty string not starting with '}'`));
   }
   return v;
 }
@@ -233,13 +306,17 @@ export interface Compiled {
   readonly hasLease: boolean;
 }
 
-export function compile(policy: Policy): Compiled {
-  if (policy.limits.length === 0) throw new RangeError(`policy '${policy.name}' has no limit`);
-  const first = policy.limits[0];
+export function compile(policy: Policy, all: readonly Limit[] = policy.limits): Compiled {
+  if (all.length === 0) throw a.invalid("limits", new RangeError(`policy '${policy.name}' has no limit`));
+  // Counting one outcome is a refund of the other: only windows, buckets and quotas refund.
+  if (policy.options.counts !== null && (all.some((l) => l.kind === "lockout") || !all.some((l) => l.kind === "slidingWindow" || l.kind === "tokenBucket" || l.kind === "quota"))) {
+    throw a.invalid("counts", new RangeError(`policy '${policy.name}' counts ${policy.options.counts} only: it needs a window, bucket or quota (a lockout cannot refund)`));
+  }
+  const first = all[0];
   if (first.kind === "lockout") return { groups: [], rules: 1, lockout: first, hasLease: false };
   type Draft = { kind: LimitKind; limits: Limit[]; costKind: "request" | "estimate"; shareable: boolean };
   const drafts: Draft[] = [];
-  for (const l of policy.limits) {
+  for (const l of all) {
     const costKind = l.options.cost ?? "request";
     // Limits of one kind on one key share a clause (and its key): sliding
     // windows one CHECK, token buckets one THROTTLE, quotas of one zone one
@@ -248,22 +325,21 @@ export function compile(policy: Policy): Compiled {
     const shareable = !l.options.subkey && (l.kind === "slidingWindow" || l.kind === "tokenBucket" || l.kind === "quota");
     const g = shareable
       ? drafts.find(
-          (x) =>
-            x.shareable &&
-            x.kind === l.kind &&
-            x.costKind === costKind &&
-            !!x.limits[0].options.global === !!l.options.global &&
-            x.limits[0].zone === l.zone &&
-            (l.kind !== "quota" || !x.limits.some((y) => y.period === l.period)) &&
-            // One hash field per window: a bucket of the same window takes its own clause.
-            (l.kind !== "tokenBucket" || !x.limits.some((y) => y.window === l.window)),
+          (x) => x.shareable && x.kind === l.kind && x.costKind === costKind && isShared(x.limits[0]) === isShared(l) && x.limits[0].zone === l.zone,
         )
       : undefined;
+    // One clause keeps one state per period (a bucket's window, a quota's
+    // period): two of one period on one key are refused, as in Python and Java.
+    const twin = g?.limits.find((y) => (l.kind === "quota" ? y.period === l.period : l.kind === "tokenBucket" && y.window === l.window));
+    if (twin) throw a.invalid("limits", new RangeError(`${l.kind === "quota" ? "quotas" : "token buckets"} '${twin.name}' and '${l.name}' have the same period`));
     if (g) g.limits.push(l);
     else drafts.push({ kind: l.kind, limits: [l], costKind, shareable });
   }
+  if (drafts.filter((x) => x.kind === "concurrency" && !isShared(x.limits[0])).length > 1) {
+    throw a.invalid("limits", new RangeError("at most one per-key concurrency limit per policy"));
+  }
   const groups = drafts.map((g): Group => {
-    const base = { limits: g.limits, costKind: g.costKind, name: g.limits[0].name, global: !!g.limits[0].options.global, subkey: !!g.limits[0].options.subkey };
+    const base = { limits: g.limits, costKind: g.costKind, name: g.limits[0].name, global: isShared(g.limits[0]), subkey: !!g.limits[0].options.subkey };
     const minOf = (f: (l: Limit) => number) => Math.min(...g.limits.map(f));
     switch (g.kind) {
       case "slidingWindow":
@@ -282,7 +358,7 @@ export function compile(policy: Policy): Compiled {
   });
   // Built from checked limits; the throttle rules' exact-arithmetic bounds are checked by build.ts.
   for (const g of groups) if (g.kind === "throttle") b.throttle("RL.THROTTLE", "k", g.limits.map((l) => ({ burst: l.burst!, count: l.limit, window: l.window! })));
-  return { groups, rules: policy.limits.length, lockout: null, hasLease: groups.some((g) => g.kind === "lease") };
+  return { groups, rules: all.length, lockout: null, hasLease: groups.some((g) => g.kind === "lease") };
 }
 
 /** The key base of a call: `<prefix><policy>:{<key>}` or, with a tag, `<prefix><policy>:{<tag>}:<key>`. */
@@ -293,12 +369,12 @@ export function keyBase(policy: Policy, key: string): string {
 }
 
 export function groupKey(policy: Policy, base: string, g: Group | Limit, subkeys?: Readonly<Record<string, string>>): string {
-  const global = "global" in g ? g.global : !!g.options.global;
+  const global = "global" in g ? g.global : isShared(g);
   const subkey = "subkey" in g ? g.subkey : !!g.options.subkey;
   let k = global ? `${policy.options.prefix}${policy.name}:{${policy.options.tag}}:${g.name}` : `${base}:${g.name}`;
   if (subkey) {
     const sub = subkeys?.[g.name];
-    if (typeof sub !== "string" || sub.length === 0) throw new RangeError(`limit '${g.name}' needs subkeys.${g.name}`);
+    if (typeof sub !== "string" || sub.length === 0) throw a.invalid("subkeys", new RangeError(`limit '${g.name}' needs subkeys.${g.name} (a non-empty string)`));
     k += `:${sub}`;
   }
   return k;

@@ -5,7 +5,7 @@
 // answers it; auto switching when the module goes missing; health().
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { RateLimitClient, RateLimiter, RateLimitError, LibraryNotLoadedError, Policy, LIBRARY_PATH } from "redis-ratelimit";
 
@@ -15,17 +15,15 @@ const { makers } = require("./support/clients.cjs");
 const { library, versionOf } = require("../dist/backend.js");
 
 const policy = new Policy("fn").slidingWindow("w", 2, 60_000).tokenBucket("b", 10, 60_000, 5).quota("q", "Asia/Shanghai", "day", 100);
-// Until the library (issue 38) is on this branch: its tests cannot run without it.
-const skip = !existsSync(new URL("../../../functions/ratelimit.lua", import.meta.url)) && "functions/ratelimit.lua is not in this tree yet";
 const want = () => versionOf(library());
 const setVersion = (src, v) => src.replace(/^(local\s+(?:RL_)?VERSION\s*=\s*)\d+/m, `$1${v}`);
 const fcalls = async (admin) => Number(/cmdstat_fcall:calls=(\d+)/.exec(await admin.info("commandstats"))?.[1] ?? 0);
 
-test("the package carries the repository's library byte for byte", { skip }, () => {
+test("the package carries the repository's library byte for byte", () => {
   assert.deepEqual(readFileSync(LIBRARY_PATH), readFileSync(new URL("../../../functions/ratelimit.lua", import.meta.url)));
 });
 
-describe("a server without the module", { skip }, () => {
+describe("a server without the module", () => {
   let bare, admin;
   before(async () => {
     bare = await new Server({ module: false }).start();
@@ -115,7 +113,7 @@ describe("a server without the module", { skip }, () => {
   });
 });
 
-test("auto switches to the library when the module goes missing at run time", { skip }, async () => {
+test("auto switches to the library when the module goes missing at run time", async () => {
   const s = await new Server({ args: ["--enable-module-command", "yes"] }).start();
   const c = await makers.ioredis.standalone(s.port);
   try {
@@ -133,7 +131,7 @@ test("auto switches to the library when the module goes missing at run time", { 
   }
 });
 
-describe("a Cluster without the module", { skip }, () => {
+describe("a Cluster without the module", () => {
   let cluster;
   before(async () => {
     cluster = await new Cluster(3, { module: false }).start();

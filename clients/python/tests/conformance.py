@@ -55,7 +55,9 @@ def policy(d: dict[str, Any]) -> Policy:
         kw["tag"] = d["tag"]
     if "inflight_retry_after" in d:
         kw["inflight_retry_after"] = timedelta(milliseconds=d["inflight_retry_after"])
-    return Policy(d["name"], [limit(x) for x in d["limits"]], **kw)
+    # limits as text ("5/minute;100/hour", limits-text.json) go to Policy as they are
+    limits = [limit(x) for x in d["limits"]] if isinstance(d["limits"], list) else d["limits"]
+    return Policy(d["name"], limits, **kw)
 
 
 def masked(argv: list[str], tokens: list[str]) -> list[str]:

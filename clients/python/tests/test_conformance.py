@@ -13,7 +13,7 @@ CASES = load()
 def test_the_golden_file_has_every_category():
     kinds = {c["file"] for c in CASES}
     assert len(CASES) >= 150 and {"argv-kinds.json", "argv-several.json", "decisions.json", "overrides.json",
-                                  "refused.json", "settlement.json"} <= kinds
+                                  "refused.json", "settlement.json", "limits-text.json"} <= kinds
     assert len({c["id"] for c in CASES}) == len(CASES), "case ids are unique"
 
 

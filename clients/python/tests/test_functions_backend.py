@@ -22,9 +22,6 @@ from servers import Cluster, Server, redis_cli
 
 ROOT = Path(__file__).resolve().parents[3]
 S = timedelta(seconds=1)
-# Until the library (issue 38) is on this branch: its tests cannot run without it.
-pytestmark = pytest.mark.skipif(not (ROOT / "functions" / "ratelimit.lua").exists(),
-                                reason="functions/ratelimit.lua is not in this tree yet")
 policy = Policy("fn", [sliding_window("w", 2, 60 * S), token_bucket("b", 10, 60 * S, burst=5),
                        quota("q", "Asia/Shanghai", "day", 100)])
 

@@ -5,7 +5,7 @@
 // answering. And the module check at start.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { App, Server, waitUntil } from "./harness.js";
+import { App, BACKEND, Server, waitUntil } from "./harness.js";
 
 let redis;
 let app;
@@ -85,5 +85,24 @@ test("a Redis without the module: the app exits non-zero with one line saying so
     assert.equal(a.output.trim().split("\n").length, 1, a.output);
   } finally {
     await bare.stop();
+  }
+});
+
+test("RL_BACKEND=auto: the module gone at run time, decisions go on with the Functions library", { skip: BACKEND === "functions" && "needs a server with the module to lose it" }, async () => {
+  const s = await new Server({ args: ["--enable-module-command", "yes"] }).start();
+  const a = new App({ REDIS_URL: `redis://127.0.0.1:${s.port}`, RL_PREFIX: `auto${Date.now()}:`, RL_BACKEND: "auto" });
+  try {
+    await a.start();
+    const ip = "198.51.100.9";
+    assert.equal((await a.req("GET", "/seed002/api/custom", { ip })).status, 200);
+    const c = s.client();
+    await c.call("MODULE", "UNLOAD", "ratelimit"); // as a failover to a server without it
+    c.disconnect();
+    const got = [];
+    for (let i = 0; i < 5; i++) got.push((await a.req("GET", "/seed002/api/custom", { ip })).status);
+    assert.deepEqual(got, [200, 200, 200, 200, 429]); // 5 in 30 s, counted on
+  } finally {
+    await a.stop();
+    await s.stop();
   }
 });

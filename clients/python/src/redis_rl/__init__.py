@@ -9,6 +9,7 @@ from .decisions import AllDecision, DayHourDecision, Decision, LeaseDecision, Lo
 from .errors import LibraryNotLoadedError, ModuleNotLoadedError, RateLimitError, RedisUnavailableError
 from .policy import (FAIL_CLOSED, FAIL_OPEN, FailMode, Limit, Policy, PolicyDecision, concurrency, lockout, quota,
                      sliding_window, token_bucket)
+from .text import parse_limits
 from .scope import AsyncPermit, Permit, RateLimitExceeded
 
 __all__ = [
@@ -16,5 +17,5 @@ __all__ = [
     "sliding_window", "token_bucket", "PolicyCall", "AsyncPermit", "Permit", "RateLimitExceeded",
     "AllDecision", "AsyncRateLimiter", "Bucket", "Call", "Clause", "DayHourDecision", "Decision", "Duration",
     "LeaseDecision", "LibraryNotLoadedError", "LockDecision", "ModuleNotLoadedError", "Now", "Period", "RateLimitError", "RateLimiter", "RedisUnavailableError",
-    "Rule", "RuleState", "Zone",
+    "Rule", "RuleState", "Zone", "parse_limits",
 ]

@@ -18,7 +18,7 @@ import enum
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Sequence, cast
 
 from . import args as a
 from . import commands as c
@@ -128,6 +128,18 @@ def lockout(name: str, max: int, window: a.Duration, lock_time: a.Duration, *, p
                  ttl_ms=a.millis(lock_time, "lock_time"), problem=problem)
 
 
+def _counts(counts: str | None, limits: Sequence[Limit]) -> str | None:
+    # Counting one outcome is a refund of the others: only windows, buckets and quotas refund.
+    if counts is None:
+        return None
+    if counts not in ("failures", "successes"):
+        raise a.invalid("counts", f"invalid counts {counts!r}: 'failures', 'successes' or None (every call)")
+    if any(lim.kind == "lockout" for lim in limits) or not any(lim.kind in ("window", "bucket", "quota")
+                                                               for lim in limits):
+        raise a.invalid("counts", "counting one outcome needs a window, bucket or quota (a lockout cannot refund)")
+    return counts
+
+
 @dataclass(frozen=True, slots=True)
 class _Group:
     """Limits decided by one clause: same kind, same key, same metering."""
@@ -152,13 +164,14 @@ class Policy:
     fail: FailMode = FAIL_CLOSED
     budget: timedelta = timedelta(milliseconds=500)
     inflight_retry_after: timedelta = timedelta(seconds=1)
+    counts: str | None = None  # "failures" / "successes": the outcome that counts (outcome.py)
     groups: tuple[_Group, ...] = field(init=False, repr=False)
     _templates: dict[Any, "_Template"] = field(init=False, repr=False, compare=False)
     _key_parts: tuple[tuple[str, str, bool, str | None], ...] = field(init=False, repr=False, compare=False)
 
-    def __init__(self, name: str, limits: Sequence[Limit], *, prefix: str = "", tag: str | None = None,
+    def __init__(self, name: str, limits: Sequence[Limit] | str, *, prefix: str = "", tag: str | None = None,
                  fail: FailMode | str = FAIL_CLOSED, budget: timedelta = timedelta(milliseconds=500),
-                 inflight_retry_after: timedelta = timedelta(seconds=1)) -> None:
+                 inflight_retry_after: timedelta = timedelta(seconds=1), counts: str | None = None) -> None:
         set_ = object.__setattr__
         if not isinstance(name, str) or not name or "{" in name or "}" in name:
             raise a.invalid("name", f"invalid policy name {name!r}: non-empty, without braces")
@@ -166,6 +179,9 @@ class Policy:
             raise a.invalid("prefix", f"invalid prefix {prefix!r}: braces would move the hash tag")
         if tag is not None and (not isinstance(tag, str) or not tag or "{" in tag or "}" in tag):
             raise a.invalid("tag", f"invalid tag {tag!r}: non-empty, without braces")
+        if isinstance(limits, str) or not isinstance(limits, Iterable):  # "5/minute;100/hour" (text.py)
+            from .text import parse_limits
+            limits = parse_limits(limits)
         limits = tuple(limits)
         if not limits:
             raise a.invalid("limits", "a policy needs at least one limit")
@@ -177,6 +193,7 @@ class Policy:
         a.rule_count(len(limits))
         if any(lim.shared for lim in limits) and tag is None:
             raise a.invalid("tag", "a shared limit needs the policy's tag, so it shares a slot with the per-key limits")
+        set_(self, "counts", _counts(counts, limits))
         set_(self, "name", name)
         set_(self, "limits", limits)
         set_(self, "prefix", prefix)
@@ -268,7 +285,7 @@ class Policy:
     @property
     def needs_permit(self) -> bool:
         """A decision holds a lease or an estimate that only a permit's close gives back."""
-        return any(lim.kind == "lease" or lim.metered for lim in self.limits)
+        return self.counts is not None or any(lim.kind == "lease" or lim.metered for lim in self.limits)
 
     # --- planning one decision ---
 
@@ -548,7 +565,7 @@ class Plan:
         calls: list[Call] = []
         used = self.estimate if estimate_stands else 0 if used is None else a.integer(used, "used", 0)
         for g, cl, key in zip(self.policy.groups, self.clauses, self.keys):
-            delta = 0 if estimate_stands else min(used, max(lim.limit for lim in g.limits)) - self.estimate
+            delta = 0 if estimate_stands else min(used, max(self.q(lim.name) for lim in g.limits)) - self.estimate
             if g.kind == "lease":
                 calls.append(c.release(key, [self.token] if self.token else []))
             elif g.limits[0].metered and delta != 0:

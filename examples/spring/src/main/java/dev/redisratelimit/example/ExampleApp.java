@@ -8,7 +8,9 @@ import org.springframework.context.ConfigurableApplicationContext;
 
 /**
  * The seed services (shared/SERVICES.md). Environment: PORT, REDIS_URL or
- * REDIS_CLUSTER (host:port,... seeds; wins over REDIS_URL), RL_PREFIX.
+ * REDIS_CLUSTER (host:port,... seeds; wins over REDIS_URL), RL_PREFIX,
+ * RL_BACKEND (module, the default; functions: the Functions library, loaded
+ * at start-up, no module needed; auto).
  */
 @SpringBootApplication
 public class ExampleApp {
@@ -22,6 +24,7 @@ public class ExampleApp {
         Map<String, Object> props = new HashMap<>();
         props.put("server.port", env.getOrDefault("PORT", "8080"));
         props.put("ratelimit.prefix", env.getOrDefault("RL_PREFIX", ""));
+        props.put("ratelimit.backend", env.getOrDefault("RL_BACKEND", "module"));
         String cluster = env.get("REDIS_CLUSTER");
         if (cluster != null && !cluster.isBlank()) {
             props.put("spring.data.redis.cluster.nodes", cluster);

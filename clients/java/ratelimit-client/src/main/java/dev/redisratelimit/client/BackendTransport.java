@@ -25,9 +25,12 @@ import java.util.logging.Logger;
  * rl.verifyModule().toCompletableFuture().join(); // loads the library when absent or older
  * }</pre>
  *
- * <p>Under Cluster, {@link #verify()} loads the library on the node it
- * reaches; every other primary gets it on its first call ({@code Function
- * not found}, loaded on that node, the call sent again).
+ * <p>Under Cluster, {@link #verify()} loads the library on every primary the
+ * transport names ({@link RateLimitTransport#primaryRoutes}: Lettuce, and
+ * Spring Data's Lettuce driver), else on the node it reaches; a primary
+ * without it (added later, flushed, or unknown to the transport) gets it on
+ * its first call ({@code Function not found}: loaded on that node, the call
+ * sent again).
  */
 public final class BackendTransport implements RateLimitTransport {
 
@@ -71,28 +74,22 @@ public final class BackendTransport implements RateLimitTransport {
         return setting == Backend.AUTO && FunctionsLibrary.moduleMissing(e.getMessage());
     }
 
+    /**
+     * Sends {@code call} as the engine deciding takes it. A zone the library
+     * cannot take (daylight saving) throws {@link IllegalArgumentException}
+     * here, before anything is sent, as every argument the module would
+     * refuse does ({@link RateLimitAsyncClient}).
+     */
     @Override
     public CompletionStage<Object> execute(RedisCall call) {
-        RedisCall wired;
-        try {
-            wired = wire(call);
-        } catch (RuntimeException e) {
-            return CompletableFuture.failedFuture(e); // a zone the library cannot take
-        }
-        return delegate.execute(wired).exceptionallyCompose(failure -> retry(call, failure));
+        return delegate.execute(wire(call)).exceptionallyCompose(failure -> retry(call, failure));
     }
 
     @Override
     public List<CompletionStage<Object>> pipeline(List<RedisCall> calls) {
         List<RedisCall> wired = new ArrayList<>(calls.size());
-        try {
-            for (RedisCall call : calls) {
-                wired.add(wire(call));
-            }
-        } catch (RuntimeException e) {
-            List<CompletionStage<Object>> failed = new ArrayList<>(calls.size());
-            calls.forEach(c -> failed.add(CompletableFuture.failedFuture(e)));
-            return failed;
+        for (RedisCall call : calls) {
+            wired.add(wire(call));
         }
         List<CompletionStage<Object>> replies = delegate.pipeline(wired);
         List<CompletionStage<Object>> out = new ArrayList<>(replies.size());
@@ -126,7 +123,7 @@ public final class BackendTransport implements RateLimitTransport {
      */
     public CompletionStage<Void> verify() {
         if (setting == Backend.FUNCTIONS) {
-            return ensureLibrary(null);
+            return ensureEverywhere();
         }
         Call<Boolean> check = Calls.moduleLoaded();
         return delegate.execute(check.command()).thenApply(check::read).thenCompose(loaded -> {
@@ -140,8 +137,21 @@ public final class BackendTransport implements RateLimitTransport {
                         + " or set the backend to 'functions' (the Functions library, no module needed)");
             }
             engine = Backend.FUNCTIONS;
-            return ensureLibrary(null);
+            return ensureEverywhere();
         });
+    }
+
+    /** The library on every primary the transport knows of ({@link RateLimitTransport#primaryRoutes}), else on the one reached. */
+    private CompletionStage<Void> ensureEverywhere() {
+        List<String> routes = delegate.primaryRoutes();
+        if (routes.isEmpty()) {
+            return ensureLibrary(null);
+        }
+        CompletionStage<Void> all = CompletableFuture.completedFuture(null);
+        for (String key : routes) {
+            all = all.thenCompose(done -> ensureLibrary(key));
+        }
+        return all;
     }
 
     /**

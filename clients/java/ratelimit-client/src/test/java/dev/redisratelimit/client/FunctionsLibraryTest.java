@@ -11,16 +11,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.condition.EnabledIf;
 
 /** Backend FUNCTIONS: the argv each RL call becomes, zones as the library takes them, the jar's copy of the library. */
-// Until the library (issue 38) is in this tree: nothing to test without it.
-@EnabledIf("libraryInTree")
 class FunctionsLibraryTest {
-
-    static boolean libraryInTree() {
-        return java.nio.file.Files.exists(java.nio.file.Path.of(System.getProperty("user.dir")).resolve("../../../functions/ratelimit.lua"));
-    }
 
 
     private static List<String> argv(String command, String... args) {

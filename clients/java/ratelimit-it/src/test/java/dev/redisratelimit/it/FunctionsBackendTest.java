@@ -26,7 +26,6 @@ import java.time.Duration;
 import java.time.ZoneId;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.condition.EnabledIf;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.data.redis.connection.RedisClusterConfiguration;
 import org.springframework.data.redis.connection.jedis.JedisConnectionFactory;
@@ -38,13 +37,7 @@ import org.springframework.data.redis.connection.jedis.JedisConnectionFactory;
  * told the command to run, the module's OOM error, zones.
  */
 @ExtendWith(RedisServers.class)
-// Until the library (issue 38) is in this tree: nothing to test without it.
-@EnabledIf("libraryInTree")
 class FunctionsBackendTest {
-
-    static boolean libraryInTree() {
-        return java.nio.file.Files.exists(java.nio.file.Path.of(System.getProperty("user.dir")).resolve("../../../functions/ratelimit.lua"));
-    }
 
 
     private static final SlidingWindow FIVE = SlidingWindow.of(5, Duration.ofMinutes(1));
@@ -132,6 +125,23 @@ class FunctionsBackendTest {
     }
 
     @Test
+    void autoSwitchesToTheLibraryWhenTheModuleGoesMissing(RedisServers.Unloadable server) {
+        RedisClient redis = RedisClient.create("redis://127.0.0.1:" + server.port());
+        try (BackendTransport t = new BackendTransport(LettuceTransport.create(redis), Backend.AUTO)) {
+            RateLimitClient rl = new RateLimitClient(t);
+            rl.verifyModule();
+            assertEquals(Backend.MODULE, t.backend());
+            assertEquals(4, rl.check("j:auto", FIVE).remaining());
+            server.server().cli("MODULE", "UNLOAD", "ratelimit"); // as a failover to a server without it
+            assertEquals(3, rl.check("j:auto", FIVE).remaining()); // the same key, counted on by the library
+            assertEquals(Backend.FUNCTIONS, t.backend());
+            assertNull(t.problem().toCompletableFuture().join());
+        } finally {
+            redis.shutdown();
+        }
+    }
+
+    @Test
     void lettuceClusterEveryPrimaryUsedGetsTheLibrary(RedisServers.PlainCluster plain) {
         RedisServers.Cluster cluster = plain.cluster();
         cluster.nodes().forEach(n -> n.cli("FUNCTION", "FLUSH"));
@@ -140,6 +150,9 @@ class FunctionsBackendTest {
             RateLimitClient rl = new RateLimitClient(t);
             rl.verifyModule();
             assertEquals(Backend.FUNCTIONS, t.backend());
+            long loaded = FunctionsLibrary.versionOf(FunctionsLibrary.source());
+            cluster.nodes().forEach(n -> assertEquals(loaded, version(n), "after verify, primary :" + n.port()));
+            cluster.nodes().forEach(n -> n.cli("FUNCTION", "FLUSH")); // each gets it again on its first call
             long moved = cluster.movedErrors();
             for (int i = 0; i < 30; i++) {
                 assertEquals(4, rl.check("jc:" + i, FIVE).remaining());

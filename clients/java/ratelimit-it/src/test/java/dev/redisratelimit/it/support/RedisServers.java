@@ -60,10 +60,18 @@ public final class RedisServers implements ParameterResolver {
     public record PlainCluster(Cluster cluster) {
     }
 
+    /** One server with the module and MODULE allowed (a test unloads it: a failover to a server without it). */
+    public record Unloadable(RedisProcess server) {
+        public int port() {
+            return server.port();
+        }
+    }
+
     @Override
     public boolean supportsParameter(ParameterContext parameter, ExtensionContext context) {
         Class<?> type = parameter.getParameter().getType();
-        return type == Standalone.class || type == Cluster.class || type == Plain.class || type == PlainCluster.class;
+        return type == Standalone.class || type == Cluster.class || type == Plain.class || type == PlainCluster.class
+                || type == Unloadable.class;
     }
 
     @Override
@@ -100,6 +108,10 @@ public final class RedisServers implements ParameterResolver {
             if (type == Plain.class) {
                 RedisProcess p = RedisProcess.start(freePort(), null, List.of());
                 return new Started(new Plain(p), List.of(p));
+            }
+            if (type == Unloadable.class) {
+                RedisProcess p = RedisProcess.start(freePort(), module(), List.of("--enable-module-command", "yes"));
+                return new Started(new Unloadable(p), List.of(p));
             }
             if (type == PlainCluster.class) {
                 Started c = startCluster(null);

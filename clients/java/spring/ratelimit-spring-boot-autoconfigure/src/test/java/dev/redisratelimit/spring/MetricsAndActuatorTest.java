@@ -94,7 +94,7 @@ class MetricsAndActuatorTest {
 
             HttpResponse<String> health = http.get("/actuator/health/ratelimit");
             assertThat(health.statusCode()).isEqualTo(200);
-            assertThat(health.body()).contains("\"status\":\"UP\"").contains("\"module\":\"loaded\"");
+            assertThat(health.body()).contains("\"status\":\"UP\"").contains("\"module\":\"loaded\"").contains("\"backend\":\"module\"");
         }
     }
 
@@ -121,6 +121,31 @@ class MetricsAndActuatorTest {
             HttpResponse<String> health = http.get("/actuator/health/ratelimit");
             assertThat(health.statusCode()).isEqualTo(503);
             assertThat(health.body()).contains("\"status\":\"DOWN\"").contains("unreachable");
+        }
+    }
+
+    @Test
+    void theFunctionsBackendDecidesOnAServerWithoutTheModuleAndSaysSo() throws Exception {
+        // ratelimit.backend=functions: the library loaded at start-up, decisions as FCALL,
+        // health and meters naming the backend; the library gone (a flush) is loaded again
+        try (RedisServer bare = RedisServer.launchWithoutModule();
+                ConfigurableApplicationContext app = start(bare.url(), "ratelimit.backend=functions")) {
+            Http http = http(app);
+            MeterRegistry registry = app.getBean(MeterRegistry.class);
+            String k = "fn-" + UUID.randomUUID().toString().substring(0, 8);
+            assertThat(http.get("/two", "X-Key", k).statusCode()).isEqualTo(200);
+            assertThat(http.get("/two", "X-Key", k).statusCode()).isEqualTo(200);
+            assertThat(http.get("/two", "X-Key", k).statusCode()).isEqualTo(429);
+            assertThat(bare.cli("INFO", "commandstats")).contains("cmdstat_fcall:calls=");
+            assertThat(registry.find("ratelimit.decisions").tags("policy", "two", "outcome", "admitted", "backend", "functions")
+                    .timer().count()).isEqualTo(2L);
+            HttpResponse<String> health = http.get("/actuator/health/ratelimit");
+            assertThat(health.statusCode()).isEqualTo(200);
+            assertThat(health.body()).contains("\"status\":\"UP\"").contains("\"backend\":\"functions\"").contains("\"library\":\"loaded\"");
+            bare.cli("FUNCTION", "FLUSH");
+            assertThat(http.get("/actuator/health/ratelimit").body()).contains("\"status\":\"DOWN\"").contains("Functions library is not loaded");
+            assertThat(http.get("/one", "X-Key", k).statusCode()).isEqualTo(200); // loaded again, sent again
+            assertThat(http.get("/actuator/health/ratelimit").statusCode()).isEqualTo(200);
         }
     }
 

@@ -30,5 +30,8 @@ public class RateLimitHealthIndicator extends AbstractHealthIndicator {
         if (result.detail() != null) {
             builder.withDetail(result.detail(), result.value());
         }
+        if (result.backend() != null) {
+            builder.withDetail("backend", result.backend());
+        }
     }
 }

@@ -1,5 +1,7 @@
 package dev.redisratelimit.spring.actuate;
 
+import dev.redisratelimit.client.Backend;
+import dev.redisratelimit.client.BackendTransport;
 import dev.redisratelimit.client.ModuleNotLoadedException;
 import dev.redisratelimit.client.RateLimitAsyncClient;
 import dev.redisratelimit.client.RedisAvailability;
@@ -22,8 +24,12 @@ public final class RateLimitHealthCheck {
 
     public enum Status { UP, DOWN, UNKNOWN }
 
-    /** The status and the one detail that explains it ({@code detail} is null when there is none). */
-    public record Result(Status status, String detail, String value) {
+    /**
+     * The status and the one detail that explains it ({@code detail} is null
+     * when there is none); {@code backend}: the engine deciding ({@code module}
+     * or {@code functions}, {@code ratelimit.backend}).
+     */
+    public record Result(Status status, String detail, String value, String backend) {
     }
 
     private final RateLimitAsyncClient client;
@@ -37,24 +43,45 @@ public final class RateLimitHealthCheck {
     }
 
     public Result run() {
+        String backend = client.transport() instanceof BackendTransport b ? b.backend().toString() : "module";
         if (availability.isDown()) {
-            return new Result(Status.DOWN, "redis", "unreachable: decisions follow the Redis-down policies");
+            return new Result(Status.DOWN, "redis", "unreachable: decisions follow the Redis-down policies", backend);
+        }
+        if (client.transport() instanceof BackendTransport b && b.backend() == Backend.FUNCTIONS) {
+            return library(b, backend);
         }
         CompletableFuture<Void> f = client.verifyModule().toCompletableFuture();
         try {
             f.get(Math.max(1, budget.toMillis()), TimeUnit.MILLISECONDS);
-            return new Result(Status.UP, "module", "loaded");
+            return new Result(Status.UP, "module", "loaded", backend);
         } catch (ExecutionException e) {
             if (e.getCause() instanceof ModuleNotLoadedException) {
-                return new Result(Status.DOWN, "module", "not loaded: " + e.getCause().getMessage());
+                return new Result(Status.DOWN, "module", "not loaded: " + e.getCause().getMessage(), backend);
             }
-            return new Result(Status.DOWN, "redis", String.valueOf(e.getCause()));
+            return new Result(Status.DOWN, "redis", String.valueOf(e.getCause()), backend);
         } catch (TimeoutException e) {
             f.cancel(true);
-            return new Result(Status.DOWN, "redis", "no answer within " + budget.toMillis() + " ms");
+            return new Result(Status.DOWN, "redis", "no answer within " + budget.toMillis() + " ms", backend);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return new Result(Status.UNKNOWN, null, null);
+            return new Result(Status.UNKNOWN, null, null, backend);
+        }
+    }
+
+    /** The Functions library deciding: one {@code FCALL rl_version} (never a load from a health check). */
+    private Result library(BackendTransport b, String backend) {
+        CompletableFuture<String> f = b.problem().toCompletableFuture();
+        try {
+            String problem = f.get(Math.max(1, budget.toMillis()), TimeUnit.MILLISECONDS);
+            return problem == null ? new Result(Status.UP, "library", "loaded", backend) : new Result(Status.DOWN, "library", problem, backend);
+        } catch (ExecutionException e) {
+            return new Result(Status.DOWN, "redis", String.valueOf(e.getCause()), backend);
+        } catch (TimeoutException e) {
+            f.cancel(true);
+            return new Result(Status.DOWN, "redis", "no answer within " + budget.toMillis() + " ms", backend);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return new Result(Status.UNKNOWN, null, null, backend);
         }
     }
 }

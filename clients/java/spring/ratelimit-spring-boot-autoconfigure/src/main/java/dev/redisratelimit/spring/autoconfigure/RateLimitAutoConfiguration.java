@@ -1,5 +1,6 @@
 package dev.redisratelimit.spring.autoconfigure;
 
+import dev.redisratelimit.client.BackendTransport;
 import dev.redisratelimit.client.RateLimitAsyncClient;
 import dev.redisratelimit.client.RateLimitTransport;
 import dev.redisratelimit.spring.annotation.AnnotationPolicies;
@@ -54,8 +55,9 @@ public class RateLimitAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     @ConditionalOnBean(RedisConnectionFactory.class)
-    public RateLimitTransport rateLimitTransport(RedisConnectionFactory factory) {
-        return SpringDataTransport.of(factory);
+    public RateLimitTransport rateLimitTransport(RedisConnectionFactory factory, RateLimitProperties p) {
+        // ratelimit.backend: the module's RL commands, or the Functions library (FCALL)
+        return new BackendTransport(SpringDataTransport.of(factory), p.getBackend());
     }
 
     @Bean

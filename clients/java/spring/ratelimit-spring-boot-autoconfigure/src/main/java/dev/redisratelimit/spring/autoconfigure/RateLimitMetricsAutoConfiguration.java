@@ -1,6 +1,9 @@
 package dev.redisratelimit.spring.autoconfigure;
 
+import dev.redisratelimit.client.BackendTransport;
+import dev.redisratelimit.client.RateLimitTransport;
 import dev.redisratelimit.client.RateLimiter;
+import java.util.function.Supplier;
 import dev.redisratelimit.spring.metrics.MicrometerDecisionObserver;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.springframework.beans.factory.ObjectProvider;
@@ -27,7 +30,10 @@ public class RateLimitMetricsAutoConfiguration {
 
     // Attached once every singleton exists, so a user's own RateLimiter bean is instrumented too.
     @Bean
-    SmartInitializingSingleton rateLimitMeters(ObjectProvider<MeterRegistry> registry, ObjectProvider<RateLimiter> limiter) {
-        return () -> limiter.ifAvailable(l -> l.setObserver(new MicrometerDecisionObserver(registry.getObject())));
+    SmartInitializingSingleton rateLimitMeters(ObjectProvider<MeterRegistry> registry, ObjectProvider<RateLimiter> limiter,
+            ObjectProvider<RateLimitTransport> transport) {
+        // the tag "backend": the engine deciding now (ratelimit.backend)
+        Supplier<String> backend = () -> transport.getIfAvailable() instanceof BackendTransport b ? b.backend().toString() : "module";
+        return () -> limiter.ifAvailable(l -> l.setObserver(new MicrometerDecisionObserver(registry.getObject(), backend)));
     }
 }

@@ -1,5 +1,6 @@
 package dev.redisratelimit.spring.autoconfigure;
 
+import dev.redisratelimit.client.Backend;
 import dev.redisratelimit.spring.annotation.LimitType;
 import dev.redisratelimit.spring.annotation.OnRedisDown;
 import dev.redisratelimit.client.QuotaPeriod;
@@ -45,6 +46,14 @@ public class RateLimitProperties {
 
     /** Check at start-up that the module is loaded (COMMAND INFO RL.ALL); fail start-up if not. */
     private boolean verifyModule = true;
+
+    /**
+     * Which engine decides: MODULE (the RL commands), FUNCTIONS (the project's
+     * Redis Functions library, loaded at start-up when absent or older: for
+     * managed Redis, which loads no module) or AUTO (the module where loaded,
+     * else the library; the library once the module goes missing at run time).
+     */
+    private Backend backend = Backend.MODULE;
 
     /** The header that names the user when the request has no principal (KeyBy.USER); unset: principal only. */
     private String userHeader;
@@ -205,6 +214,8 @@ public class RateLimitProperties {
     public void setOnRedisDown(OnRedisDown onRedisDown) { this.onRedisDown = onRedisDown; }
     public Duration getConcurrencyRetryAfter() { return concurrencyRetryAfter; }
     public void setConcurrencyRetryAfter(Duration concurrencyRetryAfter) { this.concurrencyRetryAfter = concurrencyRetryAfter; }
+    public Backend getBackend() { return backend; }
+    public void setBackend(Backend backend) { this.backend = backend; }
     public boolean isVerifyModule() { return verifyModule; }
     public void setVerifyModule(boolean verifyModule) { this.verifyModule = verifyModule; }
     public String getUserHeader() { return userHeader; }

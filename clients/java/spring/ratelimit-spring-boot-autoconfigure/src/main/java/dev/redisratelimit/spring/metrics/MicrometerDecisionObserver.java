@@ -1,5 +1,6 @@
 package dev.redisratelimit.spring.metrics;
 
+import java.util.function.Supplier;
 import dev.redisratelimit.spring.annotation.OnRedisDown;
 import dev.redisratelimit.client.PolicyDecision;
 import dev.redisratelimit.client.DecisionObserver;
@@ -26,6 +27,8 @@ import java.util.concurrent.TimeUnit;
  * <li>{@code ratelimit.fallbacks} (counter): decisions answered by the Redis-down
  *     behaviour, tags {@code policy}, {@code mode} (fail_open, fail_closed, local).</li>
  * </ul>
+ * Every meter also carries {@code backend}: the engine that decided ({@code module}
+ * or {@code functions}, see {@code ratelimit.backend}).
  * Meters are looked up once per tag combination and cached.
  */
 public final class MicrometerDecisionObserver implements DecisionObserver {
@@ -34,34 +37,45 @@ public final class MicrometerDecisionObserver implements DecisionObserver {
     private final Map<String, Timer> timers = new ConcurrentHashMap<>();
     private final Map<String, Counter> counters = new ConcurrentHashMap<>();
 
+    private final Supplier<String> backend;
+
     public MicrometerDecisionObserver(MeterRegistry registry) {
+        this(registry, () -> "module");
+    }
+
+    /** {@code backend}: the engine deciding now (it changes once when AUTO moves to the library). */
+    public MicrometerDecisionObserver(MeterRegistry registry, Supplier<String> backend) {
         this.registry = registry;
+        this.backend = backend;
     }
 
     @Override
     public void decided(String policy, Outcome outcome, PolicyDecision.Kind refusal, long nanos) {
         String o = lower(outcome);
         String reason = refusal == null || refusal == PolicyDecision.Kind.ADMITTED ? "none" : lower(refusal);
-        timers.computeIfAbsent(policy + '\0' + o + '\0' + reason, k -> Timer.builder("ratelimit.decisions")
+        String b = backend.get();
+        timers.computeIfAbsent(policy + '\0' + o + '\0' + reason + '\0' + b, k -> Timer.builder("ratelimit.decisions")
                 .description("Rate-limit decisions and their latency (the Redis round trip included)")
-                .tags("policy", policy, "outcome", o, "reason", reason).register(registry))
+                .tags("policy", policy, "outcome", o, "reason", reason, "backend", b).register(registry))
                 .record(nanos, TimeUnit.NANOSECONDS);
     }
 
     @Override
     public void error(String policy, ErrorKind kind) {
         String k = lower(kind);
-        counters.computeIfAbsent("e\0" + policy + '\0' + k, x -> Counter.builder("ratelimit.errors")
+        String b = backend.get();
+        counters.computeIfAbsent("e\0" + policy + '\0' + k + '\0' + b, x -> Counter.builder("ratelimit.errors")
                 .description("Rate-limit decisions that could not use Redis, or failed")
-                .tags("policy", policy, "kind", k).register(registry)).increment();
+                .tags("policy", policy, "kind", k, "backend", b).register(registry)).increment();
     }
 
     @Override
     public void fallback(String policy, FailMode mode) {
         String m = lower(OnRedisDown.of(mode)); // the setting's name (fail_open, fail_closed, local)
-        counters.computeIfAbsent("f\0" + policy + '\0' + m, x -> Counter.builder("ratelimit.fallbacks")
+        String b = backend.get();
+        counters.computeIfAbsent("f\0" + policy + '\0' + m + '\0' + b, x -> Counter.builder("ratelimit.fallbacks")
                 .description("Rate-limit decisions answered by the policy's Redis-down behaviour")
-                .tags("policy", policy, "mode", m).register(registry)).increment();
+                .tags("policy", policy, "mode", m, "backend", b).register(registry)).increment();
     }
 
     private static String lower(Enum<?> e) {

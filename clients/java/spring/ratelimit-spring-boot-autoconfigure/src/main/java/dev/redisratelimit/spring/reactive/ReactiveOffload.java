@@ -1,5 +1,6 @@
 package dev.redisratelimit.spring.reactive;
 
+import dev.redisratelimit.client.BackendTransport;
 import dev.redisratelimit.client.RateLimitTransport;
 import dev.redisratelimit.springdata.SpringDataTransport;
 
@@ -15,6 +16,9 @@ public record ReactiveOffload(boolean blocking) {
 
     /** Blocking when the transport is Spring Data Redis's over a JedisConnectionFactory; other transports are taken as asynchronous. */
     public static ReactiveOffload of(RateLimitTransport transport) {
+        if (transport instanceof BackendTransport b) {
+            transport = b.delegate(); // the backend setting changes what is sent, not how
+        }
         if (transport instanceof SpringDataTransport s) {
             for (Class<?> c = s.factory().getClass(); c != null; c = c.getSuperclass()) {
                 if (c.getName().equals(JEDIS_FACTORY)) {
