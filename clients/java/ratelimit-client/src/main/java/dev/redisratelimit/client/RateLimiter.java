@@ -547,7 +547,10 @@ public final class RateLimiter implements AutoCloseable {
             if (!d.admitted()) {
                 throw new RateLimitRefusedException(d);
             }
-            return CompletableFuture.completedFuture(new Permit(this, d, b.leases, b.estimates, List.of()));
+            Permit permit = new Permit(this, d, b.leases, b.estimates, List.of());
+            // One policy counting one outcome: what it took goes back at close when the outcome does not count.
+            String counts = calls.size() == 1 ? calls.get(0).policy().counts() : null;
+            return CompletableFuture.completedFuture(counts == null ? permit : permit.counting(counts, List.copyOf(b.clauses)));
         })).thenCompose(f -> f);
     }
 
@@ -947,11 +950,16 @@ public final class RateLimiter implements AutoCloseable {
             local.release(permit.localLeases());
         }
         List<CompletionStage<?>> sent = new ArrayList<>();
+        List<Clause> uncounted = permit.uncounted();
+        if (!uncounted.isEmpty()) {
+            // One RL.ALL ... REFUND: windows, buckets, quotas, the estimate and the lease (by its token) given back.
+            sent.add(client.all(uncounted, Options.none().withRefund()));
+        }
         try {
-            for (Permit.Lease l : permit.leases()) {
+            for (Permit.Lease l : uncounted.isEmpty() ? permit.leases() : List.<Permit.Lease>of()) {
                 sent.add(client.release(l.key(), l.token()));
             }
-            for (Permit.Estimate e : permit.estimates()) {
+            for (Permit.Estimate e : uncounted.isEmpty() ? permit.estimates() : List.<Permit.Estimate>of()) {
                 long u = Math.max(0, used.getOrDefault(e.clause(), 0L));
                 long diff = u - e.charged();
                 if (diff == 0) {
