@@ -1,9 +1,9 @@
 """The seed services (shared/SERVICES.md) as a one-file Django project with
-redis_rl's Django adapter: the view decorator on async views (and on sync
-ones: endpoints 3's per-user API and 4's login, decided through the sync
-client), the middleware, scopes — no RL command written by hand. Served by
-uvicorn (ASGI). Run: `make example-django` (PORT, REDIS_URL or
-REDIS_CLUSTER, RL_PREFIX, RL_BACKEND: module (default), functions or auto).
+redis_rl's Django adapter: the view decorator on async views (and on a sync
+one: endpoint 4's login, decided through the sync client), the middleware,
+scopes — no RL command written by hand. Served by uvicorn (ASGI). Run:
+`make example-django` (PORT, REDIS_URL or REDIS_CLUSTER, RL_PREFIX,
+RL_BACKEND: module (default), functions or auto).
 The same policies, keys and answers as examples/python (FastAPI): the two
 apps are one service on one Redis."""
 
@@ -202,12 +202,16 @@ async def api_custom_view(request: HttpRequest) -> HttpResponse:
     return JsonResponse({"endpoint": "custom"})
 
 
-# Sync views: decided through the sync RateLimiter (Django runs them in a thread under ASGI).
+# Async: a late reply is given back (SERVICES.md). Through the sync client
+# (budget = socket timeout) a reply after the budget is lost and counts.
 @limits.limit(api_user, key=lambda r: r.resolver_match.kwargs["user_id"], x_ratelimit=True)
-def api_user_view(request: HttpRequest, user_id: str) -> HttpResponse:
+async def api_user_view(request: HttpRequest, user_id: str) -> HttpResponse:
     return JsonResponse({"user": user_id})
 
 
+# A sync view: decided through the sync RateLimiter (Django runs it in a thread
+# under ASGI). Only the lockout may be: its late call counts anyway (RL.LOCKCOUNT
+# has no refund).
 @require_http_methods(["POST"])
 @limits.limit(login, key=lambda r: f"{limits.client_ip(r)}:{r.path}")
 def login_view(request: HttpRequest) -> HttpResponse:

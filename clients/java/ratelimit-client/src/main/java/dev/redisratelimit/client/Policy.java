@@ -208,6 +208,21 @@ public final class Policy {
         return counts;
     }
 
+    /** This policy counting only {@code "failures"} or {@code "successes"} (null or empty: every call), as {@link Builder#counts}. */
+    public Policy withCounts(String outcome) {
+        if (outcome == null || outcome.isEmpty()) {
+            return this;
+        }
+        Limit.require(outcome.equals("failures") || outcome.equals("successes"),
+                "counts: '" + outcome + "' is not \"failures\" or \"successes\"");
+        Limit.require(!isLockout() && limits.stream().anyMatch(l -> l.kind() == Limit.Kind.SLIDING_WINDOW
+                || l.kind() == Limit.Kind.TOKEN_BUCKET || l.kind() == Limit.Kind.QUOTA),
+                "counts: policy '" + name + "' needs a window, bucket or quota to count one outcome (a lockout cannot refund)");
+        Policy p = new Policy(name, limits, duplicateWindow, tag, onRedisDown, legacyHeaders);
+        p.counts = outcome;
+        return p;
+    }
+
     public boolean isLockout() {
         return limits.get(0).kind() == Limit.Kind.LOCKOUT;
     }
@@ -303,16 +318,7 @@ public final class Policy {
         }
 
         public Policy build() {
-            Policy p = new Policy(name, limits, duplicateWindow, tag, onRedisDown, legacyHeaders);
-            if (counts != null) {
-                Limit.require(counts.equals("failures") || counts.equals("successes"),
-                        "counts: '" + counts + "' is not \"failures\" or \"successes\"");
-                Limit.require(!p.isLockout() && limits.stream().anyMatch(l -> l.kind() == Limit.Kind.SLIDING_WINDOW
-                        || l.kind() == Limit.Kind.TOKEN_BUCKET || l.kind() == Limit.Kind.QUOTA),
-                        "counts: policy '" + name + "' needs a window, bucket or quota to count one outcome (a lockout cannot refund)");
-                p.counts = counts;
-            }
-            return p;
+            return new Policy(name, limits, duplicateWindow, tag, onRedisDown, legacyHeaders).withCounts(counts);
         }
     }
 }

@@ -50,6 +50,13 @@ public final class AnnotationPolicies {
         this.limiter = limiter;
         properties.getPolicies().forEach((name, p) -> {
             List<dev.redisratelimit.client.Limit> limits = new ArrayList<>();
+            if (p.getText() != null && !p.getText().isEmpty()) {
+                try {
+                    limits.addAll(dev.redisratelimit.client.LimitText.parse(p.getText()));
+                } catch (IllegalArgumentException e) {
+                    throw new IllegalArgumentException("ratelimit.policies." + name + ".text: " + e.getMessage(), e);
+                }
+            }
             for (RateLimitProperties.LimitProperties l : p.getLimits()) {
                 try {
                     limits.add(limit(l.getName(), l.getType(), l.getCount(), l.getWindow(), l.getBurst(), l.getPeriod(),
@@ -60,7 +67,7 @@ public final class AnnotationPolicies {
             }
             yaml.put(name, List.copyOf(limits));
             // Registered at once, so its limits can be changed at run time before its first call.
-            Policy cp = new Policy(name, limits, null, p.getHashTag(), p.getOnRedisDown().mode(), false);
+            Policy cp = new Policy(name, limits, null, p.getHashTag(), p.getOnRedisDown().mode(), false).withCounts(p.getCounts());
             limiter.register(cp);
         });
     }
@@ -119,12 +126,13 @@ public final class AnnotationPolicies {
         List<dev.redisratelimit.client.Limit> limits;
         String hashTag = a.hashTag();
         OnRedisDown down = a.onRedisDown();
-        if (a.limits().length > 0) {
+        String counts = a.counts();
+        if (a.limits().length > 0 || !a.text().isEmpty()) {
             if (!a.policy().isEmpty() && yaml.containsKey(a.policy())) {
                 throw new IllegalArgumentException("policy '" + a.policy() + "' is defined in ratelimit.policies: give limits there or here, not both");
             }
             name = a.policy().isEmpty() ? where : a.policy();
-            limits = new ArrayList<>();
+            limits = new ArrayList<>(a.text().isEmpty() ? List.of() : dev.redisratelimit.client.LimitText.parse(a.text()));
             for (Limit l : a.limits()) {
                 limits.add(limit(l.name(), l.type(), l.count(), duration(l.window()), l.burst(), l.period(), l.zone(),
                         duration(l.ttl()), duration(l.lockTime()), l.global(), l.cost(), l.settle()));
@@ -140,6 +148,9 @@ public final class AnnotationPolicies {
             if (hashTag.isEmpty() && p.getHashTag() != null) {
                 hashTag = p.getHashTag();
             }
+            if (counts.isEmpty() && p.getCounts() != null) {
+                counts = p.getCounts();
+            }
             if (down == OnRedisDown.DEFAULT) {
                 down = p.getOnRedisDown();
             }
@@ -149,7 +160,8 @@ public final class AnnotationPolicies {
             limits = List.of(limit(d.getName(), LimitType.SLIDING_WINDOW, d.getCount(), d.getWindow(), 0, null, "UTC",
                     null, null, false, null, null));
         }
-        Policy compiled = new Policy(name, limits, duration(a.preventDuplicate()), hashTag, down.mode(), a.legacyHeaders());
+        Policy compiled = new Policy(name, limits, duration(a.preventDuplicate()), hashTag, down.mode(), a.legacyHeaders())
+                .withCounts(counts);
         Policy earlier = byName.putIfAbsent(name, compiled);
         if (earlier != null && !earlier.limits().equals(compiled.limits())) {
             throw new IllegalArgumentException("two different policies are named '" + name + "'");
