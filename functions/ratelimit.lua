@@ -153,6 +153,14 @@ local function server_ms()
   return tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
 end
 
+-- The server's clock when the call needs it: for '*', or for a write (a
+-- late caller's lag, the reap bound, a counter's TTL); a peek or a release
+-- at an explicit time reads no clock.
+local function clock_for(now_arg, write)
+  if write or now_arg == '*' then return server_ms() end
+  return 0
+end
+
 -- now: '*' (the server's clock) or an integer in [0, 2^53-1].
 local function parse_now(s, server_time)
   if s == '*' then return server_time end
@@ -492,7 +500,7 @@ end
 -- within +-(2^53-1); the size is read when needed (zlen).
 local LOW_UNSAFE = '(-' .. istr(MAX_SAFE)
 local function zextremes(key)
-  local hi = rcall('ZRANGE', key, -1, -1, 'WITHSCORES')
+  local hi = rcall('ZRANGE', key, '-1', '-1', 'WITHSCORES')
   if not hi[2] then return {len = 0} end
   local highest = tonumber(hi[2])
   if not safe_score(highest) or call('ZCOUNT', key, '-inf', LOW_UNSAFE) > 0 then unsafe_score(key) end
@@ -623,8 +631,9 @@ local function check_record(key, ex, rules, cost, t, server_time)
   local added = 0
   while added < cost do
     local items = {}
+    local ts = istr(t) -- one conversion (Redis converts each number argument)
     for _ = 1, cost - added do
-      items[#items + 1] = t
+      items[#items + 1] = ts
       items[#items + 1] = next_name()
     end
     added = added + call_chunked({'ZADD', key, 'NX'}, items, 2)
@@ -650,7 +659,7 @@ local function check_refund(key, ex, rules, cost, t)
 end
 
 local function check_run(key, args, write, refund_only)
-  local server_time = server_ms()
+  local server_time = clock_for(args[1], write)
   local a = parse_check(args, write, server_time)
   if refund_only and not a.refund then arg_error('rl_refund runs refunds only: add REFUND') end
   local t, rules, cost = a.t, a.rules, a.cost
@@ -779,9 +788,6 @@ local function tats_of(raw, n)
   return tats
 end
 
-local function read_tats(key, rules)
-  return tats_of(read_raw(key, rules), #rules)
-end
 
 local function bceil_num(a) return bnum(ceil_ms_b(a)) end
 
@@ -894,8 +900,8 @@ end
 
 -- The module's decide_reserving(): tats[i] a bigint or nil; returns the
 -- reply and the new TATs when admitted.
-local function gcra_decide(rules, cost, t, tats, reserve, n_override)
-  local n = n_override or #rules
+local function gcra_decide(rules, cost, t, tats, reserve)
+  local n = #rules
   local t_ns = ns_of(t)
   local horizon = reserve and badd(t_ns, ns_of(reserve)) or t_ns
   local costb = bn(cost)
@@ -1017,7 +1023,7 @@ local function gcra_debit(rules, cost, t, tats)
 end
 
 local function throttle_run(key, args, write, refund_only)
-  local server_time = server_ms()
+  local server_time = clock_for(args[1], write)
   local a = parse_throttle(args, write, server_time)
   if refund_only and not a.refund then arg_error('rl_refund runs refunds only: add REFUND') end
   local t, rules, cost = a.t, a.rules, a.cost
@@ -1317,7 +1323,7 @@ local function quota_record(key, periods, buckets, counts, stored, server_time, 
 end
 
 local function quota_run(key, args, write, refund_only)
-  local server_time = server_ms()
+  local server_time = clock_for(args[1], write)
   local a = parse_quota(args, write, server_time)
   if refund_only and not a.refund then arg_error('rl_refund runs refunds only: add REFUND') end
   local t, periods, buckets, cost = a.t, a.periods, a.buckets, a.cost
@@ -1439,9 +1445,9 @@ end
 local function lease_open(key, a, write, server_time)
   local st = {key = key, limit = a.limit, ttl = a.ttl, cost = a.cost, token = a.token, t = a.t,
     server_time = server_time, write = write, names = {}, own = {}}
-  local lo = rcall('ZRANGE', key, 0, 0, 'WITHSCORES')
+  local lo = rcall('ZRANGE', key, '0', '0', 'WITHSCORES')
   if lo[2] then
-    local hi = call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    local hi = call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
     local lowest, highest = tonumber(lo[2]), tonumber(hi[2])
     -- the module checks the lowest score only when it is t or earlier
     if (lowest <= a.t and not safe_score(lowest)) or not safe_score(highest) then unsafe_score(key) end
@@ -1593,9 +1599,10 @@ local function lease_commit(st)
     st.token = token
   end
   local items = {}
+  local es = istr(expiry)
   for i = 1, cost do
     -- the first unit of a lease of 2 or more half a ms early (SPEC's marker)
-    items[#items + 1] = (i == 1 and cost >= 2) and expiry - 0.5 or expiry
+    items[#items + 1] = (i == 1 and cost >= 2) and istr(expiry - 0.5) or es
     items[#items + 1] = names[i] or unit_name(token, i)
   end
   call_chunked({'ZADD', key}, items, 2)
@@ -1604,7 +1611,7 @@ local function lease_commit(st)
   if st.highest then
     local own_top = false
     for i = 1, #st.own do if st.own[i] >= st.highest then own_top = true end end
-    if own_top then top = tonumber(call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
+    if own_top then top = tonumber(call('ZRANGE', key, '-1', '-1', 'WITHSCORES')[2])
     else top = max(st.highest, expiry) end
   end
   local x = ceil(top) + max(0, st.server_time - t)
@@ -1618,8 +1625,8 @@ local function lease_commit(st)
   return st.reply
 end
 
--- RL.LEASE's admit(): a token not held yet takes the quick path of the
--- module (its first unit is absent), the rest decide then commit.
+-- RL.LEASE's admission: decide, then commit (the module's quick path for a
+-- token not held yet decides the same).
 local function lease_admit(st)
   local reply = lease_decide(st)
   if reply[1] ~= 0 then return reply end
@@ -1630,10 +1637,10 @@ local function lease_refund(st)
   lease_walk(st)
   if #st.names > 0 then call_chunked({'ZREM', st.key}, st.names, 1) end
   st.len, st.lowest, st.highest = nil, nil, nil
-  local lo = call('ZRANGE', st.key, 0, 0, 'WITHSCORES')
+  local lo = call('ZRANGE', st.key, '0', '0', 'WITHSCORES')
   if lo[2] then
     st.lowest = tonumber(lo[2])
-    st.highest = tonumber(call('ZRANGE', st.key, -1, -1, 'WITHSCORES')[2])
+    st.highest = tonumber(call('ZRANGE', st.key, '-1', '-1', 'WITHSCORES')[2])
   else
     st.len = 0
   end
@@ -1647,7 +1654,7 @@ local function lease_refund(st)
 end
 
 local function lease_run(key, args, write)
-  local server_time = server_ms()
+  local server_time = clock_for(args[1], write)
   local a = parse_lease(args, write, write and 1 or 0, server_time)
   local st = lease_open(key, a, write, server_time)
   if write then
@@ -1685,7 +1692,7 @@ local function parse_tokens(args, renew, server_time)
 end
 
 local function release_run(key, args)
-  local t, _, tokens = parse_tokens(args, false, server_ms())
+  local t, _, tokens = parse_tokens(args, false, clock_for(args[1], false))
   rcall('ZCARD', key)
   local counts, removed = {}, {}
   for i = 1, #tokens do
@@ -1720,7 +1727,7 @@ local function renew_run(key, args)
   end
   if #items == 0 then return counts end
   call_chunked({'ZADD', key, 'XX'}, items, 2)
-  local hi = call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  local hi = call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
   local top = tonumber(hi[2]) or expiry
   local x = ceil(top) + max(0, server_time - t)
   local at = grid_expiry(key, ttl, existing, x)
@@ -1812,15 +1819,17 @@ end
 ---------------------------------------------------------------- RL.ALL
 local KINDS = {CHECK = 'CHECK', THROTTLE = 'THROTTLE', QUOTA = 'QUOTA', LEASE = 'LEASE'}
 
+-- DETAILS or REFUND (where the call takes it) as a word that may end the call.
+local function tail_word(w, refund_allowed)
+  if w == nil then return nil end
+  if #w == 7 and upper(w) == 'DETAILS' then return 'DETAILS' end
+  if #w == 6 and refund_allowed and upper(w) == 'REFUND' then return 'REFUND' end
+  return nil
+end
+
 local function split_clauses(args, from, refund_allowed)
   local spans = {}
   local ending = {}
-  local function tail_of(w)
-    if w == nil then return nil end
-    if #w == 7 and upper(w) == 'DETAILS' then return 'DETAILS' end
-    if #w == 6 and refund_allowed and upper(w) == 'REFUND' then return 'REFUND' end
-    return nil
-  end
   local n = #args
   local start = from
   local i = from
@@ -1833,10 +1842,10 @@ local function split_clauses(args, from, refund_allowed)
       spans[#spans + 1] = {kind = kind, first = i, last = i - 1}
       start = i
     else
-      local tail = tail_of(word)
+      local tail = tail_word(word, refund_allowed)
       local handled = false
       if tail and #spans > 0 then
-        local before_last_details = (i == n) and tail_of(args[i]) == 'DETAILS'
+        local before_last_details = (i == n) and tail_word(args[i], refund_allowed) == 'DETAILS'
         if tail == 'DETAILS' and is_last then ending.details = true; handled = true
         elseif tail == 'REFUND' and (is_last or before_last_details) then ending.refund = true; handled = true end
       end
@@ -2097,8 +2106,12 @@ local function all_reply(replies, costs)
   return {limited, b, r[2], r[3], r[4], r[5], r[6]}
 end
 
+-- The Redis type of each clause kind's key, and the key order.
+local KIND_TYPE = {CHECK = 'zset', LEASE = 'zset', THROTTLE = 'hash', QUOTA = 'hash'}
+local function by_key_index(x, y) return x.k < y.k end
+
 local function all_run(keys, args, write, refund_only)
-  local server_time = server_ms()
+  local server_time = clock_for(#keys > 0 and args[1] or '*', write)
   local numkeys = #keys
   local rest_from = 1
   if numkeys == 0 then
@@ -2163,9 +2176,7 @@ local function all_run(keys, args, write, refund_only)
     if rules > MAX_RULES then
       arg_error('too many rules: ' .. rules .. ' given over all clauses, at most ' .. MAX_RULES .. ' per call')
     end
-    local orig = {}
-    for j = 1, #cargs do orig[j] = cargs[j] end
-    clauses[n] = {n = n, kind = span.kind, k = k, key = keys[k], args = a, cargs = orig}
+    clauses[n] = {n = n, kind = span.kind, k = k, key = keys[k], args = a}
   end
   for k = 1, numkeys do
     if not used[k] then
@@ -2174,12 +2185,11 @@ local function all_run(keys, args, write, refund_only)
   end
   local order = {}
   for i = 1, #clauses do order[i] = clauses[i] end
-  table.sort(order, function(x, y) return x.k < y.k end)
+  table.sort(order, by_key_index)
   -- WRONGTYPE in key order, then stored values in key order
-  local want = {CHECK = 'zset', LEASE = 'zset', THROTTLE = 'hash', QUOTA = 'hash'}
   for _, c in ipairs(order) do
     local ty = call('TYPE', c.key).ok
-    if ty ~= 'none' and ty ~= want[c.kind] then fail(WRONGTYPE) end
+    if ty ~= 'none' and ty ~= KIND_TYPE[c.kind] then fail(WRONGTYPE) end
   end
   local replies, costs = {}, {}
   for _, c in ipairs(order) do

@@ -43,8 +43,8 @@ CLIENTS = ("sends RL.X through a client package, redis-cli or a docs transcript,
 SCRIPTS = "a Lua script that calls RL.X with redis.call: a script cannot call a function"
 GETKEYS = ("COMMAND GETKEYS/INFO/DOCS of the rl.* commands: the library's keys are FCALL's numkeys "
            "(SPEC 'The Functions library': FCALL's own numkeys errors)")
-BIG = ("replies above 2^53: a Lua number carries integers exactly up to 2^53 (SPEC 'The Functions library', "
-       "not covered: replies above 2^53)")
+BIG = ("replies above 2^53 (here a retry_after past a window of 2^53-1 ms): a Lua number carries integers "
+       "exactly up to 2^53 (SPEC 'The Functions library', not covered, names those after extreme DEBITs)")
 
 NOT_FOR_FUNCTIONS = {
     "test_acl.py": ACL,

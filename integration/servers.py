@@ -99,7 +99,11 @@ class Server:
                 try:
                     if self.client().ping():
                         if self.module and FUNCTIONS and not self._replica():
-                            functions_backend.load(self.raw_client())
+                            loader = self.raw_client()
+                            try:
+                                functions_backend.load(loader)
+                            finally:
+                                loader.close()
                         return self
                 except redis.exceptions.ConnectionError:
                     time.sleep(0.05)

@@ -49,3 +49,9 @@ bench-python: build python-venv
 	cd $(PYC_DIR) && RL_SERVER=redis7 $(PYC_PY) bench/bench.py
 
 bench-clients: bench-python
+
+# docs/guides/faults.md's table: the example apps (Python and Node) broken
+# on purpose over HTTP, standalone and Cluster (not a test: prints a table).
+.PHONY: faults-table
+faults-table: build python-venv node-build
+	RL_MODULE=$(RL_MODULE) $(PYC_PY) integration/faults_table.py python node

@@ -1,9 +1,9 @@
 """The seed services (shared/SERVICES.md) as a one-file Django project with
-redis_rl's Django adapter: the view decorator on async views (and on sync
-ones: endpoints 3's per-user API and 4's login, decided through the sync
-client), the middleware, scopes — no RL command written by hand. Served by
-uvicorn (ASGI). Run: `make example-django` (PORT, REDIS_URL or
-REDIS_CLUSTER, RL_PREFIX, RL_BACKEND: module (default), functions or auto).
+redis_rl's Django adapter: the view decorator on async views (and on a sync
+one: endpoint 4's login, decided through the sync client), the middleware,
+scopes — no RL command written by hand. Served by uvicorn (ASGI). Run:
+`make example-django` (PORT, REDIS_URL or REDIS_CLUSTER, RL_PREFIX,
+RL_BACKEND: module (default), functions or auto).
 The same policies, keys and answers as examples/python (FastAPI): the two
 apps are one service on one Redis."""
 
@@ -15,8 +15,6 @@ import json
 import os
 import re
 import sys
-import threading
-import time
 import zoneinfo
 from datetime import timedelta
 from typing import Any
@@ -92,27 +90,9 @@ llm = Policy("llm", [token_bucket("rate", 60, 60 * S, burst=10), concurrency("in
                      quota("tokens", None, "day", 100_000, metered=True),
                      sliding_window("global", 1000, 60 * S, shared=True)], prefix=PREFIX, tag="llm")
 
-# --- OCR limits, changed at run time: kept in Redis (as examples/python
-# keeps them), re-read every 250 ms by a thread; the last known kept while
-# Redis is down ---
-OCR_LIMITS_KEY = f"{PREFIX}ocr:limits"
-ocr_limits = {"day": 20, "hour": 5}
-
-
-def refresh_ocr_limits() -> None:
-    try:
-        stored = sync.hgetall(OCR_LIMITS_KEY)
-    except Exception:
-        return
-    if stored:
-        ocr_limits.update({k.decode(): int(v) for k, v in stored.items()})
-
-
-def refresh_forever() -> None:
-    while True:
-        time.sleep(0.25)
-        refresh_ocr_limits()
-
+# OCR limits changed at run time (PUT /admin/limits/ocr, on any instance of any
+# example app) are the client's runtime limits (<prefix>ratelimit:limits, read
+# before the first decision and every 250 ms; redis_rl.overrides).
 
 RateLimitMiddleware = limits.middleware({"/seed002/api/default": (api_default, limits.client_ip),
                                          "/seed002/api/custom": (api_custom, limits.client_ip)}, x_ratelimit=True)
@@ -191,7 +171,7 @@ async def send_sms(request: HttpRequest) -> HttpResponse:
 
 
 @require_http_methods(["POST"])
-@limits.limit(ocr, key=DjangoRateLimits.header("X-User"), overrides=lambda r: dict(ocr_limits))
+@limits.limit(ocr, key=DjangoRateLimits.header("X-User"))
 async def run_ocr(request: HttpRequest) -> HttpResponse:
     return JsonResponse({"done": True})
 
@@ -199,8 +179,7 @@ async def run_ocr(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "PUT"])
 async def ocr_limits_view(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
-        await asyncio.to_thread(refresh_ocr_limits)
-        return JsonResponse(dict(ocr_limits))
+        return JsonResponse(await limiter.runtime_limits.get(ocr))
     try:
         body = json_body(request)
     except ProblemError as e:
@@ -208,8 +187,10 @@ async def ocr_limits_view(request: HttpRequest) -> HttpResponse:
     if (not isinstance(body, dict) or set(body) != {"day", "hour"}
             or not all(type(v) is int and v >= 0 for v in body.values())):
         return ProblemError.bad_request('expected {"day": D, "hour": H} with integers >= 0').response()
-    await client.hset(OCR_LIMITS_KEY, mapping={"day": body["day"], "hour": body["hour"]})
-    ocr_limits.update(body)
+    try:
+        await limiter.runtime_limits.set(ocr, body)
+    except ValueError as e:  # above 2^53-1
+        return ProblemError.bad_request(str(e)).response()
     return HttpResponse(status=204)
 
 
@@ -221,12 +202,16 @@ async def api_custom_view(request: HttpRequest) -> HttpResponse:
     return JsonResponse({"endpoint": "custom"})
 
 
-# Sync views: decided through the sync RateLimiter (Django runs them in a thread under ASGI).
+# Async: a late reply is given back (SERVICES.md). Through the sync client
+# (budget = socket timeout) a reply after the budget is lost and counts.
 @limits.limit(api_user, key=lambda r: r.resolver_match.kwargs["user_id"], x_ratelimit=True)
-def api_user_view(request: HttpRequest, user_id: str) -> HttpResponse:
+async def api_user_view(request: HttpRequest, user_id: str) -> HttpResponse:
     return JsonResponse({"user": user_id})
 
 
+# A sync view: decided through the sync RateLimiter (Django runs it in a thread
+# under ASGI). Only the lockout may be: its late call counts anyway (RL.LOCKCOUNT
+# has no refund).
 @require_http_methods(["POST"])
 @limits.limit(login, key=lambda r: f"{limits.client_ip(r)}:{r.path}")
 def login_view(request: HttpRequest) -> HttpResponse:
@@ -302,8 +287,6 @@ def main() -> None:
     except Exception as e:  # one line, non-zero exit (SERVICES.md)
         print(f"example-django: {e}", file=sys.stderr)
         sys.exit(1)
-    refresh_ocr_limits()
-    threading.Thread(target=refresh_forever, daemon=True, name="ocr-limits").start()
     uvicorn.run(get_asgi_application(), host="127.0.0.1", port=int(os.environ.get("PORT", "8080")),
                 log_level="warning", lifespan="off")
 

@@ -28,7 +28,7 @@ export function policies(prefix) {
       .tokenBucket("rate", 60, 60 * S, 10)
       .concurrency("inflight", 2, 60 * S)
       .quota("tokens", null, "day", 100_000, { cost: "estimate" })
-      .slidingWindow("global", 1000, 60 * S, { global: true }),
+      .slidingWindow("global", 1000, 60 * S, { shared: true }),
   };
 }
 
@@ -79,34 +79,11 @@ export async function createApp({ redis, prefix = "", limiter }) {
   app.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
   app.decorateRequest("json", undefined);
 
-  // OCR limits change at run time: kept in Redis (as examples/node keeps them), re-read every 250 ms.
-  const ocrLimitsKey = `${prefix}ocr:limits`;
-  const ocrLimits = { day: 20, hour: 5 };
-  const applyOcrLimits = (stored) => {
-    for (const name of ["day", "hour"]) {
-      if (stored?.[name] !== undefined && stored[name] !== null) ocrLimits[name] = Number(stored[name]);
-      p.ocr.setLimit(name, ocrLimits[name]);
-    }
-  };
-  let refreshing = false;
-  const refresh = async () => {
-    if (refreshing) return;
-    refreshing = true;
-    try {
-      applyOcrLimits(await redis.hgetall(ocrLimitsKey));
-    } catch {
-      // Redis down: keep the last known limits.
-    } finally {
-      refreshing = false;
-    }
-  };
-  const timer = setInterval(refresh, 250);
-  timer.unref();
-  app.addHook("onClose", async () => {
-    clearInterval(timer);
-    limiter.close();
-  });
-  await refresh();
+  // The limits set at run time (PUT /admin/limits/ocr, on any instance of any
+  // example app) are the client's runtime limits (<prefix>ratelimit:limits,
+  // re-read every 250 ms): read once before serving.
+  await limiter.runtimeLimits.load(p.ocr);
+  app.addHook("onClose", async () => limiter.close());
 
   // Problems raised by checks and key resolvers, and the model's failure.
   app.setErrorHandler((err, _request, reply) => {
@@ -129,7 +106,7 @@ export async function createApp({ redis, prefix = "", limiter }) {
     config: { rateLimit: { policy: p.sms, key: phone, subkeys: (request) => ({ duplicate: createHash("sha256").update(request.body ?? "").digest("hex").slice(0, 32) }) } },
   }, async () => ({ sent: true }));
 
-  // 2. Natural day and hour in Asia/Shanghai; limits from Redis.
+  // 2. Natural day and hour in Asia/Shanghai; limits changed at run time (above).
   app.post("/seed001/ocr", { config: { rateLimit: { policy: p.ocr, key: keys.header("X-User") } } }, async () => ({ done: true }));
   app.put("/admin/limits/ocr", async (request, reply) => {
     const body = json(request);
@@ -138,14 +115,10 @@ export async function createApp({ redis, prefix = "", limiter }) {
       Object.keys(body).sort().join() === "day,hour" &&
       Object.values(body).every((v) => Number.isSafeInteger(v) && v >= 0);
     if (!ok) throw badRequest('expected {"day": D, "hour": H} with integers >= 0');
-    await redis.hset(ocrLimitsKey, "day", String(body.day), "hour", String(body.hour));
-    applyOcrLimits(body);
+    await limiter.runtimeLimits.set(p.ocr, body);
     return reply.code(204).send();
   });
-  app.get("/admin/limits/ocr", async () => {
-    await refresh();
-    return { ...ocrLimits };
-  });
+  app.get("/admin/limits/ocr", async () => limiter.runtimeLimits.get(p.ocr));
 
   // 3. Per IP and per path variable, with X-RateLimit-* too.
   const legacyHeaders = true;

@@ -119,44 +119,64 @@ export function createApp({ redis, prefix = "", limiter = new RateLimiter(redis)
   app.post("/seed004/login", rateLimit({ limiter, policy: p.login, key: (req) => `${req.ip}:${req.path}` }), (_req, res) => res.json({ ok: true }));
 
   // 5. LLM gateway: bucket + in-flight lease + daily token budget + global window, one call up front.
-  app.post(
-    "/llm/complete",
-    json,
-    validate((req) => {
-      if (!req.get("X-Api-Key")) throw new ProblemError(401, "unauthorized", "missing X-Api-Key header");
-      const zone = req.get("X-Zone") ?? "";
-      // isZone also takes a fixed offset (RL.QUOTA does): no IANA zone.
-      if (/^[+-]/.test(zone) || !isZone(zone)) throw badRequest("X-Zone must be an IANA time zone");
-      if (limiter.client.backend === "functions") {
-        try {
-          functionsZone(zone); // the library takes fixed-offset zones only: a zone with daylight saving is refused
-        } catch (e) {
-          throw badRequest(e.message);
-        }
-      }
-      const n = req.body?.max_tokens;
-      if (!Number.isSafeInteger(n) || n < 1 || n > 100_000) throw badRequest("max_tokens must be an integer from 1 to 100000");
-    }),
-    rateLimit({
-      limiter,
-      policy: p.llm,
-      key: keys.header("X-Api-Key"),
-      estimate: (req) => req.body.max_tokens,
-      zone: (req) => req.get("X-Zone"),
-    }),
-    async (req, res, next) => {
-      const n = req.body.max_tokens;
-      const { signal } = req.rateLimit;
+  const llmInput = validate((req) => {
+    if (!req.get("X-Api-Key")) throw new ProblemError(401, "unauthorized", "missing X-Api-Key header");
+    const zone = req.get("X-Zone") ?? "";
+    // isZone also takes a fixed offset (RL.QUOTA does): no IANA zone.
+    if (/^[+-]/.test(zone) || !isZone(zone)) throw badRequest("X-Zone must be an IANA time zone");
+    if (limiter.client.backend === "functions") {
       try {
-        await fakeModel(headerInt(req, "X-Sleep-Ms", 100), req.get("X-Fail") === "1", signal);
+        functionsZone(zone); // the library takes fixed-offset zones only: a zone with daylight saving is refused
       } catch (e) {
-        return next(e); // the permit settles to 0 when the response ends
+        throw badRequest(e.message);
       }
-      const used = Math.min(n, headerInt(req, "X-Used-Tokens", Math.floor(n / 2)));
-      req.rateLimit.used(used);
-      res.json({ used_tokens: used });
-    },
-  );
+    }
+    const n = req.body?.max_tokens;
+    if (!Number.isSafeInteger(n) || n < 1 || n > 100_000) throw badRequest("max_tokens must be an integer from 1 to 100000");
+  });
+  const llmLimit = rateLimit({
+    limiter,
+    policy: p.llm,
+    key: keys.header("X-Api-Key"),
+    estimate: (req) => req.body.max_tokens,
+    zone: (req) => req.get("X-Zone"),
+  });
+  app.post("/llm/complete", json, llmInput, llmLimit, async (req, res, next) => {
+    const n = req.body.max_tokens;
+    const { signal } = req.rateLimit;
+    try {
+      await fakeModel(headerInt(req, "X-Sleep-Ms", 100), req.get("X-Fail") === "1", signal);
+    } catch (e) {
+      return next(e); // the permit settles to 0 when the response ends
+    }
+    const used = Math.min(n, headerInt(req, "X-Used-Tokens", Math.floor(n / 2)));
+    req.rateLimit.used(used);
+    res.json({ used_tokens: used });
+  });
+
+  // 6. Endpoint 5 streamed (ndjson): the same limits and keys, counted
+  // together. The permit closes after the last byte (the lease held until
+  // then), settled to the tokens of the lines sent; a client that leaves
+  // mid-stream stops it (req.rateLimit.signal) and frees its slot.
+  app.post("/llm/stream", json, llmInput, llmLimit, async (req, res, next) => {
+    if (req.get("X-Fail") === "1") return next(new ModelError("the model failed")); // 500 before the first byte
+    const n = req.body.max_tokens;
+    const used = Math.min(n, headerInt(req, "X-Used-Tokens", Math.floor(n / 2)));
+    const lines = Math.max(1, Math.floor(headerInt(req, "X-Sleep-Ms", 100) / 100));
+    const each = Math.floor(used / lines);
+    const { signal } = req.rateLimit;
+    res.status(200).type("application/x-ndjson");
+    res.flushHeaders();
+    let sent = 0;
+    for (let i = 0; i < lines; i++) {
+      if (!(await pause(100, signal))) return res.end(); // the client left: settled to what was sent
+      const k = i === lines - 1 ? used - sent : each;
+      res.write(`${JSON.stringify({ tokens: k })}\n`);
+      sent += k;
+      req.rateLimit.used(sent);
+    }
+    res.end(`${JSON.stringify({ used_tokens: used })}\n`);
+  });
 
   // Problems raised above, body parsing errors, and the model's failure.
   app.use((err, _req, res, _next) => {
@@ -177,6 +197,22 @@ class ModelError extends Error {}
 function headerInt(req, name, fallback) {
   const v = req.get(name) ?? "";
   return /^[0-9]+$/.test(v) ? Number(v) : fallback;
+}
+
+/** Waits `ms`; false when `signal` aborts first (the client went away). */
+function pause(ms, signal) {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const onAbort = () => {
+      clearTimeout(t);
+      resolve(false);
+    };
+    const t = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve(true);
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
 }
 
 /** The fake model: sleeps (stopped early when the client goes away), then answers or fails. */

@@ -19,6 +19,7 @@ from typing import Any
 import redis
 import redis.asyncio
 from fastapi import Depends, FastAPI, Request, Response
+from fastapi.responses import StreamingResponse
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
@@ -225,6 +226,40 @@ async def complete(request: Request,
     if permit is not None:
         permit.used(used)
     return {"used_tokens": used}
+
+
+def rate_limit_headers(response: Response) -> dict[str, str]:
+    """The RateLimit headers the dependency put on FastAPI's response object:
+    a Response the endpoint returns itself (a stream) carries them only if given."""
+    return {k: v for k, v in response.headers.items() if k.startswith(("ratelimit", "x-ratelimit"))}
+
+
+@app.post("/llm/stream")
+async def stream(request: Request, response: Response,
+                 # The default dependency scope: the lease is held until the
+                 # stream's last byte is sent, the budget settled after it.
+                 permit=Depends(limits.scope(llm, key=llm_key, estimate=max_tokens, zone=llm_zone)),
+                 n: int = Depends(max_tokens)) -> StreamingResponse:
+    if request.headers.get("X-Fail") == "1":
+        raise ModelError("the model failed")  # a 500 before the first byte; settled to 0
+    used = min(n, header_int(request, "X-Used-Tokens", n // 2))
+    lines = max(1, header_int(request, "X-Sleep-Ms", 100) // 100)
+
+    async def ndjson():
+        sent = 0
+        try:
+            for i in range(lines):
+                await asyncio.sleep(0.1)
+                if await request.is_disconnected():  # the caller left: stop, settled to what was sent
+                    return
+                k = used - sent if i == lines - 1 else used // lines
+                yield json.dumps({"tokens": k}) + "\n"
+                sent += k
+            yield json.dumps({"used_tokens": used}) + "\n"
+        finally:  # also when Starlette stops the stream of a client that left
+            if permit is not None:
+                permit.used(sent)
+    return StreamingResponse(ndjson(), media_type="application/x-ndjson", headers=rate_limit_headers(response))
 
 
 def main() -> None:

@@ -77,6 +77,7 @@ const TWO_KEYS = new Set(["RL.DAYHOUR", "RL.LOCKCOUNT"]);
  */
 export function fcall(args: readonly string[]): string[] {
   const name = args[0].toUpperCase();
+  if (!name.startsWith("RL.")) return [...args]; // a plain Redis command (DEL, PTTL): the same on both engines
   let keys: readonly string[];
   let rest: string[];
   let refund: boolean;

@@ -8,7 +8,7 @@
 import * as b from "./build";
 import { backendOf, fcall, isFunctionMissing, isModuleMissing, library, loadCommand, versionOf, type Backend } from "./backend";
 import * as d from "./decisions";
-import { isServerReplyError, LibraryNotLoadedError, ModuleNotLoadedError, RateLimitError } from "./errors";
+import { isServerReplyError, LibraryNotLoadedError, ModuleNotLoadedError, RateLimitError, RateLimitUnavailableError } from "./errors";
 import { transportFor, type Call, type Primary, type RedisLike, type Transport } from "./transport";
 
 export interface RateLimitClientOptions {
@@ -252,7 +252,19 @@ function rethrow(e: unknown): never {
   throw asRateLimitError(e);
 }
 
+// Error replies that mean "cannot decide now", not "this call is wrong"
+// (CLIENTS.md §3): unavailable, like a refused connection.
+const UNAVAILABLE_REPLY = /^(CLUSTERDOWN|TRYAGAIN|MASTERDOWN|LOADING)\b/;
+
+/**
+ * A Redis client's error as this package raises it: an error reply becomes
+ * `RateLimitError` (the server's text), the RL commands unknown
+ * `ModuleNotLoadedError`, `CLUSTERDOWN`/`TRYAGAIN`/`MASTERDOWN`/`LOADING`
+ * `RateLimitUnavailableError`; other failures (connections) pass through.
+ */
 export function asRateLimitError(e: unknown): unknown {
-  if (e instanceof RateLimitError || !isServerReplyError(e)) return e;
+  if (e instanceof RateLimitError || e instanceof RateLimitUnavailableError || !isServerReplyError(e)) return e;
+  if (UNAVAILABLE_REPLY.test(e.message)) return new RateLimitUnavailableError(`Redis cannot decide now: ${e.message}`, e);
+  if (isModuleMissing(e.message)) return new ModuleNotLoadedError(`the server answered '${e.message}'`);
   return new RateLimitError(e.message, e);
 }

@@ -102,14 +102,17 @@ export function slotGroups(clauses: readonly Clause[]): number[][] {
 /**
  * The slots' replies as one RL.ALL reply: the binding clause chosen across
  * slots as RL.ALL chooses it (SPEC), details in clause order (a refunded
- * slot's from its refund: the state after it).
+ * slot's from its admission: what it would leave, as one RL.ALL reports it).
  */
 export function merge(clauses: readonly Clause[], groups: readonly number[][], replies: readonly d.AllDecision[], after: readonly (d.AllDecision | null)[]): d.AllDecision {
   const refused = replies.some((r) => r.limited);
   const details: (readonly d.RuleState[] | undefined)[] = new Array(clauses.length);
   let best = -1;
   replies.forEach((r, j) => {
-    const shown = after[j] ?? r;
+    // Each rule as the same call on one server reports it (CLIENTS.md §5: the
+    // same items standalone and Cluster): an admitting slot's admission reply
+    // (what it would leave), not the state after its refund.
+    const shown = r;
     shown.details?.forEach((rules, k) => (details[groups[j][k]] = rules));
     if ((!refused || r.limited) && (best < 0 || binds(r, groups[j], replies[best], groups[best], clauses))) best = j;
   });

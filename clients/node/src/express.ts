@@ -2,8 +2,11 @@
  * express middleware: decides a policy for each request before its
  * handler, answers refusals (429 problem JSON, `Retry-After`, `RateLimit`
  * headers), holds the permit of a policy with an in-flight limit or an
- * estimate until the response ends or the client goes away, and fails
- * open or closed (503) when Redis cannot decide within the budget.
+ * estimate until the response is fully sent (a stream's last byte
+ * included) — or, when the client went away, until the handler ends its
+ * response (`res.end()`, which a handler does also when it stops early on
+ * `req.rateLimit.signal`) — and fails open or closed (503) when Redis cannot
+ * decide within the budget.
  *
  *   import { rateLimit, keys } from "redis-ratelimit/express";
  *   app.get("/api", rateLimit({ limiter, policy, key: keys.ip() }), handler);
@@ -14,6 +17,8 @@ import { RateLimitUnavailableError } from "./errors";
 import type { PolicyCall } from "./combined";
 import type { Permit, PolicyDecision, RateLimiter } from "./limiter";
 import type { FailureMode, Policy } from "./policy";
+import { closeWhenDone } from "./response";
+import { exemption, type Exemptions } from "./exempt";
 import { PROBLEM_JSON, ProblemError, problem, rateLimitHeaders, refusal, unavailable, type Problem } from "./problems";
 
 export { ProblemError, PROBLEM_BASE, PROBLEM_JSON, problem, rateLimitHeaders, refusal, unavailable } from "./problems";
@@ -42,6 +47,16 @@ interface CommonOptions {
   readonly legacyHeaders?: boolean;
   /** Overrides the policy's failure mode (of several policies: closed if any is). */
   readonly failure?: FailureMode;
+  /** Requests never limited (express-rate-limit's `skip`): e.g. health checks. */
+  readonly skip?: (req: Request) => boolean;
+  /** Callers never limited: addresses/CIDR ranges (`req.ip`) and resolved keys (exempt.ts). */
+  readonly exempt?: Exemptions;
+  /**
+   * A custom refusal (express-rate-limit's `handler`): given the decision and
+   * the problem answer the middleware would send (status, body, headers), it
+   * answers itself. Default: that answer (429 problem+json, Retry-After, RateLimit).
+   */
+  readonly onRefused?: (req: Request, res: Response, refusal: { decision: PolicyDecision; status: number; body: Problem; headers: Array<[string, string]> }) => void;
 }
 
 /**
@@ -58,7 +73,11 @@ export interface RateLimitInfo {
   readonly permit: Permit | null;
   /** Reports the real usage of the estimate limits (tokens an LLM answer took). */
   used(units: number): void;
-  /** Aborted when the client disconnects before the response ends: stop the work. */
+  /**
+   * Aborted when the client disconnects before the response ends: stop the
+   * work, then end the response (`res.end()`); the permit closes then
+   * (CLIENTS.md §4), not at the disconnect.
+   */
   readonly signal: AbortSignal;
 }
 
@@ -86,7 +105,9 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
   // Named in the 503 of several policies.
   const named = single ? policy : { name: routes.map((r) => r.policy.name).join("+") };
   const failure = options.failure ?? (routes.some((r) => r.policy.options.failure === "closed") ? "closed" : "open");
+  const exempt = exemption(options.exempt);
   return async function rateLimitMiddleware(req: Request, res: Response, next: NextFunction) {
+    if (options.skip?.(req) || exempt(req.ip, [])) return next();
     // Aborted when the client goes away before the response ends; made only
     // when someone needs it (a permit, or a handler reading the signal).
     let aborted: AbortController | null = null;
@@ -109,6 +130,7 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
         const key = await r.key(req);
         calls.push(r.policy.bind(key, { cost: r.cost?.(req), estimate: r.estimate?.(req), zone: r.zone?.(req), subkeys: r.subkeys?.(req) }));
       }
+      if (exempt(undefined, calls.map((c) => c.key))) return next();
       signal = needsPermit ? abortSignal() : undefined;
     } catch (e) {
       if (e instanceof ProblemError) return send(res, e.problem);
@@ -119,10 +141,13 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
     let permit: Permit | null = null;
     try {
       if (needsPermit) {
-        permit = single ? await limiter.acquire(policy, calls[0].key, { ...calls[0].options, signal }) : await limiter.acquireAll(calls, { signal });
-        // The client left while the decision was in flight: the permit has
-        // already given its lease back, so the work must not start.
-        if (permit.signal.aborted) return;
+        permit = single ? await limiter.acquire(policy, calls[0].key, calls[0].options) : await limiter.acquireAll(calls);
+        // The client left while the decision was in flight: nobody to
+        // answer, so the work does not start and the permit closes now.
+        if (signal?.aborted) {
+          void permit.close();
+          return;
+        }
         decision = permit.decision;
       } else {
         decision = single ? await limiter.decide(policy, calls[0].key, calls[0].options) : await limiter.decideAll(calls);
@@ -139,16 +164,11 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
     const headers = rateLimitHeaders(decision, options.legacyHeaders);
     if (decision.limited) {
       const r = refusal(decision);
+      if (options.onRefused) return options.onRefused(req, res, { decision, status: r.body.status, body: r.body, headers: [...headers, ...r.headers] });
       return send(res, r.body, [...headers, ...r.headers]);
     }
     for (const [k, v] of headers) res.setHeader(k, v);
-    if (permit) {
-      const held = permit;
-      // The response's end, or the client's disconnect, closes the permit:
-      // the lease is released and the estimate settled to what was reported.
-      res.once("finish", () => void held.close());
-      res.once("close", () => void held.close());
-    }
+    if (permit) closeWhenDone(res, permit);
     req.rateLimit = info(decision, permit, abortSignal);
     next();
   };

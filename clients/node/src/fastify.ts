@@ -18,6 +18,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, preHandlerAsyncHookHandler } from "fastify";
 import fp from "fastify-plugin";
+import { closeWhenDone } from "./response";
 import { isIPv4 } from "node:net";
 import { RateLimitUnavailableError } from "./errors";
 import type { PolicyCall } from "./combined";
@@ -138,10 +139,13 @@ function handlerFor(limiter: RateLimiter, options: RouteRateLimit, legacyDefault
     let permit: Permit | null = null;
     try {
       if (needsPermit) {
-        permit = single ? await limiter.acquire(policy, calls[0].key, { ...calls[0].options, signal }) : await limiter.acquireAll(calls, { signal });
-        // The client left while the decision was in flight: the permit has
-        // already given its lease back, so the work must not start.
-        if (permit.signal.aborted) return reply;
+        permit = single ? await limiter.acquire(policy, calls[0].key, calls[0].options) : await limiter.acquireAll(calls);
+        // The client left while the decision was in flight: nobody to
+        // answer, so the work does not start and the permit closes now.
+        if (signal?.aborted) {
+          void permit.close();
+          return reply;
+        }
         decision = permit.decision;
       } else {
         decision = single ? await limiter.decide(policy, calls[0].key, calls[0].options) : await limiter.decideAll(calls);
@@ -161,13 +165,10 @@ function handlerFor(limiter: RateLimiter, options: RouteRateLimit, legacyDefault
       return send(reply, r.body, [...headers, ...r.headers]);
     }
     for (const [k, v] of headers) reply.header(k, v);
-    if (permit) {
-      const held = permit;
-      // The response's last byte, or the client's disconnect, closes the
-      // permit: the lease is released and the estimate settled to what was
-      // reported (a closed ServerResponse emits "close" either way).
-      res.once("close", () => void held.close());
-    }
+    // The response's last byte closes the permit; a disconnect only once the
+    // handler's work ended (its body handed over: a stream the disconnect
+    // destroyed), never while the handler still runs (CLIENTS.md §4).
+    if (permit) closeWhenDone(res, permit, () => reply.sent || res.headersSent);
     request.rateLimit = info(decision, permit, abortSignal);
   };
 }

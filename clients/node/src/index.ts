@@ -28,7 +28,7 @@ export { Policy } from "./policy";
 export { parseLimits } from "./text";
 export type { TextLimit } from "./text";
 export type { PolicyOptions, LimitOptions, Limit, LimitKind, FailureMode } from "./policy";
-export { RateLimiter, Permit } from "./limiter";
+export { RateLimiter, Permit, PermitClosedError } from "./limiter";
 export type { PolicyCall } from "./combined";
 export type { LimitState, PolicyDecision, DecideOptions, AcquireOptions, RateLimiterOptions } from "./limiter";
 export { isZone } from "./args";

@@ -8,13 +8,15 @@ import { randomUUID } from "node:crypto";
 import type { Backend } from "./backend";
 import { RateLimitClient, type Health } from "./client";
 import * as d from "./decisions";
-import { RateLimitedError, RateLimitError, RateLimitUnavailableError } from "./errors";
+import { LibraryNotLoadedError, ModuleNotLoadedError, RateLimitedError, RateLimitError, RateLimitUnavailableError } from "./errors";
 import * as a from "./args";
 import { allCall, clausesOf, decisionOf, merge, slotGroups, type Clause, type Part, type PolicyCall } from "./combined";
 import { groupKey, keyBase, type Group, type Limit, type LimitKind, type Policy } from "./policy";
 import type { Call, RedisLike } from "./transport";
 import { checkHooks, gaveBackLate, observed, type DecisionHooks } from "./hooks";
 import { REFRESH_MS, RuntimeLimits } from "./overrides";
+import * as admin from "./admin";
+import { refundCall, uncounted } from "./outcome";
 
 interface Pending {
   readonly deadline: number;
@@ -69,8 +71,10 @@ export interface DecideOptions {
 }
 
 export interface AcquireOptions extends DecideOptions {
-  /** Closes the permit (release + settle) when aborted: a client that disconnected. */
+  /** Passed on to `permit.signal` (the work should stop); the permit still closes when the work ends. */
   readonly signal?: AbortSignal;
+  /** Renew the lease (RL.RENEW) every third of its TTL while the permit is open (default true). */
+  readonly renew?: boolean;
 }
 
 export interface RateLimiterOptions {
@@ -85,6 +89,12 @@ export interface RateLimiterOptions {
   /** Which engine decides: `"module"` (default), `"functions"` or `"auto"` (`RateLimitClientOptions`). */
   readonly backend?: Backend | string;
   /**
+   * Refuse a client whose command or socket timeout is shorter than the
+   * budget + 10 s (it drops replies Redis still runs, so a late admission
+   * cannot be given back). Default true.
+   */
+  readonly checkTimeouts?: boolean;
+  /**
    * Apply the limits an admin sets at run time (`limiter.runtimeLimits.set(policy, {...})`,
    * from any client; `overrides.ts`). Default true.
    */
@@ -97,19 +107,70 @@ export interface RateLimiterOptions {
 // Lease releases waiting for Redis to answer; past this many they expire by TTL.
 const MAX_PENDING_RELEASES = 10_000;
 
+/** One node's circuit: open while the node fails; its probe closes it. */
+interface Circuit {
+  readonly node: string;
+  open: boolean;
+  overruns: number;
+  probing: NodeJS.Timeout | null;
+}
+
+// Budget overruns in a row on one node that open its circuit: one slow
+// reply (a GC pause, a busy server) is not an outage.
+const OVERRUNS = 3;
+
+// Command timeouts shorter than the budget plus this drop replies Redis
+// still runs (CLIENTS.md §3): refused at start.
+const LATE_REPLY_MARGIN = 10_000;
+
+/**
+ * Refuses a client whose command timeout would drop replies Redis still
+ * runs (shorter than the budget + 10 s): a 503'd request's admission could
+ * not be given back (CLIENTS.md §3). ioredis `commandTimeout` (a Cluster's
+ * `redisOptions.commandTimeout`); node-redis `socket.socketTimeout`.
+ */
+function checkClientTimeouts(client: unknown, budget: number): void {
+  const c = client as any;
+  if (!c || typeof c !== "object") return;
+  // node-redis's default reconnect backs off to 2 s plus jitter: decisions
+  // came back 2.4 s after Redis did (SERVICES.md allows 2 s). Said at start.
+  if (typeof c.sendCommand === "function" && typeof c.multi === "function" && c.options?.socket && c.options.socket.reconnectStrategy === undefined) {
+    console.warn(
+      "redis-ratelimit: this node-redis client reconnects with its default back-off (up to 2 s plus jitter), so decisions " +
+        "may use Redis again only ~2.4 s after it answers: give it socket: { reconnectStrategy: (n) => Math.min(50 * 2 ** n, 500) }",
+    );
+  }
+  const found: Array<[string, unknown]> = [
+    ["commandTimeout", c.options?.commandTimeout],
+    ["redisOptions.commandTimeout", c.options?.redisOptions?.commandTimeout],
+    ["socket.socketTimeout", c.options?.socket?.socketTimeout],
+    ["defaults.socket.socketTimeout", c._options?.defaults?.socket?.socketTimeout],
+  ];
+  for (const [name, v] of found) {
+    if (typeof v === "number" && v > 0 && v < budget + LATE_REPLY_MARGIN) {
+      throw new RangeError(
+        `the Redis client's ${name} (${v} ms) drops replies Redis still runs: give none (the budget bounds each decision) ` +
+          `or at least the budget + ${LATE_REPLY_MARGIN} ms (${budget + LATE_REPLY_MARGIN} ms), so a late admission can be given back`,
+      );
+    }
+  }
+}
+
 export class RateLimiter {
   readonly client: RateLimitClient;
   readonly timeout: number;
   readonly probeInterval: number;
   private readonly onError: (error: unknown) => void;
+  private readonly circuits = new Map<string, Circuit>();
   readonly hooks: readonly DecisionHooks[];
-  private open = false;
   private readonly pending = new Set<Pending>();
   private readonly releases: Call[] = [];
   private sweeper: NodeJS.Timeout | null = null;
+  private flusher: NodeJS.Timeout | null = null;
+  /** Why the last decision found the module missing (it went away at run time), or null. */
+  private moduleMissing: string | null = null;
   /** False once the server refused DETAILS (an older module build). */
   detailsSupported = true;
-  private probing: NodeJS.Timeout | null = null;
   /** The runtime overrides' store (null when turned off). */
   readonly runtimeLimits: RuntimeLimits | null;
 
@@ -125,6 +186,7 @@ export class RateLimiter {
     if (options.onError !== undefined && typeof options.onError !== "function") throw new TypeError("onError must be a function");
     this.onError = options.onError ?? (() => {});
     this.hooks = checkHooks(options.hooks);
+    if (options.checkTimeouts ?? true) checkClientTimeouts(redis instanceof RateLimitClient ? null : redis, this.timeout);
     this.runtimeLimits = options.runtimeLimits === false ? null : new RuntimeLimits(this.client, options.refresh ?? REFRESH_MS, (e) => this.report(e));
   }
 
@@ -135,23 +197,43 @@ export class RateLimiter {
     return this.runtimeLimits.ready(known);
   }
 
-  /** Whether decisions currently fail fast (Redis was unreachable; a probe is running). */
+  /** Whether some node's circuit is open (its keys decided without Redis; a probe is running). */
   get circuitOpen(): boolean {
-    return this.open;
+    for (const c of this.circuits.values()) if (c.open) return true;
+    return false;
+  }
+
+  /** The nodes (host:port) whose circuit is open. */
+  get openNodes(): string[] {
+    return [...this.circuits.values()].filter((c) => c.open).map((c) => c.node).sort();
+  }
+
+  private circuit(node: string): Circuit {
+    let c = this.circuits.get(node);
+    if (!c) this.circuits.set(node, (c = { node, open: false, overruns: 0, probing: null }));
+    return c;
+  }
+
+  /** The circuits of the nodes that serve `keys` (one per standalone server). */
+  private circuitsOf(keys: readonly string[]): Circuit[] {
+    const nodeOf = this.client.transport.nodeOf;
+    if (!nodeOf) return [this.circuit("*")];
+    return [...new Set(keys.map((k) => nodeOf(k)))].map((n) => this.circuit(n));
   }
 
   /**
-   * Runs `fn` within the budget; unreachable Redis opens the circuit. Error
+   * Runs `fn` within the budget; a failing node opens its circuit. Error
    * replies pass as RateLimitError. A call past its budget is not lost on
    * Redis (it runs what it has read): `late` gets a reply that lands after
    * the caller was answered, so what it took can be given back.
    * `always`: run even while the circuit is open (giving back what was taken).
    * `lost`: called when the call fails without a reply (a timeout of the
    * client's own, a broken connection), in time or late: Redis may still
-   * have run it.
+   * have run it. `keys`: the keys it touches (their nodes' circuits).
    */
-  guarded<T>(fn: () => Promise<T>, late?: (value: T) => void, always = false, lost?: () => void): Promise<T> {
-    if (this.open && !always) return Promise.reject(new RateLimitUnavailableError("Redis is unreachable (circuit open; probing)"));
+  guarded<T>(fn: () => Promise<T>, late?: (value: T) => void, always = false, lost?: () => void, keys: readonly string[] = []): Promise<T> {
+    const circuits = this.circuitsOf(keys);
+    if (!always && circuits.some((c) => c.open)) return Promise.reject(new RateLimitUnavailableError("Redis is unreachable (circuit open; probing)"));
     // No timer per decision (this runs on every request): pending decisions
     // sit in a set that one sweep, every tenth of the budget, expires.
     return new Promise<T>((resolve, reject) => {
@@ -166,7 +248,7 @@ export class RateLimiter {
       };
       entry.expire = () => {
         if (!settle()) return;
-        this.trip();
+        this.overrun(circuits);
         reject(new RateLimitUnavailableError(`Redis did not answer within ${this.timeout} ms`));
       };
       this.pending.add(entry);
@@ -175,8 +257,7 @@ export class RateLimiter {
         this.sweeper.unref();
       }
       // A client that throws at once (instead of rejecting) must not leave
-      // the entry pending: the sweep would take it for a timeout and open
-      // the circuit.
+      // the entry pending: the sweep would take it for a timeout.
       let running: Promise<T>;
       try {
         running = fn();
@@ -185,17 +266,31 @@ export class RateLimiter {
       }
       running.then(
         (v) => {
-          if (settle()) resolve(v);
-          else late?.(v);
+          if (settle()) {
+            for (const c of circuits) c.overruns = 0;
+            this.moduleMissing = null;
+            resolve(v);
+          } else late?.(v);
         },
         (e) => {
+          if (e instanceof ModuleNotLoadedError && !(e instanceof LibraryNotLoadedError)) {
+            // The module gone at run time (a failover to a server without
+            // it): the Redis-down mode decides; health() says why.
+            if (this.moduleMissing === null) console.error(`redis-ratelimit: ${e.message}; deciding by each policy's Redis-down mode`);
+            this.moduleMissing = e.message;
+            if (settle()) reject(new RateLimitUnavailableError(e.message, e));
+            return;
+          }
           const replied = e instanceof RateLimitError || e instanceof d.ReplyShapeError || e instanceof RangeError || e instanceof TypeError;
           if (!replied) lost?.();
-          if (!settle()) return;
+          if (!settle()) {
+            if (!replied) this.trip(circuits);
+            return;
+          }
           // An error reply, a reply of an unexpected shape or a bad argument says
           // nothing about Redis being reachable: it passes as it is.
           if (replied) return reject(e);
-          this.trip();
+          this.trip(circuits);
           reject(e instanceof RateLimitUnavailableError ? e : new RateLimitUnavailableError(`Redis is unreachable: ${(e as Error)?.message}`, e));
         },
       );
@@ -204,48 +299,75 @@ export class RateLimiter {
 
   private sweep(): void {
     const now = performance.now();
-    for (const p of this.pending) if (p.deadline <= now) p.expire();
+    // Expired after the poll phase (setImmediate), not in this timer: a
+    // reply already in the socket (the app's own event loop stalled while
+    // Redis answered in time) is read first, and used.
+    const due = [...this.pending].filter((p) => p.deadline <= now);
+    if (due.length > 0) setImmediate(() => due.forEach((p) => p.expire()));
   }
 
-  /** Opens the circuit and probes until Redis answers a PING within the budget. */
-  private trip(): void {
-    if (this.open) return;
-    this.open = true;
-    const probe = async () => {
-      let timer: NodeJS.Timeout | undefined;
-      try {
-        await Promise.race([
-          this.client.transport.sendAny(["PING"]),
-          new Promise((_, reject) => (timer = setTimeout(() => reject(new Error("probe timeout")), this.timeout))),
-        ]);
-        // Leases whose reply was lost go back before decisions resume.
-        if (!(await this.flushReleases())) throw new Error("releases not sent");
-        this.open = false;
-        this.probing = null;
-      } catch {
-        this.probing = setTimeout(probe, this.probeInterval);
-        this.probing.unref();
-      } finally {
-        clearTimeout(timer);
-      }
-    };
-    this.probing = setTimeout(probe, this.probeInterval);
-    this.probing.unref();
+  private overrun(circuits: Circuit[]): void {
+    // The client itself says its connection is down (reconnecting, the call
+    // queued): a failure, not a slow reply.
+    if (this.client.transport.connected?.() === false) return this.trip(circuits);
+    const tripped = circuits.filter((c) => ++c.overruns >= OVERRUNS);
+    if (tripped.length > 0) this.trip(tripped);
+  }
+
+  /** Opens these circuits; one probe per node until it answers a PING within the budget. */
+  private trip(circuits: Circuit[]): void {
+    for (const c of circuits) {
+      if (c.open) continue;
+      c.open = true;
+      const probe = async () => {
+        let timer: NodeJS.Timeout | undefined;
+        try {
+          const t = this.client.transport;
+          await Promise.race([
+            t.ping ? t.ping(c.node) : t.sendAny(["PING"]),
+            new Promise((_, reject) => (timer = setTimeout(() => reject(new Error("probe timeout")), this.timeout))),
+          ]);
+          // Leases whose reply was lost go back before decisions resume.
+          if (!(await this.flushReleases())) throw new Error("releases not sent");
+          c.open = false;
+          c.overruns = 0;
+          c.probing = null;
+        } catch {
+          if (c.probing !== null) {
+            c.probing = setTimeout(probe, this.probeInterval);
+            c.probing.unref();
+          }
+        } finally {
+          clearTimeout(timer);
+        }
+      };
+      c.probing = setTimeout(probe, this.probeInterval);
+      c.probing.unref();
+    }
   }
 
   /**
    * Queues RL.RELEASE calls of leases whose admission may have run while its
-   * reply was lost; sent when Redis answers (by the probe, or now if the
-   * circuit is closed). Releasing a token not held changes nothing.
+   * reply was lost; sent when Redis answers (by a probe, or by a flush every
+   * probe interval while no circuit is open).
    */
   private releaseLater(calls: Call[]): void {
     const releases = calls.filter((c) => c.args[0] === "RL.RELEASE");
     if (releases.length === 0) return;
     this.releases.push(...releases.slice(0, Math.max(0, MAX_PENDING_RELEASES - this.releases.length)));
-    if (this.open) return; // the probe sends them
-    void this.flushReleases().then((sent) => {
-      if (!sent) this.trip();
-    });
+    if (this.flusher) return;
+    const flush = () => {
+      this.flusher = null;
+      if (this.releases.length === 0) return;
+      const again = () => {
+        this.flusher = setTimeout(flush, this.probeInterval);
+        this.flusher.unref();
+      };
+      if (this.circuitOpen) return again(); // the probes send them
+      void this.flushReleases().then((sent) => (sent ? undefined : again()));
+    };
+    this.flusher = setTimeout(flush, 0);
+    this.flusher.unref();
   }
 
   private async flushReleases(): Promise<boolean> {
@@ -270,16 +392,26 @@ export class RateLimiter {
 
   /**
    * Whether Redis can decide now and with which engine (`RateLimitClient.health`):
-   * for an app's health endpoint. Never throws.
+   * for an app's readiness endpoint. DOWN too while a node's circuit is open
+   * (`detail` names the nodes) or the module went missing at run time. Never throws.
    */
-  health(): Promise<Health> {
-    return this.client.health();
+  async health(): Promise<Health> {
+    const h = await this.client.health();
+    if (h.status !== "UP") return h;
+    if (this.moduleMissing !== null) return { status: "DOWN", backend: h.backend, detail: this.moduleMissing };
+    const open = this.openNodes;
+    if (open.length > 0) return { status: "DOWN", backend: h.backend, detail: `circuit open for ${open.join(", ")}` };
+    return h;
   }
 
-  /** Stops the background probe (when closing the app). */
+  /** Stops the background probes (when closing the app). */
   close(): void {
-    if (this.probing) clearTimeout(this.probing);
-    this.probing = null;
+    for (const c of this.circuits.values()) {
+      if (c.probing) clearTimeout(c.probing);
+      c.probing = null;
+    }
+    if (this.flusher) clearTimeout(this.flusher);
+    this.flusher = null;
     this.runtimeLimits?.close();
   }
 
@@ -287,6 +419,31 @@ export class RateLimiter {
    * Decides one call of `policy` for `key`. For policies with an in-flight
    * limit or an estimate, use `acquire` (which gives them back).
    */
+  /** Key administration (admin.ts): every limit's state for `key` now, by peeks that write nothing. */
+  async state(policy: Policy, key: string, options: admin.AdminOptions = {}): Promise<PolicyDecision> {
+    await this.overridesRead([policy]);
+    return admin.state(this.client, policy, key, options);
+  }
+
+  /** Deletes `key`'s own counters and leases under `policy` (unlocks a caller); the number of keys deleted. */
+  reset(policy: Policy, key: string, options: admin.AdminOptions = {}): Promise<number> {
+    return admin.reset(this.client, policy, key, options);
+  }
+
+  /** Charges `n` units to `key`'s windows, buckets and quotas whether or not they fit (DEBIT); the state after. */
+  async penalty(policy: Policy, key: string, n = 1, options: admin.AdminOptions = {}): Promise<PolicyDecision> {
+    await this.overridesRead([policy]);
+    await admin.adjust(this.client, policy, key, n, "DEBIT", options);
+    return admin.state(this.client, policy, key, options);
+  }
+
+  /** Gives `n` units back to `key`'s windows, buckets and quotas (REFUND, never below empty); the state after. */
+  async reward(policy: Policy, key: string, n = 1, options: admin.AdminOptions = {}): Promise<PolicyDecision> {
+    await this.overridesRead([policy]);
+    await admin.adjust(this.client, policy, key, n, "REFUND", options);
+    return admin.state(this.client, policy, key, options);
+  }
+
   decide(policy: Policy, key: string, options: DecideOptions = {}): Promise<PolicyDecision> {
     if (policy.needsPermit) return Promise.reject(new TypeError(`policy '${policy.name}' holds a lease or an estimate: use acquire() or withPermit()`));
     const read = this.overridesRead([policy]);
@@ -298,7 +455,8 @@ export class RateLimiter {
     } catch (e) {
       return Promise.reject(e); // bad input: refused before any Redis call
     }
-    return observed(this.hooks, [policy], performance.now(), this.guarded(() => this.send(policy, held)), (e) => this.report(e));
+    const parts = [{ policy, held, estimate: held.costs[0] ?? 1 }];
+    return observed(this.hooks, [policy], performance.now(), this.guarded(() => this.send(policy, held), this.giveBackLate(parts), false, undefined, held.keys), (e) => this.report(e));
   }
 
   /**
@@ -311,7 +469,7 @@ export class RateLimiter {
     if (read) await read;
     const token = policy.limits.some((l) => l.kind === "concurrency") ? randomUUID() : null;
     const { decision, held, estimate } = await this.run(policy, key, options, token);
-    return new Permit(this, decision.limited ? null : [{ policy, held, estimate }], decision, estimate, token, options.signal);
+    return new Permit(this, decision.limited ? null : [{ policy, held, estimate }], decision, estimate, token, options.signal, options.renew ?? true);
   }
 
   /**
@@ -323,6 +481,9 @@ export class RateLimiter {
     if (permit.decision.limited) throw new RateLimitedError(permit.decision, `rate limited by '${permit.decision.binding.name}' of policy '${policy.name}'`);
     try {
       return await fn(permit);
+    } catch (e) {
+      if (!permit.outcomeKnown) permit.failed(); // a throw is a failure unless the work said otherwise
+      throw e;
     } finally {
       await permit.close();
     }
@@ -349,28 +510,23 @@ export class RateLimiter {
     } catch (e) {
       return Promise.reject(e);
     }
-    return observed(this.hooks, parts.map((p) => p.policy), performance.now(), this.guarded(() => this.sendAll(parts)), (e) => this.report(e));
+    return observed(this.hooks, parts.map((p) => p.policy), performance.now(), this.guarded(() => this.sendAll(parts), this.giveBackLate(parts), false, undefined, parts.flatMap((p) => p.held.keys)), (e) => this.report(e));
   }
 
   /**
    * `decideAll`, and when admitted one permit that holds every bound lease
    * (one token) and estimate: closing it releases and settles them all.
    */
-  async acquireAll(calls: readonly PolicyCall[], options: { readonly signal?: AbortSignal } = {}): Promise<Permit> {
-    if (calls.length === 1) return this.acquire(calls[0].policy, calls[0].key, { ...calls[0].options, signal: options.signal });
+  async acquireAll(calls: readonly PolicyCall[], options: { readonly signal?: AbortSignal; readonly renew?: boolean } = {}): Promise<Permit> {
+    if (calls.length === 1) return this.acquire(calls[0].policy, calls[0].key, { ...calls[0].options, signal: options.signal, renew: options.renew });
     const read = this.overridesRead(Array.isArray(calls) ? calls.map((c) => c?.policy) : []);
     if (read) await read;
     const token = calls.some((c) => c?.policy?.limits.some((l) => l.kind === "concurrency")) ? randomUUID() : null;
     const parts = partsOf(calls, token);
     const policies = parts.map((p) => p.policy);
-    const giveBack = (decision: PolicyDecision) => {
-      if (decision.limited) return;
-      const calls = parts.flatMap((p) => this.settlementCalls(p.policy, p.held, p.estimate, 0));
-      if (calls.length > 0) void this.settle(calls).then(() => gaveBackLate(this.hooks, policies.map((p) => p.name).join("+"), (e) => this.report(e)), (e) => this.report(e));
-    };
     const lost = () => this.releaseLater(parts.flatMap((p) => this.settlementCalls(p.policy, p.held, p.estimate, p.estimate)));
-    const decision = await observed(this.hooks, policies, performance.now(), this.guarded(() => this.sendAll(parts), giveBack, false, lost), (e) => this.report(e));
-    return new Permit(this, decision.limited ? null : parts, decision, Math.max(...parts.map((p) => p.estimate)), token, options.signal);
+    const decision = await observed(this.hooks, policies, performance.now(), this.guarded(() => this.sendAll(parts), this.giveBackLate(parts), false, lost, parts.flatMap((p) => p.held.keys)), (e) => this.report(e));
+    return new Permit(this, decision.limited ? null : parts, decision, Math.max(...parts.map((p) => p.estimate)), token, options.signal, options.renew ?? true);
   }
 
   /** `acquireAll`, then `fn` under the permit, closed whatever happens (as `withPermit`). */
@@ -439,19 +595,28 @@ export class RateLimiter {
     } catch (e) {
       return Promise.reject(e); // bad input: refused before any Redis call
     }
-    // An admission that lands after the budget answered "unavailable": its
-    // lease and estimate go back at once (else the lease stays held for its
-    // TTL, and each stall of Redis costs an in-flight slot per request).
-    const giveBack = (decision: PolicyDecision) => {
-      if (decision.limited) return;
-      const calls = this.settlementCalls(policy, held, estimate, 0);
-      if (calls.length > 0) void this.settle(calls).then(() => gaveBackLate(this.hooks, policy.name, (e) => this.report(e)), (e) => this.report(e));
-    };
     // A reply lost (the client's commandTimeout, a broken connection): the
     // lease goes back by its token once Redis answers; the estimate cannot.
     const lost = () => this.releaseLater(this.settlementCalls(policy, held, estimate, estimate));
     const started = performance.now();
-    return observed(this.hooks, [policy], started, this.guarded(() => this.send(policy, held), giveBack, false, lost), (e) => this.report(e)).then((decision) => ({ decision, held, estimate }));
+    return observed(this.hooks, [policy], started, this.guarded(() => this.send(policy, held), this.giveBackLate([{ policy, held, estimate }]), false, lost, held.keys), (e) => this.report(e)).then((decision) => ({ decision, held, estimate }));
+  }
+
+  /**
+   * What an admission that lands after the request was answered (503, or
+   * let through failing open) does: it is given back whole — windows,
+   * buckets, quotas, the estimate and the lease — with one `RL.ALL ...
+   * REFUND` of the same clauses (one per slot), so that request changes no
+   * counter (CLIENTS.md §3). A lockout has no refund: a late call counts.
+   */
+  private giveBackLate(parts: readonly Part[]): (decision: PolicyDecision) => void {
+    return (decision) => {
+      if (decision.limited || parts.some((p) => p.policy.compile().lockout)) return;
+      const clauses = clausesOf(parts);
+      const calls = slotGroups(clauses).map((g) => allCall(clauses, g, true, false));
+      const name = parts.map((p) => p.policy.name).join("+");
+      void this.settle(calls).then(() => gaveBackLate(this.hooks, name, (e) => this.report(e)), (e) => this.report(e));
+    };
   }
 
   // A promise chain, not async functions: this runs on every request, and
@@ -539,7 +704,7 @@ export class RateLimiter {
     if (calls.length === 0) return;
     // Tried even while the circuit is open (another request's timeout must
     // not keep this lease held for its TTL); past the budget it still lands.
-    const replies = await this.guarded(() => this.client.batch(calls), undefined, true, () => this.releaseLater(calls));
+    const replies = await this.guarded(() => this.client.batch(calls), undefined, true, () => this.releaseLater(calls), calls.map((c) => c.key));
     const failed = replies.find((r) => r instanceof Error);
     if (failed) throw failed;
   }
@@ -593,7 +758,7 @@ function partsOf(calls: readonly PolicyCall[], token: string | null): Part[] {
 }
 
 /** Checks a call's arguments against the compiled policy, before any Redis call. */
-function heldFor(policy: Policy, key: string, o: DecideOptions, cost: number, estimate: number, token: string | null): Held {
+export function heldFor(policy: Policy, key: string, o: DecideOptions, cost: number, estimate: number, token: string | null): Held {
   const c = policy.compile();
   const base = keyBase(policy, key);
   const keys: string[] = [];
@@ -617,7 +782,7 @@ function heldFor(policy: Policy, key: string, o: DecideOptions, cost: number, es
 }
 
 /** Every limit's state from RL.ALL's reply, in the policy's order; the binding one as the reply names it. */
-function fromAll(policy: Policy, all: d.AllDecision): PolicyDecision {
+export function fromAll(policy: Policy, all: d.AllDecision): PolicyDecision {
   const groups = policy.compile().groups;
   const bound = groups[all.clause - 1]?.limits[all.rule - 1];
   if (!bound) throw new d.ReplyShapeError("RL.ALL", [all.clause, all.rule]);
@@ -640,7 +805,7 @@ function fromAll(policy: Policy, all: d.AllDecision): PolicyDecision {
   return finish(policy, binding!, states);
 }
 
-function stateOf(l: Limit, r: d.Decision, name: string = l.name): LimitState {
+export function stateOf(l: Limit, r: d.Decision, name: string = l.name): LimitState {
   return Object.freeze({
     name,
     kind: l.kind,
@@ -653,7 +818,7 @@ function stateOf(l: Limit, r: d.Decision, name: string = l.name): LimitState {
   });
 }
 
-function finish(policy: Policy, binding: LimitState, limits: LimitState[]): PolicyDecision {
+export function finish(policy: Policy, binding: LimitState, limits: LimitState[]): PolicyDecision {
   const limited = binding.limited;
   const special = limited ? policy.limits.find((l) => l.options.problem && limits.find((s) => s.name === l.name)?.limited) : undefined;
   const retryAfter = !limited ? null : binding.kind === "concurrency" ? policy.options.inFlightRetryAfter * 1000 : binding.retryAfter;
@@ -673,13 +838,20 @@ function finish(policy: Policy, binding: LimitState, limits: LimitState[]): Poli
  * (idempotent): the lease is released and the estimate settled to what
  * `used(n)` reported, 0 when nothing was reported — a call that threw or
  * was aborted used nothing. Never rejects: a failure goes to `onError`
- * (the lease then expires by its TTL).
+ * (the lease then expires by its TTL). While open, its lease is renewed
+ * (RL.RENEW) every third of its TTL (`renew: false` opts out), so a long
+ * job keeps its slot.
  */
 export class Permit implements AsyncDisposable {
   private usedUnits: number | null = null;
+  /** A usage report was refused: what was taken up front stays charged. */
+  private stands = false;
   private closing: Promise<void> | null = null;
+  /** The outcome (null: a success unless `withPermit`'s work throws). */
+  private outcome: boolean | null = null;
   private readonly abort = new AbortController();
   private readonly unlisten: () => void = () => {};
+  private renewing: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly limiter: RateLimiter,
@@ -691,18 +863,38 @@ export class Permit implements AsyncDisposable {
     /** The lease's token (null without an in-flight limit or when refused). */
     readonly token: string | null,
     signal?: AbortSignal,
+    renew = true,
   ) {
     if (signal && held) {
-      const onAbort = () => {
-        this.abort.abort(signal.reason);
-        void this.close();
-      };
+      // The work is told (`permit.signal`); the permit closes when the work
+      // ends (`withPermit`, or the caller's `close()`), not at the abort:
+      // the work still holds its slot until then (CLIENTS.md §4).
+      const onAbort = () => this.abort.abort(signal.reason);
       if (signal.aborted) onAbort();
       else {
         signal.addEventListener("abort", onAbort, { once: true });
         this.unlisten = () => signal.removeEventListener("abort", onAbort);
       }
     }
+    if (renew && held && token) this.startRenewing(held, token);
+  }
+
+  private startRenewing(held: readonly Part[], token: string): void {
+    const renewals: Call[] = [];
+    let ttl = Infinity;
+    for (const p of held) {
+      p.policy.compile().groups.forEach((g, i) => {
+        if (g.kind !== "lease") return;
+        const t = g.limits[0].ttl ?? 0;
+        ttl = Math.min(ttl, t);
+        renewals.push({ key: p.held.keys[i], readOnly: false, args: ["RL.RENEW", p.held.keys[i], "*", String(t), token] });
+      });
+    }
+    if (renewals.length === 0 || !Number.isFinite(ttl) || ttl <= 0) return;
+    this.renewing = setInterval(() => {
+      void this.limiter.settle(renewals).catch((e) => this.limiter.report(e));
+    }, Math.max(1, Math.floor(ttl / 3)));
+    this.renewing.unref();
   }
 
   /** Admitted (holds what it took). */
@@ -710,23 +902,55 @@ export class Permit implements AsyncDisposable {
     return !this.decision.limited;
   }
 
-  /** Aborted when the permit closes early (its caller's signal fired): stop the work. */
+  /** Aborted when the caller's signal fires (a client that disconnected): stop the work, then close. */
   get signal(): AbortSignal {
     return this.abort.signal;
   }
 
-  /** Reports the real usage on the estimate limits (replaces an earlier report). */
+  /**
+   * Reports the real usage on the estimate limits (replaces an earlier
+   * report): an integer from 0 to 2^53−1; above a limit it counts as that
+   * limit. Anything else throws `RangeError` and the estimate stands (the
+   * permit still closes normally); after close: `PermitClosedError`.
+   */
   used(units: number): void {
-    if (!Number.isInteger(units) || units < 0) throw new RangeError(`invalid used '${units}': expected an integer >= 0`);
+    if (this.closing) throw new PermitClosedError(`used(${units}) after the permit of '${this.decision.policy}' closed`);
+    if (!Number.isSafeInteger(units) || units < 0) {
+      this.stands = true;
+      throw new RangeError(`invalid used '${units}': expected an integer from 0 to 2^53-1`);
+    }
+    this.stands = false;
     this.usedUnits = units;
+  }
+
+  /** The call succeeded: under `counts: "failures"` it is given back when the permit closes. */
+  succeeded(): void {
+    this.outcome = true;
+  }
+
+  /** The call failed: under `counts: "successes"` it is given back when the permit closes. */
+  failed(): void {
+    this.outcome = false;
+  }
+
+  /** Whether the outcome was said (`succeeded`/`failed`). */
+  get outcomeKnown(): boolean {
+    return this.outcome !== null;
   }
 
   /** Releases the lease and settles the estimate, in one round trip. */
   close(): Promise<void> {
     if (!this.closing) {
       this.unlisten();
+      if (this.renewing) clearInterval(this.renewing);
+      this.renewing = null;
       this.closing = this.held
-        ? this.limiter.settle(this.held.flatMap((p) => this.limiter.settlementCalls(p.policy, p.held, p.estimate, this.usedUnits ?? 0))).catch((e) => this.limiter.report(e))
+        ? this.limiter
+            .settle(this.held.flatMap((p) =>
+              // A policy counting the other outcome gets the whole admission back (outcome.ts).
+              uncounted(p.policy, this.outcome) ? [refundCall(p.policy, p.held)] : this.limiter.settlementCalls(p.policy, p.held, p.estimate, this.stands ? p.estimate : (this.usedUnits ?? 0)),
+            ))
+            .catch((e) => this.limiter.report(e))
         : Promise.resolve();
     }
     return this.closing;
@@ -734,5 +958,13 @@ export class Permit implements AsyncDisposable {
 
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
+  }
+}
+
+/** Usage reported to a permit that has closed: it can no longer be settled. */
+export class PermitClosedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "PermitClosedError";
   }
 }

@@ -37,6 +37,13 @@ export interface PolicyOptions {
   readonly details?: boolean;
   /** Limits as text, each a sliding window: `"5/minute;100/hour"` (text.ts, `parseLimits`). */
   readonly limits?: string;
+  /**
+   * Count only one outcome: every call is charged up front and given back
+   * (one RL.ALL ... REFUND) when its permit closes with the other outcome
+   * (`permit.failed()`/`succeeded()`; adapters: a throw or a status ≥ 400 is
+   * a failure). Needs a window, bucket or quota; default: every call counts.
+   */
+  readonly counts?: "failures" | "successes";
 }
 
 export interface LimitOptions {
@@ -100,7 +107,7 @@ export const isShared = (l: Limit): boolean => !!(l.options.shared ?? l.options.
 
 export class Policy {
   readonly name: string;
-  readonly options: Required<Omit<PolicyOptions, "tag" | "limits">> & { tag: string | null };
+  readonly options: Required<Omit<PolicyOptions, "tag" | "limits" | "counts">> & { tag: string | null; counts: "failures" | "successes" | null };
   readonly limits: Limit[] = [];
   private compiled: Compiled | null = null;
 
@@ -115,7 +122,11 @@ export class Policy {
       failure: options.failure ?? "closed",
       inFlightRetryAfter: a.int("inFlightRetryAfter", options.inFlightRetryAfter ?? 1, 0, a.MAX),
       details: options.details ?? true,
+      counts: options.counts ?? null,
     };
+    if (this.options.counts !== null && this.options.counts !== "failures" && this.options.counts !== "successes") {
+      throw a.invalid("counts", new RangeError(`invalid counts '${String(this.options.counts)}': "failures", "successes" or absent (every call)`));
+    }
     if (this.options.failure !== "open" && this.options.failure !== "closed") {
       throw new RangeError(`invalid failure '${String(options.failure)}': "open" or "closed"`);
     }
@@ -197,7 +208,7 @@ export class Policy {
   /** Changes a limit's number at run time (count, rate, quota limit, in-flight limit, max); counts are kept. */
   setLimit(name: string, value: number): this {
     const l = this.limits.find((x) => x.name === name);
-    if (!l) throw new RangeError(`no limit '${name}' in policy '${this.name}'`);
+    if (!l) throw a.invalid("limit_name", new RangeError(`no limit '${name}' in policy '${this.name}'`));
     a.int(`limit of '${name}'`, value, lowest(l), a.MAX);
     l.base = value;
     l.limit = value;
@@ -238,7 +249,7 @@ export class Policy {
 
   /** Whether a call must hold a permit (an in-flight limit or an estimate to settle). */
   get needsPermit(): boolean {
-    return this.limits.some((l) => l.kind === "concurrency" || l.options.cost === "estimate");
+    return this.options.counts !== null || this.limits.some((l) => l.kind === "concurrency" || l.options.cost === "estimate");
   }
 }
 
@@ -297,6 +308,10 @@ export interface Compiled {
 
 export function compile(policy: Policy, all: readonly Limit[] = policy.limits): Compiled {
   if (all.length === 0) throw a.invalid("limits", new RangeError(`policy '${policy.name}' has no limit`));
+  // Counting one outcome is a refund of the other: only windows, buckets and quotas refund.
+  if (policy.options.counts !== null && (all.some((l) => l.kind === "lockout") || !all.some((l) => l.kind === "slidingWindow" || l.kind === "tokenBucket" || l.kind === "quota"))) {
+    throw a.invalid("counts", new RangeError(`policy '${policy.name}' counts ${policy.options.counts} only: it needs a window, bucket or quota (a lockout cannot refund)`));
+  }
   const first = all[0];
   if (first.kind === "lockout") return { groups: [], rules: 1, lockout: first, hasLease: false };
   type Draft = { kind: LimitKind; limits: Limit[]; costKind: "request" | "estimate"; shareable: boolean };

@@ -29,6 +29,12 @@ export interface Transport {
   sendEach?(args: readonly string[]): Promise<unknown[]>;
   /** Every primary of a Cluster, named host:port, each with a sender of keyless commands (absent: one server). */
   primaries?(): Promise<Primary[]>;
+  /** The name (host:port) of the primary that serves `key` as the client knows it now; "*" when unknown (absent: one server). */
+  nodeOf?(key: string): string;
+  /** PING the primary `name` (`nodeOf`); "*": any node. */
+  ping?(name: string): Promise<unknown>;
+  /** Whether the client says it is connected (false: reconnecting, commands queued); absent: unknown. */
+  connected?(): boolean;
 }
 
 /** One primary of a Cluster: its name (host:port) and how to send it a command with no key. */
@@ -91,6 +97,7 @@ function ioredisExec(pipeline: IoPipeline, n: number): Promise<unknown[]> {
 function ioredisStandalone(client: any): Transport {
   return {
     kind: "ioredis",
+    connected: () => client.status === "ready",
     // ioredis flattens one level of array arguments (Command does args.flat()).
     send: (c) => client.call(c.args[0], c.args.slice(1)),
     sendAny: (args) => client.call(args[0], args.slice(1)),
@@ -114,6 +121,7 @@ function ioredisCluster(client: any): Transport {
   };
   return {
     kind: "ioredis-cluster",
+    connected: () => client.status === "ready",
     send: (c) => client.sendCommand(command(c)),
     sendAny: (args) => client.call(args[0], ...args.slice(1)),
     sendEach: async (args) => {
@@ -133,6 +141,13 @@ function ioredisCluster(client: any): Transport {
         for (const c of part) p.sendCommand(command(c));
         return ioredisExec(p, part.length);
       }),
+    // ioredis's slot table: `slots[slot]` lists "host:port" keys, the primary first.
+    nodeOf: (key) => client.slots?.[calculateSlot(key)]?.[0] ?? "*",
+    ping: (name) => {
+      if (name === "*") return client.call("PING");
+      const node = client.nodes("master").find((n: any) => `${n.options.host}:${n.options.port}` === name);
+      return node ? node.call("PING") : Promise.reject(new Error(`no primary ${name} in the slot table`));
+    },
   };
 }
 
@@ -141,6 +156,7 @@ function ioredisCluster(client: any): Transport {
 function nodeRedisStandalone(client: any): Transport {
   return {
     kind: "node-redis",
+    connected: () => client.isReady !== false,
     send: (c) => client.sendCommand([...c.args]),
     sendAny: (args) => client.sendCommand([...args]),
     // Sent in one tick, node-redis writes them as one pipeline; each keeps
@@ -166,6 +182,20 @@ function nodeRedisCluster(client: any): Transport {
       splitBySlot(calls, (part) =>
         Promise.all(part.map((c) => client.sendCommand(c.key, c.readOnly, [...c.args]).catch((e: unknown) => e))),
       ),
+    nodeOf: (key) => {
+      try {
+        const m = client.getSlotMaster(calculateSlot(key));
+        return m ? `${m.host}:${m.port}` : "*";
+      } catch {
+        return "*"; // no slot table yet
+      }
+    },
+    ping: async (name) => {
+      if (name === "*") return client.sendCommand(undefined, true, ["PING"]);
+      const node = client.masters.find((n: any) => `${n.host}:${n.port}` === name);
+      if (!node) throw new Error(`no primary ${name} in the slot table`);
+      return (await client.nodeClient(node)).sendCommand(["PING"]);
+    },
   };
 }
 

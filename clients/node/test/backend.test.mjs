@@ -21,6 +21,7 @@ test("every command maps to its function, keys first", () => {
   assert.deepEqual(fcall(s("RL.DAYHOUR", "d", "h", 20, 5, 86400000, 3600000)), s("FCALL", "rl_dayhour", 2, "d", "h", 20, 5, 86400000, 3600000));
   assert.deepEqual(fcall(s("RL.LOCKCOUNT", "l", "c", 10000, 5, 30000)).slice(0, 5), s("FCALL", "rl_lockcount", 2, "l", "c"));
   assert.deepEqual(fcall(s("RL.RENEW", "k", "*", 60000, "t1")), s("FCALL", "rl_renew", 1, "k", "*", 60000, "t1"));
+  assert.deepEqual(fcall(s("DEL", "k1", "k2")), s("DEL", "k1", "k2")); // not an RL command: unchanged
 });
 
 test("peeks go read-only, refunds through rl_refund", () => {

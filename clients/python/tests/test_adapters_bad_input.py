@@ -49,3 +49,40 @@ def test_flask_answers_400():
     for url in CASES:
         r = c.get(url)
         assert r.status_code == 400 and r.json["type"].endswith("/bad-request"), (url, r.text)
+
+
+def test_a_resolver_s_validation_error_is_400_any_other_error_500():
+    """CLIENTS.md §5: input read by the application's own resolvers — bad
+    JSON (a decode error), int("x") (a value error), Flask's own BadRequest
+    from get_json() — is a 400 problem; any other exception in a resolver is
+    a bug and stays a 500."""
+    limits = RateLimits(AsyncRateLimiter(redis.asyncio.Redis(port=1), check_module=False))
+    app = FastAPI()
+    limits.install(app)
+
+    async def from_json(request):
+        return str((await request.json())["k"])
+
+    @app.post("/x", dependencies=[Depends(limits.depends(POLICY, key=from_json))])
+    async def x():
+        return {}
+
+    @app.post("/bug", dependencies=[Depends(limits.depends(POLICY, key=lambda r: 1 / 0))])
+    async def bug():
+        return {}
+
+    with TestClient(app, raise_server_exceptions=False) as c:
+        r = c.post("/x", content=b"{not json", headers={"Content-Type": "application/json"})
+        assert r.status_code == 400 and r.headers["content-type"] == "application/problem+json", r.text
+        assert c.post("/bug").status_code == 500
+
+    flimits = FlaskRateLimits(RateLimiter(redis.Redis(port=1), check_module=False))
+    fapp = flask.Flask(__name__)
+
+    @fapp.post("/x")
+    @flimits.limit(POLICY, key=lambda: str(flask.request.get_json()["k"]))
+    def fx():
+        return "ok"
+
+    r = fapp.test_client().post("/x", data=b"{not json", headers={"Content-Type": "application/json"})
+    assert r.status_code == 400 and r.headers["Content-Type"] == "application/problem+json", r.data

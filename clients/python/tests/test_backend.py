@@ -23,6 +23,7 @@ def test_every_command_maps_to_its_function_keys_first():
     assert fcall(("RL.LOCKCOUNT", "l", "c", 10000, 5, 30000))[:5] == ("FCALL", "rl_lockcount", 2, "l", "c")
     assert fcall(("RL.RELEASE", "k", "*", "t1", "t2")) == ("FCALL", "rl_release", 1, "k", "*", "t1", "t2")
     assert fcall(("RL.THROTTLE", "k", "*", 10, 60, 60000, "RESERVE", 500))[:2] == ("FCALL", "rl_throttle")
+    assert fcall(("DEL", "k1", "k2")) == ("DEL", "k1", "k2")  # not an RL command: unchanged
 
 
 def test_peeks_go_read_only_and_refunds_through_rl_refund():

@@ -17,7 +17,9 @@ def blocks() -> dict[str, str]:
     found = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
     named = {}
     for b in found:
-        if "limits.bind(" in b:
+        if "counts=\"failures\"" in b:
+            named["peers"] = b
+        elif "limits.bind(" in b:
             named["two"] = b
         elif "FastAPI()" in b:
             named["llm"] = b
@@ -27,7 +29,7 @@ def blocks() -> dict[str, str]:
             named["sms"] = b
         elif "Five" not in b and "rl.check(" in b:
             named["start"] = b
-    assert set(named) == {"llm", "sms", "start", "flask", "two"}, list(named)
+    assert set(named) == {"llm", "sms", "start", "flask", "two", "peers"}, list(named)
     return named
 
 
@@ -155,6 +157,9 @@ def test_llm_recipe_stream_holds_its_slot_until_the_last_byte(server, raw):
         with concurrent.futures.ThreadPoolExecutor(3) as ex:
             got = list(ex.map(one, [0, 0, 0.15]))
         assert sorted(code for code, _ in got) == [200, 200, 429], got
+        with httpx.Client() as c:
+            r = c.post(url + "/stream", json={"max_tokens": 10}, headers={"X-Api-Key": "hdr", "X-Zone": "UTC"})
+            assert r.headers["ratelimit-policy"].startswith('"rate";q=60;w=60, "inflight";q=2'), r.headers
         assert all(text.splitlines()[-1] == '{"used_tokens": 123}' for code, text in got if code == 200)
         done = time.monotonic()  # the scope ends after the last byte: just after the client has it
         while (inflight("streamer"), spent("streamer")) != (0, 246):
@@ -172,3 +177,9 @@ def test_llm_recipe_stream_holds_its_slot_until_the_last_byte(server, raw):
             time.sleep(0.02)
         time.sleep(0.1)
         assert spent("leaver") in (41, 82), spent("leaver")  # settled to the lines sent
+
+
+def test_text_limits_failures_only_and_unlocking(server):
+    _, out = run(blocks()["peers"], f"redis://127.0.0.1:{server.port}")
+    assert out.splitlines() == ["['welcome', 'welcome', 'welcome'] ['wrong', 'wrong', 'wrong', 'locked']",
+                                "{'3-per-15m': 0}", "welcome 0 2"]

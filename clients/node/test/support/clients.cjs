@@ -18,7 +18,8 @@ const makers = {
     close: async (c) => c.quit(),
   },
   "node-redis": {
-    standalone: async (port) => createClient({ url: `redis://127.0.0.1:${port}` }).connect(),
+    // A reconnect back-off of at most 500 ms (the package warns about node-redis's default of 2 s + jitter).
+    standalone: async (port) => createClient({ url: `redis://127.0.0.1:${port}`, socket: { reconnectStrategy: (n) => Math.min(50 * 2 ** n, 500) } }).connect(),
     cluster: async (seeds) => createCluster({ rootNodes: seeds.map((s) => ({ url: `redis://${s.host}:${s.port}` })) }).connect(),
     close: async (c) => (typeof c.close === "function" ? c.close() : c.quit()),
   },

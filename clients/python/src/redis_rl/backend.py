@@ -94,6 +94,8 @@ def fcall(args: tuple[Any, ...]) -> tuple[Any, ...]:
     COMMAND GETKEYS reports them), then its other arguments in their order;
     zones passed as SPEC.md allows (see ``functions_zone``)."""
     name = _text(args[0]).upper()
+    if not name.startswith("RL."):
+        return args  # a plain Redis command (DEL, PTTL): the same on both engines
     if name in ("RL.ALL", "RL.ALLPEEK"):
         n = int(args[1])
         keys, rest = args[2:2 + n], list(args[2 + n:])

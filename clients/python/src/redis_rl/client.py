@@ -21,6 +21,7 @@ import redis.asyncio
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
 
+from .admin import AsyncKeyAdmin, KeyAdmin  # state, reset, penalty, reward
 from . import commands as c
 from .args import Duration, Now, Zone
 from .combined import PolicyCall, combine, merge
@@ -148,7 +149,7 @@ class _Limiter:
             return "*"
 
 
-class RateLimiter(_Limiter):
+class RateLimiter(KeyAdmin, _Limiter):
     """Typed RL commands over a sync ``redis.Redis`` or ``redis.cluster.RedisCluster``."""
 
     def __init__(self, client: redis.Redis | RedisCluster, *, check_module: bool = True,
@@ -466,7 +467,7 @@ class RateLimiter(_Limiter):
         return Acquire(self, None, "", {}, list(calls))
 
 
-class AsyncRateLimiter(_Limiter):
+class AsyncRateLimiter(AsyncKeyAdmin, _Limiter):
     """Typed RL commands over ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``."""
 
     def __init__(self, client: redis.asyncio.Redis | AsyncRedisCluster, *, check_module: bool = True,

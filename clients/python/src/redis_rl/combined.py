@@ -194,12 +194,16 @@ def merge(plan: CombinedPlan, groups: Sequence[Sequence[int]], replies: Sequence
           after: Sequence[AllDecision | None]) -> AllDecision:
     """The slots' replies as one RL.ALL reply: the binding clause chosen across
     slots as RL.ALL chooses it (SPEC), details in clause order (a refunded
-    slot's from its refund: the state after it)."""
+    slot's from its admission: what it would leave, as one RL.ALL reports it)."""
     refused = any(r.limited for r in replies)
     raw: list[Any] = [None] * len(plan.clauses)
     best = -1
     for j, (g, r) in enumerate(zip(groups, replies)):
-        shown = after[j] or r
+        # Each rule as the same call on one server reports it (CLIENTS.md §5:
+        # the same items standalone and Cluster): a refused RL.ALL's peek at
+        # the request's cost, for an admitting slot what it would leave —
+        # its admission's reply, not the state after its refund.
+        shown = r
         if shown.raw_details is not None:
             for k, i in enumerate(g):
                 raw[i] = shown.raw_details[k]

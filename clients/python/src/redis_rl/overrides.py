@@ -22,6 +22,9 @@ import threading
 import weakref
 from typing import Any, Mapping
 
+import redis
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+
 from . import args as a
 from .policy import Limit, Policy
 
@@ -195,6 +198,23 @@ def _refresh_forever(ref: "weakref.ref[RuntimeLimits]", prefix: str, first: thre
         del store
 
 
+async def _hgetall(client: Any, key: str) -> Any:
+    """HGETALL ``key``; under an asyncio Cluster straight to its primary:
+    redis-py's Cluster path answers a refused connection by disconnecting
+    every node, so reading this hash while its primary is down failed the
+    decisions in flight on the live primaries too (CLIENTS.md §3: one
+    primary down leaves the others' keys decided by Redis)."""
+    if not isinstance(client, AsyncRedisCluster):
+        return await client.hgetall(key)
+    if getattr(client, "_initialize", False):
+        await client.initialize()
+    node = client.get_node_from_key(key)
+    try:
+        return await node.execute_command("HGETALL", key)
+    except (redis.exceptions.MovedError, redis.exceptions.AskError):
+        return await client.hgetall(key)
+
+
 class AsyncRuntimeLimits(_Store):
     """The override store of an ``AsyncRateLimiter``: a task per prefix (on
     the loop of the first decision) re-reads the hash every ``refresh``."""
@@ -206,7 +226,7 @@ class AsyncRuntimeLimits(_Store):
 
     async def _read(self, prefix: str) -> None:
         try:
-            self.apply(prefix, await self.redis.hgetall(hash_key(prefix)))
+            self.apply(prefix, await _hgetall(self.redis, hash_key(prefix)))
         except Exception as e:  # Redis down: the last values stay
             log.debug("redis_rl: runtime limits of %r not refreshed: %s", prefix, e)
 
@@ -251,7 +271,7 @@ class AsyncRuntimeLimits(_Store):
 
     async def get(self, policy: Policy) -> dict[str, int]:
         """Every limit's q in force, read from Redis now (an admin endpoint's answer)."""
-        return self.effective(policy, await self.redis.hgetall(hash_key(policy.prefix)))
+        return self.effective(policy, await _hgetall(self.redis, hash_key(policy.prefix)))
 
     def close(self) -> None:
         """Stops the background refreshes."""

@@ -128,6 +128,18 @@ def lockout(name: str, max: int, window: a.Duration, lock_time: a.Duration, *, p
                  ttl_ms=a.millis(lock_time, "lock_time"), problem=problem)
 
 
+def _counts(counts: str | None, limits: Sequence[Limit]) -> str | None:
+    # Counting one outcome is a refund of the others: only windows, buckets and quotas refund.
+    if counts is None:
+        return None
+    if counts not in ("failures", "successes"):
+        raise a.invalid("counts", f"invalid counts {counts!r}: 'failures', 'successes' or None (every call)")
+    if any(lim.kind == "lockout" for lim in limits) or not any(lim.kind in ("window", "bucket", "quota")
+                                                               for lim in limits):
+        raise a.invalid("counts", "counting one outcome needs a window, bucket or quota (a lockout cannot refund)")
+    return counts
+
+
 @dataclass(frozen=True, slots=True)
 class _Group:
     """Limits decided by one clause: same kind, same key, same metering."""
@@ -152,13 +164,14 @@ class Policy:
     fail: FailMode = FAIL_CLOSED
     budget: timedelta = timedelta(milliseconds=500)
     inflight_retry_after: timedelta = timedelta(seconds=1)
+    counts: str | None = None  # "failures" / "successes": the outcome that counts (outcome.py)
     groups: tuple[_Group, ...] = field(init=False, repr=False)
     _templates: dict[Any, "_Template"] = field(init=False, repr=False, compare=False)
     _key_parts: tuple[tuple[str, str, bool, str | None], ...] = field(init=False, repr=False, compare=False)
 
     def __init__(self, name: str, limits: Sequence[Limit] | str, *, prefix: str = "", tag: str | None = None,
                  fail: FailMode | str = FAIL_CLOSED, budget: timedelta = timedelta(milliseconds=500),
-                 inflight_retry_after: timedelta = timedelta(seconds=1)) -> None:
+                 inflight_retry_after: timedelta = timedelta(seconds=1), counts: str | None = None) -> None:
         set_ = object.__setattr__
         if not isinstance(name, str) or not name or "{" in name or "}" in name:
             raise a.invalid("name", f"invalid policy name {name!r}: non-empty, without braces")
@@ -180,6 +193,7 @@ class Policy:
         a.rule_count(len(limits))
         if any(lim.shared for lim in limits) and tag is None:
             raise a.invalid("tag", "a shared limit needs the policy's tag, so it shares a slot with the per-key limits")
+        set_(self, "counts", _counts(counts, limits))
         set_(self, "name", name)
         set_(self, "limits", limits)
         set_(self, "prefix", prefix)
@@ -271,7 +285,7 @@ class Policy:
     @property
     def needs_permit(self) -> bool:
         """A decision holds a lease or an estimate that only a permit's close gives back."""
-        return any(lim.kind == "lease" or lim.metered for lim in self.limits)
+        return self.counts is not None or any(lim.kind == "lease" or lim.metered for lim in self.limits)
 
     # --- planning one decision ---
 

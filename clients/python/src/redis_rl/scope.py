@@ -76,7 +76,25 @@ class _PermitBase:
         self.decision = decision
         self._used: int | None = None
         self._stands = False
+        self._succeeded: bool | None = None  # the outcome (None: a success unless an exception ends the scope)
         self.closed = False
+
+    def succeeded(self) -> None:
+        """The call succeeded: under ``counts="failures"`` it is given back when the permit closes."""
+        self._succeeded = True
+
+    def failed(self) -> None:
+        """The call failed: under ``counts="successes"`` it is given back when the permit closes."""
+        self._succeeded = False
+
+    def _closing_calls(self) -> list[Any]:
+        """The settlement, or, when the policy counts only the other outcome,
+        one RL.ALL ... REFUND of everything the admission took (CLIENTS.md's
+        late-reply give-back: windows, buckets, quotas, estimate, lease)."""
+        counts = getattr(self.decision.policy, "counts", None)  # a combined decision: every call counts
+        if counts is not None and (self._succeeded is not False) == (counts == "failures"):
+            return self.decision.plan.refund_all()
+        return self.decision.plan.settlement(self._used, estimate_stands=self._stands)
 
     @property
     def token(self) -> str | None:
@@ -123,7 +141,7 @@ class Permit(_PermitBase):
         """Releases the lease and settles the estimate (once)."""
         if self.closed or self.decision.limited:
             return
-        calls = self.decision.plan.settlement(self._used, estimate_stands=self._stands)
+        calls = self._closing_calls()
         self.closed = True
         self._stop.set()
         self._limiter.run_many(calls)
@@ -157,7 +175,7 @@ class AsyncPermit(_PermitBase):
     async def close(self) -> None:
         if self.closed or self.decision.limited:
             return
-        calls = self.decision.plan.settlement(self._used, estimate_stands=self._stands)
+        calls = self._closing_calls()
         self.closed = True
         if self._renewing is not None:
             self._renewing.cancel()
@@ -198,6 +216,8 @@ class Acquire:
 
     def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
         if self.permit is not None:
+            if e is not None and self.permit._succeeded is None:
+                self.permit.failed()  # an exception is a failure unless the code said otherwise
             self.permit.close()
 
 
@@ -226,6 +246,8 @@ class AsyncAcquire:
     async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None,
                         tb: TracebackType | None) -> None:
         if self.permit is not None:
+            if e is not None and self.permit._succeeded is None:
+                self.permit.failed()  # an exception is a failure unless the code said otherwise
             await self.permit.close()
 
 

@@ -21,6 +21,7 @@ from ..guard import Guard
 from ..combined import CombinedPolicy
 from ..errors import ModuleNotLoadedError
 from ..policy import Policy, PolicyDecision
+from ..outcome import note_outcome
 from ..scope import Permit
 
 
@@ -86,6 +87,8 @@ class FlaskRateLimits:
                 raise TypeError("with a list of limits.bind(...), give the key (and cost, ...) to each bind")
             if not bounds or not all(isinstance(b, Bound) for b in bounds):
                 raise TypeError("expected a Policy or a non-empty list of limits.bind(policy, key, ...)")
+        # Counting one outcome needs the permit's close, which knows the answer's status.
+        scope = scope or any(b.policy.counts for b in bounds)
         for b in bounds:
             if b.policy.needs_permit and not scope:
                 # Without a scope the lease and the estimate would never be given back.
@@ -137,7 +140,11 @@ class FlaskRateLimits:
                 permit = Permit(self.limiter, decision)
                 flask.g.rate_limit_permit = permit
                 try:
-                    rv = view(*args, **kwargs)
+                    rv = flask.make_response(view(*args, **kwargs))
+                    note_outcome(permit, rv.status_code)  # counts="failures"/"successes" (outcome.py)
+                except BaseException:
+                    note_outcome(permit, None)
+                    raise
                 finally:  # return or exception: release and settle
                     self.guard.close(permit)
             else:

@@ -21,6 +21,7 @@ from ..combined import CombinedPolicy
 from ..errors import ModuleNotLoadedError
 from ..guard import AsyncGuard, check_socket_timeout
 from ..policy import Policy, PolicyDecision
+from ..outcome import note_outcome
 from ..scope import AsyncPermit
 
 Resolver = Callable[[Request], Any]  # may return a value or an awaitable
@@ -245,6 +246,11 @@ class RateLimits:
             permit = AsyncPermit(self.limiter, decision)
             try:
                 yield permit
+                # counts="failures"/"successes" (outcome.py): the status set on the injected Response
+                note_outcome(permit, response.status_code or 200)
+            except BaseException:  # the endpoint raised (an HTTPException included): a failure
+                note_outcome(permit, None)
+                raise
             finally:  # return, exception or cancellation: release and settle
                 await self.guard.close(permit, budget.total_seconds())
         return dependency

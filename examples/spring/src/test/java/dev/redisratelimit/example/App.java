@@ -36,7 +36,13 @@ final class App implements AutoCloseable {
     }
 
     static App cluster(String seeds, String prefix) {
+        return cluster(seeds, prefix, "module");
+    }
+
+    /** {@code backend}: RL_BACKEND (module, functions, auto). */
+    static App cluster(String seeds, String prefix, String backend) {
         Map<String, String> env = new HashMap<>();
+        env.put("RL_BACKEND", backend);
         env.put("PORT", "0");
         env.put("REDIS_CLUSTER", seeds);
         env.put("REDIS_URL", "redis://127.0.0.1:1"); // ignored when REDIS_CLUSTER is set

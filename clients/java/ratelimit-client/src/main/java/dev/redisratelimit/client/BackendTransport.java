@@ -25,9 +25,12 @@ import java.util.logging.Logger;
  * rl.verifyModule().toCompletableFuture().join(); // loads the library when absent or older
  * }</pre>
  *
- * <p>Under Cluster, {@link #verify()} loads the library on the node it
- * reaches; every other primary gets it on its first call ({@code Function
- * not found}, loaded on that node, the call sent again).
+ * <p>Under Cluster, {@link #verify()} loads the library on every primary the
+ * transport names ({@link RateLimitTransport#primaryRoutes}: Lettuce, and
+ * Spring Data's Lettuce driver), else on the node it reaches; a primary
+ * without it (added later, flushed, or unknown to the transport) gets it on
+ * its first call ({@code Function not found}: loaded on that node, the call
+ * sent again).
  */
 public final class BackendTransport implements RateLimitTransport {
 
@@ -120,7 +123,7 @@ public final class BackendTransport implements RateLimitTransport {
      */
     public CompletionStage<Void> verify() {
         if (setting == Backend.FUNCTIONS) {
-            return ensureLibrary(null);
+            return ensureEverywhere();
         }
         Call<Boolean> check = Calls.moduleLoaded();
         return delegate.execute(check.command()).thenApply(check::read).thenCompose(loaded -> {
@@ -134,8 +137,21 @@ public final class BackendTransport implements RateLimitTransport {
                         + " or set the backend to 'functions' (the Functions library, no module needed)");
             }
             engine = Backend.FUNCTIONS;
-            return ensureLibrary(null);
+            return ensureEverywhere();
         });
+    }
+
+    /** The library on every primary the transport knows of ({@link RateLimitTransport#primaryRoutes}), else on the one reached. */
+    private CompletionStage<Void> ensureEverywhere() {
+        List<String> routes = delegate.primaryRoutes();
+        if (routes.isEmpty()) {
+            return ensureLibrary(null);
+        }
+        CompletionStage<Void> all = CompletableFuture.completedFuture(null);
+        for (String key : routes) {
+            all = all.thenCompose(done -> ensureLibrary(key));
+        }
+        return all;
     }
 
     /**

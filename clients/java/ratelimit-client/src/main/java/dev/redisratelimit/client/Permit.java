@@ -33,6 +33,10 @@ public final class Permit implements AutoCloseable {
     private final List<String> localLeases;
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile Long used;
+    /** The outcome (null: a success unless the work failed); the clauses to give back when it does not count. */
+    private volatile Boolean succeeded;
+    private List<Clause> taken = List.of();
+    private String counts;
 
     Permit(RateLimiter limiter, PolicyDecision decision, List<Lease> leases, List<Estimate> estimates, List<String> localLeases) {
         this.limiter = limiter;
@@ -72,6 +76,38 @@ public final class Permit implements AutoCloseable {
         }
         used = units;
         return this;
+    }
+
+    /** The call succeeded: under a policy that counts failures only, it is given back when the permit closes. */
+    public Permit succeeded() {
+        succeeded = true;
+        return this;
+    }
+
+    /** The call failed: under a policy that counts successes only, it is given back when the permit closes. */
+    public Permit failed() {
+        succeeded = false;
+        return this;
+    }
+
+    /** Whether {@link #succeeded()} or {@link #failed()} was said. */
+    public boolean outcomeKnown() {
+        return succeeded != null;
+    }
+
+    Permit counting(String counts, List<Clause> taken) {
+        this.counts = counts;
+        this.taken = taken;
+        return this;
+    }
+
+    /** The clauses to give back whole at close (the outcome does not count), or an empty list. */
+    List<Clause> uncounted() {
+        if (counts == null) {
+            return List.of();
+        }
+        boolean success = !Boolean.FALSE.equals(succeeded);
+        return success == counts.equals("failures") ? taken : List.of();
     }
 
     /** Releases and settles to the usage reported with {@link #used(long)}; waits at most the decision budget. */

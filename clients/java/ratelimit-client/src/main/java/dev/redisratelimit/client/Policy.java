@@ -42,6 +42,8 @@ public final class Policy {
     private final boolean legacyHeaders;
     private final List<PolicyClause> clauses;
     private final List<String> itemNames;
+    /** "failures" / "successes": only that outcome counts (set by the builder before the policy is shared); null: every call. */
+    private String counts;
 
     /**
      * A policy from its parts (the {@link #builder} is the usual way).
@@ -199,6 +201,29 @@ public final class Policy {
         return itemNames;
     }
 
+    /**
+     * The outcome that counts: {@code "failures"}, {@code "successes"}, or null (every call). A call of the other
+     * outcome is given back whole when its permit closes ({@link Permit#failed()}, {@link Permit#succeeded()}).
+     */
+    public String counts() {
+        return counts;
+    }
+
+    /** This policy counting only {@code "failures"} or {@code "successes"} (null or empty: every call), as {@link Builder#counts}. */
+    public Policy withCounts(String outcome) {
+        if (outcome == null || outcome.isEmpty()) {
+            return this;
+        }
+        Limit.require(outcome.equals("failures") || outcome.equals("successes"),
+                "counts: '" + outcome + "' is not \"failures\" or \"successes\"");
+        Limit.require(!isLockout() && limits.stream().anyMatch(l -> l.kind() == Limit.Kind.SLIDING_WINDOW
+                || l.kind() == Limit.Kind.TOKEN_BUCKET || l.kind() == Limit.Kind.QUOTA),
+                "counts: policy '" + name + "' needs a window, bucket or quota to count one outcome (a lockout cannot refund)");
+        Policy p = new Policy(name, limits, duplicateWindow, tag, onRedisDown, legacyHeaders);
+        p.counts = outcome;
+        return p;
+    }
+
     public boolean isLockout() {
         return limits.get(0).kind() == Limit.Kind.LOCKOUT;
     }
@@ -221,6 +246,7 @@ public final class Policy {
         private String tag;
         private FailMode onRedisDown;
         private boolean legacyHeaders;
+        private String counts;
 
         private Builder(String name) {
             this.name = name;
@@ -229,6 +255,12 @@ public final class Policy {
         /** Any limit (e.g. {@code Limit.quota(...).estimated()}, {@code Limit.slidingWindow(...).asShared()}). */
         public Builder limit(Limit limit) {
             limits.add(Objects.requireNonNull(limit, "limit"));
+            return this;
+        }
+
+        /** Limits as text, each a sliding window: {@code "5/minute;100/hour"} ({@link LimitText#parse}). */
+        public Builder limits(String text) {
+            LimitText.parse(text).forEach(this::limit);
             return this;
         }
 
@@ -276,8 +308,18 @@ public final class Policy {
             return this;
         }
 
+        /**
+         * Count only {@code "failures"} or only {@code "successes"} (express-rate-limit's skipSuccessfulRequests /
+         * skipFailedRequests): every call is charged up front, and one RL.ALL ... REFUND gives it back when its
+         * permit closes with the other outcome. Needs a window, bucket or quota (a lockout cannot refund).
+         */
+        public Builder counts(String outcome) {
+            this.counts = outcome;
+            return this;
+        }
+
         public Policy build() {
-            return new Policy(name, limits, duplicateWindow, tag, onRedisDown, legacyHeaders);
+            return new Policy(name, limits, duplicateWindow, tag, onRedisDown, legacyHeaders).withCounts(counts);
         }
     }
 }

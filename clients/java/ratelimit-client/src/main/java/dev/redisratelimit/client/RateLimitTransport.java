@@ -33,6 +33,17 @@ public interface RateLimitTransport extends AutoCloseable {
         return replies;
     }
 
+    /**
+     * Under Cluster, one key per primary, each served by that primary (for
+     * {@link RedisCall#onNodeOf}: what must run on every primary, such as
+     * loading the Functions library). Empty: one server, or a transport that
+     * does not know the topology (then such a command reaches one node, and
+     * the others as their calls need it).
+     */
+    default List<String> primaryRoutes() {
+        return List.of();
+    }
+
     /** Closes what the transport opened itself (never a connection it was given). */
     @Override
     default void close() {

@@ -306,6 +306,116 @@ public final class RateLimiter implements AutoCloseable {
         }
     }
 
+    // --- Key administration: the same commands as the Python and Node clients (README "Key administration") ---
+
+    /**
+     * Every limit's state for {@code key} now, writing nothing: {@link #peek(Policy, String)} (RL.ALLPEEK, COST 0,
+     * DETAILS); a lockout: PTTL/GET of its {@code :lock} and {@code :count} keys.
+     */
+    public PolicyDecision state(Policy policy, String key) {
+        if (!policy.isLockout()) {
+            return peek(policy, key);
+        }
+        Limit l = policy.limits().get(0);
+        String base = prefix + policy.name() + ":{" + in(policy, key).key() + "}:" + l.name();
+        List<CompletionStage<Object>> r = client.transport().pipeline(List.of(
+                new RedisCall("PTTL", List.of(base + ":lock"), 0), new RedisCall("GET", List.of(base + ":count"), 0),
+                new RedisCall("PTTL", List.of(base + ":count"), 0)));
+        long lockMs = number(admin(r.get(0)));
+        long count = number(admin(r.get(1)));
+        long countMs = Math.max(0, number(admin(r.get(2))));
+        boolean locked = lockMs == -1 || lockMs > 0; // -1: a lock without expiry
+        long max = runtime.count(policy.name(), l);
+        long reset = locked ? Math.max(0, lockMs) : countMs;
+        LimitState st = new LimitState(l.name(), max, l.windowSeconds(), locked ? 0 : Math.max(0, max - count),
+                Limit.ceilSeconds(reset), locked, locked ? lockMs : -1);
+        return new PolicyDecision(policy.name(), !locked, List.of(st), 0, locked ? lockMs : -1, Limit.Kind.LOCKOUT,
+                locked ? PolicyDecision.Kind.LOCKED : PolicyDecision.Kind.ADMITTED, policy.legacyHeaders());
+    }
+
+    /**
+     * Deletes {@code key}'s own counters and leases under {@code policy} (an operator unlocking a caller): one DEL
+     * of exactly the keys the wire format names; shared limits are left alone. Returns the number of keys deleted.
+     */
+    public long reset(Policy policy, String key) {
+        PolicyCall in = in(policy, key);
+        List<String> keys = new ArrayList<>();
+        if (policy.isLockout()) {
+            String base = prefix + policy.name() + ":{" + key + "}:" + policy.limits().get(0).name();
+            keys.add(base + ":lock");
+            keys.add(base + ":count");
+        } else {
+            for (PolicyClause c : policy.clauses()) {
+                if (!c.shared() && !c.duplicate()) {
+                    keys.add(key(policy, c, in));
+                }
+            }
+        }
+        if (keys.isEmpty()) {
+            throw new IllegalArgumentException("limits: policy '" + policy.name() + "' has only shared limits");
+        }
+        return number(admin(client.transport().execute(new RedisCall("DEL", keys, 0))));
+    }
+
+    /** Charges {@code n} units to {@code key}'s windows, buckets and quotas whether or not they fit (DEBIT); the state after. */
+    public PolicyDecision penalty(Policy policy, String key, long n) {
+        return adjust(policy, key, n, Options.none().withCost(n).withDebit());
+    }
+
+    /** Gives {@code n} units back to {@code key}'s windows, buckets and quotas (REFUND, never below empty); the state after. */
+    public PolicyDecision reward(Policy policy, String key, long n) {
+        return adjust(policy, key, n, Options.none().withCost(n).withRefund());
+    }
+
+    private PolicyDecision adjust(Policy policy, String key, long n, Options o) {
+        if (policy.isLockout()) {
+            throw new IllegalArgumentException("limits: a lockout has no penalty or reward (RL.LOCKCOUNT has no DEBIT or "
+                    + "REFUND): reset the key to unlock it");
+        }
+        PolicyCall in = in(policy, key);
+        List<CompletionStage<?>> sent = new ArrayList<>();
+        for (PolicyClause c : policy.clauses()) {
+            if (c.kind() == Limit.Kind.CONCURRENCY || c.shared() || c.duplicate()) {
+                continue;
+            }
+            long cap = c.kind() == Limit.Kind.SLIDING_WINDOW ? Limits.COST_CAP : Limits.MAX;
+            if (n < 1 || n > cap) {
+                throw new IllegalArgumentException("cost: invalid '" + n + "': expected an integer from 1 to " + cap);
+            }
+            sent.add(settle(clause(policy, c, in, key(policy, c, in)), o));
+        }
+        if (sent.isEmpty()) {
+            throw new IllegalArgumentException("limits: policy '" + policy.name() + "' has no window, bucket or quota of the key's own");
+        }
+        sent.forEach(RateLimiter::admin);
+        return state(policy, key);
+    }
+
+    private static PolicyCall in(Policy policy, String key) {
+        return new PolicyCall(policy, key, null, null, "");
+    }
+
+    // An administration command's reply within no budget of its own (an operator's call, not a request's).
+    private static Object admin(CompletionStage<?> stage) {
+        try {
+            return stage.toCompletableFuture().join();
+        } catch (CompletionException e) {
+            Throwable cause = unwrap(e);
+            throw cause instanceof RuntimeException re ? re : e;
+        }
+    }
+
+    private static long number(Object reply) {
+        // A transport may hand a plain command's one value as a one-element array (Lettuce's generic output).
+        if (reply instanceof List<?> l && l.size() <= 1) {
+            reply = l.isEmpty() ? null : l.get(0);
+        }
+        if (reply == null) {
+            return 0;
+        }
+        return reply instanceof Long l ? l : Long.parseLong(reply.toString());
+    }
+
     /** One request's clauses, flattened across its policy calls, with where each came from. */
     private static final class Batch {
         final List<PolicyCall> calls;
@@ -440,7 +550,10 @@ public final class RateLimiter implements AutoCloseable {
             if (!d.admitted()) {
                 throw new RateLimitRefusedException(d);
             }
-            return CompletableFuture.completedFuture(new Permit(this, d, b.leases, b.estimates, List.of()));
+            Permit permit = new Permit(this, d, b.leases, b.estimates, List.of());
+            // One policy counting one outcome: what it took goes back at close when the outcome does not count.
+            String counts = calls.size() == 1 ? calls.get(0).policy().counts() : null;
+            return CompletableFuture.completedFuture(counts == null ? permit : permit.counting(counts, List.copyOf(b.clauses)));
         })).thenCompose(f -> f);
     }
 
@@ -873,11 +986,16 @@ public final class RateLimiter implements AutoCloseable {
             local.release(permit.localLeases());
         }
         List<CompletionStage<?>> sent = new ArrayList<>();
+        List<Clause> uncounted = permit.uncounted();
+        if (!uncounted.isEmpty()) {
+            // One RL.ALL ... REFUND: windows, buckets, quotas, the estimate and the lease (by its token) given back.
+            sent.add(client.all(uncounted, Options.none().withRefund()));
+        }
         try {
-            for (Permit.Lease l : permit.leases()) {
+            for (Permit.Lease l : uncounted.isEmpty() ? permit.leases() : List.<Permit.Lease>of()) {
                 sent.add(client.release(l.key(), l.token()));
             }
-            for (Permit.Estimate e : permit.estimates()) {
+            for (Permit.Estimate e : uncounted.isEmpty() ? permit.estimates() : List.<Permit.Estimate>of()) {
                 long u = Math.max(0, used.getOrDefault(e.clause(), 0L));
                 long diff = u - e.charged();
                 if (diff == 0) {

@@ -150,6 +150,9 @@ class FunctionsBackendTest {
             RateLimitClient rl = new RateLimitClient(t);
             rl.verifyModule();
             assertEquals(Backend.FUNCTIONS, t.backend());
+            long loaded = FunctionsLibrary.versionOf(FunctionsLibrary.source());
+            cluster.nodes().forEach(n -> assertEquals(loaded, version(n), "after verify, primary :" + n.port()));
+            cluster.nodes().forEach(n -> n.cli("FUNCTION", "FLUSH")); // each gets it again on its first call
             long moved = cluster.movedErrors();
             for (int i = 0; i < 30; i++) {
                 assertEquals(4, rl.check("jc:" + i, FIVE).remaining());

@@ -120,6 +120,31 @@ public final class LettuceTransport implements RateLimitTransport {
         return (RedisClusterAsyncCommands<String, String>) commands;
     }
 
+    /** Under Cluster, a key in the first slot of each primary (Lettuce's view of the partitions). */
+    @Override
+    public List<String> primaryRoutes() {
+        if (!(commands instanceof RedisAdvancedClusterAsyncCommands<?, ?> cluster)) {
+            return List.of();
+        }
+        List<String> keys = new ArrayList<>();
+        for (RedisClusterNode node : cluster.getStatefulConnection().getPartitions()) {
+            if (node.is(RedisClusterNode.NodeFlag.UPSTREAM) && !node.getSlots().isEmpty()) {
+                keys.add(keyInSlot(node.getSlots().get(0)));
+            }
+        }
+        return keys;
+    }
+
+    /** A short key whose CRC16 slot is {@code slot} (found by counting; 16384 slots, so a few thousand tries). */
+    private static String keyInSlot(int slot) {
+        for (int i = 0; ; i++) {
+            String key = "rl:" + i;
+            if (SlotHash.getSlot(key) == slot) {
+                return key;
+            }
+        }
+    }
+
     @Override
     public void close() {
         if (owned != null) {

@@ -16,6 +16,10 @@ final class LettuceDriver {
         return nativeConnection instanceof RedisClusterAsyncCommands<?, ?>;
     }
 
+    static List<String> primaryRoutes(Object nativeConnection) {
+        return LettuceTransport.of((RedisClusterAsyncCommands<?, ?>) nativeConnection).primaryRoutes();
+    }
+
     static List<CompletionStage<Object>> pipeline(Object nativeConnection, List<RedisCall> calls) {
         return LettuceTransport.of((RedisClusterAsyncCommands<?, ?>) nativeConnection).pipeline(calls);
     }

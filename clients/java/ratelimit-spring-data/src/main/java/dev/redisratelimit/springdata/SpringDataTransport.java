@@ -57,6 +57,23 @@ public final class SpringDataTransport implements RateLimitTransport {
         return pipeline(List.of(call)).get(0);
     }
 
+    /** Under Cluster with the Lettuce driver, a key per primary; otherwise none (Jedis: unknown, one node). */
+    @Override
+    public List<String> primaryRoutes() {
+        RedisConnection connection;
+        try {
+            connection = factory.getConnection();
+        } catch (RuntimeException e) {
+            return List.of();
+        }
+        try {
+            Object nativeConnection = connection.getNativeConnection();
+            return LETTUCE && LettuceDriver.handles(nativeConnection) ? LettuceDriver.primaryRoutes(nativeConnection) : List.of();
+        } finally {
+            connection.close();
+        }
+    }
+
     @Override
     public List<CompletionStage<Object>> pipeline(List<RedisCall> calls) {
         RedisConnection connection;

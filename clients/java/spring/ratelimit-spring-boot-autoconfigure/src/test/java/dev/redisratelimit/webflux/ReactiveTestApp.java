@@ -145,6 +145,20 @@ public class ReactiveTestApp {
             return Mono.just("ok");
         }
 
+        // A POST whose handler never reads its body (the keep-alive test: admitted and refused with the body unread).
+        @PostMapping("/unread")
+        @RateLimited(policy = "unread", key = "#request.headers.getFirst('X-Key')", onRedisDown = OnRedisDown.FAIL_CLOSED,
+                limits = @Limit(name = "u", count = 1, window = "1h"))
+        public Mono<String> unread() {
+            return Mono.just("ok");
+        }
+
+        // Not rate-limited: the client's port, so a test can tell its requests shared one connection.
+        @GetMapping("/peer")
+        public Mono<String> peer(org.springframework.http.server.reactive.ServerHttpRequest request) {
+            return Mono.just(Integer.toString(request.getRemoteAddress().getPort()));
+        }
+
         @GetMapping("/open")
         @RateLimited(policy = "open", limits = @Limit(name = "o", count = 100, window = "60s"), onRedisDown = OnRedisDown.FAIL_OPEN)
         public Mono<String> open() {

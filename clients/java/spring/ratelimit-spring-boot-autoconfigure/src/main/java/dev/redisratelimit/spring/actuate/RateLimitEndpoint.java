@@ -19,11 +19,19 @@ import org.springframework.boot.actuate.endpoint.annotation.Selector;
  * changes included); {@code /actuator/ratelimit/{policy}?key=...}: what that
  * policy's limits hold now for a caller's key (remaining, reset; the binding
  * limit: the one with the fewest calls left), read with one RL.ALLPEEK at
- * COST 0 — nothing is charged or written. Read-only: no write operation.
+ * COST 0 — nothing is charged or written (a lockout: PTTL/GET of its keys).
  * Expose it like any endpoint ({@code management.endpoints.web.exposure.include=ratelimit});
  * it shows callers' keys' state, so keep it behind your management security.
+ *
+ * <p>Writes, for the operator who must unlock a customer — {@code DELETE
+ * /actuator/ratelimit/{policy}?key=...} (reset: that key's counters and leases
+ * deleted) and {@code POST /actuator/ratelimit/{policy}} with
+ * {@code {"key": ..., "action": "penalty"|"reward", "units": n}} — exist only
+ * where Actuator's own access control allows them: the endpoint's default
+ * access is read-only; {@code management.endpoint.ratelimit.access=unrestricted}
+ * opens the writes (behind your management security).
  */
-@Endpoint(id = "ratelimit")
+@Endpoint(id = "ratelimit", defaultAccess = org.springframework.boot.actuate.endpoint.Access.READ_ONLY)
 public class RateLimitEndpoint {
 
     private final RateLimiter limiter;
@@ -46,7 +54,7 @@ public class RateLimitEndpoint {
         if (p == null) {
             return null;
         }
-        PolicyDecision d = limiter.peek(p, key);
+        PolicyDecision d = limiter.state(p, key);
         if (d == null) {
             return null;
         }
@@ -75,6 +83,36 @@ public class RateLimitEndpoint {
         }
         out.put("limits", limits);
         return out;
+    }
+
+    /** Reset: {@code key}'s own counters and leases under {@code policy} deleted (an unlock); null (404) for an unknown policy. */
+    @org.springframework.boot.actuate.endpoint.annotation.DeleteOperation
+    public Map<String, Object> reset(@Selector String policy, String key) {
+        Policy p = limiter.policies().get(policy);
+        if (p == null) {
+            return null;
+        }
+        long deleted = limiter.reset(p, key);
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("policy", policy);
+        out.put("key", key);
+        out.put("deletedKeys", deleted);
+        return out;
+    }
+
+    /** {@code action} "penalty" (DEBIT) or "reward" (REFUND) of {@code units} on the key's windows, buckets and quotas; the state after. */
+    @org.springframework.boot.actuate.endpoint.annotation.WriteOperation
+    public Map<String, Object> adjust(@Selector String policy, String key, String action, long units) {
+        Policy p = limiter.policies().get(policy);
+        if (p == null) {
+            return null;
+        }
+        switch (action) {
+            case "penalty" -> limiter.penalty(p, key, units);
+            case "reward" -> limiter.reward(p, key, units);
+            default -> throw new IllegalArgumentException("action: 'penalty' or 'reward', not '" + action + "'");
+        }
+        return state(policy, key);
     }
 
     private Map<String, Object> describe(Policy p) {

@@ -45,6 +45,13 @@ public final class AnnotationPolicies {
         this.limiter = limiter;
         properties.getPolicies().forEach((name, p) -> {
             List<dev.redisratelimit.client.Limit> limits = new ArrayList<>();
+            if (p.getText() != null && !p.getText().isEmpty()) {
+                try {
+                    limits.addAll(dev.redisratelimit.client.LimitText.parse(p.getText()));
+                } catch (IllegalArgumentException e) {
+                    throw new IllegalArgumentException("ratelimit.policies." + name + ".text: " + e.getMessage(), e);
+                }
+            }
             for (RateLimitProperties.LimitProperties l : p.getLimits()) {
                 try {
                     limits.add(limit(l.getName(), l.getType(), l.getCount(), l.getWindow(), l.getBurst(), l.getPeriod(),
@@ -55,7 +62,8 @@ public final class AnnotationPolicies {
             }
             yaml.put(name, List.copyOf(limits));
             // Registered at once, so its limits can be changed at run time before its first call.
-            Policy cp = new Policy(name, limits, null, tagFor(name, p.getHashTag(), limits), p.getOnRedisDown().mode(), false);
+            Policy cp = new Policy(name, limits, null, tagFor(name, p.getHashTag(), limits), p.getOnRedisDown().mode(), false)
+                    .withCounts(p.getCounts());
             limiter.register(cp);
         });
     }
@@ -63,10 +71,28 @@ public final class AnnotationPolicies {
     /** Every rate-limited method of a bean's class, resolved now (start-up validation). */
     public void validate(Class<?> beanClass) {
         boolean classLevel = AnnotatedElementUtils.hasAnnotation(beanClass, RateLimited.class);
-        ReflectionUtils.doWithMethods(beanClass, m -> resolve(m, beanClass),
+        ReflectionUtils.doWithMethods(beanClass, m -> {
+                    unguardable(m, beanClass);
+                    resolve(m, beanClass);
+                },
                 m -> !m.isBridge() && !m.isSynthetic() && Modifier.isPublic(m.getModifiers())
                         && m.getDeclaringClass() != Object.class
                         && (classLevel || AnnotatedElementUtils.hasAnnotation(m, RateLimited.class)));
+    }
+
+    // A method the proxy cannot guard fails the start, naming it: else its @RateLimited (and a route
+    // deferring to it) would silently do nothing (issue 35).
+    private static void unguardable(Method m, Class<?> beanClass) {
+        String where = beanClass.getSimpleName() + "." + m.getName();
+        if (Modifier.isFinal(m.getModifiers())) {
+            throw new IllegalStateException("@RateLimited on " + where + ": the method is final, so the proxy that limits it"
+                    + " cannot override it (make it non-final; in Kotlin, `open`, or the kotlin-spring plugin)");
+        }
+        Class<?>[] params = m.getParameterTypes();
+        if (params.length > 0 && params[params.length - 1].getName().equals("kotlin.coroutines.Continuation")) {
+            throw new IllegalStateException("@RateLimited on " + where + ": a Kotlin suspend function cannot be limited by the"
+                    + " method proxy (return a Mono, or drop the annotation and limit the endpoint with ratelimit.routes)");
+        }
     }
 
     /** The policy of a method (its own annotation, else its class's), or null when it has none. */
@@ -96,12 +122,13 @@ public final class AnnotationPolicies {
         List<dev.redisratelimit.client.Limit> limits;
         String hashTag = a.hashTag();
         OnRedisDown down = a.onRedisDown();
-        if (a.limits().length > 0) {
+        String counts = a.counts();
+        if (a.limits().length > 0 || !a.text().isEmpty()) {
             if (!a.policy().isEmpty() && yaml.containsKey(a.policy())) {
                 throw new IllegalArgumentException("policy '" + a.policy() + "' is defined in ratelimit.policies: give limits there or here, not both");
             }
             name = a.policy().isEmpty() ? where : a.policy();
-            limits = new ArrayList<>();
+            limits = new ArrayList<>(a.text().isEmpty() ? List.of() : dev.redisratelimit.client.LimitText.parse(a.text()));
             for (Limit l : a.limits()) {
                 limits.add(limit(l.name(), l.type(), l.count(), duration(l.window()), l.burst(), l.period(), l.zone(),
                         duration(l.ttl()), duration(l.lockTime()), l.global(), l.cost(), l.settle()));
@@ -117,6 +144,9 @@ public final class AnnotationPolicies {
             if (hashTag.isEmpty() && p.getHashTag() != null) {
                 hashTag = p.getHashTag();
             }
+            if (counts.isEmpty() && p.getCounts() != null) {
+                counts = p.getCounts();
+            }
             if (down == OnRedisDown.DEFAULT) {
                 down = p.getOnRedisDown();
             }
@@ -127,7 +157,7 @@ public final class AnnotationPolicies {
                     null, null, false, null, null));
         }
         Policy compiled = new Policy(name, limits, duration(a.preventDuplicate()), tagFor(name, hashTag, limits), down.mode(),
-                a.legacyHeaders());
+                a.legacyHeaders()).withCounts(counts);
         Policy earlier = byName.putIfAbsent(name, compiled);
         if (earlier != null && !earlier.limits().equals(compiled.limits())) {
             throw new IllegalArgumentException("two different policies are named '" + name + "'");

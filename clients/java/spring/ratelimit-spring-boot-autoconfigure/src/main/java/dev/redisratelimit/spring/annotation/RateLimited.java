@@ -67,4 +67,17 @@ public @interface RateLimited {
 
     /** What to do while Redis cannot be reached; DEFAULT: ratelimit.on-redis-down. */
     OnRedisDown onRedisDown() default OnRedisDown.DEFAULT;
+
+    /**
+     * Inline limits as text, each a sliding window: {@code "5/minute;100/hour"} (the Python and Node
+     * clients' syntax; items named {@code 5-per-1m}), before any {@link #limits()}.
+     */
+    String text() default "";
+
+    /**
+     * Count only {@code "failures"} or only {@code "successes"} (empty: every call): each call is charged up
+     * front and given back when it ends with the other outcome — a thrown exception, or a
+     * {@code ResponseEntity}/response status of 400 or more, is a failure. Needs a window, bucket or quota.
+     */
+    String counts() default "";
 }

@@ -137,6 +137,15 @@ public class RateLimitProperties {
         private OnRedisDown onRedisDown = OnRedisDown.DEFAULT;
         /** A fixed Cluster hash tag for all of this policy's keys. */
         private String hashTag;
+        /** Limits as text, each a sliding window ("5/minute;100/hour"), before any of {@code limits}. */
+        private String text;
+        /** Count only "failures" or "successes" (empty: every call); see @RateLimited(counts). */
+        private String counts;
+
+        public String getText() { return text; }
+        public void setText(String text) { this.text = text; }
+        public String getCounts() { return counts; }
+        public void setCounts(String counts) { this.counts = counts; }
 
         public List<LimitProperties> getLimits() { return limits; }
         public void setLimits(List<LimitProperties> limits) { this.limits = limits; }

@@ -107,19 +107,23 @@ public class RateLimitRouteWebFilter implements WebFilter, Ordered {
                     if (offload != null && offload.blocking()) {
                         permit = permit.subscribeOn(Schedulers.boundedElastic());
                     }
-                    return Mono.usingWhen(permit, p -> {
+                    // Admitted or not, back on the connection's event loop (ConnectionLoop says why); the permit
+                    // closed once the exchange ends, without the exchange waiting for that round trip.
+                    return permit.publishOn(ConnectionLoop.of(exchange)).flatMap(p -> {
                         if (p.decision() != null) {
                             HttpHeaders target = exchange.getResponse().getHeaders();
                             answers.headers(p.decision()).forEach((name, values) -> target.put(name, values));
                         }
-                        return chain.filter(exchange);
-                    }, p -> close(p), (p, e) -> close(p), p -> close(p));
+                        return chain.filter(exchange).doFinally(signal -> close(p));
+                    });
                 }))
                 .onErrorResume(e -> isOurs(e) && !exchange.getResponse().isCommitted(), e -> answer(exchange, e));
     }
 
-    private static Mono<Void> close(Permit p) {
-        return Mono.fromCompletionStage(() -> p.closeAsync(Map.of()));
+    private void close(Permit p) {
+        Mono<Void> m = Mono.fromCompletionStage(() -> p.closeAsync(Map.of()));
+        (offload != null && offload.blocking() ? m.subscribeOn(Schedulers.boundedElastic()) : m)
+                .subscribe(null, e -> log.warn("rate-limit routes: permit not settled ({})", e.toString()));
     }
 
     // True when the handler is a controller method with its own @RateLimited (not a lockout, decided alone).

@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
 import org.reactivestreams.Publisher;
@@ -101,12 +102,14 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
             return plain(inv, r);
         }
         Mono<Call> decided = Mono.deferContextual(cv -> decide(inv, r, ServerWebExchangeContextFilter.getExchange(cv).orElse(null)));
+        // The permit closes once the method's publisher ends (completed, failed or cancelled); the answer does
+        // not wait for that round trip to Redis (CLIENTS.md §3: closing never delays the response).
         if (adapter.isMultiValue()) {
-            return adapter.fromPublisher(Flux.usingWhen(decided, call -> Flux.from(call.run(adapter)), Call::completed,
-                    (call, e) -> call.failed(), Call::cancelled));
+            return adapter.fromPublisher(decided.flatMapMany(call -> Flux.from(call.run(adapter))
+                    .doOnComplete(call::completed).doOnError(e -> call.failed()).doOnCancel(call::cancelled)));
         }
-        return adapter.fromPublisher(Mono.usingWhen(decided, call -> Mono.from(call.run(adapter)), Call::completed,
-                (call, e) -> call.failed(), Call::cancelled));
+        return adapter.fromPublisher(decided.flatMap(call -> Mono.from(call.run(adapter))
+                .doOnSuccess(v -> call.completed()).doOnError(e -> call.failed()).doOnCancel(call::cancelled)));
     }
 
     // A plain return value: decided and closed on the calling thread, which must not be an event loop.
@@ -121,11 +124,11 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
         try {
             result = inv.proceed();
         } catch (Throwable t) {
-            call.failed().block();
+            call.failed();
             throw t;
         }
         call.last = result;
-        call.completed().block();
+        call.completed();
         return result;
     }
 
@@ -167,9 +170,17 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
                 // Cancelled while deciding (the client went away): the permit Redis may still grant has nobody
                 // to close it, so close it when it comes (leases released, estimates refunded: nothing ran).
                 // The Mono waits on a copy, so its cancel does not cancel the decision this relies on.
-                return Mono.fromCompletionStage(decision.thenApply(p -> p))
-                        .doOnCancel(() -> decision.thenAcceptAsync(p -> p.closeAsync(Map.of()),
-                                blocking ? r0 -> Schedulers.boundedElastic().schedule(r0) : Runnable::run));
+                // The decision, admitted or not, is handed back to the connection's event loop (ConnectionLoop
+                // says why) before it is taken: a cancel after that is the Call's to settle, not this refund's.
+                AtomicBoolean taken = new AtomicBoolean();
+                return Mono.fromCompletionStage(decision.thenApply(p -> p)).publishOn(ConnectionLoop.of(exchange))
+                        .doOnNext(p -> taken.set(true))
+                        .doOnCancel(() -> {
+                            if (!taken.get()) {
+                                decision.thenAcceptAsync(p -> p.closeAsync(Map.of()),
+                                        blocking ? r0 -> Schedulers.boundedElastic().schedule(r0) : Runnable::run);
+                            }
+                        });
             });
             if (blocking) {
                 permit = permit.subscribeOn(Schedulers.boundedElastic());
@@ -208,6 +219,8 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
         return k;
     }
 
+    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(ReactiveRateLimitInterceptor.class);
+
     /** One admitted invocation: its permit, and what settling it needs. */
     private final class Call {
         private final MethodInvocation inv;
@@ -218,6 +231,7 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
         private final ServerWebExchange exchange;
         private final boolean blocking;
         private volatile Object last;
+        private final AtomicBoolean closed = new AtomicBoolean();
 
         Call(MethodInvocation inv, AnnotationPolicies.Resolved r, MethodBasedEvaluationContext ctx, long[] costs, Permit permit,
                 ServerWebExchange exchange, boolean blocking) {
@@ -251,34 +265,58 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
         }
 
         // Completed: estimates settled from #result (the value, or a Flux's last element).
-        Mono<Void> completed() {
+        void completed() {
+            if (!closing()) {
+                return;
+            }
             Map<Integer, Long> used = new HashMap<>();
-            if (permit.hasEstimates()) {
-                ctx.setVariable("result", last);
+            try {
+                if (permit.hasEstimates()) {
+                    ctx.setVariable("result", last);
+                    for (int clause : permit.estimateClauses()) {
+                        used.put(clause, usage(r.settles()[clause], ctx, costs[clause], r.policy().name()));
+                    }
+                }
+            } catch (RuntimeException e) {
+                // A settle expression that cannot be evaluated: the estimate stands (§4), the lease is released.
+                log.warn("policy '{}': settle expression failed ({}); the estimate stands", r.policy().name(), e.getMessage());
+                used.clear();
                 for (int clause : permit.estimateClauses()) {
-                    used.put(clause, usage(r.settles()[clause], ctx, costs[clause], r.policy().name()));
+                    used.put(clause, costs[clause]);
                 }
             }
-            return close(used);
+            close(used);
         }
 
         // Failed: the method used nothing, its estimates are refunded.
-        Mono<Void> failed() {
-            return close(Map.of());
+        void failed() {
+            if (closing()) {
+                close(Map.of());
+            }
         }
 
         // Cancelled (the client went away): leases released, estimates stand as charged.
-        Mono<Void> cancelled() {
+        void cancelled() {
+            if (!closing()) {
+                return;
+            }
             Map<Integer, Long> used = new HashMap<>();
             for (int clause : permit.estimateClauses()) {
                 used.put(clause, costs[clause]);
             }
-            return close(used);
+            close(used);
         }
 
-        private Mono<Void> close(Map<Integer, Long> used) {
+        // Once: the first of completed, failed and cancelled closes the permit.
+        private boolean closing() {
+            return closed.compareAndSet(false, true);
+        }
+
+        // Sent, not waited for: the permit logs what it could not settle (the lease then expires by its TTL).
+        private void close(Map<Integer, Long> used) {
             Mono<Void> m = Mono.fromCompletionStage(() -> permit.closeAsync(used));
-            return blocking ? m.subscribeOn(Schedulers.boundedElastic()) : m;
+            (blocking ? m.subscribeOn(Schedulers.boundedElastic()) : m)
+                    .subscribe(null, e -> log.warn("policy '{}': permit not settled ({})", r.policy().name(), e.toString()));
         }
     }
 }

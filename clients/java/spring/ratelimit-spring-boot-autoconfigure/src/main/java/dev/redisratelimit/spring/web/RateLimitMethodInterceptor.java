@@ -100,6 +100,16 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
             ok = true;
             return result;
         } finally {
+            // The outcome, for a policy that counts only failures or successes (Policy#counts).
+            if (!permit.outcomeKnown()) {
+                int status = result instanceof org.springframework.http.ResponseEntity<?> re ? re.getStatusCode().value()
+                        : response != null ? response.getStatus() : 200;
+                if (!ok || status >= 400) {
+                    permit.failed();
+                } else {
+                    permit.succeeded();
+                }
+            }
             Map<Integer, Long> used = Map.of();
             if (ok && permit.hasEstimates()) {
                 used = new HashMap<>();

@@ -11,11 +11,20 @@ public final class RedisCluster implements AutoCloseable {
     public final List<RedisServer> nodes = new ArrayList<>();
 
     public static RedisCluster start() throws IOException, InterruptedException {
+        return start(true);
+    }
+
+    /** Three primaries without the module (the Functions backend). */
+    public static RedisCluster startWithoutModule() throws IOException, InterruptedException {
+        return start(false);
+    }
+
+    private static RedisCluster start(boolean module) throws IOException, InterruptedException {
         RedisCluster c = new RedisCluster();
         try {
             for (int i = 0; i < 3; i++) {
-                c.nodes.add(RedisServer.launch("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                        "--cluster-node-timeout", "5000"));
+                String[] args = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"};
+                c.nodes.add(module ? RedisServer.launch(args) : RedisServer.launchWithoutModule(args));
             }
             List<String> cmd = new ArrayList<>(List.of("redis-cli", "--cluster", "create"));
             for (RedisServer n : c.nodes) {

@@ -50,9 +50,9 @@ public final class RedisServer implements AutoCloseable {
         this.dir = Files.createTempDirectory("rl-redis-" + port);
     }
 
-    /** A server without the module (to test the start-up check). */
-    public static RedisServer launchWithoutModule() throws IOException, InterruptedException {
-        RedisServer s = new RedisServer(freePort(), List.of());
+    /** A server without the module (to test the start-up check, and the Functions backend). */
+    public static RedisServer launchWithoutModule(String... extraArgs) throws IOException, InterruptedException {
+        RedisServer s = new RedisServer(freePort(), List.of(extraArgs));
         s.withModule = false;
         s.start();
         return s;

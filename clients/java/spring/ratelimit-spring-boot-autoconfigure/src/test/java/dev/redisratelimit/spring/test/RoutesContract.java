@@ -123,6 +123,11 @@ public abstract class RoutesContract {
         String k = key();
         for (int i = 0; i < 3; i++) {
             assertThat(http().get("/r/boom", "X-Key", k).statusCode()).isEqualTo(500); // admitted each time: released after each
+            // settled just after the answer, without the answer waiting for it (CLIENTS.md §3)
+            long deadline = System.currentTimeMillis() + 1000;
+            while (leaseRemaining(k) != 1 && System.currentTimeMillis() < deadline) {
+                Thread.sleep(5);
+            }
         }
         assertThat(http().get("/r/boom?fail=false", "X-Key", k).statusCode()).isEqualTo(200);
         long deadline = System.currentTimeMillis() + 1000;
