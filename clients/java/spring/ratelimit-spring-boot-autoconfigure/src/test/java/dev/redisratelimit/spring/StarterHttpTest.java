@@ -44,13 +44,16 @@ class StarterHttpTest extends AnnotationHttpContract {
         String k = key();
         try (Socket s = new Socket("127.0.0.1", port)) {
             OutputStream out = s.getOutputStream();
-            out.write(("POST /work?estimate=100&used=40&delayMs=500 HTTP/1.1\r\nHost: x\r\nX-Key: " + k
+            out.write(("POST /work?estimate=100&used=40&delayMs=2000 HTTP/1.1\r\nHost: x\r\nX-Key: " + k
                     + "\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}").getBytes(StandardCharsets.US_ASCII));
             out.flush();
-            Thread.sleep(150);
+            long admitted = System.currentTimeMillis() + 1500; // admitted, however loaded the machine
+            while (held("work:{" + k + "}:inflight") != 1 && System.currentTimeMillis() < admitted) {
+                Thread.sleep(20);
+            }
             assertThat(held("work:{" + k + "}:inflight")).isEqualTo(1); // in flight
         } // the client goes away mid-call
-        long deadline = System.currentTimeMillis() + 1500;
+        long deadline = System.currentTimeMillis() + 4000;
         while (held("work:{" + k + "}:inflight") != 0 && System.currentTimeMillis() < deadline) {
             Thread.sleep(50);
         }

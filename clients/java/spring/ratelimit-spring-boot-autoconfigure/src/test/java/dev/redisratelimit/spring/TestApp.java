@@ -114,7 +114,7 @@ public class TestApp {
 
         @GetMapping("/bucket")
         @RateLimited(policy = "bucket", key = "#request.getHeader('X-Key')",
-                limits = @Limit(name = "rate", type = LimitType.TOKEN_BUCKET, count = 60, window = "60s", burst = 3))
+                limits = @Limit(name = "rate", type = LimitType.TOKEN_BUCKET, count = 60, window = "1h", burst = 3))
         public Map<String, Object> bucket() {
             return Map.of("ok", true);
         }

@@ -63,7 +63,7 @@ public class ReactiveTestApp {
 
         @GetMapping("/bucket")
         @RateLimited(policy = "bucket", key = "#request.headers.getFirst('X-Key')",
-                limits = @Limit(name = "rate", type = LimitType.TOKEN_BUCKET, count = 60, window = "60s", burst = 3))
+                limits = @Limit(name = "rate", type = LimitType.TOKEN_BUCKET, count = 60, window = "1h", burst = 3))
         public Mono<Map<String, Object>> bucket() {
             return Mono.just(Map.of("ok", true));
         }
