@@ -55,8 +55,8 @@ class GatewayBench {
         int concurrency = env("BENCH_CONCURRENCY", 8);
         try (RedisServer redis = RedisServer.launch(); StubBackend backend = new StubBackend();
                 ConfigurableApplicationContext app = new SpringApplicationBuilder(ExampleGateway.class).profiles("bench")
-                        .properties("server.port=0", "spring.data.redis.url=" + redis.url(), "backend.uri=" + backend.uri())
-                        .run()) {
+                        // arguments, not default properties: application.yml's own values outrank those
+                        .run("--server.port=0", "--spring.data.redis.url=" + redis.url(), "--backend.uri=" + backend.uri())) {
             int port = ((WebServerApplicationContext) app).getWebServer().getPort();
             HttpClient http = HttpClient.newHttpClient();
             ExecutorService load = Executors.newFixedThreadPool(concurrency, r -> new Thread(r, "bench-load"));

@@ -17,6 +17,8 @@ final class StubBackend implements AutoCloseable {
     final AtomicInteger hits = new AtomicInteger();
 
     StubBackend() throws IOException {
+        // Headers and body are two writes: without TCP_NODELAY each answer waits out a delayed ACK (~40 ms).
+        System.setProperty("sun.net.httpserver.nodelay", "true");
         server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 256);
         server.setExecutor(pool);
         server.createContext("/", exchange -> {
