@@ -229,6 +229,15 @@ class StarterHttpTest {
         runtimeLimits.set("ocr", Map.of("day", 20L));
     }
 
+    @Test
+    void anAnnotationKeyedByUserAnswers401WhenTheRequestNamesNone() throws Exception {
+        // CLIENTS.md §5: a missing identity is 401, not a misconfiguration (500); an empty header names no one either
+        for (HttpResponse<String> r : List.of(http().get("/ocr"), http().get("/ocr", "X-User", ""))) {
+            assertThat(r.statusCode()).isEqualTo(401);
+            assertThat(r.body()).contains("/problems/unauthorized");
+        }
+    }
+
     long leaseRemaining(String k) throws Exception {
         return Long.parseLong(SharedRedis.get().cli("RL.LEASEPEEK", PREFIX + "work:{" + k + "}:inflight", "*", "2", "COST", "0")
                 .split("\n")[3].trim());

@@ -215,9 +215,9 @@ class WebFluxHttpTest {
         assertThat(http().get("/user", "X-User", user).statusCode()).isEqualTo(200);
         assertThat(http().get("/user", "X-User", user).statusCode()).isEqualTo(429);
         assertThat(http().get("/user", "X-User", user + "2").statusCode()).isEqualTo(200);
-        HttpResponse<String> anonymous = http().get("/user");
-        assertThat(anonymous.statusCode()).isEqualTo(500);
-        assertThat(anonymous.body()).contains("/problems/misconfigured").contains("no USER");
+        HttpResponse<String> anonymous = http().get("/user"); // a missing identity: 401 (CLIENTS.md §5)
+        assertThat(anonymous.statusCode()).isEqualTo(401);
+        assertThat(anonymous.body()).contains("/problems/unauthorized");
     }
 
     @Test
