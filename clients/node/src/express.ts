@@ -18,6 +18,7 @@ import type { PolicyCall } from "./combined";
 import type { Permit, PolicyDecision, RateLimiter } from "./limiter";
 import type { FailureMode, Policy } from "./policy";
 import { closeWhenDone } from "./response";
+import { exemption, type Exemptions } from "./exempt";
 import { PROBLEM_JSON, ProblemError, problem, rateLimitHeaders, refusal, unavailable, type Problem } from "./problems";
 
 export { ProblemError, PROBLEM_BASE, PROBLEM_JSON, problem, rateLimitHeaders, refusal, unavailable } from "./problems";
@@ -46,6 +47,16 @@ interface CommonOptions {
   readonly legacyHeaders?: boolean;
   /** Overrides the policy's failure mode (of several policies: closed if any is). */
   readonly failure?: FailureMode;
+  /** Requests never limited (express-rate-limit's `skip`): e.g. health checks. */
+  readonly skip?: (req: Request) => boolean;
+  /** Callers never limited: addresses/CIDR ranges (`req.ip`) and resolved keys (exempt.ts). */
+  readonly exempt?: Exemptions;
+  /**
+   * A custom refusal (express-rate-limit's `handler`): given the decision and
+   * the problem answer the middleware would send (status, body, headers), it
+   * answers itself. Default: that answer (429 problem+json, Retry-After, RateLimit).
+   */
+  readonly onRefused?: (req: Request, res: Response, refusal: { decision: PolicyDecision; status: number; body: Problem; headers: Array<[string, string]> }) => void;
 }
 
 /**
@@ -94,7 +105,9 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
   // Named in the 503 of several policies.
   const named = single ? policy : { name: routes.map((r) => r.policy.name).join("+") };
   const failure = options.failure ?? (routes.some((r) => r.policy.options.failure === "closed") ? "closed" : "open");
+  const exempt = exemption(options.exempt);
   return async function rateLimitMiddleware(req: Request, res: Response, next: NextFunction) {
+    if (options.skip?.(req) || exempt(req.ip, [])) return next();
     // Aborted when the client goes away before the response ends; made only
     // when someone needs it (a permit, or a handler reading the signal).
     let aborted: AbortController | null = null;
@@ -117,6 +130,7 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
         const key = await r.key(req);
         calls.push(r.policy.bind(key, { cost: r.cost?.(req), estimate: r.estimate?.(req), zone: r.zone?.(req), subkeys: r.subkeys?.(req) }));
       }
+      if (exempt(undefined, calls.map((c) => c.key))) return next();
       signal = needsPermit ? abortSignal() : undefined;
     } catch (e) {
       if (e instanceof ProblemError) return send(res, e.problem);
@@ -150,6 +164,7 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
     const headers = rateLimitHeaders(decision, options.legacyHeaders);
     if (decision.limited) {
       const r = refusal(decision);
+      if (options.onRefused) return options.onRefused(req, res, { decision, status: r.body.status, body: r.body, headers: [...headers, ...r.headers] });
       return send(res, r.body, [...headers, ...r.headers]);
     }
     for (const [k, v] of headers) res.setHeader(k, v);

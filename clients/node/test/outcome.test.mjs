@@ -110,3 +110,38 @@ test("the README's text limits, failures-only login and unlock run as written", 
   }
   assert.equal(mod.log.join(" "), "welcome welcome welcome wrong wrong wrong locked 0 welcome 0 2");
 });
+
+test("express: skip, exempt callers (CIDR, keys) and a custom refusal", async () => {
+  const app = express();
+  app.set("trust proxy", true); // req.ip from X-Forwarded-For, as behind a proxy
+  const p = new Policy("ex", { prefix: "x:", limits: "1/minute" });
+  const onRefused = (_req, res, r) => res.status(503).set("Retry-After", r.headers.find(([k]) => k === "Retry-After")[1]).json({ busy: r.decision.binding.name });
+  app.get(
+    "/x",
+    rateLimit({ limiter, policy: p, key: (req) => String(req.headers["x-key"] ?? req.ip), skip: (req) => req.query.health === "1", exempt: { ips: ["10.0.0.0/8", "2001:db8::/32"], keys: ["internal"] }, onRefused }),
+    (_req, res) => res.json({ ok: true }),
+  );
+  const http = app.listen(0);
+  await new Promise((r) => http.once("listening", r));
+  const get = async (q, headers) => {
+    const r = await fetch(`http://127.0.0.1:${http.address().port}/x?${q}`, { headers });
+    return { status: r.status, body: await r.text(), retry: r.headers.get("retry-after") };
+  };
+  try {
+    const from = (ip, extra = {}) => ({ "X-Forwarded-For": ip, ...extra });
+    assert.equal((await get("", from("192.0.2.1"))).status, 200);
+    const refused = await get("", from("192.0.2.1"));
+    assert.deepEqual([refused.status, refused.body], [503, '{"busy":"1-per-1m"}']);
+    assert.ok(Number(refused.retry) > 0);
+    for (let i = 0; i < 3; i++) {
+      assert.equal((await get("health=1", from("192.0.2.1"))).status, 200);
+      assert.equal((await get("", from("10.1.2.3"))).status, 200);
+      assert.equal((await get("", from("2001:db8::7"))).status, 200);
+      assert.equal((await get("", from("192.0.2.9", { "X-Key": "internal" }))).status, 200);
+    }
+    assert.deepEqual(await redis.keys("x:ex:{10.1.2.3}*"), []); // an exempt caller writes nothing
+  } finally {
+    http.close();
+  }
+  assert.throws(() => rateLimit({ limiter, policy: p, key: () => "k", exempt: { ips: ["10.0.0.0/99"] } }), RangeError);
+});

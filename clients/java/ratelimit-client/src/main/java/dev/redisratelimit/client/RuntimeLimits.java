@@ -26,6 +26,8 @@ public final class RuntimeLimits {
     private final long budgetMs;
     private volatile Map<String, Long> current = Map.of();
     private final Map<String, Policy> known = new ConcurrentHashMap<>();
+    private final Map<String, String> warned = new ConcurrentHashMap<>();
+    final java.util.concurrent.atomic.AtomicLong warnings = new java.util.concurrent.atomic.AtomicLong(); // for tests
 
     public RuntimeLimits(RateLimitTransport transport, String prefix, long budgetMs) {
         this.transport = transport;
@@ -125,17 +127,29 @@ public final class RuntimeLimits {
         Map<String, Long> out = new HashMap<>();
         if (reply instanceof List<?> l) {
             for (int i = 0; i + 1 < l.size(); i += 2) {
-                String field = text(l.get(i));
-                try {
-                    out.put(field, Long.parseLong(text(l.get(i + 1))));
-                } catch (NumberFormatException e) {
-                    log.log(System.Logger.Level.WARNING, "ignoring runtime limit {0}: not an integer", field);
-                }
+                put(out, text(l.get(i)), text(l.get(i + 1)));
             }
         } else if (reply instanceof Map<?, ?> m) {
-            m.forEach((k, v) -> out.put(text(k), Long.parseLong(text(v))));
+            m.forEach((k, v) -> put(out, text(k), text(v)));
         }
         return out;
+    }
+
+    // A value that is not an integer is ignored, and logged once per distinct value of its field, not on
+    // every refresh (every 500 ms in the Spring starter: issue 35).
+    private void put(Map<String, Long> out, String field, String value) {
+        try {
+            out.put(field, Long.parseLong(value));
+            warned.remove(field);
+        } catch (NumberFormatException e) {
+            if (!value.equals(warned.put(field, value))) {
+                if (warned.size() > 1024) {
+                    warned.clear(); // bounded: at worst a field is warned about once more
+                }
+                warnings.incrementAndGet();
+                log.log(System.Logger.Level.WARNING, "ignoring runtime limit {0}: \"{1}\" is not an integer", field, value);
+            }
+        }
     }
 
     private static String text(Object o) {

@@ -49,6 +49,21 @@ class BadConfigurationTest {
         }
     }
 
+    public static class FinalMethod {
+        @RateLimited(limits = @Limit(name = "w", count = 5, window = "1s"), key = "'k'")
+        public final void call() {
+        }
+    }
+
+    @RateLimited(limits = @Limit(name = "w", count = 5, window = "1s"), key = "'k'")
+    public static class FinalUnderClassLevel {
+        public void fine() {
+        }
+
+        public final void unguarded() {
+        }
+    }
+
     public static class Good {
         @RateLimited(limits = @Limit(name = "w", count = 5, window = "1s"), key = "'k'")
         public void call() {
@@ -68,6 +83,12 @@ class BadConfigurationTest {
             assertThat(ctx).hasFailed();
             assertThat(ctx.getStartupFailure()).rootCause().hasMessageContaining(message);
         });
+    }
+
+    @Test
+    void aFinalMethodTheProxyCannotOverride() {
+        fails(FinalMethod.class, "@RateLimited on FinalMethod.call: the method is final");
+        fails(FinalUnderClassLevel.class, "@RateLimited on FinalUnderClassLevel.unguarded: the method is final");
     }
 
     @Test

@@ -63,7 +63,7 @@ public class GatewayRateLimiter extends AbstractRateLimiter<GatewayRateLimiter.C
         } catch (IllegalArgumentException e) {
             return Mono.error(e); // a route without policies, or an unknown name: a configuration error, never an answer
         }
-        return Mono.fromCompletionStage(() -> limiter.acquireAsync(calls))
+        return Decisions.permit(() -> limiter.acquireAsync(calls))
                 // The filter has no hook at the response's end: what the permit holds is given back now.
                 .flatMap(p -> Mono.fromCompletionStage(p.closeAsync(Map.of())).thenReturn(new Response(true, headers(p))))
                 .onErrorResume(RateLimitRefusedException.class, r -> {

@@ -94,7 +94,7 @@ public class RateLimitGatewayFilterFactory extends AbstractGatewayFilterFactory<
                     for (String name : names) {
                         calls.add(PolicyCall.of(limiter.policy(name), key));
                     }
-                    return Mono.usingWhen(Mono.fromCompletionStage(() -> limiter.acquireAsync(calls)), p -> {
+                    return Mono.usingWhen(Decisions.permit(() -> limiter.acquireAsync(calls)), p -> {
                         if (p.decision() != null) {
                             HttpHeaders target = exchange.getResponse().getHeaders();
                             answers.headers(p.decision()).forEach(target::put);

@@ -2,7 +2,7 @@ package dev.redisratelimit.gateway;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.redisratelimit.gateway.test.RedisServer;
+import dev.redisratelimit.spring.test.RedisServer;
 import dev.redisratelimit.gateway.test.StubBackend;
 import java.net.URI;
 import java.net.http.HttpClient;

@@ -75,10 +75,28 @@ public final class AnnotationPolicies {
     /** Every rate-limited method of a bean's class, resolved now (start-up validation). */
     public void validate(Class<?> beanClass) {
         boolean classLevel = AnnotatedElementUtils.hasAnnotation(beanClass, RateLimited.class);
-        ReflectionUtils.doWithMethods(beanClass, m -> resolve(m, beanClass),
+        ReflectionUtils.doWithMethods(beanClass, m -> {
+                    unguardable(m, beanClass);
+                    resolve(m, beanClass);
+                },
                 m -> !m.isBridge() && !m.isSynthetic() && Modifier.isPublic(m.getModifiers())
                         && m.getDeclaringClass() != Object.class
                         && (classLevel || AnnotatedElementUtils.hasAnnotation(m, RateLimited.class)));
+    }
+
+    // A method the proxy cannot guard fails the start, naming it: else its @RateLimited (and a route
+    // deferring to it) would silently do nothing (issue 35).
+    private static void unguardable(Method m, Class<?> beanClass) {
+        String where = beanClass.getSimpleName() + "." + m.getName();
+        if (Modifier.isFinal(m.getModifiers())) {
+            throw new IllegalStateException("@RateLimited on " + where + ": the method is final, so the proxy that limits it"
+                    + " cannot override it (make it non-final; in Kotlin, `open`, or the kotlin-spring plugin)");
+        }
+        Class<?>[] params = m.getParameterTypes();
+        if (params.length > 0 && params[params.length - 1].getName().equals("kotlin.coroutines.Continuation")) {
+            throw new IllegalStateException("@RateLimited on " + where + ": a Kotlin suspend function cannot be limited by the"
+                    + " method proxy (return a Mono, or drop the annotation and limit the endpoint with ratelimit.routes)");
+        }
     }
 
     /** The policy of a method (its own annotation, else its class's), or null when it has none. */
