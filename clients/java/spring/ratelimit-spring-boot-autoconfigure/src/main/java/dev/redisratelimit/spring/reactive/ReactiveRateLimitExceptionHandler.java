@@ -4,6 +4,7 @@ import dev.redisratelimit.client.RateLimitConfigurationException;
 import dev.redisratelimit.client.RateLimitRefusedException;
 import dev.redisratelimit.client.RateLimitUnavailableException;
 import dev.redisratelimit.spring.http.RateLimitAnswers;
+import dev.redisratelimit.spring.http.RateLimitKeyMissingException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.core.Ordered;
@@ -16,7 +17,7 @@ import org.springframework.web.bind.annotation.RestControllerAdvice;
 
 /**
  * Turns the starter's exceptions into problem+json answers on WebFlux (429
- * with the rate-limit headers and Retry-After, 503, 500): the same bodies
+ * with the rate-limit headers and Retry-After, 503, 401/400, 500): the same bodies
  * and headers as the MVC adapter, from the same {@link RateLimitAnswers}.
  */
 @RestControllerAdvice
@@ -44,6 +45,13 @@ public class ReactiveRateLimitExceptionHandler {
     @ExceptionHandler(RateLimitUnavailableException.class)
     public ResponseEntity<ProblemDetail> unavailable(RateLimitUnavailableException e) {
         return ResponseEntity.status(HttpStatus.SERVICE_UNAVAILABLE).body(answers.unavailable(e.getPolicy()));
+    }
+
+    /** 401 {@code .../unauthorized} when the missing key names the caller, else 400 (as the MVC adapter). */
+    @ExceptionHandler(RateLimitKeyMissingException.class)
+    public ResponseEntity<ProblemDetail> missingKey(RateLimitKeyMissingException e) {
+        ProblemDetail body = answers.missingKey(e);
+        return ResponseEntity.status(body.getStatus()).body(body);
     }
 
     @ExceptionHandler(RateLimitConfigurationException.class)

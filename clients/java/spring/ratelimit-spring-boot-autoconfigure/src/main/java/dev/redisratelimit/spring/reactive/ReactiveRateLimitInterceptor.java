@@ -11,6 +11,7 @@ import dev.redisratelimit.client.RateLimiter;
 import dev.redisratelimit.spring.annotation.AnnotationPolicies;
 import dev.redisratelimit.spring.annotation.KeyBy;
 import dev.redisratelimit.spring.http.RateLimitAnswers;
+import dev.redisratelimit.spring.http.RateLimitKeyMissingException;
 import java.lang.reflect.Method;
 import java.util.HashMap;
 import java.util.List;
@@ -213,6 +214,10 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
             case IP_AND_PATH -> ip + ":" + exchange.getRequest().getPath().value();
             default -> null;
         };
+        if ((k == null || k.isEmpty()) && r.by() == KeyBy.USER) {
+            // the request names no one (no principal, no or an empty user header): a missing identity, 401 (CLIENTS.md §5)
+            throw new RateLimitKeyMissingException("policy '" + policy + "' counts callers by user: the request names none", true);
+        }
         if (k == null || k.isEmpty()) {
             throw new RateLimitConfigurationException("policy '" + policy + "': no " + r.by() + " to key the call by");
         }

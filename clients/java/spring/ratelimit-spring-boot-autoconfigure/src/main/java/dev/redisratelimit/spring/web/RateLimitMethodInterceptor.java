@@ -9,6 +9,8 @@ import dev.redisratelimit.client.PolicyCall;
 import dev.redisratelimit.client.RateLimitConfigurationException;
 import dev.redisratelimit.client.RateLimiter;
 import dev.redisratelimit.spring.annotation.AnnotationPolicies;
+import dev.redisratelimit.spring.http.RateLimitKeyMissingException;
+import dev.redisratelimit.spring.annotation.KeyBy;
 import dev.redisratelimit.spring.annotation.PolicyExpressions;
 import dev.redisratelimit.spring.http.RateLimitAnswers;
 import jakarta.servlet.http.HttpServletRequest;
@@ -196,7 +198,7 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
         if (r.key() != null) {
             return string(r.key(), spel.context(), "key", policy);
         }
-        if (r.by() == dev.redisratelimit.spring.annotation.KeyBy.GLOBAL) {
+        if (r.by() == KeyBy.GLOBAL) {
             return "global";
         }
         if (request == null || caller == null) {
@@ -209,6 +211,10 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
             case IP_AND_PATH -> caller.clientIp(request) + ":" + request.getRequestURI();
             default -> null;
         };
+        if ((k == null || k.isEmpty()) && r.by() == KeyBy.USER) {
+            // the request names no one (no principal, no or an empty user header): a missing identity, 401 (CLIENTS.md §5)
+            throw new RateLimitKeyMissingException("policy '" + policy + "' counts callers by user: the request names none", true);
+        }
         if (k == null || k.isEmpty()) {
             throw new RateLimitConfigurationException("policy '" + policy + "': no " + r.by() + " to key the call by");
         }

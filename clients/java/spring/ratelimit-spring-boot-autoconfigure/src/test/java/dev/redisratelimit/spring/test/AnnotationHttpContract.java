@@ -238,9 +238,18 @@ public abstract class AnnotationHttpContract {
         assertThat(http().get("/user", "X-User", user).statusCode()).isEqualTo(200);
         assertThat(http().get("/user", "X-User", user).statusCode()).isEqualTo(429);
         assertThat(http().get("/user", "X-User", user + "2").statusCode()).isEqualTo(200); // another caller still gets 200
-        HttpResponse<String> anonymous = http().get("/user");
-        assertThat(anonymous.statusCode()).isEqualTo(500);
-        assertThat(anonymous.body()).contains("/problems/misconfigured").contains("no USER");
+        HttpResponse<String> anonymous = http().get("/user"); // a missing identity: 401 (CLIENTS.md §5)
+        assertThat(anonymous.statusCode()).isEqualTo(401);
+        assertThat(anonymous.body()).contains("/problems/unauthorized");
+    }
+
+    @Test
+    void anAnnotationKeyedByUserAnswers401WhenTheRequestNamesNone() {
+        // CLIENTS.md §5: a missing identity is 401, not a misconfiguration (500); an empty header names no one either
+        for (HttpResponse<String> r : List.of(http().get("/ocr"), http().get("/ocr", "X-User", ""))) {
+            assertThat(r.statusCode()).isEqualTo(401);
+            assertThat(r.body()).contains("/problems/unauthorized");
+        }
     }
 
     @Test
