@@ -31,10 +31,6 @@ COMMANDS = {
     "node": (["node", "server.js"], ROOT / "examples" / "node"),
     "java": (["java", "-jar", str(JAR)], ROOT),
 }
-# The Spring starter writes the shared key format (a clause named after its
-# first limit, no default prefix) once the Java core and key changes land
-# (issues 33 and 34); until then its pairs are expected to fail.
-JAVA_ALIGNED = os.environ.get("RL_JAVA_ALIGNED", "0") == "1"
 
 
 class App:
@@ -84,11 +80,9 @@ def redis_server():
 
 
 PAIRS = [("python", "node"), ("node", "java"), ("java", "python")]
-_java = pytest.mark.xfail(not JAVA_ALIGNED, reason="the Spring starter's key format (issues 33, 34)", strict=False)
 
 
-@pytest.fixture(scope="module", params=[pytest.param(p, id="+".join(p), marks=[_java] if "java" in p else [])
-                                        for p in PAIRS])
+@pytest.fixture(scope="module", params=[pytest.param(p, id="+".join(p)) for p in PAIRS])
 def pair(request, redis_server):
     """Instance 1 of one app, instance 2 of the other: one Redis, one prefix."""
     first, second = request.param
