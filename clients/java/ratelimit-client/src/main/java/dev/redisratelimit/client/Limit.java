@@ -104,8 +104,9 @@ public record Limit(
         return new Limit(name, Kind.SLIDING_WINDOW, count, window, 0, null, null, null, null, false, null, null);
     }
 
-    /** {@code rate} units per {@code per}, {@code burst} at once (GCRA, RL.THROTTLE); burst 0: the rate. */
+    /** {@code rate} units per {@code per}, {@code burst} (1 or more) at once (GCRA, RL.THROTTLE). */
     public static Limit tokenBucket(String name, long rate, Duration per, long burst) {
+        require(burst >= 1, "burst: limit '" + name + "': burst " + burst + " must be from 1 to 2^53-1");
         return new Limit(name, Kind.TOKEN_BUCKET, rate, per, burst, null, null, null, null, false, null, null);
     }
 

@@ -72,9 +72,7 @@ public final class Policy {
         }
         Limit.require(duplicateWindow == null || duplicateWindow.toMillis() >= 1,
                 "policy '" + name + "': preventDuplicate must be at least 1 ms");
-        if (tag != null && tag.isBlank()) {
-            tag = null;
-        }
+        Limit.require(tag == null || !tag.isEmpty(), "tag: policy '" + name + "': an empty tag (null: none)");
         // Under Cluster every key of one RL.ALL shares a slot: a shared limit's key holds the tag the per-key ones do.
         Limit.require(!anyShared || tag != null, "policy '" + name + "': a shared limit needs the policy's tag");
         Limit.require(tag == null || !(tag.contains("{") || tag.contains("}")), "policy '" + name + "': a hash tag without braces");

@@ -38,7 +38,11 @@ public record PolicyCall(Policy policy, String key, String zone, long[] costs, S
         return new PolicyCall(policy, key, zone, costs, subkey);
     }
 
-    /** The same call charging {@code cost} to every clause whose limits take the call's cost (not an estimate). */
+    /**
+     * The same call charging {@code cost} to every clause whose limits take the
+     * call's cost (not an estimate): a lease of {@code cost} units, the
+     * duplicate window too (so a cost above 1 is refused there, as in every client).
+     */
     public PolicyCall withCost(long cost) {
         return charging(cost, false);
     }
@@ -57,8 +61,7 @@ public record PolicyCall(Policy policy, String key, String zone, long[] costs, S
         List<PolicyClause> clauses = policy.clauses();
         long[] c = costs != null ? costs.clone() : filled(clauses.size());
         for (int i = 0; i < clauses.size(); i++) {
-            if ((clauses.get(i).settle() != null) == estimates && clauses.get(i).kind() != Limit.Kind.CONCURRENCY
-                    && !clauses.get(i).duplicate()) {
+            if ((clauses.get(i).settle() != null) == estimates) {
                 c[i] = units;
             }
         }

@@ -475,6 +475,7 @@ public final class RateLimiter implements AutoCloseable {
             }
             size += c.policy().clauses().size();
         }
+        calls.forEach(RateLimiter::validate);
         Batch b = new Batch(calls, size);
         int flat = 0;
         for (int k = 0; k < calls.size(); k++) {
@@ -492,7 +493,7 @@ public final class RateLimiter implements AutoCloseable {
                     // UUID.randomUUID's SecureRandom reads /dev/urandom, a blocking call on an event loop.
                     ThreadLocalRandom rnd = ThreadLocalRandom.current();
                     String token = new UUID(rnd.nextLong(), rnd.nextLong()).toString();
-                    clause = new Clause.Lease(key, runtime.count(policy.name(), l), l.ttl(), token, 1);
+                    clause = new Clause.Lease(key, runtime.count(policy.name(), l), l.ttl(), token, cost);
                     b.leases.add(new Permit.Lease(key, token));
                 } else {
                     clause = clause(policy, c, in, key).withCost(cost);
@@ -506,6 +507,55 @@ public final class RateLimiter implements AutoCloseable {
             }
         }
         return b;
+    }
+
+    /**
+     * A call's inputs checked before anything is sent, as the Python and Node
+     * clients check them (CLIENTS.md §2; the message starts with the field):
+     * the key, the duplicate subkey, the zone given per call, each clause's cost
+     * against what its clause takes (a window's count and 10,000, a bucket's
+     * burst, a concurrency limit).
+     */
+    static void validate(PolicyCall in) {
+        Policy policy = in.policy();
+        String key = in.key();
+        Limit.require(key != null && !key.isEmpty() && !key.startsWith("}"),
+                "key: policy '" + policy.name() + "': the key must be non-empty and not start with '}'");
+        if (in.zone() != null) {
+            Limit.require(ZONE_TEXT.matcher(in.zone()).matches() || ZoneId.getAvailableZoneIds().contains(in.zone()),
+                    "zone: invalid '" + in.zone() + "': expected an IANA time-zone name or a fixed offset +HH:MM");
+        }
+        List<PolicyClause> specs = policy.clauses();
+        for (int ci = 0; ci < specs.size(); ci++) {
+            PolicyClause c = specs.get(ci);
+            if (c.duplicate()) {
+                Limit.require(in.subkey() != null && !in.subkey().isEmpty(),
+                        "subkeys: policy '" + policy.name() + "' prevents duplicates: the call needs a non-empty subkey");
+            }
+            long cost = in.costs() != null && ci < in.costs().length ? in.costs()[ci] : 1;
+            long cap = capacity(policy, c);
+            Limit.require(cost <= cap, "cost: invalid '" + cost + "' for policy '" + policy.name() + "': its "
+                    + c.keyName() + " clause takes at most " + cap);
+        }
+    }
+
+    private static final java.util.regex.Pattern ZONE_TEXT = java.util.regex.Pattern.compile("[+-][0-9]{2}:[0-9]{2}");
+
+    // The most one call may charge a clause, from the definition (runtime overrides aside).
+    private static long capacity(Policy policy, PolicyClause c) {
+        if (c.duplicate()) {
+            return 1;
+        }
+        long cap = c.kind() == Limit.Kind.QUOTA ? Limits.MAX : Limits.COST_CAP;
+        for (int item : c.items()) {
+            Limit l = policy.limitOf(item);
+            cap = Math.min(cap, switch (l.kind()) {
+                case SLIDING_WINDOW, CONCURRENCY -> l.count();
+                case TOKEN_BUCKET -> l.burst();
+                default -> Limits.MAX;
+            });
+        }
+        return cap;
     }
 
     private CompletableFuture<Permit> all(List<PolicyCall> calls, boolean firstTry) {
