@@ -182,10 +182,11 @@ public final class Calls {
         if (options.cost() != null) {
             range("cost", options.cost(), 1, Math.min(limit, Limits.COST_CAP));
         }
-        a.cost(options.cost());
+        // TOKEN before COST, as RL.ALL's LEASE clause and the Python and Node clients send them (one argv in all three).
         if (options.token() != null) {
             a.add("TOKEN").add(options.token());
         }
+        a.cost(options.cost());
         return new Call<>(a.call("RL.LEASE"), Replies::lease);
     }
 

@@ -787,7 +787,7 @@ public final class RateLimiter implements AutoCloseable {
     // A CHECK, THROTTLE or QUOTA clause with the counts in force now (cost 1; the caller sets it).
     private Clause clause(Policy policy, PolicyClause c, PolicyCall in, String key) {
         if (c.duplicate()) {
-            return new Clause.Check(key, List.of(new SlidingWindow(1, policy.duplicateWindow())), 1);
+            return new Clause.Check(key, List.of(new SlidingWindow(runtime.duplicateCount(policy.name(), 1), policy.duplicateWindow())), 1);
         }
         switch (c.kind()) {
             case SLIDING_WINDOW: {

@@ -63,7 +63,16 @@ public final class RuntimeLimits {
             return limit.count(); // nothing set at run time: no field name to build (several per decision)
         }
         Long v = set.get(policy + "/" + limit.name());
-        return v != null ? v : limit.count();
+        // A value the limit's type cannot take (0 for a window, bucket or concurrency limit) is ignored, as every
+        // client ignores it; a quota or a lockout may be 0.
+        return v != null && (v >= 1 || limit.kind() == Limit.Kind.QUOTA || limit.kind() == Limit.Kind.LOCKOUT) ? v : limit.count();
+    }
+
+    /** The count in force for a policy's duplicate window (field {@code <policy>/duplicate}), else {@code defined}. */
+    long duplicateCount(String policy, long defined) {
+        Map<String, Long> set = current;
+        Long v = set.isEmpty() ? null : set.get(policy + "/duplicate");
+        return v != null && v >= 1 ? v : defined;
     }
 
     /**
@@ -152,8 +161,14 @@ public final class RuntimeLimits {
 
     // A value that is not an integer is ignored, and logged once per distinct value of its field, not on
     // every refresh (every 500 ms in the Spring starter: issue 35).
+    private static final java.util.regex.Pattern DIGITS = java.util.regex.Pattern.compile("[0-9]{1,16}");
+
     private void put(Map<String, Long> out, String field, String value) {
         try {
+            // Decimal digits only, at most 2^53-1 (CLIENTS.md §1): "+3", "-1", " 3" and 2^53 are ignored in every client.
+            if (!DIGITS.matcher(value).matches() || Long.parseLong(value) > Limits.MAX) {
+                throw new NumberFormatException(value);
+            }
             out.put(field, Long.parseLong(value));
             warned.remove(field);
         } catch (NumberFormatException e) {
@@ -162,7 +177,7 @@ public final class RuntimeLimits {
                     warned.clear(); // bounded: at worst a field is warned about once more
                 }
                 warnings.incrementAndGet();
-                log.log(System.Logger.Level.WARNING, "ignoring runtime limit {0}: \"{1}\" is not an integer", field, value);
+                log.log(System.Logger.Level.WARNING, "ignoring runtime limit {0}: \"{1}\" is not a decimal integer from 0 to 2^53-1", field, value);
             }
         }
     }

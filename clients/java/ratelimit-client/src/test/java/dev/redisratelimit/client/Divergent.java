@@ -8,7 +8,6 @@ package dev.redisratelimit.client;
  */
 final class Divergent {
     static final String[] IDS = {
-        "concurrency-cost",
         "d-cluster-refuse-refund",
         "d-concurrency-refuse",
         "d-llm-inflight",
@@ -18,11 +17,6 @@ final class Divergent {
         "s-used-above-q",
         "s-used-above-store-q",
         "same-binding-twice",
-        "store-invalid-1",
-        "store-invalid-10",
-        "store-invalid-7",
-        "store-subkey-window",
-        "store-window-zero-ignored",
         "tag-shared-concurrency",
         "window-subkey-only",
     };
