@@ -38,7 +38,7 @@ class CallsTest {
         assertEquals("+00:00", Calls.quota("k", ZoneId.of("Z"), List.of(QuotaLimit.of(QuotaPeriod.DAY, 1)), Options.none()).command().args().get(2));
         assertEquals("-03:00", Calls.quota("k", ZoneId.of("UTC-03:00"), List.of(QuotaLimit.of(QuotaPeriod.DAY, 1)), Options.none()).command().args().get(2));
         assertEquals("Europe/Paris", Calls.quota("k", ZoneId.of("Europe/Paris"), List.of(QuotaLimit.of(QuotaPeriod.DAY, 1)), Options.none()).command().args().get(2));
-        assertEquals(List.of("RL.LEASE", "k", "1000", "3", "30000", "COST", "2", "TOKEN", "job-7"),
+        assertEquals(List.of("RL.LEASE", "k", "1000", "3", "30000", "TOKEN", "job-7", "COST", "2"),
                 words(Calls.lease("k", 3, Duration.ofSeconds(30), AT.withCost(2).withToken("job-7"))));
         assertEquals(List.of("RL.RENEW", "k", "*", "5000", "a", "b"), words(Calls.renew("k", Duration.ofSeconds(5), List.of("a", "b"), Options.none())));
         assertEquals(List.of("RL.DAYHOUR", "d", "h", "10", "2", "86400000", "3600000"),
