@@ -881,9 +881,15 @@ public final class RateLimiter implements AutoCloseable {
         Limit bl = bindingPolicy.limitOf(bindingItem);
         PolicyDecision.Kind kind = !limited ? PolicyDecision.Kind.ADMITTED
                 : duplicateRefused ? PolicyDecision.Kind.DUPLICATE : PolicyDecision.Kind.RATE_LIMITED;
-        return new PolicyDecision(bindingPolicy.name(), !limited, List.copyOf(items), binding, limited ? r.retryAfter() : -1,
+        // A lease ends when its holder finishes, not when the module's reset says: a refusal by a concurrency
+        // limit asks for a retry in 1 s, as the Python and Node clients do (their inflight_retry_after default).
+        long retry = !limited ? -1 : bl != null && bl.kind() == Limit.Kind.CONCURRENCY && r.retryAfter() >= 0
+                ? INFLIGHT_RETRY_MS : r.retryAfter();
+        return new PolicyDecision(bindingPolicy.name(), !limited, List.copyOf(items), binding, retry,
                 bl == null ? Limit.Kind.SLIDING_WINDOW : bl.kind(), kind, legacy);
     }
+
+    private static final long INFLIGHT_RETRY_MS = 1000;
 
     /** Redis did not answer within the budget, or the connection failed: the circuit is open now. */
     private static final class Unavailable extends RuntimeException {
@@ -1046,7 +1052,8 @@ public final class RateLimiter implements AutoCloseable {
                 sent.add(client.release(l.key(), l.token()));
             }
             for (Permit.Estimate e : uncounted.isEmpty() ? permit.estimates() : List.<Permit.Estimate>of()) {
-                long u = Math.max(0, used.getOrDefault(e.clause(), 0L));
+                // A usage above the clause's q in force (as sent) counts as that q, as in every client.
+                long u = Math.min(Math.max(0, used.getOrDefault(e.clause(), 0L)), smallestQ(e.command()));
                 long diff = u - e.charged();
                 if (diff == 0) {
                     continue;
@@ -1072,6 +1079,20 @@ public final class RateLimiter implements AutoCloseable {
                     });
         }
         return CompletableFuture.allOf(confirmed);
+    }
+
+    // The smallest q of a clause as it was sent: a window's count, a bucket's rate, a quota's limit.
+    private static long smallestQ(Clause clause) {
+        if (clause instanceof Clause.Check c) {
+            return c.rules().stream().mapToLong(SlidingWindow::count).min().orElse(Limits.MAX);
+        }
+        if (clause instanceof Clause.Throttle t) {
+            return t.rules().stream().mapToLong(TokenBucket::count).min().orElse(Limits.MAX);
+        }
+        if (clause instanceof Clause.Quota q) {
+            return q.limits().stream().mapToLong(QuotaLimit::limit).min().orElse(Limits.MAX);
+        }
+        return Limits.MAX;
     }
 
     // The clause's own command with REFUND or DEBIT (RL.CHECK, RL.THROTTLE or RL.QUOTA on its key).

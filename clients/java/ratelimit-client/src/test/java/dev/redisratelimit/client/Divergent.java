@@ -9,13 +9,8 @@ package dev.redisratelimit.client;
 final class Divergent {
     static final String[] IDS = {
         "d-cluster-refuse-refund",
-        "d-concurrency-refuse",
-        "d-llm-inflight",
         "d-subkey-only",
         "r-zone-missing",
-        "s-estimate-bucket",
-        "s-used-above-q",
-        "s-used-above-store-q",
         "same-binding-twice",
         "tag-shared-concurrency",
         "window-subkey-only",
