@@ -49,8 +49,12 @@ class FilterCancelTest {
         }
     }
 
-    // RL.ALL ... DETAILS admitting one LEASE clause (count 2, ttl 60 s)
-    static final List<Object> ADMITTED = List.of(0L, 1L, 1L, 2L, 1L, -1L, 60_000L, List.of(List.of(0L, 1L, 2L, 1L, -1L, 60_000L)));
+    // A policy of one concurrency limit is one RL.LEASE (CLIENTS.md §2):
+    // admitted (limit 2, one unit left, ttl 60 s) with the token it sent.
+    List<Object> admitted() {
+        List<String> args = transport.calls.get(0).args();
+        return List.of(0L, 1L, 2L, 1L, -1L, 60_000L, args.get(args.indexOf("TOKEN") + 1));
+    }
 
     Pending transport = new Pending();
     RateLimiter limiter = new RateLimiter(new RateLimitAsyncClient(transport), new RuntimeLimits(transport, "p:", 5000),
@@ -71,27 +75,27 @@ class FilterCancelTest {
     @Test
     void cancelledWhileDecidingReleasesTheLeaseItIsGiven() {
         Disposable d = filter().filter(exchange(), ex -> Mono.never()).subscribe();
-        assertThat(transport.commands()).containsExactly("RL.ALL");
+        assertThat(transport.commands()).containsExactly("RL.LEASE");
         d.dispose(); // the client went away before Redis answered
-        transport.replies.get(0).complete(ADMITTED);
-        assertThat(transport.commands()).containsExactly("RL.ALL", "RL.RELEASE");
+        transport.replies.get(0).complete(admitted());
+        assertThat(transport.commands()).containsExactly("RL.LEASE", "RL.RELEASE");
     }
 
     @Test
     void cancelledWhileRoutedReleasesAtOnceAndOnlyOnce() {
         Disposable d = filter().filter(exchange(), ex -> Mono.never()).subscribe();
-        transport.replies.get(0).complete(ADMITTED);
-        assertThat(transport.commands()).containsExactly("RL.ALL"); // admitted: the routed call is pending
+        transport.replies.get(0).complete(admitted());
+        assertThat(transport.commands()).containsExactly("RL.LEASE"); // admitted: the routed call is pending
         d.dispose();
-        assertThat(transport.commands()).containsExactly("RL.ALL", "RL.RELEASE");
+        assertThat(transport.commands()).containsExactly("RL.LEASE", "RL.RELEASE");
         d.dispose();
-        assertThat(transport.commands()).containsExactly("RL.ALL", "RL.RELEASE");
+        assertThat(transport.commands()).containsExactly("RL.LEASE", "RL.RELEASE");
     }
 
     @Test
     void routedResponseEndedReleases() {
         filter().filter(exchange(), ex -> Mono.empty()).subscribe();
-        transport.replies.get(0).complete(ADMITTED);
-        assertThat(transport.commands()).containsExactly("RL.ALL", "RL.RELEASE");
+        transport.replies.get(0).complete(admitted());
+        assertThat(transport.commands()).containsExactly("RL.LEASE", "RL.RELEASE");
     }
 }
