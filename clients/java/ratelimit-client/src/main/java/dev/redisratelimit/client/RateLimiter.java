@@ -217,10 +217,11 @@ public final class RateLimiter implements AutoCloseable {
      * A lockout policy (RL.LOCKCOUNT) is decided alone. The one decision path:
      * a single policy is a list of one.
      */
-    public CompletionStage<Permit> acquireAsync(List<PolicyCall> calls) {
-        if (calls.isEmpty()) {
+    public CompletionStage<Permit> acquireAsync(List<PolicyCall> requested) {
+        if (requested.isEmpty()) {
             return CompletableFuture.failedFuture(new IllegalArgumentException("nothing to decide"));
         }
+        List<PolicyCall> calls = distinct(requested);
         long started = System.nanoTime();
         DecisionObserver o = observer;
         CompletableFuture<Permit> f;
@@ -230,7 +231,7 @@ public final class RateLimiter implements AutoCloseable {
             } else if (calls.size() == 1 && calls.get(0).policy().isLockout()) {
                 f = lockout(calls.get(0));
             } else {
-                f = all(calls, true);
+                f = all(calls, true, requested.size() > 1);
             }
         } catch (RuntimeException e) {
             f = CompletableFuture.failedFuture(e);
@@ -478,6 +479,7 @@ public final class RateLimiter implements AutoCloseable {
         calls.forEach(RateLimiter::validate);
         Batch b = new Batch(calls, size);
         int flat = 0;
+        String token = null;
         for (int k = 0; k < calls.size(); k++) {
             Policy policy = calls.get(k).policy();
             PolicyCall in = calls.get(k);
@@ -491,8 +493,11 @@ public final class RateLimiter implements AutoCloseable {
                     Limit l = policy.limitOf(c.items().get(0));
                     // Unique, not secret (Redis access is the trust boundary): ThreadLocalRandom, as
                     // UUID.randomUUID's SecureRandom reads /dev/urandom, a blocking call on an event loop.
-                    ThreadLocalRandom rnd = ThreadLocalRandom.current();
-                    String token = new UUID(rnd.nextLong(), rnd.nextLong()).toString();
+                    // One token per decision (every lease of one request), as in every client.
+                    if (token == null) {
+                        ThreadLocalRandom rnd = ThreadLocalRandom.current();
+                        token = new UUID(rnd.nextLong(), rnd.nextLong()).toString();
+                    }
                     clause = new Clause.Lease(key, runtime.count(policy.name(), l), l.ttl(), token, cost);
                     b.leases.add(new Permit.Lease(key, token));
                 } else {
@@ -507,6 +512,21 @@ public final class RateLimiter implements AutoCloseable {
             }
         }
         return b;
+    }
+
+    // The same binding (policy and key) named twice counts once, as in every client: the first call stays.
+    private static List<PolicyCall> distinct(List<PolicyCall> calls) {
+        if (calls.size() < 2) {
+            return calls;
+        }
+        List<PolicyCall> out = new ArrayList<>(calls.size());
+        java.util.Set<List<String>> seen = new java.util.HashSet<>();
+        for (PolicyCall c : calls) {
+            if (seen.add(java.util.Arrays.asList(c.policy().name(), c.key()))) {
+                out.add(c);
+            }
+        }
+        return out.size() == calls.size() ? calls : List.copyOf(out);
     }
 
     /**
@@ -558,14 +578,15 @@ public final class RateLimiter implements AutoCloseable {
         return cap;
     }
 
-    private CompletableFuture<Permit> all(List<PolicyCall> calls, boolean firstTry) {
+    // several: the request named more than one binding (one RL.ALL even when they were the same one).
+    private CompletableFuture<Permit> all(List<PolicyCall> calls, boolean firstTry, boolean several) {
         Batch b = batch(calls);
         boolean withDetails = details;
         boolean slotted = clustered;
         CompletableFuture<Outcome> sent;
         try {
             List<int[]> groups = slotted ? slotGroups(b.clauses) : null;
-            sent = single(b.clauses) ? single(b.clauses.get(0))
+            sent = !several && single(b.clauses) ? single(b.clauses.get(0))
                     : groups == null
                     ? within(client.all(b.clauses, withDetails ? Options.none().withDetails() : Options.none()), late(b.clauses))
                             .thenApply(r -> Outcome.of(r, null))
@@ -583,13 +604,13 @@ public final class RateLimiter implements AutoCloseable {
                 if (withDetails && firstTry && m.contains("DETAILS")) {
                     log.log(System.Logger.Level.WARNING, "the loaded ratelimit module has no RL.ALL DETAILS: RateLimit headers will show the binding limit only");
                     details = false;
-                    return all(calls, false);
+                    return all(calls, false, several);
                 }
                 if (!slotted && m.startsWith("CROSSSLOT")) {
                     // A Cluster the auto-configuration did not recognise: decide slot by slot from now on.
                     log.log(System.Logger.Level.INFO, "Redis answered CROSSSLOT: policies keyed differently are decided slot by slot from now on");
                     clustered = true;
-                    return all(calls, firstTry);
+                    return all(calls, firstTry, several);
                 }
                 throw new RateLimitConfigurationException("Redis refused rate limit " + b.names() + ": " + e.getMessage(), e);
             }

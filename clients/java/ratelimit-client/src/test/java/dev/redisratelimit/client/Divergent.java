@@ -11,8 +11,6 @@ final class Divergent {
         "d-cluster-refuse-refund",
         "d-subkey-only",
         "r-zone-missing",
-        "same-binding-twice",
-        "tag-shared-concurrency",
         "window-subkey-only",
     };
 
