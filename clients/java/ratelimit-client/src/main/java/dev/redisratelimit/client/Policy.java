@@ -56,7 +56,8 @@ public final class Policy {
     public Policy(String name, List<Limit> limits, Duration duplicateWindow, String tag, FailMode onRedisDown, boolean legacyHeaders) {
         Limit.require(name != null && !name.isBlank(), "a policy needs a name");
         Limit.require(!(name.contains("{") || name.contains("}")), "policy '" + name + "': a name without braces");
-        Limit.require(limits != null && !limits.isEmpty(), "policy '" + name + "' has no limits");
+        // Duplicate prevention alone is a policy too (one RL.CHECK of count 1 on the subkey), as in every client.
+        Limit.require(limits != null && (!limits.isEmpty() || duplicateWindow != null), "limits: policy '" + name + "' has no limits");
         limits = List.copyOf(limits);
         Set<String> names = new HashSet<>();
         boolean anyShared = false;
@@ -223,7 +224,7 @@ public final class Policy {
     }
 
     public boolean isLockout() {
-        return limits.get(0).kind() == Limit.Kind.LOCKOUT;
+        return !limits.isEmpty() && limits.get(0).kind() == Limit.Kind.LOCKOUT;
     }
 
     /** The limit behind item i, or null for the duplicate item. */

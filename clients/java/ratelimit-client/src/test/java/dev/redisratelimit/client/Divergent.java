@@ -9,9 +9,7 @@ package dev.redisratelimit.client;
 final class Divergent {
     static final String[] IDS = {
         "d-cluster-refuse-refund",
-        "d-subkey-only",
         "r-zone-missing",
-        "window-subkey-only",
     };
 
     private Divergent() {
