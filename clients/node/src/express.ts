@@ -12,12 +12,12 @@
  *   app.get("/api", rateLimit({ limiter, policy, key: keys.ip() }), handler);
  */
 import type { NextFunction, Request, RequestHandler, Response } from "express";
-import { isIPv4 } from "node:net";
 import { RateLimitUnavailableError } from "./errors";
 import type { PolicyCall } from "./combined";
 import type { Permit, PolicyDecision, RateLimiter } from "./limiter";
 import type { FailureMode, Policy } from "./policy";
 import { closeWhenDone } from "./response";
+import { clientIpKey, userKey } from "./identity";
 import { exemption, type Exemptions } from "./exempt";
 import { PROBLEM_JSON, ProblemError, problem, rateLimitHeaders, refusal, unavailable, type Problem } from "./problems";
 
@@ -185,28 +185,15 @@ function info(decision: PolicyDecision | null, permit: Permit | null, signal: ()
   });
 }
 
-const IPV4_MAPPED = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i;
-
 /** Key resolvers for the common identities. */
 export const keys = {
   /** The client's IP as express computes it (`req.ip`), honouring the app's `trust proxy` setting. */
   ip(): KeyResolver {
-    return (req) => {
-      const ip = req.ip ?? req.socket.remoteAddress;
-      if (!ip) throw new ProblemError(400, "bad-request", "the client address is unknown");
-      // A dual-stack listener sees an IPv4 caller as ::ffff:a.b.c.d: keyed as
-      // a.b.c.d, the same caller and key as the Java and Python packages.
-      const mapped = IPV4_MAPPED.exec(ip);
-      return mapped && isIPv4(mapped[1]) ? mapped[1] : ip;
-    };
+    return (req) => clientIpKey(req.ip ?? req.socket.remoteAddress);
   },
   /** The authenticated user: `req.user.id` by default; 401 when there is none. */
   user(resolve: (req: Request) => unknown = (req) => (req as Request & { user?: { id?: unknown } }).user?.id): KeyResolver {
-    return (req) => {
-      const id = resolve(req);
-      if (id === undefined || id === null || id === "") throw new ProblemError(401, "unauthorized", "authentication required");
-      return String(id);
-    };
+    return (req) => userKey(resolve(req));
   },
   /** A request header; `status` 401 (default) or 400 when it is missing. */
   header(name: string, status: 400 | 401 = 401): KeyResolver {

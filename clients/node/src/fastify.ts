@@ -19,7 +19,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, preHandlerAsyncHookHandler } from "fastify";
 import fp from "fastify-plugin";
 import { closeWhenDone } from "./response";
-import { isIPv4 } from "node:net";
+import { clientIpKey, userKey } from "./identity";
 import { RateLimitUnavailableError } from "./errors";
 import type { PolicyCall } from "./combined";
 import type { Permit, PolicyDecision, RateLimiter } from "./limiter";
@@ -203,28 +203,15 @@ function plugin(fastify: FastifyInstance, options: RateLimitPluginOptions, done:
 export const rateLimitPlugin = fp(plugin, { fastify: ">=4", name: "redis-ratelimit" });
 export default rateLimitPlugin;
 
-const IPV4_MAPPED = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i;
-
 /** Key resolvers for the common identities (the same as `redis-ratelimit/express`'s). */
 export const keys = {
   /** The client's IP as Fastify computes it (`request.ip`), honouring the app's `trustProxy` option. */
   ip(): KeyResolver {
-    return (request) => {
-      const ip = request.ip ?? request.socket.remoteAddress;
-      if (!ip) throw new ProblemError(400, "bad-request", "the client address is unknown");
-      // A dual-stack listener sees an IPv4 caller as ::ffff:a.b.c.d: keyed as
-      // a.b.c.d, the same caller and key as the Java and Python packages.
-      const mapped = IPV4_MAPPED.exec(ip);
-      return mapped && isIPv4(mapped[1]) ? mapped[1] : ip;
-    };
+    return (request) => clientIpKey(request.ip ?? request.socket.remoteAddress);
   },
   /** The authenticated user: `request.user.id` by default; 401 when there is none. */
   user(resolve: (request: FastifyRequest) => unknown = (request) => (request as FastifyRequest & { user?: { id?: unknown } }).user?.id): KeyResolver {
-    return (request) => {
-      const id = resolve(request);
-      if (id === undefined || id === null || id === "") throw new ProblemError(401, "unauthorized", "authentication required");
-      return String(id);
-    };
+    return (request) => userKey(resolve(request));
   },
   /** A request header; `status` 401 (default) or 400 when it is missing. */
   header(name: string, status: 400 | 401 = 401): KeyResolver {
