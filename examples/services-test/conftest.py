@@ -56,7 +56,7 @@ class App:
             env["RL_BACKEND"] = backend
         self.proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.url = f"http://127.0.0.1:{self.port}"
-        deadline = time.monotonic() + 90  # a JVM on a loaded 2-core machine
+        deadline = time.monotonic() + 180  # a JVM on a loaded 2-core machine (load 30: over 90 s seen)
         while True:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"example-{kind} exited: {self.proc.stderr.read().decode()}")
@@ -67,7 +67,7 @@ class App:
                 pass
             if time.monotonic() > deadline:
                 self.stop()
-                raise RuntimeError(f"example-{kind} did not answer /health within 90 s")
+                raise RuntimeError(f"example-{kind} did not answer /health within 180 s")
             time.sleep(0.1)
         self.http = httpx.Client(base_url=self.url, timeout=10)
 
