@@ -69,7 +69,7 @@ public final class RateLimiter implements AutoCloseable {
         this.availability = availability;
         this.local = local;
         this.prefix = prefix == null ? "" : prefix;
-        Limit.require(!this.prefix.contains("{") && !this.prefix.contains("}"),
+        Limit.require(!this.prefix.contains("{") && !this.prefix.contains("}"), "prefix",
                 "prefix '" + prefix + "': without braces (they would move the hash tag)");
         this.budgetMs = Math.max(1, budget.toMillis());
         this.defaultDown = defaultDown == null ? FailMode.CLOSED : defaultDown;
@@ -353,7 +353,7 @@ public final class RateLimiter implements AutoCloseable {
             }
         }
         if (keys.isEmpty()) {
-            throw new IllegalArgumentException("limits: policy '" + policy.name() + "' has only shared limits");
+            throw new RateLimitArgumentException("limits", "policy '" + policy.name() + "' has only shared limits");
         }
         return number(admin(client.transport().execute(new RedisCall("DEL", keys, 0))));
     }
@@ -370,7 +370,7 @@ public final class RateLimiter implements AutoCloseable {
 
     private PolicyDecision adjust(Policy policy, String key, long n, Options o) {
         if (policy.isLockout()) {
-            throw new IllegalArgumentException("limits: a lockout has no penalty or reward (RL.LOCKCOUNT has no DEBIT or "
+            throw new RateLimitArgumentException("limits", "a lockout has no penalty or reward (RL.LOCKCOUNT has no DEBIT or "
                     + "REFUND): reset the key to unlock it");
         }
         PolicyCall in = in(policy, key);
@@ -381,12 +381,12 @@ public final class RateLimiter implements AutoCloseable {
             }
             long cap = c.kind() == Limit.Kind.SLIDING_WINDOW ? Limits.COST_CAP : Limits.MAX;
             if (n < 1 || n > cap) {
-                throw new IllegalArgumentException("cost: invalid '" + n + "': expected an integer from 1 to " + cap);
+                throw new RateLimitArgumentException("cost", "invalid cost '" + n + "': expected an integer from 1 to " + cap);
             }
             sent.add(settle(clause(policy, c, in, key(policy, c, in)), o));
         }
         if (sent.isEmpty()) {
-            throw new IllegalArgumentException("limits: policy '" + policy.name() + "' has no window, bucket or quota of the key's own");
+            throw new RateLimitArgumentException("limits", "policy '" + policy.name() + "' has no window, bucket or quota of the key's own");
         }
         sent.forEach(RateLimiter::admin);
         return state(policy, key);
@@ -471,7 +471,7 @@ public final class RateLimiter implements AutoCloseable {
         int size = 0;
         for (PolicyCall c : calls) {
             if (c.policy().isLockout()) {
-                throw new RateLimitConfigurationException("policy '" + c.policy().name()
+                throw new RateLimitArgumentException("limits", "policy '" + c.policy().name()
                         + "' is a lockout (RL.LOCKCOUNT): it is decided alone, not with other policies");
             }
             size += c.policy().clauses().size();
@@ -539,23 +539,26 @@ public final class RateLimiter implements AutoCloseable {
     static void validate(PolicyCall in) {
         Policy policy = in.policy();
         String key = in.key();
-        Limit.require(key != null && !key.isEmpty() && !key.startsWith("}"),
-                "key: policy '" + policy.name() + "': the key must be non-empty and not start with '}'");
+        Limit.require(key != null && !key.isEmpty() && !key.startsWith("}"), "key",
+                "policy '" + policy.name() + "': the key must be non-empty and not start with '}'");
         if (in.zone() != null) {
-            Limit.require(ZONE_TEXT.matcher(in.zone()).matches() || ZoneId.getAvailableZoneIds().contains(in.zone()),
-                    "zone: invalid '" + in.zone() + "': expected an IANA time-zone name or a fixed offset +HH:MM");
+            Limit.require(ZONE_TEXT.matcher(in.zone()).matches() || ZoneId.getAvailableZoneIds().contains(in.zone()), "zone",
+                    "invalid zone '" + in.zone() + "': expected an IANA time-zone name or a fixed offset +HH:MM");
         }
         List<PolicyClause> specs = policy.clauses();
         for (int ci = 0; ci < specs.size(); ci++) {
             PolicyClause c = specs.get(ci);
             if (c.duplicate()) {
-                Limit.require(in.subkey() != null && !in.subkey().isEmpty(),
-                        "subkeys: policy '" + policy.name() + "' prevents duplicates: the call needs a non-empty subkey");
+                Limit.require(in.subkey() != null && !in.subkey().isEmpty(), "subkeys",
+                        "policy '" + policy.name() + "' prevents duplicates: the call needs a non-empty subkey");
             }
             long cost = in.costs() != null && ci < in.costs().length ? in.costs()[ci] : 1;
             long cap = capacity(policy, c);
-            Limit.require(cost <= cap, "cost: invalid '" + cost + "' for policy '" + policy.name() + "': its "
-                    + c.keyName() + " clause takes at most " + cap);
+            String field = c.settle() != null ? "estimate" : "cost";
+            Limit.require(cost >= 1 && cost <= cap, field, "invalid " + field + " '" + cost + "' for policy '" + policy.name()
+                    + "': its " + c.keyName() + " clause takes from 1 to " + cap);
+            Limit.require(c.kind() != Limit.Kind.QUOTA || c.zone() != null || in.zone() != null, "zone",
+                    "policy '" + policy.name() + "': quota '" + c.keyName() + "' has no zone: the call names it (PolicyCall.withZone)");
         }
     }
 
@@ -713,9 +716,11 @@ public final class RateLimiter implements AutoCloseable {
                 }
             }
             if (failed == null && !refused) {
-                return CompletableFuture.completedFuture(combine(b, groups, replies, new AllDecision[replies.length], false, withDetails));
+                return CompletableFuture.completedFuture(combine(b, groups, replies, false, withDetails));
             }
-            // Give back what the admitting slots took; their details become the state after the refund.
+            // Give back what the admitting slots took. The items keep the admission's state (what it
+            // would leave), as one server reports the same refusal (CLIENTS.md §5); DETAILS is still
+            // sent so the argv is the other clients' (clients/conformance).
             Options refund = withDetails ? Options.none().withRefund().withDetails() : Options.none().withRefund();
             List<CompletableFuture<AllDecision>> refunds = new ArrayList<>(replies.length);
             for (int j = 0; j < replies.length; j++) {
@@ -724,19 +729,15 @@ public final class RateLimiter implements AutoCloseable {
             Throwable failure = failed;
             boolean anyRefused = refused;
             return settled(refunds).thenApply(x -> {
-                AllDecision[] after = new AllDecision[replies.length];
-                for (int j = 0; j < refunds.size(); j++) {
-                    CompletableFuture<AllDecision> r = refunds.get(j);
+                for (CompletableFuture<AllDecision> r : refunds) {
                     if (r != null && r.isCompletedExceptionally()) {
                         log.log(System.Logger.Level.WARNING, "rate limit refund of an admitting Cluster slot not confirmed: {0}", unwrap(r.handle((v, e) -> e).join()).toString());
-                    } else if (r != null) {
-                        after[j] = r.join();
                     }
                 }
                 if (failure != null) {
                     throw failure instanceof RuntimeException re ? re : new CompletionException(failure);
                 }
-                return combine(b, groups, replies, after, anyRefused, withDetails);
+                return combine(b, groups, replies, anyRefused, withDetails);
             });
         });
     }
@@ -753,12 +754,11 @@ public final class RateLimiter implements AutoCloseable {
     }
 
     // The slots' replies as one RL.ALL reply: the binding clause chosen across slots, details in batch order.
-    private static Outcome combine(Batch b, List<int[]> groups, AllDecision[] replies, AllDecision[] after, boolean refused,
-            boolean withDetails) {
+    private static Outcome combine(Batch b, List<int[]> groups, AllDecision[] replies, boolean refused, boolean withDetails) {
         List<List<RuleState>> flatDetails = withDetails ? new ArrayList<>(java.util.Collections.nCopies(b.clauses.size(), null)) : null;
         int best = -1;
         for (int j = 0; j < replies.length; j++) {
-            place(flatDetails, after[j] != null ? after[j] : replies[j], groups.get(j));
+            place(flatDetails, replies[j], groups.get(j));
             if ((!refused || replies[j].limited())
                     && (best < 0 || binds(replies[j], groups.get(j), replies[best], groups.get(best), b.clauses))) {
                 best = j;
@@ -1166,7 +1166,7 @@ public final class RateLimiter implements AutoCloseable {
 
         /** Prepended to every key, and to the runtime limits' hash ({@code <prefix>ratelimit:limits}); no braces. */
         public Builder prefix(String prefix) {
-            Limit.require(prefix != null && !prefix.contains("{") && !prefix.contains("}"),
+            Limit.require(prefix != null && !prefix.contains("{") && !prefix.contains("}"), "prefix",
                     "prefix '" + prefix + "': without braces (they would move the hash tag)");
             this.prefix = prefix;
             return this;
