@@ -226,9 +226,7 @@ public final class RateLimiter implements AutoCloseable {
         DecisionObserver o = observer;
         CompletableFuture<Permit> f;
         try {
-            if (availability.isDown()) {
-                f = CompletableFuture.completedFuture(whenDown(calls, null));
-            } else if (calls.size() == 1 && calls.get(0).policy().isLockout()) {
+            if (calls.size() == 1 && calls.get(0).policy().isLockout()) {
                 f = lockout(calls.get(0));
             } else {
                 f = all(calls, true, requested.size() > 1);
@@ -296,7 +294,11 @@ public final class RateLimiter implements AutoCloseable {
             }
         }
         try {
-            AllDecision r = within(client.allPeek(clauses, details ? Options.none().withDetails() : Options.none())).join();
+            List<String> nodes = nodes(clauses);
+            if (availability.anyDown(nodes)) {
+                throw new RateLimitUnavailableException(policy.name(), null);
+            }
+            AllDecision r = within(client.allPeek(clauses, details ? Options.none().withDetails() : Options.none()), null, nodes).join();
             return decision(new Batch(List.of(in), clauses.size()).identity(), Outcome.of(r, null));
         } catch (CompletionException e) {
             Throwable cause = unwrap(e);
@@ -586,12 +588,17 @@ public final class RateLimiter implements AutoCloseable {
         Batch b = batch(calls);
         boolean withDetails = details;
         boolean slotted = clustered;
+        List<String> nodes = nodes(b.clauses);
+        if (availability.anyDown(nodes)) {
+            // The circuit of a node these keys live on is open: the Redis-down mode, at once.
+            return CompletableFuture.completedFuture(whenDown(calls, null));
+        }
         CompletableFuture<Outcome> sent;
         try {
             List<int[]> groups = slotted ? slotGroups(b.clauses) : null;
-            sent = !several && single(b.clauses) ? single(b.clauses.get(0))
+            sent = !several && single(b.clauses) ? single(b.clauses.get(0), nodes)
                     : groups == null
-                    ? within(client.all(b.clauses, withDetails ? Options.none().withDetails() : Options.none()), late(b.clauses))
+                    ? within(client.all(b.clauses, withDetails ? Options.none().withDetails() : Options.none()), late(b.clauses), nodes)
                             .thenApply(r -> Outcome.of(r, null))
                     : bySlot(b, groups, withDetails);
         } catch (IllegalArgumentException e) {
@@ -642,7 +649,7 @@ public final class RateLimiter implements AutoCloseable {
                 : c instanceof Clause.Throttle t ? t.rules().size() == 1 : ((Clause.Quota) c).limits().size() == 1);
     }
 
-    private CompletableFuture<Outcome> single(Clause c) {
+    private CompletableFuture<Outcome> single(Clause c, List<String> nodes) {
         Options o = c.cost() == 1 ? Options.none() : Options.none().withCost(c.cost());
         CompletionStage<? extends Decision> sent;
         if (c instanceof Clause.Check k) {
@@ -660,7 +667,7 @@ public final class RateLimiter implements AutoCloseable {
             if (!d.limited()) {
                 giveBack.accept(null);
             }
-        }).thenApply(d -> new Outcome(d.limited(), 0, 1, d.remaining(), d.retryAfterMillis(), d.resetAfterMillis(),
+        }, nodes).thenApply(d -> new Outcome(d.limited(), 0, 1, d.remaining(), d.retryAfterMillis(), d.resetAfterMillis(),
                 List.of(List.<RuleState>of(d))));
     }
 
@@ -701,7 +708,7 @@ public final class RateLimiter implements AutoCloseable {
                 part.add(b.clauses.get(i));
             }
             parts.add(part);
-            sent.add(within(client.all(part, options), late(part)));
+            sent.add(within(client.all(part, options), late(part), nodes(part)));
         }
         return settled(sent).thenCompose(none -> {
             AllDecision[] replies = new AllDecision[groups.size()];
@@ -724,7 +731,7 @@ public final class RateLimiter implements AutoCloseable {
             Options refund = withDetails ? Options.none().withRefund().withDetails() : Options.none().withRefund();
             List<CompletableFuture<AllDecision>> refunds = new ArrayList<>(replies.length);
             for (int j = 0; j < replies.length; j++) {
-                refunds.add(replies[j] != null && !replies[j].limited() ? within(client.all(parts.get(j), refund)) : null);
+                refunds.add(replies[j] != null && !replies[j].limited() ? within(client.all(parts.get(j), refund), null, nodes(parts.get(j))) : null);
             }
             Throwable failure = failed;
             boolean anyRefused = refused;
@@ -922,14 +929,28 @@ public final class RateLimiter implements AutoCloseable {
     // The reply within the budget, never a wait: past it (a timeout) or on a connection failure the
     // circuit opens and the stage fails with Unavailable; an error reply fails it with the server's
     // RateLimitException.
-    private <T> CompletableFuture<T> within(CompletionStage<T> stage) {
-        return within(stage, null);
+    // The circuits (nodes, RedisAvailability) the keys of these clauses live on; one for one server.
+    private List<String> nodes(List<Clause> clauses) {
+        String first = availability.nodeOf(clauses.get(0).key());
+        List<String> out = null;
+        for (int i = 1; i < clauses.size(); i++) {
+            String n = availability.nodeOf(clauses.get(i).key());
+            if (!n.equals(first) && (out == null || !out.contains(n))) {
+                if (out == null) {
+                    out = new ArrayList<>(List.of(first));
+                }
+                out.add(n);
+            }
+        }
+        return out == null ? List.of(first) : out;
     }
 
     // As above; a reply that comes after the budget (Redis ran the call late: a stall, or Lettuce
     // re-sent it after a reconnect) goes to `late`, which gives back what it took. Such a call is
     // not cancelled: a cancelled command may still run, and its reply would then be lost.
-    private <T> CompletableFuture<T> within(CompletionStage<T> stage, java.util.function.Consumer<T> late) {
+    // `nodes`: the circuits of the keys it touches. A failure of those nodes (a broken connection,
+    // CLUSTERDOWN, TRYAGAIN, MASTERDOWN, LOADING) opens their circuits; an overrun counts towards it.
+    private <T> CompletableFuture<T> within(CompletionStage<T> stage, java.util.function.Consumer<T> late, List<String> nodes) {
         CompletableFuture<T> sent = stage.toCompletableFuture();
         CompletableFuture<T> reply = new CompletableFuture<>();
         sent.whenComplete((v, e) -> {
@@ -940,18 +961,31 @@ public final class RateLimiter implements AutoCloseable {
         });
         return Timeouts.within(reply, budgetMs).handle((v, failure) -> {
             if (failure == null) {
+                availability.answered(nodes);
                 return v;
             }
             Throwable cause = unwrap(failure);
-            if (cause instanceof RateLimitException rle) {
+            if (cause instanceof RateLimitException rle && !unavailableReply(rle)) {
+                availability.answered(nodes);
                 throw rle;
             }
-            if (cause instanceof TimeoutException && late == null) {
-                sent.cancel(true);
+            if (cause instanceof TimeoutException) {
+                if (late == null) {
+                    sent.cancel(true);
+                }
+                availability.overran(nodes, cause);
+            } else {
+                availability.failed(nodes, cause);
             }
-            availability.markDown(cause);
             throw new Unavailable(cause);
         });
+    }
+
+    // Replies that say the node cannot decide now (CLIENTS.md §3): unavailable, not a misconfiguration.
+    static boolean unavailableReply(RateLimitException e) {
+        String m = e.getMessage();
+        return m != null && (m.startsWith("CLUSTERDOWN") || m.startsWith("TRYAGAIN") || m.startsWith("MASTERDOWN")
+                || m.startsWith("LOADING"));
     }
 
     // What an RL.ALL answered after its budget is given back when it admitted: the request was already
@@ -987,13 +1021,17 @@ public final class RateLimiter implements AutoCloseable {
         Limit l = policy.limits().get(0);
         String base = prefix + policy.name() + ":{" + in.key() + "}:" + l.name();
         long max = runtime.count(policy.name(), l);
+        List<String> nodes = List.of(availability.nodeOf(base));
+        if (availability.anyDown(nodes)) {
+            return CompletableFuture.completedFuture(whenDown(List.of(in), null));
+        }
         CompletionStage<LockoutDecision> sent;
         try {
             sent = client.lockcount(base + ":lock", base + ":count", l.window(), max, l.lockTime());
         } catch (IllegalArgumentException e) {
             throw new RateLimitConfigurationException("rate limit '" + policy.name() + "': " + e.getMessage(), e);
         }
-        return within(sent).handle((r, failure) -> {
+        return within(sent, null, nodes).handle((r, failure) -> {
             Throwable e = unwrap(failure);
             if (e instanceof Unavailable) {
                 return whenDown(List.of(in), e.getCause());
