@@ -63,15 +63,15 @@ public class LlmStream {
     @RateLimited(policy = "llm", key = "#apiKey", zone = "#zone.id()")
     public ResponseEntity<StreamingResponseBody> stream(@RequestHeader("X-Api-Key") String apiKey,
             @RequestHeader("X-Zone") LlmComplete.IanaZone zone, @RequestBody LlmComplete.Completion body,
-            @RequestHeader(value = "X-Sleep-Ms", defaultValue = "100") long sleepMs,
-            @RequestHeader(value = "X-Used-Tokens", required = false) Long usedTokens,
+            @RequestHeader(value = "X-Sleep-Ms", required = false) String sleepMs,
+            @RequestHeader(value = "X-Used-Tokens", required = false) String usedTokens,
             @RequestHeader(value = "X-Fail", required = false) String fail) {
         if ("1".equals(fail)) {
             throw new LlmComplete.ModelFailure(); // a 500 before the first byte; the estimate refunded
         }
         long n = body.maxTokens();
-        long used = usedTokens == null ? n / 2 : Math.max(0, Math.min(usedTokens, n));
-        int lines = (int) Math.max(1, Math.min(sleepMs / 100, 10_000));
+        long used = Math.min(LlmComplete.headerLong(usedTokens, n / 2), n); // above N counts as N
+        int lines = (int) Math.max(1, Math.min(LlmComplete.headerLong(sleepMs, 100) / 100, 10_000));
         return ResponseEntity.ok().contentType(MediaType.parseMediaType("application/x-ndjson")).body(new Tokens(lines, used));
     }
 }

@@ -76,11 +76,11 @@ class LlmController {
         @RequestHeader("X-Api-Key") apiKey: String,
         @RequestHeader("X-Zone") zone: IanaZone,
         @RequestBody body: Tokens,
-        @RequestHeader("X-Sleep-Ms", defaultValue = "100") sleepMs: Long,
-        @RequestHeader("X-Used-Tokens", required = false) usedTokens: Long?,
+        @RequestHeader("X-Sleep-Ms", required = false) sleepMs: String?,
+        @RequestHeader("X-Used-Tokens", required = false) usedTokens: String?,
         @RequestHeader("X-Fail", required = false) fail: String?,
     ): Used {
-        Thread.sleep(sleepMs.coerceAtLeast(0))
+        Thread.sleep(headerLong(sleepMs, 100))
         if (fail == "1") throw ModelFailure()
         return Used(used(body, usedTokens))
     }
@@ -91,17 +91,24 @@ class LlmController {
         @RequestHeader("X-Api-Key") apiKey: String,
         @RequestHeader("X-Zone") zone: IanaZone,
         @RequestBody body: Tokens,
-        @RequestHeader("X-Sleep-Ms", defaultValue = "100") sleepMs: Long,
-        @RequestHeader("X-Used-Tokens", required = false) usedTokens: Long?,
+        @RequestHeader("X-Sleep-Ms", required = false) sleepMs: String?,
+        @RequestHeader("X-Used-Tokens", required = false) usedTokens: String?,
         @RequestHeader("X-Fail", required = false) fail: String?,
     ): ResponseEntity<StreamingResponseBody> {
         if (fail == "1") throw ModelFailure() // a 500 before the first byte; the estimate refunded
-        val lines = (sleepMs / 100).coerceIn(1, 10_000).toInt()
+        val lines = (headerLong(sleepMs, 100) / 100).coerceIn(1, 10_000).toInt()
         return ResponseEntity.ok().contentType(MediaType.parseMediaType("application/x-ndjson"))
             .body(Stream(lines, used(body, usedTokens)))
     }
 
-    private fun used(body: Tokens, header: Long?) = (header ?: (body.maxTokens() / 2)).coerceIn(0, body.maxTokens())
+    /** U: `X-Used-Tokens`, default N/2; above N counts as N (SERVICES.md). */
+    private fun used(body: Tokens, header: String?) = headerLong(header, body.maxTokens() / 2).coerceAtMost(body.maxTokens())
+
+    /** The fake model's knobs as every example app reads them: a non-negative integer (one beyond a Long: Long.MAX_VALUE), else the default. */
+    private fun headerLong(value: String?, otherwise: Long): Long = when {
+        value == null || !value.matches(Regex("[0-9]+")) -> otherwise
+        else -> value.toLongOrNull() ?: Long.MAX_VALUE
+    }
 
     /** One line every 100 ms, U split evenly (the last line takes the rest), then `{"used_tokens": U}`. */
     class Stream(private val lines: Int, private val used: Long) : StreamingResponseBody {
