@@ -311,6 +311,24 @@ def cluster_rows(kind: str) -> list[dict]:
     return rows
 
 
+def grid(rows: list[dict], kinds: list[str]) -> None:
+    """The same rows as docs/guides/faults.md's grid: a fault per line, an app per column, each cell
+    admitted beyond / leases held after (+ tokens charged beyond use) / 500s / slowest headers."""
+    print("\n| fault | " + " | ".join(kinds) + " |")
+    print("|---|" + "---|" * len(kinds))
+    for fault in dict.fromkeys(r["fault"] for r in rows):
+        cells = []
+        for kind in kinds:
+            r = next((r for r in rows if r["app"] == kind and r["fault"] == fault), None)
+            if r is None:
+                cells.append("")
+                continue
+            held = str(r["held"]) + (f" + {r['tokens']} tokens" if r["tokens"] else "")
+            extra = f" (+{', '.join(map(str, r['other']))})" if r["other"] else ""
+            cells.append(f"{r['beyond']} / {held} / {r['500s']}{extra} / {r['slowest']:.2f} s")
+        print(f"| {fault} | " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     kinds = sys.argv[1:] or list(APPS)
     quick = os.environ.get("FAULTS_QUICK") == "1"
@@ -319,8 +337,10 @@ def main() -> None:
           "| other answers | dropped | slowest headers |")
     print("|---|---|---|---|---|---|---|---|---|")
     failures = 0
+    everything: list[dict] = []
     for kind in kinds:
         rows = standalone_rows(kind, quick) + ([] if quick else cluster_rows(kind))
+        everything += rows
         for r in rows:
             held = "–" if r["held"] is None else r["held"]
             tok = "–" if r["tokens"] is None else r["tokens"]
@@ -328,6 +348,7 @@ def main() -> None:
             print(f"| {r['app']} | {r['fault']} | {r['beyond']} | {held} | {tok} | {r['500s']} | {other} "
                   f"| {r['dropped']} | {r['slowest']:.2f} s |", flush=True)
             failures += bool(r["beyond"] or r["500s"] or r["other"] or (isinstance(r["held"], int) and r["held"] > 0))
+    grid(everything, kinds)
     for (kind, status), what in sorted(NOTES.items()):
         print(f"\n- {kind}, first {status}: {what}")
     if quick and failures:

@@ -7,7 +7,7 @@ PYC_DIR := $(CURDIR)/clients/python
 PYC_VENV := $(PYC_DIR)/.venv
 PYC_PY := $(PYC_VENV)/bin/python
 
-.PHONY: python-venv python-library python-test example-python bench-python bench-clients
+.PHONY: python-venv python-library python-test example-python example-flask bench-python bench-clients
 
 EXTRA_TESTS += python-test
 
@@ -39,6 +39,11 @@ python-test: build python-venv
 # The example app in the foreground: PORT (8080), REDIS_URL or REDIS_CLUSTER, RL_PREFIX, RL_BACKEND.
 example-python: python-venv
 	cd $(CURDIR)/examples/python && $(PYC_PY) app.py
+
+# SERVICES.md's endpoints 3, 5 and 6 on Flask (the sync adapter): the fault
+# table's Python sync column (Flask is pinned in the client's test requirements).
+example-flask: python-venv
+	cd $(CURDIR)/examples/flask && $(PYC_PY) app.py
 
 # Benchmarks (interleaved, ratios printed; not a test): a three-limit policy
 # decision vs the bare RL.ALL through the same redis-py client, and the same
