@@ -180,6 +180,7 @@ def measure(app: App, fault: str, calls, break_it=lambda: None, heal_it=lambda: 
     tag = f"{app.kind}-{fault}-{time.time_ns()}"
     probe = Probe(app, tag)
     calls = calls(probe)
+    started = time.monotonic()
     break_it()
     t = threading.Thread(target=probe.run, args=(calls,))
     t.start()
@@ -195,10 +196,15 @@ def measure(app: App, fault: str, calls, break_it=lambda: None, heal_it=lambda: 
     for _ in range(7):
         probe.custom()
     ok = {name: sum(1 for n, st, _ in probe.seen if n == name and st == 200) for name in ("sms", "custom")}
+    # SMS allows 2 per 10 s: when the load stretched the row past 10 s, later admissions are legitimate
+    # (the window slid), so the SMS count is left out of that row ("*" in the table).
+    slid = app.kind in SMS and time.monotonic() - started >= 10
+    if slid:
+        ok["sms"] = 0
     held, charged = llm_after(app, f"fault-{tag}")
     # The tokens the admitted LLM calls really used: U of every 200, the lines a stream sent.
     used = used_of(probe) if used_of else 500 * sum(1 for n, st, _ in during if n == "llm" and st == 200)
-    return {"app": app.kind, "fault": fault,
+    return {"app": app.kind, "fault": fault, "slid": slid,
             "beyond": max(0, ok["sms"] - 2) + max(0, ok["custom"] - 5) + beyond_of(probe),
             "held": held, "tokens": None if charged is None else charged - used,
             "500s": sum(1 for _, st, _ in probe.seen if st == 500),
@@ -325,7 +331,7 @@ def grid(rows: list[dict], kinds: list[str]) -> None:
                 continue
             held = str(r["held"]) + (f" + {r['tokens']} tokens" if r["tokens"] else "")
             extra = f" (+{', '.join(map(str, r['other']))})" if r["other"] else ""
-            cells.append(f"{r['beyond']} / {held} / {r['500s']}{extra} / {r['slowest']:.2f} s")
+            cells.append(f"{r['beyond']}{'*' if r['slid'] else ''} / {held} / {r['500s']}{extra} / {r['slowest']:.2f} s")
         print(f"| {fault} | " + " | ".join(cells) + " |")
 
 
@@ -345,10 +351,13 @@ def main() -> None:
             held = "–" if r["held"] is None else r["held"]
             tok = "–" if r["tokens"] is None else r["tokens"]
             other = ", ".join(map(str, r["other"])) or "0"
-            print(f"| {r['app']} | {r['fault']} | {r['beyond']} | {held} | {tok} | {r['500s']} | {other} "
+            print(f"| {r['app']} | {r['fault']} | {r['beyond']}{'*' if r['slid'] else ''} | {held} | {tok} | {r['500s']} | {other} "
                   f"| {r['dropped']} | {r['slowest']:.2f} s |", flush=True)
             failures += bool(r["beyond"] or r["500s"] or r["other"] or (isinstance(r["held"], int) and r["held"] > 0))
     grid(everything, kinds)
+    if any(r["slid"] for r in everything):
+        print("\n*: the row outlasted SMS's 10 s window (load), so only endpoint 3's custom limit (30 s) and the"
+              " streams' in-flight limit are counted there")
     for (kind, status), what in sorted(NOTES.items()):
         print(f"\n- {kind}, first {status}: {what}")
     if quick and failures:
