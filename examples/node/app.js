@@ -230,7 +230,8 @@ function pause(ms, signal) {
 function fakeModel(ms, fail, signal) {
   return new Promise((resolve, reject) => {
     // setTimeout fires after 1 ms beyond 2^31-1 ms: a longer sleep (X-Sleep-Ms
-    // beyond a long included) waits that long, as the other apps sleep it.
+    // beyond a long included) waits the longest a timer can (24.8 days), as
+    // the other apps sleep on.
     const t = setTimeout(() => (fail ? reject(new ModelError("the model failed")) : resolve()), Math.min(ms, 2 ** 31 - 1));
     signal.addEventListener("abort", () => {
       clearTimeout(t);

@@ -85,6 +85,9 @@ def test_fake_model_knobs(app):
     r = h.post("/llm/complete", json={"max_tokens": 10}, headers={
         "X-Api-Key": "knobs", "X-Zone": "UTC", "X-Used-Tokens": "x", "X-Sleep-Ms": "-5"})
     assert (r.status_code, r.json()) == (200, {"used_tokens": 5})
+    r = h.post("/llm/complete", json={"max_tokens": 10}, headers={  # a digit to str.isdigit, no int: the default
+        "X-Api-Key": "knobs", "X-Zone": "UTC", "X-Used-Tokens": b"\xb2", "X-Sleep-Ms": b"\xb2"})
+    assert (r.status_code, r.json()) == (200, {"used_tokens": 5})
 
 
 def test_ocr_limits_change_at_run_time_across_instances(app, redis_server, details):
