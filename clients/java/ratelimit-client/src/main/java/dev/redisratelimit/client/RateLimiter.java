@@ -911,14 +911,12 @@ public final class RateLimiter implements AutoCloseable {
         PolicyDecision.Kind kind = !limited ? PolicyDecision.Kind.ADMITTED
                 : duplicateRefused ? PolicyDecision.Kind.DUPLICATE : PolicyDecision.Kind.RATE_LIMITED;
         // A lease ends when its holder finishes, not when the module's reset says: a refusal by a concurrency
-        // limit asks for a retry in 1 s, as the Python and Node clients do (their inflight_retry_after default).
+        // limit asks for a retry after the policy's inflightRetryAfter (1 s unless set), as in Python and Node.
         long retry = !limited ? -1 : bl != null && bl.kind() == Limit.Kind.CONCURRENCY && r.retryAfter() >= 0
-                ? INFLIGHT_RETRY_MS : r.retryAfter();
+                ? bindingPolicy.inflightRetryAfter().toMillis() : r.retryAfter();
         return new PolicyDecision(bindingPolicy.name(), !limited, List.copyOf(items), binding, retry,
                 bl == null ? Limit.Kind.SLIDING_WINDOW : bl.kind(), kind, legacy);
     }
-
-    private static final long INFLIGHT_RETRY_MS = 1000;
 
     /** Redis did not answer within the budget, or the connection failed: the circuit is open now. */
     private static final class Unavailable extends RuntimeException {
