@@ -539,23 +539,25 @@ public final class RateLimiter implements AutoCloseable {
     static void validate(PolicyCall in) {
         Policy policy = in.policy();
         String key = in.key();
-        Limit.require(key != null && !key.isEmpty() && !key.startsWith("}"),
-                "key: policy '" + policy.name() + "': the key must be non-empty and not start with '}'");
-        if (in.zone() != null) {
-            Limit.require(ZONE_TEXT.matcher(in.zone()).matches() || ZoneId.getAvailableZoneIds().contains(in.zone()),
-                    "zone: invalid '" + in.zone() + "': expected an IANA time-zone name or a fixed offset +HH:MM");
+        // Each message is built only when its check fails: this runs on every decision.
+        if (key == null || key.isEmpty() || key.startsWith("}")) {
+            throw new IllegalArgumentException("key: policy '" + policy.name() + "': the key must be non-empty and not start with '}'");
+        }
+        if (in.zone() != null && !(ZONE_TEXT.matcher(in.zone()).matches() || ZoneId.getAvailableZoneIds().contains(in.zone()))) {
+            throw new IllegalArgumentException("zone: invalid '" + in.zone() + "': expected an IANA time-zone name or a fixed offset +HH:MM");
         }
         List<PolicyClause> specs = policy.clauses();
         for (int ci = 0; ci < specs.size(); ci++) {
             PolicyClause c = specs.get(ci);
-            if (c.duplicate()) {
-                Limit.require(in.subkey() != null && !in.subkey().isEmpty(),
-                        "subkeys: policy '" + policy.name() + "' prevents duplicates: the call needs a non-empty subkey");
+            if (c.duplicate() && (in.subkey() == null || in.subkey().isEmpty())) {
+                throw new IllegalArgumentException("subkeys: policy '" + policy.name() + "' prevents duplicates: the call needs a non-empty subkey");
             }
             long cost = in.costs() != null && ci < in.costs().length ? in.costs()[ci] : 1;
             long cap = capacity(policy, c);
-            Limit.require(cost <= cap, "cost: invalid '" + cost + "' for policy '" + policy.name() + "': its "
-                    + c.keyName() + " clause takes at most " + cap);
+            if (cost > cap) {
+                throw new IllegalArgumentException("cost: invalid '" + cost + "' for policy '" + policy.name() + "': its "
+                        + c.keyName() + " clause takes at most " + cap);
+            }
         }
     }
 
