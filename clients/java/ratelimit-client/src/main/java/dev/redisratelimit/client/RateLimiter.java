@@ -1064,8 +1064,11 @@ public final class RateLimiter implements AutoCloseable {
         if (!permit.localLeases().isEmpty()) {
             local.release(permit.localLeases());
         }
-        List<CompletionStage<?>> sent = new ArrayList<>();
         List<Clause> uncounted = permit.uncounted();
+        if (uncounted.isEmpty() && permit.leases().isEmpty() && permit.estimates().isEmpty()) {
+            return CompletableFuture.completedFuture(null); // the usual permit (windows, buckets, quotas): nothing to send
+        }
+        List<CompletionStage<?>> sent = new ArrayList<>();
         if (!uncounted.isEmpty()) {
             // One RL.ALL ... REFUND: windows, buckets, quotas, the estimate and the lease (by its token) given back.
             sent.add(client.all(uncounted, Options.none().withRefund()));
