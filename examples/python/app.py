@@ -28,7 +28,7 @@ from redis_rl import (FAIL_OPEN, AsyncRateLimiter, Policy, concurrency, lockout,
                       token_bucket)
 from redis_rl.adapters.starlette import ProblemError, RateLimitMiddleware, RateLimits
 from redis_rl.args import zone_arg
-from redis_rl.backend import functions_zone
+from redis_rl.backend import backend_arg, functions_zone
 
 PREFIX = os.environ.get("RL_PREFIX", "")
 S = timedelta(seconds=1)
@@ -51,8 +51,11 @@ def redis_client() -> Any:
     return redis.asyncio.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379"), **opts)
 
 
+try:  # a bad setting is one line and a non-zero exit at start (as the module missing), not a traceback
+    BACKEND = backend_arg(os.environ.get("RL_BACKEND") or "module")
+except ValueError as e:
+    sys.exit(f"example-python: RL_BACKEND: {e}")
 client = redis_client()
-BACKEND = os.environ.get("RL_BACKEND") or "module"
 limiter = AsyncRateLimiter(client, backend=BACKEND)
 limits = RateLimits(limiter)
 

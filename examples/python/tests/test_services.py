@@ -299,6 +299,17 @@ def test_app_refuses_to_start_without_the_module():
     assert len(lines) == 1 and "module is not loaded" in lines[0], done.stderr
 
 
+def test_app_refuses_an_unknown_backend_in_one_line():
+    import os
+    import sys
+    from conftest import APP, free_port
+    env = dict(os.environ, PORT=str(free_port()), REDIS_URL="redis://127.0.0.1:1", RL_BACKEND="bogus")
+    done = subprocess.run([sys.executable, str(APP)], env=env, capture_output=True, text=True, timeout=30)
+    assert done.returncode != 0
+    assert done.stderr.strip() == (f"example-{'django' if APP.parent.name == 'django' else 'python'}: RL_BACKEND: "
+                                   "invalid backend 'bogus': 'module', 'functions' or 'auto'"), done.stderr
+
+
 def test_one_decision_is_one_command_of_the_backend(app, redis_server):
     """SERVICES.md: with RL_BACKEND=functions one decision is one FCALL (INFO
     commandstats), with the module one RL command."""
