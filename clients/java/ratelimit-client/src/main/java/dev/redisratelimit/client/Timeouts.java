@@ -70,18 +70,22 @@ final class Timeouts {
 
         private void sweep() {
             long now = System.nanoTime();
-            Pending p;
-            while ((p = pending.peek()) != null && p.deadline() - now <= 0) {
-                pending.poll();
-                if (!p.stage().isDone()) {
-                    p.stage().completeExceptionally(new TimeoutException());
+            try {
+                Pending p;
+                while ((p = pending.peek()) != null && p.deadline() - now <= 0) {
+                    pending.poll();
+                    if (!p.stage().isDone()) {
+                        p.stage().completeExceptionally(new TimeoutException());
+                    }
                 }
-            }
-            armed.set(false);
-            Pending next = pending.peek();
-            if (next != null) {
-                // Stages added meanwhile saw the lane armed: schedule for the oldest, at most a tick from now.
-                arm(Math.max(next.deadline() - now, TICK_NANOS));
+            } finally {
+                // Whatever happened, the lane is swept again. Stages added meanwhile saw it armed:
+                // schedule for the oldest, at most a tick from now.
+                armed.set(false);
+                Pending next = pending.peek();
+                if (next != null) {
+                    arm(Math.max(next.deadline() - now, TICK_NANOS));
+                }
             }
         }
     }
