@@ -160,7 +160,7 @@ def llm_key(request: HttpRequest) -> str:
 def header_int(request: HttpRequest, name: str, default: int) -> int:
     """The fake model's knobs: a non-negative integer header, else the default."""
     value = request.headers.get(name, "")
-    return int(value) if value.isdigit() else default
+    return int(value) if value.isascii() and value.isdigit() else default  # "²" is a digit to isdigit, not to int
 
 
 async def health(request: HttpRequest) -> HttpResponse:

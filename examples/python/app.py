@@ -212,7 +212,7 @@ async def llm_key(request: Request) -> str:
 def header_int(request: Request, name: str, default: int) -> int:
     """The fake model's knobs: a non-negative integer header, else the default."""
     value = request.headers.get(name, "")
-    return int(value) if value.isdigit() else default
+    return int(value) if value.isascii() and value.isdigit() else default  # "²" is a digit to isdigit, not to int
 
 
 @app.post("/llm/complete")

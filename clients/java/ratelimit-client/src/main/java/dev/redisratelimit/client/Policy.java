@@ -44,6 +44,11 @@ public final class Policy {
     private final List<String> itemNames;
     /** "failures" / "successes": only that outcome counts (set by the builder before the policy is shared); null: every call. */
     private String counts;
+    /** The Retry-After of a refusal by a concurrency limit (set by the builder before the policy is shared). */
+    private Duration inflightRetryAfter = DEFAULT_INFLIGHT_RETRY_AFTER;
+
+    /** A lease ends when its holder finishes, not at a reset the module knows: 1 s, as the Python and Node clients. */
+    public static final Duration DEFAULT_INFLIGHT_RETRY_AFTER = Duration.ofSeconds(1);
 
     /**
      * A policy from its parts (the {@link #builder} is the usual way).
@@ -54,29 +59,29 @@ public final class Policy {
      * @param legacyHeaders HTTP adapters also send {@code X-RateLimit-*} headers
      */
     public Policy(String name, List<Limit> limits, Duration duplicateWindow, String tag, FailMode onRedisDown, boolean legacyHeaders) {
-        Limit.require(name != null && !name.isBlank(), "a policy needs a name");
-        Limit.require(!(name.contains("{") || name.contains("}")), "policy '" + name + "': a name without braces");
+        Limit.require(name != null && !name.isBlank(), "name", "a policy needs a name");
+        Limit.require(!(name.contains("{") || name.contains("}")), "name", "policy '" + name + "': a name without braces");
         // Duplicate prevention alone is a policy too (one RL.CHECK of count 1 on the subkey), as in every client.
-        Limit.require(limits != null && (!limits.isEmpty() || duplicateWindow != null), "limits: policy '" + name + "' has no limits");
+        Limit.require(limits != null && (!limits.isEmpty() || duplicateWindow != null), "limits", "policy '" + name + "' has no limits");
         limits = List.copyOf(limits);
         Set<String> names = new HashSet<>();
         boolean anyShared = false;
         for (Limit l : limits) {
-            Limit.require(names.add(l.name()), "policy '" + name + "': two limits named '" + l.name() + "'");
-            Limit.require(!"duplicate".equals(l.name()) || duplicateWindow == null,
+            Limit.require(names.add(l.name()), "limit_name", "policy '" + name + "': two limits named '" + l.name() + "'");
+            Limit.require(!"duplicate".equals(l.name()) || duplicateWindow == null, "limit_name",
                     "policy '" + name + "': 'duplicate' names its duplicate-prevention item");
             if (l.kind() == Limit.Kind.LOCKOUT) {
-                Limit.require(limits.size() == 1 && duplicateWindow == null,
+                Limit.require(limits.size() == 1 && duplicateWindow == null, "limits",
                         "policy '" + name + "': a LOCKOUT limit is alone in its policy (RL.LOCKCOUNT is not an RL.ALL clause)");
             }
             anyShared |= l.shared();
         }
-        Limit.require(duplicateWindow == null || duplicateWindow.toMillis() >= 1,
+        Limit.require(duplicateWindow == null || duplicateWindow.toMillis() >= 1, "window",
                 "policy '" + name + "': preventDuplicate must be at least 1 ms");
-        Limit.require(tag == null || !tag.isEmpty(), "tag: policy '" + name + "': an empty tag (null: none)");
+        Limit.require(tag == null || !tag.isEmpty(), "tag", "policy '" + name + "': an empty tag (null: none)");
         // Under Cluster every key of one RL.ALL shares a slot: a shared limit's key holds the tag the per-key ones do.
-        Limit.require(!anyShared || tag != null, "policy '" + name + "': a shared limit needs the policy's tag");
-        Limit.require(tag == null || !(tag.contains("{") || tag.contains("}")), "policy '" + name + "': a hash tag without braces");
+        Limit.require(!anyShared || tag != null, "tag", "policy '" + name + "': a shared limit needs the policy's tag");
+        Limit.require(tag == null || !(tag.contains("{") || tag.contains("}")), "tag", "policy '" + name + "': a hash tag without braces");
         this.name = name;
         this.limits = limits;
         this.duplicateWindow = duplicateWindow;
@@ -93,9 +98,9 @@ public final class Policy {
             items.add("duplicate");
         }
         for (PolicyClause c : out) {
-            Limit.require(c.items().size() <= 64, "policy '" + name + "': more than 64 rules in one clause");
+            Limit.require(c.items().size() <= 64, "limits", "policy '" + name + "': more than 64 rules in one clause");
         }
-        Limit.require(out.size() <= 64, "policy '" + name + "': more than 64 clauses");
+        Limit.require(out.size() <= 64, "limits", "policy '" + name + "': more than 64 clauses");
         this.clauses = List.copyOf(out);
         this.itemNames = List.copyOf(items);
     }
@@ -115,7 +120,7 @@ public final class Policy {
             Limit l = limits.get(i);
             PolicyClause joined = null;
             if (l.kind() == Limit.Kind.CONCURRENCY && !l.shared()) {
-                Limit.require(++leases <= 1, "policy '" + policy + "': at most one per-key concurrency limit per policy");
+                Limit.require(++leases <= 1, "limits", "policy '" + policy + "': at most one per-key concurrency limit per policy");
             }
             if (l.kind() != Limit.Kind.CONCURRENCY && l.kind() != Limit.Kind.LOCKOUT) {
                 for (int c = 0; c < out.size(); c++) {
@@ -144,9 +149,9 @@ public final class Policy {
     private static void refuseSamePeriod(String policy, Limit l, PolicyClause k, List<Limit> limits) {
         for (int idx : k.items()) {
             Limit o = limits.get(idx);
-            Limit.require(!(l.kind() == Limit.Kind.QUOTA && o.period() == l.period()),
+            Limit.require(!(l.kind() == Limit.Kind.QUOTA && o.period() == l.period()), "limits",
                     "policy '" + policy + "': quotas '" + o.name() + "' and '" + l.name() + "' have the same period");
-            Limit.require(!(l.kind() == Limit.Kind.TOKEN_BUCKET && o.window().equals(l.window())),
+            Limit.require(!(l.kind() == Limit.Kind.TOKEN_BUCKET && o.window().equals(l.window())), "limits",
                     "policy '" + policy + "': token buckets '" + o.name() + "' and '" + l.name() + "' have the same period");
         }
     }
@@ -213,13 +218,32 @@ public final class Policy {
         if (outcome == null || outcome.isEmpty()) {
             return this;
         }
-        Limit.require(outcome.equals("failures") || outcome.equals("successes"),
-                "counts: '" + outcome + "' is not \"failures\" or \"successes\"");
+        Limit.require(outcome.equals("failures") || outcome.equals("successes"), "counts",
+                "'" + outcome + "' is not \"failures\" or \"successes\"");
         Limit.require(!isLockout() && limits.stream().anyMatch(l -> l.kind() == Limit.Kind.SLIDING_WINDOW
-                || l.kind() == Limit.Kind.TOKEN_BUCKET || l.kind() == Limit.Kind.QUOTA),
-                "counts: policy '" + name + "' needs a window, bucket or quota to count one outcome (a lockout cannot refund)");
+                || l.kind() == Limit.Kind.TOKEN_BUCKET || l.kind() == Limit.Kind.QUOTA), "counts",
+                "policy '" + name + "' needs a window, bucket or quota to count one outcome (a lockout cannot refund)");
         Policy p = new Policy(name, limits, duplicateWindow, tag, onRedisDown, legacyHeaders);
         p.counts = outcome;
+        p.inflightRetryAfter = inflightRetryAfter;
+        return p;
+    }
+
+    /**
+     * The {@code Retry-After} of a refusal by one of this policy's concurrency limits (default 1 s): when a lease
+     * comes back depends on its holder, not on a reset Redis knows. Python's and Node's {@code inflight_retry_after}.
+     */
+    public Duration inflightRetryAfter() {
+        return inflightRetryAfter;
+    }
+
+    /** This policy with another in-flight {@code Retry-After} (0 or more, whole milliseconds), as {@link Builder#inflightRetryAfter}. */
+    public Policy withInflightRetryAfter(Duration retryAfter) {
+        Limit.require(retryAfter != null && !retryAfter.isNegative(), "inflight_retry_after",
+                "policy '" + name + "': inflight_retry_after " + retryAfter + " must be 0 or more");
+        Policy p = new Policy(name, limits, duplicateWindow, tag, onRedisDown, legacyHeaders);
+        p.counts = counts;
+        p.inflightRetryAfter = retryAfter;
         return p;
     }
 
@@ -246,6 +270,7 @@ public final class Policy {
         private FailMode onRedisDown;
         private boolean legacyHeaders;
         private String counts;
+        private Duration inflightRetryAfter = DEFAULT_INFLIGHT_RETRY_AFTER;
 
         private Builder(String name) {
             this.name = name;
@@ -317,8 +342,15 @@ public final class Policy {
             return this;
         }
 
+        /** The {@code Retry-After} of a refusal by a concurrency limit (default 1 s; {@link Policy#inflightRetryAfter()}). */
+        public Builder inflightRetryAfter(Duration retryAfter) {
+            this.inflightRetryAfter = retryAfter;
+            return this;
+        }
+
         public Policy build() {
-            return new Policy(name, limits, duplicateWindow, tag, onRedisDown, legacyHeaders).withCounts(counts);
+            Policy p = new Policy(name, limits, duplicateWindow, tag, onRedisDown, legacyHeaders).withCounts(counts);
+            return inflightRetryAfter == DEFAULT_INFLIGHT_RETRY_AFTER ? p : p.withInflightRetryAfter(inflightRetryAfter);
         }
     }
 }

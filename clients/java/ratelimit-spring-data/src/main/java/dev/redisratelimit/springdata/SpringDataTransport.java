@@ -38,6 +38,8 @@ public final class SpringDataTransport implements RateLimitTransport {
     private static final boolean JEDIS = ClassUtils.isPresent("redis.clients.jedis.Jedis", LOADER);
 
     private final RedisConnectionFactory factory;
+    // The driver's native connection last seen (for nodeOf, on every decision, without borrowing one).
+    private volatile Object lastNative;
 
     private SpringDataTransport(RedisConnectionFactory factory) {
         this.factory = Objects.requireNonNull(factory, "factory");
@@ -57,7 +59,7 @@ public final class SpringDataTransport implements RateLimitTransport {
         return pipeline(List.of(call)).get(0);
     }
 
-    /** Under Cluster with the Lettuce driver, a key per primary; otherwise none (Jedis: unknown, one node). */
+    /** Under Cluster, a key per primary (Lettuce: its partitions; Jedis: {@code CLUSTER SLOTS}); standalone none. */
     @Override
     public List<String> primaryRoutes() {
         RedisConnection connection;
@@ -68,7 +70,63 @@ public final class SpringDataTransport implements RateLimitTransport {
         }
         try {
             Object nativeConnection = connection.getNativeConnection();
-            return LETTUCE && LettuceDriver.handles(nativeConnection) ? LettuceDriver.primaryRoutes(nativeConnection) : List.of();
+            if (LETTUCE && LettuceDriver.handles(nativeConnection)) {
+                return LettuceDriver.primaryRoutes(nativeConnection);
+            }
+            return JEDIS && JedisDriver.handles(nativeConnection) ? JedisDriver.primaryRoutes(nativeConnection) : List.of();
+        } catch (RuntimeException e) {
+            return List.of(); // the slot table unreadable now: the node reached, the others on their first call
+        } finally {
+            connection.close();
+        }
+    }
+
+    /**
+     * With the Lettuce driver under Cluster, the primary serving the key's
+     * slot ({@code host:port}, Lettuce's partitions); otherwise null (Jedis:
+     * one circuit for the whole Cluster).
+     */
+    @Override
+    public String nodeOf(String key) {
+        Object nativeConnection = lastNative;
+        if (nativeConnection == null) {
+            nativeConnection = nativeConnection();
+            if (nativeConnection == null) {
+                return null;
+            }
+        }
+        return LETTUCE && LettuceDriver.handles(nativeConnection) ? LettuceDriver.nodeOf(nativeConnection, key) : null;
+    }
+
+    @Override
+    public boolean isConnected(String node) {
+        Object nativeConnection = lastNative;
+        return nativeConnection == null || !LETTUCE || !LettuceDriver.handles(nativeConnection)
+                || LettuceDriver.isConnected(nativeConnection, node);
+    }
+
+    @Override
+    public CompletionStage<Object> ping(String node) {
+        Object nativeConnection = nativeConnection();
+        if (nativeConnection != null && LETTUCE && LettuceDriver.handles(nativeConnection)) {
+            return LettuceDriver.ping(nativeConnection, node);
+        }
+        return execute(new RedisCall("PING", List.of(), -1));
+    }
+
+    private Object nativeConnection() {
+        RedisConnection connection;
+        try {
+            connection = factory.getConnection();
+        } catch (RuntimeException e) {
+            return null;
+        }
+        try {
+            Object n = connection.getNativeConnection();
+            lastNative = n;
+            return n;
+        } catch (RuntimeException e) {
+            return null;
         } finally {
             connection.close();
         }
@@ -83,6 +141,7 @@ public final class SpringDataTransport implements RateLimitTransport {
             return failed(calls.size(), e);
         }
         Object nativeConnection = connection.getNativeConnection();
+        lastNative = nativeConnection;
         if (LETTUCE && LettuceDriver.handles(nativeConnection)) {
             List<CompletionStage<Object>> replies = LettuceDriver.pipeline(nativeConnection, calls);
             // The native connection is the factory's shared one (or a dedicated one
