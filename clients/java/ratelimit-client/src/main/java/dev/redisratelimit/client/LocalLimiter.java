@@ -75,6 +75,16 @@ public final class LocalLimiter {
             return charges.isEmpty();
         }
 
+        /** What a clause's estimate charged (the first of its limits). */
+        long charged(int clause) {
+            for (Charge c : charges) {
+                if (c.estimate && c.clause == clause) {
+                    return c.units;
+                }
+            }
+            return 0;
+        }
+
         /** The clause indexes charged an estimate (to settle from the usage reported). */
         List<Integer> estimateClauses() {
             List<Integer> out = new ArrayList<>();
