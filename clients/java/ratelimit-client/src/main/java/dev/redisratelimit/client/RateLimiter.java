@@ -501,7 +501,7 @@ public final class RateLimiter implements AutoCloseable {
                         token = new UUID(rnd.nextLong(), rnd.nextLong()).toString();
                     }
                     clause = new Clause.Lease(key, runtime.count(policy.name(), l), l.ttl(), token, cost);
-                    b.leases.add(new Permit.Lease(key, token));
+                    b.leases.add(new Permit.Lease(key, token, l.ttl()));
                 } else {
                     clause = clause(policy, c, in, key).withCost(cost);
                     if (c.settle() != null) {
@@ -632,6 +632,7 @@ public final class RateLimiter implements AutoCloseable {
                 throw new RateLimitRefusedException(d);
             }
             Permit permit = new Permit(this, d, b.leases, b.estimates, List.of());
+            renew(permit);
             // One policy counting one outcome: what it took goes back at close when the outcome does not count.
             String counts = calls.size() == 1 ? calls.get(0).policy().counts() : null;
             return CompletableFuture.completedFuture(counts == null ? permit : permit.counting(counts, List.copyOf(b.clauses)));
@@ -910,14 +911,12 @@ public final class RateLimiter implements AutoCloseable {
         PolicyDecision.Kind kind = !limited ? PolicyDecision.Kind.ADMITTED
                 : duplicateRefused ? PolicyDecision.Kind.DUPLICATE : PolicyDecision.Kind.RATE_LIMITED;
         // A lease ends when its holder finishes, not when the module's reset says: a refusal by a concurrency
-        // limit asks for a retry in 1 s, as the Python and Node clients do (their inflight_retry_after default).
+        // limit asks for a retry after the policy's inflightRetryAfter (1 s unless set), as in Python and Node.
         long retry = !limited ? -1 : bl != null && bl.kind() == Limit.Kind.CONCURRENCY && r.retryAfter() >= 0
-                ? INFLIGHT_RETRY_MS : r.retryAfter();
+                ? bindingPolicy.inflightRetryAfter().toMillis() : r.retryAfter();
         return new PolicyDecision(bindingPolicy.name(), !limited, List.copyOf(items), binding, retry,
                 bl == null ? Limit.Kind.SLIDING_WINDOW : bl.kind(), kind, legacy);
     }
-
-    private static final long INFLIGHT_RETRY_MS = 1000;
 
     /** Redis did not answer within the budget, or the connection failed: the circuit is open now. */
     private static final class Unavailable extends RuntimeException {
@@ -1138,6 +1137,54 @@ public final class RateLimiter implements AutoCloseable {
                     });
         }
         return CompletableFuture.allOf(confirmed);
+    }
+
+    /**
+     * Whether an admitted call's leases are renewed (RL.RENEW to their TTL)
+     * every third of their TTL while its permit is open (default true), so a
+     * job that runs longer than the TTL keeps its slot (CLIENTS.md §4); false
+     * lets a lease expire by its TTL whatever the work does.
+     */
+    public void setRenewLeases(boolean renew) {
+        this.renewLeases = renew;
+    }
+
+    private volatile boolean renewLeases = true;
+
+    // One daemon thread for every permit's renewal (a timer tick, then an asynchronous RL.RENEW).
+    private static final class Renewals {
+        static final java.util.concurrent.ScheduledExecutorService TIMER = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "ratelimit-lease-renewal");
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    private void renew(Permit permit) {
+        if (!renewLeases || permit.leases().isEmpty()) {
+            return;
+        }
+        long ttl = Long.MAX_VALUE;
+        for (Permit.Lease l : permit.leases()) {
+            ttl = Math.min(ttl, l.ttl().toMillis());
+        }
+        long every = Math.max(10, ttl / 3);
+        permit.renewing(Renewals.TIMER.scheduleAtFixedRate(() -> {
+            for (Permit.Lease l : permit.leases()) {
+                if (permit.isClosed()) {
+                    return;
+                }
+                try {
+                    Timeouts.within(client.renew(l.key(), l.ttl(), l.token()).toCompletableFuture(), budgetMs).whenComplete((v, e) -> {
+                        if (e != null) {
+                            log.log(System.Logger.Level.WARNING, "rate limit lease {0} not renewed: {1}", l.key(), unwrap(e).toString());
+                        }
+                    });
+                } catch (RuntimeException e) {
+                    log.log(System.Logger.Level.WARNING, "rate limit lease {0} not renewed: {1}", l.key(), e.toString());
+                }
+            }
+        }, every, every, TimeUnit.MILLISECONDS));
     }
 
     // The smallest q of a clause as it was sent: a window's count, a bucket's rate, a quota's limit.
