@@ -67,8 +67,13 @@ local function call_chunked(head, items, group)
   return total
 end
 
--- Integers written as %.17g prints them: plain digits below 1e17.
-local function istr(n) return format('%.17g', n) end
+-- Integers written as %.17g prints them: plain digits below 1e17. A whole
+-- number in that range goes through '%d' (the same digits; an integer
+-- conversion costs a fraction of a float one); -0 and fractions stay %.17g.
+local function istr(n)
+  if n == floor(n) and n ~= 0 and n < 1e17 and n > -1e17 then return format('%d', n) end
+  return format('%.17g', n)
+end
 
 ---------------------------------------------------------------- show()
 -- The module's show(): at most 64 characters (then "..."), control
@@ -345,12 +350,22 @@ for i = 0, 255 do
   end
   crc_table[i] = c % 65536
 end
-local function crc16(s)
+local crc_of, crc_n = {}, 0
+local function crc16_of(s)
   local c = 0
   for i = 1, #s do
     local idx = bit.bxor(floor(c / 256), byte(s, i))
     c = bit.bxor((c % 256) * 256, crc_table[idx])
   end
+  return c
+end
+-- Remembered per key (a key's limiter is called again and again).
+local function crc16(s)
+  local c = crc_of[s]
+  if c then return c end
+  c = crc16_of(s)
+  if crc_n >= 1024 then crc_of, crc_n = {}, 0 end
+  crc_of[s] = c; crc_n = crc_n + 1
   return c
 end
 
@@ -408,7 +423,9 @@ end
 ---------------------------------------------------------------- options
 -- COST, REFUND, DEBIT, RESERVE after the rules (RL.CHECK, RL.THROTTLE,
 -- RL.QUOTA and their peeks).
+local NO_OPTIONS = setmetatable({}, {__newindex = function() error('NO_OPTIONS is read-only') end})
 local function parse_options(args, from, accepts, t)
+  if from > #args then return NO_OPTIONS end
   local o = {}
   local i = from
   while i <= #args do
@@ -455,6 +472,10 @@ local function parse_options(args, from, accepts, t)
   end
   return o
 end
+
+local WRITE_OPTIONS, NO_WRITE_OPTIONS = {refund = true, debit = true}, {}
+local THROTTLE_WRITE_OPTIONS = {refund = true, debit = true, reserve = true}
+local THROTTLE_PEEK_OPTIONS = {reserve = true}
 
 local function option_cost(o, lo, hi)
   if o.cost_arg == nil then return 1 end
@@ -544,11 +565,20 @@ local function next_name()
 end
 
 ---------------------------------------------------------------- RL.CHECK
+-- One rule's list by its two argument strings (a cached pair was valid):
+-- the usual call parses nothing and makes no table. The lists are only read.
+local one_rule, one_rule_n = {}, 0
 local function parse_check(args, write, server_time)
   local t, first, stop = split_rules(args, server_time)
-  local rules = {}
+  local rules
   local n = 0
   local i = first
+  if stop == first + 2 then
+    local by_count = one_rule[args[first]]
+    rules = by_count and by_count[args[first + 1]]
+    if rules then n = 1; i = stop end
+  end
+  if not rules then rules = {} end
   while i < stop do
     n = n + 1
     if i + 1 >= stop then
@@ -563,7 +593,15 @@ local function parse_check(args, write, server_time)
   end
   if n == 0 then arg_error("at least one rule 'count window' is required") end
   if n > MAX_RULES then too_many_rules(n) end
-  local o = parse_options(args, stop, {refund = write, debit = write}, t)
+  if n == 1 and i == stop and stop == first + 2 then
+    if one_rule_n >= 256 then one_rule, one_rule_n = {}, 0 end
+    local by_count = one_rule[args[first]]
+    if not by_count then by_count = {}; one_rule[args[first]] = by_count end
+    if not by_count[args[first + 1]] then
+      by_count[args[first + 1]] = rules; one_rule_n = one_rule_n + 1
+    end
+  end
+  local o = parse_options(args, stop, write and WRITE_OPTIONS or NO_WRITE_OPTIONS, t)
   local smallest = rules[1].count
   for j = 2, n do smallest = min(smallest, rules[j].count) end
   local cost
@@ -574,8 +612,19 @@ end
 
 -- The module's decide() over the key's log.
 local function check_decide(key, ex, rules, cost, t)
-  local used, seen = {}, {}
   local n = #rules
+  if n == 1 then -- one rule admitted: the reply without the binding rule's tables
+    local r = rules[1]
+    local used = count_newer_than(key, ex, t - r.window)
+    if used + cost <= r.count then
+      local newest_after
+      if cost > 0 then newest_after = ceil(max(ex.highest or t, t))
+      elseif ex.highest then newest_after = ceil(ex.highest) end
+      return {0, 1, r.count, r.count - used - cost, -1,
+        newest_after and max((newest_after - t) + r.window, 0) or 0}
+    end
+  end
+  local used, seen = {}, {}
   for i = 1, n do
     local w = rules[i].window
     local u = seen[w]
@@ -629,6 +678,11 @@ local function check_record(key, ex, rules, cost, t, server_time)
   if x > MAX_SAFE then x = badd(bn(max(newest_after, server_time)), bn(maxw)) end
   local at = grid_expiry(key, maxw, expire_time(key), x)
   local added = 0
+  if cost == 1 then -- one member: no argument lists
+    local ts = istr(t)
+    while call('ZADD', key, 'NX', ts, next_name()) == 0 do end
+    added = 1
+  end
   while added < cost do
     local items = {}
     local ts = istr(t) -- one conversion (Redis converts each number argument)
@@ -702,16 +756,23 @@ local function gcra_rule(burst, count, window, n, ck)
   -- doubles for the fast path (exact below 2^53)
   if bcmp(tol, bn(MAX_SAFE)) <= 0 then r.iv, r.tv = bnum(interval), bnum(tol) end
   if rule_cache_n >= 256 then rule_cache, rule_cache_n = {}, 0 end
-  rule_cache[ck] = r; rule_cache_n = rule_cache_n + 1
+  local a = rule_cache[ck[1]]
+  if not a then a = {}; rule_cache[ck[1]] = a end
+  local b = a[ck[2]]
+  if not b then b = {}; a[ck[2]] = b end
+  b[ck[3]] = r; rule_cache_n = rule_cache_n + 1
+  r.list = {r} -- the rule list of a one-rule call
   return r
 end
 
 -- A rule from its three arguments: cached by their text (a cached triple
 -- was valid), else parsed, checked and computed.
 local function throttle_rule(args, i, n)
-  local ck = args[i] .. ' ' .. args[i + 1] .. ' ' .. args[i + 2]
-  local r = rule_cache[ck]
+  local a = rule_cache[args[i]]
+  local b = a and a[args[i + 1]]
+  local r = b and b[args[i + 2]]
   if r then return r end
+  local ck = {args[i], args[i + 1], args[i + 2]}
   local burst = parse_int(args[i], 1, MAX_SAFE)
   if not burst then rule_error('burst', args[i], n) end
   local count = parse_int(args[i + 1], 1, MAX_SAFE)
@@ -723,9 +784,13 @@ end
 
 local function parse_throttle(args, write, server_time)
   local t, first, stop = split_rules(args, server_time)
-  local rules, windows = {}, {}
+  local rules, windows
   local n = 0
   local i = first
+  if stop == first + 3 then -- one rule: its cached list, no tables
+    local r = throttle_rule(args, first, 1)
+    rules, n, i = r.list, 1, stop
+  else rules, windows = {}, {} end
   while i < stop do
     n = n + 1
     if i + 2 >= stop then
@@ -744,7 +809,7 @@ local function parse_throttle(args, write, server_time)
   end
   if n > MAX_RULES then too_many_rules(n) end
   if n == 0 then arg_error("at least one rule 'burst count window' is required") end
-  local o = parse_options(args, stop, {refund = write, debit = write, reserve = true}, t)
+  local o = parse_options(args, stop, write and THROTTLE_WRITE_OPTIONS or THROTTLE_PEEK_OPTIONS, t)
   local smallest = rules[1].burst
   for j = 2, n do smallest = min(smallest, rules[j].burst) end
   local cost
@@ -764,10 +829,14 @@ end
 -- The stored TATs of the rules' fields (nil: a full bucket).
 -- The stored TATs as text, checked (nil: a full bucket).
 local function read_raw(key, rules)
-  local fields = {}
-  for i = 1, #rules do fields[i] = rules[i].field end
-  local values = rcall('HMGET', key, unpack(fields))
-  local raw = {}
+  local values
+  if #rules == 1 then values = rcall('HMGET', key, rules[1].field)
+  else
+    local fields = {}
+    for i = 1, #rules do fields[i] = rules[i].field end
+    values = rcall('HMGET', key, unpack(fields))
+  end
+  local raw = values -- false where a field is missing, as nil would be
   for i = 1, #rules do
     local v = values[i]
     if v then
@@ -776,7 +845,6 @@ local function read_raw(key, rules)
         fail("ERR hash at '" .. show(key) .. "' field '" .. show(fields[i]) .. "' holds '" .. show(v) ..
           "', not a theoretical arrival time in ns (a decimal integer from 0 to " .. MAX_TAT_STR .. ')')
       end
-      raw[i] = v
     end
   end
   return raw
@@ -828,6 +896,25 @@ end
 
 local function gcra_fast(rules, cost, t, raw, reserve)
   if t > MAX_SAFE - NEAR or (reserve and reserve >= NEAR) then return nil end
+  if not reserve and #rules == 1 then
+    local r = rules[1]
+    local iv, tv = r.iv, r.tv
+    if not iv or iv * cost >= TWO53 or tv >= TWO53 then return nil end
+    local d = 0
+    if raw[1] then
+      d = tat_delta(raw[1], t)
+      if not d then return nil end
+    end
+    local b = d > 0 and d or 0
+    local nw = b + iv * cost
+    if nw >= TWO53 then return nil end
+    local allows = nw <= tv
+    local used = allows and nw or b
+    local remaining = 0
+    if used <= tv then remaining = min(floor_div(tv - used, iv), r.burst) end
+    if allows then return {0, 1, r.burst, remaining, -1, ceil_ns_ms(used)}, nw end
+    return {1, 1, r.burst, remaining, ceil_ns_ms(nw - tv), ceil_ns_ms(used)}, nil
+  end
   local hz = reserve and reserve * 1000000 or 0
   local n = #rules
   local base, new, allows = {}, {}, {}
@@ -879,6 +966,17 @@ end
 
 -- Writes the fast path's new TATs (relative to t_ns) and moves the expiry.
 local function throttle_write_fast(key, rules, new, server_time, t)
+  if type(new) == 'number' then -- one rule
+    local r = rules[1]
+    if not r.wms then r.wms = bceil_num(r.tol) end
+    local ns = new % 1000000
+    local ms = t + (new - ns) / 1000000
+    local x = t + ceil_ns_ms(new) + max(0, server_time - t)
+    local at = grid_expiry(key, r.wms, expire_time(key), x)
+    call('HSET', key, r.field, ms > 0 and format('%d%06d', ms, ns) or istr(ns))
+    if at then call('PEXPIREAT', key, at) end
+    return
+  end
   local newest, w = 0, 0
   local set = {}
   for i = 1, #rules do
@@ -890,7 +988,7 @@ local function throttle_write_fast(key, rules, new, server_time, t)
     local ns = d % 1000000
     local ms = t + (d - ns) / 1000000
     set[#set + 1] = r.field
-    set[#set + 1] = ms > 0 and format('%.0f%06d', ms, ns) or istr(ns)
+    set[#set + 1] = ms > 0 and format('%d%06d', ms, ns) or istr(ns)
   end
   local x = t + ceil_ns_ms(newest) + max(0, server_time - t)
   local at = grid_expiry(key, w, expire_time(key), x)
@@ -1250,7 +1348,7 @@ local function parse_quota(args, write, server_time)
   if #periods == 0 then
     arg_error("at least one 'period limit' pair is required (period: MINUTE, HOUR, DAY, WEEK, MONTH or YEAR)")
   end
-  local o = parse_options(args, i, {refund = write, debit = write}, t)
+  local o = parse_options(args, i, write and WRITE_OPTIONS or NO_WRITE_OPTIONS, t)
   local cost = option_cost(o, write and 1 or 0, MAX_SAFE)
   local buckets = {}
   for j = 1, #periods do buckets[j] = quota_bucket(periods[j].period, t, offset) end
