@@ -1696,14 +1696,17 @@ local function lease_commit(st)
     if not token then fail('ERR could not find a free lease name') end
     st.token = token
   end
-  local items = {}
   local es = istr(expiry)
-  for i = 1, cost do
-    -- the first unit of a lease of 2 or more half a ms early (SPEC's marker)
-    items[#items + 1] = (i == 1 and cost >= 2) and istr(expiry - 0.5) or es
-    items[#items + 1] = names[i] or unit_name(token, i)
+  if cost == 1 then call('ZADD', key, es, names[1] or token) -- one unit: no argument lists
+  else
+    local items = {}
+    for i = 1, cost do
+      -- the first unit of a lease of 2 or more half a ms early (SPEC's marker)
+      items[#items + 1] = (i == 1 and cost >= 2) and istr(expiry - 0.5) or es
+      items[#items + 1] = names[i] or unit_name(token, i)
+    end
+    call_chunked({'ZADD', key}, items, 2)
   end
-  call_chunked({'ZADD', key}, items, 2)
   -- the highest score now: read back only when it was one of the token's
   local top = expiry
   if st.highest then
@@ -1756,10 +1759,9 @@ local function lease_run(key, args, write)
   local a = parse_lease(args, write, write and 1 or 0, server_time)
   local st = lease_open(key, a, write, server_time)
   if write then
-    local reply = lease_admit(st)
-    local out = {reply[1], reply[2], reply[3], reply[4], reply[5], reply[6]}
-    if reply[1] == 0 then out[7] = st.token else out[7] = false end
-    return out
+    local reply = lease_admit(st) -- a new table, not kept: the token goes on as its 7th
+    if reply[1] == 0 then reply[7] = st.token else reply[7] = false end
+    return reply
   end
   return lease_decide(st)
 end
