@@ -200,6 +200,7 @@ COLLECT = ("processInputBuffer", "handleClientsWithPendingWrites", "sendReplyToC
 
 
 def callgrind_server(out: Path) -> Server:
+    """A server (not started) whose requests callgrind counts."""
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("callgrind.out.*"):
         old.unlink()
@@ -210,7 +211,7 @@ def callgrind_server(out: Path) -> Server:
                        f"exec valgrind --tool=callgrind --collect-atstart=no {toggles} "
                        f"--callgrind-out-file={out}/callgrind.out.%p '{real}' \"$@\"\n")
     wrapper.chmod(0o755)
-    return Server(binary=str(wrapper), start_timeout=120).start()  # valgrind starts slowly
+    return Server(binary=str(wrapper), start_timeout=120)  # valgrind starts slowly; `with` starts it
 
 
 def callgrind_phase(c, pid: str, out: Path, who: Contestant, n: int, name: str) -> float:

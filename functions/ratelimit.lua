@@ -496,9 +496,11 @@ end
 local function split_rules(args, server_time)
   if #args < 1 then arg_error('missing now') end
   local t = parse_now(args[1], server_time)
-  local stop = #args + 1
-  for i = 2, #args do
-    if starts_options(args[i]) then stop = i; break end
+  local n = #args
+  local stop = n + 1
+  for i = 2, n do
+    local b = byte(args[i], 1) -- starts_options(), inline: called per argument
+    if b ~= nil and ((b >= 65 and b <= 90) or (b >= 97 and b <= 122)) then stop = i; break end
   end
   return t, 2, stop
 end
@@ -546,6 +548,10 @@ local LETTERS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 local ALNUM = '0123456789' .. LETTERS
 local SPACE = 52 * 62 ^ 7
 local seq
+-- The first six characters change once per 3844 names: kept; the last two
+-- come from a table of pairs filled as they are met.
+local prefix_of, prefix = -1, nil
+local pairs_of = {}
 local function next_name()
   if not seq then
     local t = call('TIME')
@@ -553,22 +559,33 @@ local function next_name()
   end
   local n = seq
   seq = (seq + 1) % SPACE
-  local d8 = n % 62; n = (n - d8) / 62
-  local d7 = n % 62; n = (n - d7) / 62
-  local d6 = n % 62; n = (n - d6) / 62
-  local d5 = n % 62; n = (n - d5) / 62
-  local d4 = n % 62; n = (n - d4) / 62
-  local d3 = n % 62; n = (n - d3) / 62
-  local d2 = n % 62; n = (n - d2) / 62
-  return char(byte(LETTERS, n % 52 + 1), byte(ALNUM, d2 + 1), byte(ALNUM, d3 + 1), byte(ALNUM, d4 + 1),
-    byte(ALNUM, d5 + 1), byte(ALNUM, d6 + 1), byte(ALNUM, d7 + 1), byte(ALNUM, d8 + 1))
+  local low = n % 3844
+  local m = (n - low) / 3844
+  if m ~= prefix_of then
+    local d6 = m % 62; m = (m - d6) / 62
+    local d5 = m % 62; m = (m - d5) / 62
+    local d4 = m % 62; m = (m - d4) / 62
+    local d3 = m % 62; m = (m - d3) / 62
+    local d2 = m % 62; m = (m - d2) / 62
+    prefix_of = (n - low) / 3844
+    prefix = char(byte(LETTERS, m % 52 + 1), byte(ALNUM, d2 + 1), byte(ALNUM, d3 + 1), byte(ALNUM, d4 + 1),
+      byte(ALNUM, d5 + 1), byte(ALNUM, d6 + 1))
+  end
+  local pair = pairs_of[low]
+  if not pair then
+    local d8 = low % 62
+    pair = char(byte(ALNUM, (low - d8) / 62 + 1), byte(ALNUM, d8 + 1))
+    pairs_of[low] = pair
+  end
+  return prefix .. pair
 end
 
 ---------------------------------------------------------------- RL.CHECK
 -- One rule's list by its two argument strings (a cached pair was valid):
 -- the usual call parses nothing and makes no table. The lists are only read.
 local one_rule, one_rule_n = {}, 0
-local function parse_check(args, write, server_time)
+-- Returns t, rules, cost, refund, debit (parse_check: as a table).
+local function parse_check_values(args, write, server_time)
   local t, first, stop = split_rules(args, server_time)
   local rules
   local n = 0
@@ -607,7 +624,12 @@ local function parse_check(args, write, server_time)
   local cost
   if o.refund or o.debit then cost = option_cost(o, 1, MAX_COST)
   else cost = option_cost(o, write and 1 or 0, min(smallest, MAX_COST)) end
-  return {t = t, rules = rules, cost = cost, refund = o.refund, debit = o.debit}
+  return t, rules, cost, o.refund, o.debit
+end
+
+local function parse_check(args, write, server_time)
+  local t, rules, cost, refund, debit = parse_check_values(args, write, server_time)
+  return {t = t, rules = rules, cost = cost, refund = refund, debit = debit}
 end
 
 -- The module's decide() over the key's log.
@@ -714,14 +736,13 @@ end
 
 local function check_run(key, args, write, refund_only)
   local server_time = clock_for(args[1], write)
-  local a = parse_check(args, write, server_time)
-  if refund_only and not a.refund then arg_error('rl_refund runs refunds only: add REFUND') end
-  local t, rules, cost = a.t, a.rules, a.cost
+  local t, rules, cost, refund, debit = parse_check_values(args, write, server_time)
+  if refund_only and not refund then arg_error('rl_refund runs refunds only: add REFUND') end
   local ex = zextremes(key)
-  if a.refund then
+  if refund then
     return check_decide(key, check_refund(key, ex, rules, cost, t), rules, 0, t)
   end
-  if a.debit then
+  if debit then
     check_record(key, ex, rules, cost, t, server_time)
     return check_decide(key, zextremes(key), rules, 0, t)
   end
@@ -782,7 +803,8 @@ local function throttle_rule(args, i, n)
   return gcra_rule(burst, count, window, n, ck)
 end
 
-local function parse_throttle(args, write, server_time)
+-- Returns t, rules, cost, refund, debit, reserve (parse_throttle: as a table).
+local function parse_throttle_values(args, write, server_time)
   local t, first, stop = split_rules(args, server_time)
   local rules, windows
   local n = 0
@@ -815,7 +837,12 @@ local function parse_throttle(args, write, server_time)
   local cost
   if o.refund or o.debit then cost = option_cost(o, 1, MAX_SAFE)
   else cost = option_cost(o, write and 1 or 0, smallest) end
-  return {t = t, rules = rules, cost = cost, refund = o.refund, debit = o.debit, reserve = o.reserve}
+  return t, rules, cost, o.refund, o.debit, o.reserve
+end
+
+local function parse_throttle(args, write, server_time)
+  local t, rules, cost, refund, debit, reserve = parse_throttle_values(args, write, server_time)
+  return {t = t, rules = rules, cost = cost, refund = refund, debit = debit, reserve = reserve}
 end
 
 local function parse_tat(s)
@@ -1122,19 +1149,18 @@ end
 
 local function throttle_run(key, args, write, refund_only)
   local server_time = clock_for(args[1], write)
-  local a = parse_throttle(args, write, server_time)
-  if refund_only and not a.refund then arg_error('rl_refund runs refunds only: add REFUND') end
-  local t, rules, cost = a.t, a.rules, a.cost
+  local t, rules, cost, refund, debit, reserve = parse_throttle_values(args, write, server_time)
+  if refund_only and not refund then arg_error('rl_refund runs refunds only: add REFUND') end
   local raw = read_raw(key, rules)
-  if not a.refund and not a.debit then
-    local reply, new = gcra_fast(rules, cost, t, raw, a.reserve)
+  if not refund and not debit then
+    local reply, new = gcra_fast(rules, cost, t, raw, reserve)
     if reply then
       if write and reply[1] == 0 then throttle_write_fast(key, rules, new, server_time, t) end
       return reply
     end
   end
   local tats = tats_of(raw, #rules)
-  if a.refund then
+  if refund then
     local after = gcra_refund(rules, cost, t, tats)
     local set, deleted = {}, {}
     for i = 1, #rules do
@@ -1147,12 +1173,12 @@ local function throttle_run(key, args, write, refund_only)
     hash_finish(key, set, deleted, nil)
     return (gcra_decide(rules, 0, t, after))
   end
-  if a.debit then
+  if debit then
     local new = gcra_debit(rules, cost, t, tats)
     throttle_write(key, rules, new, server_time, t)
     return (gcra_decide(rules, 0, t, new))
   end
-  local reply, steps = gcra_decide(rules, cost, t, tats, a.reserve)
+  local reply, steps = gcra_decide(rules, cost, t, tats, reserve)
   if write and reply[1] == 0 then
     local new = {}
     for i = 1, #rules do new[i] = steps[i].new end
@@ -1517,8 +1543,8 @@ local function is_whole(s) return s == floor(s) end
 -- A lease's units: tok, then (when tok is scored half a ms before a whole
 -- ms: a lease of 2 or more) tok#2, tok#3, ... up to the first missing one.
 -- Returns names, scores and the first index not known to be missing.
-local function walk(key, token)
-  local s = call('ZSCORE', key, token)
+local function walk(key, token, typed)
+  local s = (typed and rcall or call)('ZSCORE', key, token)
   if not s then return {}, {}, 2 end
   s = tonumber(s)
   local names, scores = {token}, {s}
@@ -1541,8 +1567,11 @@ end
 
 -- The lease state of a call: reads the key (WRONGTYPE, stored scores).
 local function lease_open(key, a, write, server_time)
+  -- every field the call sets later is named here (false): the table is
+  -- made at its size once instead of growing field by field
   local st = {key = key, limit = a.limit, ttl = a.ttl, cost = a.cost, token = a.token, t = a.t,
-    server_time = server_time, write = write, names = {}, own = {}}
+    server_time = server_time, write = write, names = false, own = false, lowest = false, highest = false,
+    len = false, walked = false, next_unknown = false, verdict = false, reply = false, written = false}
   local lo = rcall('ZRANGE', key, '0', '0', 'WITHSCORES')
   if lo[2] then
     local hi = call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
@@ -1564,7 +1593,7 @@ end
 local function lease_walk(st)
   if st.walked then return end
   st.walked = true
-  if st.cost <= 0 or not st.token then return end
+  if st.cost <= 0 or not st.token then st.names, st.own = {}, {}; return end
   st.names, st.own, st.next_unknown = walk(st.key, st.token)
 end
 
@@ -1793,15 +1822,16 @@ end
 
 local function release_run(key, args)
   local t, _, tokens = parse_tokens(args, false, clock_for(args[1], false))
-  rcall('ZCARD', key)
   local counts, removed = {}, {}
   for i = 1, #tokens do
-    local names, scores = walk(key, tokens[i])
+    -- the first read checks the key's type (WRONGTYPE before anything else)
+    local names, scores = walk(key, tokens[i], i == 1)
     for j = 1, #scores do if not safe_score(scores[j]) then unsafe_score(key) end end
     counts[i] = live_units(scores, t)
     for j = 1, #names do removed[#removed + 1] = names[j] end
   end
-  if #removed > 0 then call_chunked({'ZREM', key}, removed, 1) end
+  if #removed == 1 then call('ZREM', key, removed[1])
+  elseif #removed > 0 then call_chunked({'ZREM', key}, removed, 1) end
   return counts
 end
 
