@@ -350,22 +350,19 @@ for i = 0, 255 do
   end
   crc_table[i] = c % 65536
 end
-local crc_of, crc_n = {}, 0
-local function crc16_of(s)
-  local c = 0
+-- What the hot paths keep across calls (each bounded): a key's crc16, the
+-- rule list of a one-rule RL.CHECK, the parts of the member names.
+local kept = {crc = {}, crc_n = 0, one_rule = {}, one_rule_n = 0, prefix_of = -1, prefix = false, pairs = {}}
+local function crc16(s)
+  local c = kept.crc[s]
+  if c then return c end
+  c = 0
   for i = 1, #s do
     local idx = bit.bxor(floor(c / 256), byte(s, i))
     c = bit.bxor((c % 256) * 256, crc_table[idx])
   end
-  return c
-end
--- Remembered per key (a key's limiter is called again and again).
-local function crc16(s)
-  local c = crc_of[s]
-  if c then return c end
-  c = crc16_of(s)
-  if crc_n >= 1024 then crc_of, crc_n = {}, 0 end
-  crc_of[s] = c; crc_n = crc_n + 1
+  if kept.crc_n >= 1024 then kept.crc, kept.crc_n = {}, 0 end
+  kept.crc[s] = c; kept.crc_n = kept.crc_n + 1
   return c
 end
 
@@ -423,9 +420,13 @@ end
 ---------------------------------------------------------------- options
 -- COST, REFUND, DEBIT, RESERVE after the rules (RL.CHECK, RL.THROTTLE,
 -- RL.QUOTA and their peeks).
-local NO_OPTIONS = setmetatable({}, {__newindex = function() error('NO_OPTIONS is read-only') end})
+-- The options each command accepts, and the options of a call that has
+-- none (shared, only read).
+local OPTIONS = {write = {refund = true, debit = true}, peek = {},
+  throttle_write = {refund = true, debit = true, reserve = true}, throttle_peek = {reserve = true},
+  none = {}}
 local function parse_options(args, from, accepts, t)
-  if from > #args then return NO_OPTIONS end
+  if from > #args then return OPTIONS.none end
   local o = {}
   local i = from
   while i <= #args do
@@ -472,10 +473,6 @@ local function parse_options(args, from, accepts, t)
   end
   return o
 end
-
-local WRITE_OPTIONS, NO_WRITE_OPTIONS = {refund = true, debit = true}, {}
-local THROTTLE_WRITE_OPTIONS = {refund = true, debit = true, reserve = true}
-local THROTTLE_PEEK_OPTIONS = {reserve = true}
 
 local function option_cost(o, lo, hi)
   if o.cost_arg == nil then return 1 end
@@ -550,8 +547,6 @@ local SPACE = 52 * 62 ^ 7
 local seq
 -- The first six characters change once per 3844 names: kept; the last two
 -- come from a table of pairs filled as they are met.
-local prefix_of, prefix = -1, nil
-local pairs_of = {}
 local function next_name()
   if not seq then
     local t = call('TIME')
@@ -561,29 +556,28 @@ local function next_name()
   seq = (seq + 1) % SPACE
   local low = n % 3844
   local m = (n - low) / 3844
-  if m ~= prefix_of then
+  if m ~= kept.prefix_of then
     local d6 = m % 62; m = (m - d6) / 62
     local d5 = m % 62; m = (m - d5) / 62
     local d4 = m % 62; m = (m - d4) / 62
     local d3 = m % 62; m = (m - d3) / 62
     local d2 = m % 62; m = (m - d2) / 62
-    prefix_of = (n - low) / 3844
-    prefix = char(byte(LETTERS, m % 52 + 1), byte(ALNUM, d2 + 1), byte(ALNUM, d3 + 1), byte(ALNUM, d4 + 1),
+    kept.prefix_of = (n - low) / 3844
+    kept.prefix = char(byte(LETTERS, m % 52 + 1), byte(ALNUM, d2 + 1), byte(ALNUM, d3 + 1), byte(ALNUM, d4 + 1),
       byte(ALNUM, d5 + 1), byte(ALNUM, d6 + 1))
   end
-  local pair = pairs_of[low]
+  local pair = kept.pairs[low]
   if not pair then
     local d8 = low % 62
     pair = char(byte(ALNUM, (low - d8) / 62 + 1), byte(ALNUM, d8 + 1))
-    pairs_of[low] = pair
+    kept.pairs[low] = pair
   end
-  return prefix .. pair
+  return kept.prefix .. pair
 end
 
 ---------------------------------------------------------------- RL.CHECK
 -- One rule's list by its two argument strings (a cached pair was valid):
 -- the usual call parses nothing and makes no table. The lists are only read.
-local one_rule, one_rule_n = {}, 0
 -- Returns t, rules, cost, refund, debit (parse_check: as a table).
 local function parse_check_values(args, write, server_time)
   local t, first, stop = split_rules(args, server_time)
@@ -591,7 +585,7 @@ local function parse_check_values(args, write, server_time)
   local n = 0
   local i = first
   if stop == first + 2 then
-    local by_count = one_rule[args[first]]
+    local by_count = kept.one_rule[args[first]]
     rules = by_count and by_count[args[first + 1]]
     if rules then n = 1; i = stop end
   end
@@ -611,14 +605,14 @@ local function parse_check_values(args, write, server_time)
   if n == 0 then arg_error("at least one rule 'count window' is required") end
   if n > MAX_RULES then too_many_rules(n) end
   if n == 1 and i == stop and stop == first + 2 then
-    if one_rule_n >= 256 then one_rule, one_rule_n = {}, 0 end
-    local by_count = one_rule[args[first]]
-    if not by_count then by_count = {}; one_rule[args[first]] = by_count end
+    if kept.one_rule_n >= 256 then kept.one_rule, kept.one_rule_n = {}, 0 end
+    local by_count = kept.one_rule[args[first]]
+    if not by_count then by_count = {}; kept.one_rule[args[first]] = by_count end
     if not by_count[args[first + 1]] then
-      by_count[args[first + 1]] = rules; one_rule_n = one_rule_n + 1
+      by_count[args[first + 1]] = rules; kept.one_rule_n = kept.one_rule_n + 1
     end
   end
-  local o = parse_options(args, stop, write and WRITE_OPTIONS or NO_WRITE_OPTIONS, t)
+  local o = parse_options(args, stop, write and OPTIONS.write or OPTIONS.peek, t)
   local smallest = rules[1].count
   for j = 2, n do smallest = min(smallest, rules[j].count) end
   local cost
@@ -831,7 +825,7 @@ local function parse_throttle_values(args, write, server_time)
   end
   if n > MAX_RULES then too_many_rules(n) end
   if n == 0 then arg_error("at least one rule 'burst count window' is required") end
-  local o = parse_options(args, stop, write and THROTTLE_WRITE_OPTIONS or THROTTLE_PEEK_OPTIONS, t)
+  local o = parse_options(args, stop, write and OPTIONS.throttle_write or OPTIONS.throttle_peek, t)
   local smallest = rules[1].burst
   for j = 2, n do smallest = min(smallest, rules[j].burst) end
   local cost
@@ -869,7 +863,7 @@ local function read_raw(key, rules)
     if v then
       local ok = v == '0' or (find(v, '^[1-9]%d*$') and (#v < #MAX_TAT_STR or (#v == #MAX_TAT_STR and v <= MAX_TAT_STR)))
       if not ok then
-        fail("ERR hash at '" .. show(key) .. "' field '" .. show(fields[i]) .. "' holds '" .. show(v) ..
+        fail("ERR hash at '" .. show(key) .. "' field '" .. show(rules[i].field) .. "' holds '" .. show(v) ..
           "', not a theoretical arrival time in ns (a decimal integer from 0 to " .. MAX_TAT_STR .. ')')
       end
     end
@@ -1374,7 +1368,7 @@ local function parse_quota(args, write, server_time)
   if #periods == 0 then
     arg_error("at least one 'period limit' pair is required (period: MINUTE, HOUR, DAY, WEEK, MONTH or YEAR)")
   end
-  local o = parse_options(args, i, write and WRITE_OPTIONS or NO_WRITE_OPTIONS, t)
+  local o = parse_options(args, i, write and OPTIONS.write or OPTIONS.peek, t)
   local cost = option_cost(o, write and 1 or 0, MAX_SAFE)
   local buckets = {}
   for j = 1, #periods do buckets[j] = quota_bucket(periods[j].period, t, offset) end
@@ -1957,6 +1951,14 @@ local function tail_word(w, refund_allowed)
   return nil
 end
 
+-- upper(w) for a word that starts with a letter; other words (numbers, the
+-- most of a call) as they are: no new string.
+local function up_word(w)
+  local b = byte(w, 1)
+  if b and ((b >= 65 and b <= 90) or (b >= 97 and b <= 122)) then return upper(w) end
+  return w
+end
+
 local function split_clauses(args, from, refund_allowed)
   local spans = {}
   local ending = {}
@@ -1967,7 +1969,7 @@ local function split_clauses(args, from, refund_allowed)
     local word = args[i]
     i = i + 1
     local is_last = i == n + 1
-    local kind = KINDS[upper(word)]
+    local kind = KINDS[up_word(word)]
     if kind then
       spans[#spans + 1] = {kind = kind, first = i, last = i - 1}
       start = i
@@ -1995,7 +1997,7 @@ local function split_clauses(args, from, refund_allowed)
             if span.misplaced == nil then span.misplaced = {at, tail}
             elseif tail == 'DETAILS' then span.misplaced = {span.misplaced[1], 'DETAILS'} end
           end
-          local uw = upper(word)
+          local uw = up_word(word)
           local takes_value = uw == 'COST' or (span.kind == 'LEASE' and uw == 'TOKEN')
           if takes_value and i <= n then i = i + 1 end
           span.first = start; span.last = i - 1
@@ -2219,15 +2221,17 @@ end
 
 local function all_reply(replies, costs)
   local refused, admitted
-  local function wait(r) return r[5] == -1 and BIG or r[5] end
-  local function headroom(i) return floor(max(replies[i][4], 0) / max(costs[i], 1)) end
+  local refused_wait, admitted_room -- the wait (-1: BIG) and headroom of each so far
   for i = 1, #replies do
     local r = replies[i]
     if r[1] ~= 0 then
-      if not refused or wait(r) > wait(replies[refused]) then refused = i end
+      local w = r[5] == -1 and BIG or r[5]
+      if not refused or w > refused_wait then refused, refused_wait = i, w end
     else
-      if not admitted or headroom(i) < headroom(admitted) or
-        (headroom(i) == headroom(admitted) and r[6] > replies[admitted][6]) then admitted = i end
+      local room = floor(max(r[4], 0) / max(costs[i], 1))
+      if not admitted or room < admitted_room or (room == admitted_room and r[6] > replies[admitted][6]) then
+        admitted, admitted_room = i, room
+      end
     end
   end
   local b = refused or admitted or 1
