@@ -245,6 +245,8 @@ def main(argv=None) -> int:
                     help="instructions per whole request under callgrind instead of server time (deterministic)")
     ap.add_argument("--calls", type=int, default=500, help="requests per contestant under --callgrind")
     ap.add_argument("--out", default="bench-out/functions-callgrind", help="callgrind files (--callgrind)")
+    ap.add_argument("--only", metavar="WORD[,WORD...]",
+                    help="only the requests whose names start with one of these words (check, throttle, lease, all)")
     args = ap.parse_args(argv)
     rounds, n = (3, 300) if args.quick else (9, 3000)
     if args.callgrind:
@@ -264,6 +266,9 @@ def main(argv=None) -> int:
             for k in range(4):
                 c.zadd(f"{{{prefix}{k}}}", {f"long{j}": t0 + 10_000_000 for j in range(10)})
         table = scenarios(shas, t0, args.quick, bool(args.before))
+        if args.only:
+            words = tuple(w.strip().lower() for w in args.only.split(","))
+            table = {name: cs for name, cs in table.items() if name.lower().startswith(words)}
         for name, contestants in table.items():
             fill = 200 if "skiplist" in name else 60
             prefill(c, contestants, fill)
@@ -272,8 +277,10 @@ def main(argv=None) -> int:
         def encodings(enc):
             for k in range(4):
                 for tag in libs:
-                    enc.setdefault("listpack", set()).add(c.object("encoding", f"{{c{40 * STEP}{tag}{k}}}"))
-                    enc.setdefault("skiplist", set()).add(c.object("encoding", f"{{c{150 * STEP}{tag}{k}}}"))
+                    for shape, window in (("listpack", 40 * STEP), ("skiplist", 150 * STEP)):
+                        e = c.object("encoding", f"{{c{window}{tag}{k}}}")
+                        if e is not None:  # (not run with --only)
+                            enc.setdefault(shape, set()).add(e)
         enc = {}
         encodings(enc)
         results = {name: {who.name: [] for who in cs} for name, cs in table.items()}

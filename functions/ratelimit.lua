@@ -1674,11 +1674,13 @@ local function top_after(st, score)
   end
 end
 
-local function lease_decide(st)
+-- committing: an admission's reply is lease_commit's (not made here)
+local function lease_decide(st, committing)
   lease_walk(st)
   local v = lease_verdict(st)
   if v.admitted then v.reused = live_past_the_chain(st) end
   st.verdict = v
+  if committing and v.admitted then return nil end
   local top
   if not st.write and st.ttl > 0 and v.admitted and st.cost > 0 then
     top = top_after(st, st.t + st.ttl)
@@ -1752,8 +1754,8 @@ end
 -- RL.LEASE's admission: decide, then commit (the module's quick path for a
 -- token not held yet decides the same).
 local function lease_admit(st)
-  local reply = lease_decide(st)
-  if reply[1] ~= 0 then return reply end
+  local reply = lease_decide(st, true)
+  if reply then return reply end
   return lease_commit(st)
 end
 
