@@ -1970,39 +1970,57 @@ local function split_clauses(args, from, refund_allowed)
   while i <= n do
     local word = args[i]
     i = i + 1
-    local is_last = i == n + 1
-    local kind = KINDS[up_word(word)]
-    if kind then
-      spans[#spans + 1] = {kind = kind, first = i, last = i - 1}
-      start = i
-    else
-      local tail = tail_word(word, refund_allowed)
-      local handled = false
-      if tail and #spans > 0 then
-        local before_last_details = (i == n) and tail_word(args[i], refund_allowed) == 'DETAILS'
-        if tail == 'DETAILS' and is_last then ending.details = true; handled = true
-        elseif tail == 'REFUND' and (is_last or before_last_details) then ending.refund = true; handled = true end
+    local b = byte(word, 1)
+    if not (b and ((b >= 65 and b <= 90) or (b >= 97 and b <= 122))) then
+      -- not a word (a number, '*', an offset): no clause, option or tail
+      -- word, so the clause's key index or one of its arguments, as below
+      local span = spans[#spans]
+      if not span then
+        arg_error("syntax error: expected a clause (CHECK, THROTTLE, QUOTA or LEASE) after now, got '" ..
+          show(word) .. "'")
       end
-      if not handled then
-        local span = spans[#spans]
-        if not span then
-          arg_error("syntax error: expected a clause (CHECK, THROTTLE, QUOTA or LEASE) after now, got '" ..
-            show(word) .. "'")
+      if span.index == nil and span.last < span.first then
+        span.index = word
+        start = i
+        span.first = i; span.last = i - 1
+      else
+        span.first = start; span.last = i - 1
+      end
+    else
+      local is_last = i == n + 1
+      local kind = KINDS[up_word(word)]
+      if kind then
+        spans[#spans + 1] = {kind = kind, first = i, last = i - 1}
+        start = i
+      else
+        local tail = tail_word(word, refund_allowed)
+        local handled = false
+        if tail and #spans > 0 then
+          local before_last_details = (i == n) and tail_word(args[i], refund_allowed) == 'DETAILS'
+          if tail == 'DETAILS' and is_last then ending.details = true; handled = true
+          elseif tail == 'REFUND' and (is_last or before_last_details) then ending.refund = true; handled = true end
         end
-        if span.index == nil and span.last < span.first then
-          span.index = word
-          start = i
-          span.first = i; span.last = i - 1
-        else
-          if tail then
-            local at = i - 1 - start
-            if span.misplaced == nil then span.misplaced = {at, tail}
-            elseif tail == 'DETAILS' then span.misplaced = {span.misplaced[1], 'DETAILS'} end
+        if not handled then
+          local span = spans[#spans]
+          if not span then
+            arg_error("syntax error: expected a clause (CHECK, THROTTLE, QUOTA or LEASE) after now, got '" ..
+              show(word) .. "'")
           end
-          local uw = up_word(word)
-          local takes_value = uw == 'COST' or (span.kind == 'LEASE' and uw == 'TOKEN')
-          if takes_value and i <= n then i = i + 1 end
-          span.first = start; span.last = i - 1
+          if span.index == nil and span.last < span.first then
+            span.index = word
+            start = i
+            span.first = i; span.last = i - 1
+          else
+            if tail then
+              local at = i - 1 - start
+              if span.misplaced == nil then span.misplaced = {at, tail}
+              elseif tail == 'DETAILS' then span.misplaced = {span.misplaced[1], 'DETAILS'} end
+            end
+            local uw = up_word(word)
+            local takes_value = uw == 'COST' or (span.kind == 'LEASE' and uw == 'TOKEN')
+            if takes_value and i <= n then i = i + 1 end
+            span.first = start; span.last = i - 1
+          end
         end
       end
     end
@@ -2305,8 +2323,7 @@ local function all_run(keys, args, write, refund_only)
         ' is used by an earlier clause: each key belongs to exactly one clause')
     end
     used[k] = true
-    local cargs = {now_arg}
-    for j = span.first, span.last do cargs[#cargs + 1] = args[j] end
+    local cargs = {now_arg, unpack(args, span.first, span.last)}
     local a = parse_clause(n, span.kind, cargs, span.misplaced, mode, server_time)
     rules = rules + clause_rules(span.kind, a)
     if rules > MAX_RULES then
