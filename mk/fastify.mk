@@ -1,7 +1,9 @@
 # The Fastify example app (examples/fastify: the redis-ratelimit package's
 # Fastify plugin), installed from its own lockfile. Its tests are
 # examples/node's: the same SERVICES.md checks, run against this app
-# (EXAMPLE_SERVER), so one contract judges both Node apps.
+# (EXAMPLE_SERVER), so one contract judges both Node apps; twice, as
+# examples/node's: with the module, then with RL_BACKEND=functions on
+# servers without it.
 FASTIFY_EXAMPLE := examples/fastify
 
 .PHONY: fastify-deps fastify-test example-fastify
@@ -16,6 +18,7 @@ fastify-deps: node-deps
 
 fastify-test: build node-build fastify-deps
 	cd $(FASTIFY_EXAMPLE) && RL_MODULE=$(RL_MODULE) npm test
+	cd $(FASTIFY_EXAMPLE) && RL_BACKEND=functions RL_MODULE=$(RL_MODULE) npm test
 
 # The example app in the foreground: PORT (8080), REDIS_URL or REDIS_CLUSTER, RL_PREFIX, RL_BACKEND.
 example-fastify: node-build fastify-deps

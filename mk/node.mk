@@ -30,7 +30,7 @@ node-test: build node-build
 	cd $(NODE_EXAMPLE) && RL_MODULE=$(RL_MODULE) npm test
 	cd $(NODE_EXAMPLE) && RL_BACKEND=functions RL_MODULE=$(RL_MODULE) npm test
 
-# The example app in the foreground: PORT (8080), REDIS_URL or REDIS_CLUSTER, RL_PREFIX.
+# The example app in the foreground: PORT (8080), REDIS_URL or REDIS_CLUSTER, RL_PREFIX, RL_BACKEND.
 example-node: node-build
 	cd $(NODE_EXAMPLE) && node server.js
 

@@ -36,7 +36,7 @@ python-test: build python-venv
 	cd $(CURDIR)/examples/python && RL_SERVER=redis7 $(PYC_PY) -m pytest -q -p no:cacheprovider tests
 	cd $(CURDIR)/examples/python && RL_BACKEND=functions RL_SERVER=redis7 $(PYC_PY) -m pytest -q -p no:cacheprovider tests
 
-# The example app in the foreground: PORT (8080), REDIS_URL or REDIS_CLUSTER, RL_PREFIX.
+# The example app in the foreground: PORT (8080), REDIS_URL or REDIS_CLUSTER, RL_PREFIX, RL_BACKEND.
 example-python: python-venv
 	cd $(CURDIR)/examples/python && $(PYC_PY) app.py
 

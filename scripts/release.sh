@@ -26,13 +26,11 @@ archive=$out/redis-ratelimit-$version-linux-$(uname -m).tar.gz
 [ -f "$archive" ] || { echo "release: $archive is missing: make release runs make dist first" >&2; exit 1; }
 rm -rf "$out/maven" "$out/python" "$out/npm"
 
-# What the checkout holds now, ignored files included: the same at the end,
-# or this script wrote into it.
-tree_state() { git status --porcelain --ignored --untracked-files=all -- . ':(exclude)dist' | LC_ALL=C sort; }
-before=$(tree_state)
-
 work=$(mktemp -d "${TMPDIR:-/tmp}/rl-release.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+# What the checkout holds now, ignored files included: the same at the end
+# (scripts/checkout_state.sh says what changed otherwise).
+scripts/checkout_state.sh save "$work/checkout-state"
 # The tracked files (and new ones not yet committed; never ignored ones such
 # as node_modules or target/), as a clean checkout holds them.
 mkdir "$work/src"
@@ -83,8 +81,4 @@ wait "$side" || { echo "release: the Python or npm build failed (above)" >&2; ex
 
 (cd "$out" && find . -type f ! -name SHA256SUMS | sed 's|^\./||' | LC_ALL=C sort | xargs sha256sum >SHA256SUMS)
 step "dist/ holds $(cd "$out" && find . -type f | wc -l) files, $(du -sh "$out" | cut -f1)"
-[ "$(tree_state)" = "$before" ] || {
-  echo "release: the build wrote into the checkout:" >&2
-  diff <(echo "$before") <(tree_state) >&2 || true
-  exit 1
-}
+scripts/checkout_state.sh compare "$work/checkout-state"

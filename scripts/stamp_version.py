@@ -31,7 +31,9 @@ is covered without editing this list):
   history): Maven coordinates and <version> of dev.redisratelimit artifacts,
   the release file names (archive, .deb, wheel, sdist, npm tarball) and
   `pip install redis-ratelimit-client==` / `npm install redis-ratelimit@`,
-  and `name ratelimit, ver N` (what MODULE LIST shows after installing it).
+  and `name ratelimit, ver N`, `N for X.Y.Z`, `ratelimit_version:X.Y.Z`
+  (what MODULE LIST and INFO show after installing it); the same in
+  packaging/debian/README.Debian.
 """
 from __future__ import annotations
 
@@ -165,8 +167,10 @@ def stamp_markdown(text: str, v: str) -> str:
         # container image tags and the build argument
         (rf"(\bredis-ratelimit/[\w.-]+:){SEMVER}", rf"\g<1>{v}"),
         (rf"(\bRL_VERSION=){SEMVER}", rf"\g<1>{v}"),
-        # what MODULE LIST shows after installing that release
+        # what MODULE LIST and INFO show after installing that release
         (r"(name ratelimit, ver )\d+", rf"\g<1>{encode(v)}"),
+        (rf"\b\d+ for {SEMVER}\b", f"{encode(v)} for {v}"),
+        (rf"(\bratelimit_version:){SEMVER}", rf"\g<1>{v}"),
     ]
     for pattern, repl in subs:
         text = re.sub(pattern, repl, text)
@@ -201,8 +205,8 @@ def stamper(root: Path, path: Path):
         return stamp_lua
     if name == "Dockerfile" or name.endswith((".Dockerfile", "compose.yaml", "compose.yml")):
         return stamp_container
-    if name.endswith(".md") and name != "CHANGELOG.md":
-        return stamp_markdown
+    if (name.endswith(".md") and name != "CHANGELOG.md") or rel == "packaging/debian/README.Debian":
+        return stamp_markdown  # README.Debian: the same install prose, in Debian's plain-text place
     return None
 
 

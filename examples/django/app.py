@@ -44,10 +44,13 @@ from redis_rl import (FAIL_OPEN, AsyncRateLimiter, Policy, RateLimiter, concurre
                       sliding_window, token_bucket)
 from redis_rl.adapters.django import DjangoRateLimits, ProblemError  # noqa: E402
 from redis_rl.args import zone_arg  # noqa: E402
-from redis_rl.backend import functions_zone  # noqa: E402
+from redis_rl.backend import backend_arg, functions_zone  # noqa: E402
 
 PREFIX = os.environ.get("RL_PREFIX", "")
-BACKEND = os.environ.get("RL_BACKEND") or "module"
+try:  # a bad setting is one line and a non-zero exit at start (as the module missing), not a traceback
+    BACKEND = backend_arg(os.environ.get("RL_BACKEND") or "module")
+except ValueError as e:
+    sys.exit(f"example-django: RL_BACKEND: {e}")
 CLUSTER = [(h, int(p)) for h, p in (s.rsplit(":", 1) for s in os.environ.get("REDIS_CLUSTER", "").split(",") if s)]
 URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379")
 S = timedelta(seconds=1)
@@ -157,7 +160,7 @@ def llm_key(request: HttpRequest) -> str:
 def header_int(request: HttpRequest, name: str, default: int) -> int:
     """The fake model's knobs: a non-negative integer header, else the default."""
     value = request.headers.get(name, "")
-    return int(value) if value.isdigit() else default
+    return int(value) if value.isascii() and value.isdigit() else default  # "²" is a digit to isdigit, not to int
 
 
 async def health(request: HttpRequest) -> HttpResponse:

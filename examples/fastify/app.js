@@ -6,6 +6,7 @@
 import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
 import Fastify from "fastify";
+import { LosslessNumber, isInteger, parse } from "lossless-json";
 import { Policy, isZone, functionsZone } from "redis-ratelimit";
 import { rateLimitPlugin, keys, ProblemError, problem, PROBLEM_JSON } from "redis-ratelimit/fastify";
 
@@ -35,11 +36,16 @@ export function policies(prefix) {
 const badRequest = (detail) => new ProblemError(400, "bad-request", detail);
 class ModelError extends Error {}
 
+// A number written with a fraction or an exponent (1e3, 100.0) stays a
+// LosslessNumber, which no integer check takes: "an integer" (SERVICES.md) is
+// one written as an integer, as Python's json and Java's Jackson read it.
+const parseJson = (text) => parse(text, null, (n) => (isInteger(n) ? Number(n) : new LosslessNumber(n)));
+
 /** The body as JSON (any content type: the raw bytes are kept, the duplicate rule hashes them). */
 function json(request) {
   if (request.json === undefined) {
     try {
-      request.json = JSON.parse((request.body ?? Buffer.alloc(0)).toString("utf8"));
+      request.json = parseJson((request.body ?? Buffer.alloc(0)).toString("utf8"));
     } catch {
       throw badRequest("the body is not valid JSON");
     }
@@ -61,7 +67,10 @@ function headerInt(request, name, fallback) {
 /** The fake model: sleeps (stopped early when the client goes away), then answers or fails. */
 function fakeModel(ms, fail, signal) {
   return new Promise((resolve, reject) => {
-    const t = setTimeout(() => (fail ? reject(new ModelError("the model failed")) : resolve()), ms);
+    // setTimeout fires after 1 ms beyond 2^31-1 ms: a longer sleep (X-Sleep-Ms
+    // beyond a long included) waits the longest a timer can (24.8 days), as
+    // the other apps sleep on.
+    const t = setTimeout(() => (fail ? reject(new ModelError("the model failed")) : resolve()), Math.min(ms, 2 ** 31 - 1));
     signal.addEventListener("abort", () => {
       clearTimeout(t);
       reject(new ModelError("cancelled: the client went away"));

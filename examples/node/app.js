@@ -3,6 +3,7 @@
 // command written by hand. Started by server.js (`make example-node`).
 import { createHash } from "node:crypto";
 import express from "express";
+import { LosslessNumber, isInteger, parse } from "lossless-json";
 import { Policy, RateLimiter, isZone, functionsZone } from "redis-ratelimit";
 import { rateLimit, keys, ProblemError, problem, PROBLEM_JSON } from "redis-ratelimit/express";
 
@@ -31,14 +32,24 @@ export function policies(prefix) {
 
 const badRequest = (detail) => new ProblemError(400, "bad-request", detail);
 
+// A number written with a fraction or an exponent (1e3, 100.0) stays a
+// LosslessNumber, which no integer check takes: "an integer" (SERVICES.md) is
+// one written as an integer, as Python's json and Java's Jackson read it.
+const parseJson = (text) => parse(text, null, (n) => (isInteger(n) ? Number(n) : new LosslessNumber(n)));
+
 /** JSON bodies of any content type, with the raw bytes kept (the duplicate rule hashes them). */
-const json = express.json({
-  type: () => true,
-  strict: false,
-  verify: (req, _res, buf) => {
-    req.rawBody = buf;
+const json = [
+  express.raw({ type: () => true }),
+  (req, _res, next) => {
+    req.rawBody = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+    try {
+      req.body = parseJson(req.rawBody.toString("utf8"));
+    } catch {
+      return next(badRequest("the body is not valid JSON"));
+    }
+    next();
   },
-});
+];
 
 /** Checks run before any Redis call; a failure is 400/401 problem JSON. */
 const validate = (check) => (req, res, next) => {
@@ -218,7 +229,10 @@ function pause(ms, signal) {
 /** The fake model: sleeps (stopped early when the client goes away), then answers or fails. */
 function fakeModel(ms, fail, signal) {
   return new Promise((resolve, reject) => {
-    const t = setTimeout(() => (fail ? reject(new ModelError("the model failed")) : resolve()), ms);
+    // setTimeout fires after 1 ms beyond 2^31-1 ms: a longer sleep (X-Sleep-Ms
+    // beyond a long included) waits the longest a timer can (24.8 days), as
+    // the other apps sleep on.
+    const t = setTimeout(() => (fail ? reject(new ModelError("the model failed")) : resolve()), Math.min(ms, 2 ** 31 - 1));
     signal.addEventListener("abort", () => {
       clearTimeout(t);
       reject(new ModelError("cancelled: the client went away"));

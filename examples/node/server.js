@@ -29,6 +29,11 @@ redis.on("error", () => {}); // reconnects are ioredis's; decisions fail open/cl
 let client;
 try {
   client = new RateLimitClient(redis, { backend: process.env.RL_BACKEND || "module" });
+} catch (e) {
+  console.error(`example-node: RL_BACKEND: ${e.message}`); // one line, as the module missing (SERVICES.md)
+  process.exit(1);
+}
+try {
   await Promise.race([
     client.ensureBackend(),
     new Promise((_, reject) => setTimeout(() => reject(new Error("Redis did not answer within 10 s")), 10_000).unref()),

@@ -28,7 +28,7 @@ from redis_rl import (FAIL_OPEN, AsyncRateLimiter, Policy, concurrency, lockout,
                       token_bucket)
 from redis_rl.adapters.starlette import ProblemError, RateLimitMiddleware, RateLimits
 from redis_rl.args import zone_arg
-from redis_rl.backend import functions_zone
+from redis_rl.backend import backend_arg, functions_zone
 
 PREFIX = os.environ.get("RL_PREFIX", "")
 S = timedelta(seconds=1)
@@ -51,8 +51,11 @@ def redis_client() -> Any:
     return redis.asyncio.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379"), **opts)
 
 
+try:  # a bad setting is one line and a non-zero exit at start (as the module missing), not a traceback
+    BACKEND = backend_arg(os.environ.get("RL_BACKEND") or "module")
+except ValueError as e:
+    sys.exit(f"example-python: RL_BACKEND: {e}")
 client = redis_client()
-BACKEND = os.environ.get("RL_BACKEND") or "module"
 limiter = AsyncRateLimiter(client, backend=BACKEND)
 limits = RateLimits(limiter)
 
@@ -209,7 +212,7 @@ async def llm_key(request: Request) -> str:
 def header_int(request: Request, name: str, default: int) -> int:
     """The fake model's knobs: a non-negative integer header, else the default."""
     value = request.headers.get(name, "")
-    return int(value) if value.isdigit() else default
+    return int(value) if value.isascii() and value.isdigit() else default  # "²" is a digit to isdigit, not to int
 
 
 @app.post("/llm/complete")

@@ -40,7 +40,7 @@ def copy_tree(tmp: Path) -> Path:
     for rel in files:
         name = Path(rel).name
         if name in {"VERSION", "Cargo.toml", "Cargo.lock", "pom.xml", "pyproject.toml", "package.json",
-                    "package-lock.json", "Dockerfile", "compose.yaml"} or name.endswith((".md", ".lua")):
+                    "package-lock.json", "Dockerfile", "compose.yaml", "README.Debian"} or name.endswith((".md", ".lua")):
             src = ROOT / rel
             if src.is_file():
                 (dst / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -86,6 +86,9 @@ def test_a_new_version_reaches_every_package(tmp_path):
     assert "ratelimit-spring-boot-starter:1.4.12" in (tree / "clients/java/README.md").read_text()
     for dockerfile in tree.glob("packaging/docker/*/Dockerfile"):
         assert "ARG RL_VERSION=1.4.12\n" in dockerfile.read_text(), dockerfile
+    debian = (tree / "packaging/debian/README.Debian").read_text()
+    assert "(name ratelimit, ver 10412 for 1.4.12)" in debian and "(ratelimit_version:1.4.12)" in debian
+    assert "patch (10412 for 1.4.12)" in (tree / "docs/guides/install.md").read_text()
     compose = (tree / "packaging/docker/compose.yaml").read_text()
     assert 'RL_VERSION: "1.4.12"' in compose and "redis-ratelimit/redis:1.4.12" in compose
 

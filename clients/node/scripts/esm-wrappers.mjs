@@ -6,7 +6,7 @@ import { createRequire } from "node:module";
 import { writeFileSync } from "node:fs";
 
 const require = createRequire(import.meta.url);
-for (const entry of ["index", "express", "fastify", "opentelemetry", "prometheus"]) {
+for (const entry of ["index", "express", "fastify", "opentelemetry", "prometheus", "local"]) {
   let mod;
   try {
     mod = require(`../dist/${entry}.js`);

@@ -35,14 +35,30 @@ export class RateLimitClient {
   readonly transport: Transport;
   /** The backend setting. */
   readonly backendSetting: Backend;
-  /** The engine deciding now (`auto`: the module until `ensureBackend` or a failover says otherwise). */
+  /** The engine deciding now (`auto`: the module until the first call's check, `ensureBackend`, or a failover says otherwise). */
   backend: "module" | "functions";
+  // `auto` and `functions` check the servers once before the first call (as
+  // Python's first use does): `auto` picks its engine, `functions` loads the
+  // library where absent or older. Concurrent first calls share one check;
+  // a failed check is tried again by the next call. `module` needs none: an
+  // unknown RL command already answers ModuleNotLoadedError.
+  private resolved: boolean;
+  private resolving: Promise<void> | null = null;
 
   /** `redis`: an ioredis `Redis`/`Cluster`, or a node-redis client/cluster (connected). */
   constructor(redis: RedisLike, options: RateLimitClientOptions = {}) {
     this.transport = transportFor(redis);
     this.backendSetting = backendOf(options.backend ?? "module");
     this.backend = this.backendSetting === "functions" ? "functions" : "module";
+    this.resolved = this.backendSetting === "module";
+  }
+
+  /** The first call's backend check (shared by concurrent first calls); nothing once done. */
+  private resolve(): Promise<void> {
+    this.resolving ??= this.ensureBackend().finally(() => {
+      this.resolving = null;
+    });
+    return this.resolving;
   }
 
   /** A call as the deciding engine takes it (FCALL for the library). */
@@ -70,6 +86,7 @@ export class RateLimitClient {
 
   /** Sends one call; error replies become `RateLimitError`, other failures pass through. */
   async send(call: Call): Promise<unknown> {
+    if (!this.resolved) await this.resolve().catch(rethrow);
     try {
       return await this.transport.send(this.wire(call));
     } catch (e) {
@@ -81,6 +98,7 @@ export class RateLimitClient {
 
   /** Sends calls in one round trip per node; each slot holds a reply or a `RateLimitError`/Error. */
   async batch(calls: readonly Call[]): Promise<unknown[]> {
+    if (!this.resolved) await this.resolve().catch(rethrow);
     const replies = await this.transport.batch(calls.map((c) => this.wire(c)));
     for (let i = 0; i < replies.length; i++) {
       if (!this.recovers(replies[i])) continue;
@@ -127,19 +145,22 @@ export class RateLimitClient {
    * `assertModuleLoaded`; `functions` loads the library where it is absent
    * or older than this package (`LibraryNotLoadedError`, naming the command
    * to run by hand, when this Redis user may not load it); `auto` picks the
-   * module when every primary has it, else the library. Call it once at start.
+   * module when every primary has it, else the library. The first call runs
+   * it by itself (`auto`, `functions`); call it at start to fail there instead.
    */
   async ensureBackend(): Promise<void> {
     if (this.backendSetting !== "functions") {
       const missing = await this.moduleMissing();
       if (missing === null) {
         this.backend = "module";
+        this.resolved = true;
         return;
       }
       if (this.backendSetting === "module") throw new ModuleNotLoadedError(missing);
       this.backend = "functions";
     }
     await this.ensureLibraryEverywhere();
+    this.resolved = true;
   }
 
   private async ensureLibraryEverywhere(): Promise<void> {

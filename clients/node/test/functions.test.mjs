@@ -101,6 +101,36 @@ describe("a server without the module", () => {
     }
   });
 
+  test("auto and functions check the server on the first call by themselves, once: no ensureBackend needed", async () => {
+    await admin.function("FLUSH");
+    const c = await makers.ioredis.standalone(bare.port);
+    await c.ping(); // the connection's own set-up calls (CLIENT SETINFO: an error on 7.0) are done
+    await admin.config("RESETSTAT");
+    try {
+      const auto = new RateLimitClient(c, { backend: "auto" });
+      const first = await Promise.all([1, 2, 3].map(() => auto.check("first-use", { count: 5, window: 60_000 })));
+      assert.deepEqual(first.map((d) => d.remaining).sort(), [2, 3, 4]);
+      assert.equal(auto.backend, "functions");
+      for (let i = 0; i < 5; i++) await auto.check("first-use", { count: 50, window: 60_000 });
+      const stats = await admin.info("commandstats");
+      const calls = (cmd) => Number(new RegExp(`cmdstat_${cmd}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+      // one check for three concurrent first calls, none after: one COMMAND INFO,
+      // one load; every decision one FCALL, no RL command sent to fail first
+      assert.equal(calls("command\\|info"), 1);
+      assert.equal(calls("function\\|load"), 1);
+      assert.equal(calls("fcall"), 8 + 1); // + rl_version before the load
+      // the one error reply: rl_version before the load (no RL command refused first)
+      assert.match(await admin.info("errorstats"), /errorstat_ERR:count=1\r/);
+      // functions: an older library is replaced at the first call, not only by ensureBackend
+      await admin.function("LOAD", "REPLACE", setVersion(library(), want() - 1));
+      const fn = new RateLimitClient(c, { backend: "functions" });
+      assert.equal((await fn.check("first-use-2", { count: 5, window: 60_000 })).remaining, 4);
+      assert.equal(Number(await admin.fcall("rl_version", 0)), want());
+    } finally {
+      c.disconnect();
+    }
+  });
+
   test("auto takes the library here", async () => {
     const c = await makers.ioredis.standalone(bare.port);
     try {

@@ -17,7 +17,9 @@ def blocks() -> dict[str, str]:
     found = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
     named = {}
     for b in found:
-        if "counts=\"failures\"" in b:
+        if "rl_local" in b:
+            named["local"] = b
+        elif "counts=\"failures\"" in b:
             named["peers"] = b
         elif "limits.bind(" in b:
             named["two"] = b
@@ -29,7 +31,7 @@ def blocks() -> dict[str, str]:
             named["sms"] = b
         elif "Five" not in b and "rl.check(" in b:
             named["start"] = b
-    assert set(named) == {"llm", "sms", "start", "flask", "two", "peers"}, list(named)
+    assert set(named) == {"llm", "sms", "start", "flask", "two", "peers", "local"}, list(named)
     return named
 
 
@@ -183,3 +185,11 @@ def test_text_limits_failures_only_and_unlocking(server):
     _, out = run(blocks()["peers"], f"redis://127.0.0.1:{server.port}")
     assert out.splitlines() == ["['welcome', 'welcome', 'welcome'] ['wrong', 'wrong', 'wrong', 'locked']",
                                 "{'3-per-15m': 0}", "welcome 0 2"]
+
+
+def test_local_backend_example():
+    """The "Tests without Redis" block: its test passes on the fixture's backend (no server)."""
+    from redis_rl.testing import LocalBackend
+    ns: dict = {"__name__": "readme_local"}
+    exec(compile(blocks()["local"], str(README), "exec"), ns)
+    ns["test_the_fourth_login_in_a_minute_waits"](LocalBackend())

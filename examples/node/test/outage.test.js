@@ -88,6 +88,12 @@ test("a Redis without the module: the app exits non-zero with one line saying so
   }
 });
 
+test("RL_BACKEND=bogus: the app exits non-zero with one line naming the setting", async () => {
+  const a = new App({ REDIS_URL: "redis://127.0.0.1:1", RL_BACKEND: "bogus" });
+  await assert.rejects(a.start(), /exited 1: example-[a-z]+: RL_BACKEND: invalid backend 'bogus': 'module', 'functions' or 'auto'/);
+  assert.equal(a.output.trim().split("\n").length, 1, a.output);
+});
+
 test("RL_BACKEND=auto: the module gone at run time, decisions go on with the Functions library", { skip: BACKEND === "functions" && "needs a server with the module to lose it" }, async () => {
   const s = await new Server({ args: ["--enable-module-command", "yes"] }).start();
   const a = new App({ REDIS_URL: `redis://127.0.0.1:${s.port}`, RL_PREFIX: `auto${Date.now()}:`, RL_BACKEND: "auto" });

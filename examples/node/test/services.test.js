@@ -83,6 +83,10 @@ describe("1. POST /seed000/sms", () => {
     assertProblem(await app.req("POST", "/seed000/sms", { json: { phone: "1".repeat(21) } }), 400, "bad-request");
     assertProblem(await app.req("POST", "/seed000/sms", { json: { phone: 123 } }), 400, "bad-request");
     assertProblem(await app.req("POST", "/seed000/sms", { json: { phone: "" } }), 400, "bad-request");
+    // the body is JSON whatever its Content-Type (none, text/plain): not JSON is 400, JSON is decided
+    assertProblem(await app.req("POST", "/seed000/sms", { body: "phone=1", headers: { "Content-Type": "text/plain" } }), 400, "bad-request");
+    const sent = await app.req("POST", "/seed000/sms", { body: JSON.stringify({ phone: "1004" }), headers: { "Content-Type": "text/plain" } });
+    assert.equal(sent.status, 200, JSON.stringify(sent.body));
   });
 });
 
@@ -123,6 +127,9 @@ describe("2. POST /seed001/ocr and /admin/limits/ocr", () => {
       assertProblem(await other.req("PUT", "/admin/limits/ocr", { json: { day: -1, hour: 5 } }), 400, "bad-request");
       assertProblem(await other.req("PUT", "/admin/limits/ocr", { json: { day: 1 } }), 400, "bad-request");
       assertProblem(await other.req("PUT", "/admin/limits/ocr", { json: { day: 1.5, hour: 2 } }), 400, "bad-request");
+      for (const body of ['{"day": 5.0, "hour": 2}', '{"day": 5, "hour": 1e1}']) {
+        assertProblem(await other.req("PUT", "/admin/limits/ocr", { body, headers: { "Content-Type": "application/json" } }), 400, "bad-request");
+      }
 
       assert.equal((await other.req("PUT", "/admin/limits/ocr", { json: { day: 0, hour: 5 } })).status, 204);
       const late = await new App(env).start();
@@ -227,6 +234,20 @@ describe("5. POST /llm/complete", () => {
     assertProblem(await llm("k0", { n: 0 }), 400, "bad-request");
     assertProblem(await llm("k0", { n: 100001 }), 400, "bad-request");
     assertProblem(await llm("k0", { n: 1.5 }), 400, "bad-request");
+    // an integer is one written as an integer, as the Python and Java apps read JSON
+    for (const n of ["1e3", "100.0", "1E2", "99999999999999999999"]) {
+      const body = `{"max_tokens": ${n}}`;
+      assertProblem(await app.req("POST", "/llm/complete", { body, headers: { "X-Api-Key": "k0", "X-Zone": "UTC", "Content-Type": "application/json" } }), 400, "bad-request");
+    }
+  });
+
+  test("the fake model's knobs: X-Used-Tokens above N (even beyond a long) counts as N; not a number: the default", async () => {
+    const a = await llm("k-knobs", { n: 10, headers: { "X-Used-Tokens": "99999999999999999999999", "X-Sleep-Ms": "0" } });
+    assert.equal(a.status, 200);
+    assert.deepEqual(a.body, { used_tokens: 10 });
+    const b = await llm("k-knobs", { n: 10, headers: { "X-Used-Tokens": "x", "X-Sleep-Ms": "-5" } });
+    assert.equal(b.status, 200);
+    assert.deepEqual(b.body, { used_tokens: 5 });
   });
 
   test("the budget is settled to the tokens used; a failing model uses none; headers per item", async () => {

@@ -64,6 +64,30 @@ def test_bad_input_answered_before_redis(app):
         r = h.post("/llm/complete", json=body, headers={"X-Api-Key": "bad", "X-Zone": zone})
         problem(r, 400, "bad-request")
     problem(h.put("/admin/limits/ocr", json={"day": -1, "hour": 1}), 400, "bad-request")
+    # an integer is one written as an integer (as Jackson and the Node apps read JSON)
+    for text in (b'{"max_tokens": 1e3}', b'{"max_tokens": 100.0}'):
+        r = h.post("/llm/complete", content=text, headers={"X-Api-Key": "bad", "X-Zone": "UTC"})
+        problem(r, 400, "bad-request")
+    problem(h.put("/admin/limits/ocr", content=b'{"day": 5.0, "hour": 1}'), 400, "bad-request")
+    problem(h.post("/seed000/sms", json={"phone": 123}), 400, "bad-request")
+    # the body is JSON whatever its Content-Type: not JSON is 400, JSON is decided
+    problem(h.post("/seed000/sms", content=b"phone=1", headers={"Content-Type": "text/plain"}), 400, "bad-request")
+    sent = h.post("/seed000/sms", content=b'{"phone": "1005"}', headers={"Content-Type": "text/plain"})
+    assert sent.status_code == 200, sent.text
+
+
+def test_fake_model_knobs(app):
+    """X-Used-Tokens above N (even beyond a long) counts as N; not a number: the default."""
+    h = app.http
+    r = h.post("/llm/complete", json={"max_tokens": 10}, headers={
+        "X-Api-Key": "knobs", "X-Zone": "UTC", "X-Used-Tokens": "99999999999999999999999", "X-Sleep-Ms": "0"})
+    assert (r.status_code, r.json()) == (200, {"used_tokens": 10})
+    r = h.post("/llm/complete", json={"max_tokens": 10}, headers={
+        "X-Api-Key": "knobs", "X-Zone": "UTC", "X-Used-Tokens": "x", "X-Sleep-Ms": "-5"})
+    assert (r.status_code, r.json()) == (200, {"used_tokens": 5})
+    r = h.post("/llm/complete", json={"max_tokens": 10}, headers={  # a digit to str.isdigit, no int: the default
+        "X-Api-Key": "knobs", "X-Zone": "UTC", "X-Used-Tokens": b"\xb2", "X-Sleep-Ms": b"\xb2"})
+    assert (r.status_code, r.json()) == (200, {"used_tokens": 5})
 
 
 def test_ocr_limits_change_at_run_time_across_instances(app, redis_server, details):
@@ -297,6 +321,17 @@ def test_app_refuses_to_start_without_the_module():
     assert done.returncode != 0
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "module is not loaded" in lines[0], done.stderr
+
+
+def test_app_refuses_an_unknown_backend_in_one_line():
+    import os
+    import sys
+    from conftest import APP, free_port
+    env = dict(os.environ, PORT=str(free_port()), REDIS_URL="redis://127.0.0.1:1", RL_BACKEND="bogus")
+    done = subprocess.run([sys.executable, str(APP)], env=env, capture_output=True, text=True, timeout=30)
+    assert done.returncode != 0
+    assert done.stderr.strip() == (f"example-{'django' if APP.parent.name == 'django' else 'python'}: RL_BACKEND: "
+                                   "invalid backend 'bogus': 'module', 'functions' or 'auto'"), done.stderr
 
 
 def test_one_decision_is_one_command_of_the_backend(app, redis_server):

@@ -38,3 +38,15 @@ export async function run(port: number): Promise<string> {
   redis.disconnect();
   return JSON.stringify({ limited: d.limited, limits: closedInside, left: left.remaining, inflight: inflight.remaining });
 }
+
+// The local backend's types (redis-ratelimit/local): a test's limiter without Redis.
+import { LocalBackend, ManualClock } from "redis-ratelimit/local";
+
+export async function local(): Promise<boolean> {
+  const backend: LocalBackend = new LocalBackend({ clock: new ManualClock() });
+  const limiter: RateLimiter = backend.limiter({ timeout: 1000 });
+  const d: PolicyDecision = await limiter.decide(new Policy("t", { limits: "1/second" }), "k");
+  backend.advance(1000);
+  limiter.close();
+  return d.limited;
+}

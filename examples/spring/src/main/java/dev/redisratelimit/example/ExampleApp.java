@@ -1,5 +1,6 @@
 package dev.redisratelimit.example;
 
+import dev.redisratelimit.client.Backend;
 import java.util.HashMap;
 import java.util.Map;
 import org.springframework.boot.SpringApplication;
@@ -16,7 +17,27 @@ import org.springframework.context.ConfigurableApplicationContext;
 public class ExampleApp {
 
     public static void main(String[] args) {
+        String invalid = invalidSetting(System.getenv());
+        if (invalid != null) { // one line and a non-zero exit, as the other example apps (no stack trace)
+            System.err.println("example-java: " + invalid);
+            System.exit(1);
+        }
         start(System.getenv(), args);
+    }
+
+    /** What is wrong with the environment's settings, or null. */
+    static String invalidSetting(Map<String, String> env) {
+        try {
+            Backend.parse(backend(env));
+            return null;
+        } catch (IllegalArgumentException e) {
+            return "RL_BACKEND: " + e.getMessage();
+        }
+    }
+
+    private static String backend(Map<String, String> env) {
+        String value = env.get("RL_BACKEND");
+        return value == null || value.isEmpty() ? "module" : value; // unset or empty: the module, as in the other apps
     }
 
     /** Starts the app with the given environment (the tests start several instances this way). */
@@ -24,7 +45,7 @@ public class ExampleApp {
         Map<String, Object> props = new HashMap<>();
         props.put("server.port", env.getOrDefault("PORT", "8080"));
         props.put("ratelimit.prefix", env.getOrDefault("RL_PREFIX", ""));
-        props.put("ratelimit.backend", env.getOrDefault("RL_BACKEND", "module"));
+        props.put("ratelimit.backend", backend(env));
         String cluster = env.get("REDIS_CLUSTER");
         if (cluster != null && !cluster.isBlank()) {
             props.put("spring.data.redis.cluster.nodes", cluster);

@@ -61,15 +61,30 @@ public class LlmComplete {
                     cost = "#body.maxTokens()", settle = "#result.usedTokens()"),
             @Limit(name = "global", count = 1000, window = "60s", global = true)})
     public Answer complete(@RequestHeader("X-Api-Key") String apiKey, @RequestHeader("X-Zone") IanaZone zone,
-            @RequestBody Completion body, @RequestHeader(value = "X-Sleep-Ms", defaultValue = "100") long sleepMs,
-            @RequestHeader(value = "X-Used-Tokens", required = false) Long usedTokens,
+            @RequestBody Completion body, @RequestHeader(value = "X-Sleep-Ms", required = false) String sleepMs,
+            @RequestHeader(value = "X-Used-Tokens", required = false) String usedTokens,
             @RequestHeader(value = "X-Fail", required = false) String fail) throws InterruptedException {
-        Thread.sleep(Math.max(0, sleepMs));
+        Thread.sleep(headerLong(sleepMs, 100));
         if ("1".equals(fail)) {
             throw new ModelFailure();
         }
         long n = body.maxTokens();
-        long used = usedTokens == null ? n / 2 : Math.max(0, Math.min(usedTokens, n));
+        long used = Math.min(headerLong(usedTokens, n / 2), n); // above N counts as N (SERVICES.md)
         return new Answer(used);
+    }
+
+    /**
+     * The fake model's knobs as every example app reads them: a non-negative integer, else the default
+     * (never a 400: SERVICES.md lists no such bad input); one beyond a long counts as Long.MAX_VALUE.
+     */
+    static long headerLong(String value, long otherwise) {
+        if (value == null || !value.matches("[0-9]+")) {
+            return otherwise;
+        }
+        try {
+            return Long.parseLong(value);
+        } catch (NumberFormatException e) {
+            return Long.MAX_VALUE;
+        }
     }
 }

@@ -11,10 +11,13 @@ import org.springframework.web.bind.annotation.RestController;
 @RestController
 public class Seed000Sms {
 
-    /** {"phone": "<1-20 digits>"}; anything else is refused by Jackson before any Redis call (400). */
-    public record Sms(String phone) {
+    /**
+     * {"phone": "<1-20 digits>"}; anything else is refused while Jackson binds it, before any Redis call
+     * (400). Object, not String: Jackson would turn {"phone": 123} into "123" (the other apps refuse it).
+     */
+    public record Sms(Object phone) {
         public Sms {
-            if (phone == null || !phone.matches("[0-9]{1,20}")) {
+            if (!(phone instanceof String s) || !s.matches("[0-9]{1,20}")) {
                 throw new IllegalArgumentException("phone must be 1 to 20 digits");
             }
         }

@@ -13,6 +13,9 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import dev.redisratelimit.spring.test.RedisServer;
 import java.io.OutputStream;
 import java.net.Socket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
@@ -113,6 +116,38 @@ class StandaloneServicesTest {
         isProblem(llm(a.http, "k", "not json"), 400, "bad-request");
         isProblem(a.http.post("/llm/complete", "{\"max_tokens\":10}", "X-Api-Key", "k", "X-Zone", "Mars/Olympus"), 400, "bad-request");
         isProblem(a.http.post("/llm/complete", "{\"max_tokens\":10}", "X-Api-Key", "k", "X-Zone", "+08:00"), 400, "bad-request");
+    }
+
+    /** As the Python and Node apps answer (adversarial runs found Java alone differing). */
+    @Test
+    void inputAsTheOtherAppsReadIt() throws Exception {
+        isProblem(sms(a.http, "{\"phone\":123}"), 400, "bad-request"); // a number is no string of digits
+        isProblem(llm(a.http, "k", "{\"max_tokens\":1e3}"), 400, "bad-request");
+        isProblem(llm(a.http, "k", "{\"max_tokens\":100.0}"), 400, "bad-request");
+        isProblem(a.http.send("PUT", "/admin/limits/ocr", "{\"day\":5.0,\"hour\":5}"), 400, "bad-request");
+        // the body is JSON whatever its Content-Type: not JSON is 400 (not 415), JSON is decided
+        HttpClient client = HttpClient.newHttpClient();
+        for (String type : new String[] {"text/plain", null}) {
+            HttpRequest.Builder req = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + a.port + "/seed000/sms"));
+            if (type != null) {
+                req.header("Content-Type", type);
+            }
+            isProblem(client.send(req.POST(HttpRequest.BodyPublishers.ofString("phone=1")).build(),
+                    HttpResponse.BodyHandlers.ofString()), 400, "bad-request");
+            HttpResponse<String> sent = client.send(req.POST(HttpRequest.BodyPublishers.ofString("{\"phone\":\"" + uniq() + "\"}"))
+                    .build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(sent.statusCode()).as(sent.body()).isEqualTo(200);
+        }
+        // the fake model's knobs: above N counts as N, even beyond a long; not a number: the default
+        HttpResponse<String> huge = llm(a.http, "key" + uniq(), "{\"max_tokens\":10}", "X-Sleep-Ms", "0",
+                "X-Used-Tokens", "99999999999999999999999");
+        assertThat(huge.statusCode()).as(huge.body()).isEqualTo(200);
+        assertThat(huge.body()).isEqualTo("{\"used_tokens\":10}");
+        HttpResponse<String> junk = llm(a.http, "key" + uniq(), "{\"max_tokens\":10}", "X-Sleep-Ms", "-5",
+                "X-Used-Tokens", "x");
+        assertThat(junk.statusCode()).as(junk.body()).isEqualTo(200);
+        assertThat(junk.body()).isEqualTo("{\"used_tokens\":5}");
+        assertThat(LlmComplete.headerLong("99999999999999999999999", 100)).isEqualTo(Long.MAX_VALUE);
     }
 
     @Test

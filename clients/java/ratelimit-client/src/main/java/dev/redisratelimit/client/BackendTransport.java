@@ -81,6 +81,21 @@ public final class BackendTransport implements RateLimitTransport {
      * refuse does ({@link RateLimitAsyncClient}).
      */
     @Override
+    public String nodeOf(String key) {
+        return delegate.nodeOf(key);
+    }
+
+    @Override
+    public boolean isConnected(String node) {
+        return delegate.isConnected(node);
+    }
+
+    @Override
+    public CompletionStage<Object> ping(String node) {
+        return delegate.ping(node);
+    }
+
+    @Override
     public CompletionStage<Object> execute(RedisCall call) {
         return delegate.execute(wire(call)).exceptionallyCompose(failure -> retry(call, failure));
     }

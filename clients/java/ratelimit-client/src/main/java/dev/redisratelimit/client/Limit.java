@@ -56,47 +56,46 @@ public record Limit(
     static final long MAX = (1L << 53) - 1;
 
     public Limit {
-        require(name != null && !name.isBlank() && name.matches("[A-Za-z0-9_.-]+"),
+        require(name != null && !name.isBlank() && name.matches("[A-Za-z0-9_.-]+"), "limit_name",
                 "a limit needs a name of letters, digits, '_', '.' or '-' (it names a RateLimit header item), got '" + name + "'");
-        require(kind != null, "limit '" + name + "': a type");
+        require(kind != null, "kind", "limit '" + name + "': a type");
         cost = cost == null || cost.isBlank() ? null : cost;
         settle = settle == null || settle.isBlank() ? null : settle;
         switch (kind) {
             case SLIDING_WINDOW -> {
-                positiveCount(name, count, 1);
+                positiveCount(name, "count", count, 1);
                 positiveDuration(name, "window", window);
             }
             case TOKEN_BUCKET -> {
-                positiveCount(name, count, 1);
-                positiveDuration(name, "window", window);
+                positiveCount(name, "rate", count, 1);
+                positiveDuration(name, "per", window);
                 if (burst == 0) {
                     burst = count;
                 }
-                require(burst >= 1 && burst <= MAX, "limit '" + name + "': burst " + burst + " must be from 1 to 2^53-1");
-                require(window.toMillis() * 1_000_000L / count >= 1,
+                require(burst >= 1 && burst <= MAX, "burst", "limit '" + name + "': burst " + burst + " must be from 1 to 2^53-1");
+                require(window.toMillis() * 1_000_000L / count >= 1, "rate",
                         "limit '" + name + "': " + count + " per " + window + " is under one nanosecond per call");
             }
             case QUOTA -> {
-                positiveCount(name, count, 0);
-                require(period != null, "limit '" + name + "': a quota needs a period");
-                if (zone == null) {
-                    zone = ZoneId.of("UTC");
-                }
+                positiveCount(name, "limit", count, 0);
+                require(period != null, "period", "limit '" + name + "': a quota needs a period");
+                // A null zone stays null: each call names it (PolicyCall.withZone), else the call is refused.
             }
             case CONCURRENCY -> {
-                positiveCount(name, count, 1);
+                positiveCount(name, "limit", count, 1);
                 positiveDuration(name, "ttl", ttl);
-                require(cost == null && settle == null, "limit '" + name + "': an in-flight limit takes one lease per call (no cost/settle)");
+                require(cost == null && settle == null, "cost",
+                        "limit '" + name + "': an in-flight limit takes one lease per call (no cost/settle)");
             }
             case LOCKOUT -> {
-                positiveCount(name, count, 0);
+                positiveCount(name, "max", count, 0);
                 positiveDuration(name, "window", window);
-                positiveDuration(name, "lock-time", lockTime);
-                require(cost == null && settle == null, "limit '" + name + "': a lockout counts calls (no cost/settle)");
-                require(!shared, "limit '" + name + "': a lockout counts per key (not shared)");
+                positiveDuration(name, "lock_time", lockTime);
+                require(cost == null && settle == null, "cost", "limit '" + name + "': a lockout counts calls (no cost/settle)");
+                require(!shared, "limits", "limit '" + name + "': a lockout counts per key (not shared)");
             }
         }
-        require(settle == null || cost != null, "limit '" + name + "': settle needs a cost (the estimate it settles)");
+        require(settle == null || cost != null, "cost", "limit '" + name + "': settle needs a cost (the estimate it settles)");
     }
 
     /** At most {@code count} units in any {@code window} (RL.CHECK). */
@@ -106,11 +105,15 @@ public record Limit(
 
     /** {@code rate} units per {@code per}, {@code burst} (1 or more) at once (GCRA, RL.THROTTLE). */
     public static Limit tokenBucket(String name, long rate, Duration per, long burst) {
-        require(burst >= 1, "burst: limit '" + name + "': burst " + burst + " must be from 1 to 2^53-1");
+        require(burst >= 1, "burst", "limit '" + name + "': burst " + burst + " must be from 1 to 2^53-1");
         return new Limit(name, Kind.TOKEN_BUCKET, rate, per, burst, null, null, null, null, false, null, null);
     }
 
-    /** At most {@code limit} per natural {@code period} in {@code zone} (RL.QUOTA); a call may name another zone. */
+    /**
+     * At most {@code limit} per natural {@code period} in {@code zone} (RL.QUOTA); a call may name another
+     * zone. A null {@code zone}: each call names it ({@link PolicyCall#withZone}); a call without one is
+     * refused (field {@code zone}), as in the Python and Node clients.
+     */
     public static Limit quota(String name, ZoneId zone, QuotaPeriod period, long limit) {
         return new Limit(name, Kind.QUOTA, limit, null, 0, period, zone, null, null, false, null, null);
     }
@@ -176,17 +179,24 @@ public record Limit(
         return ms <= 0 ? 0 : (ms + 999) / 1000;
     }
 
-    private static void positiveCount(String name, long count, long min) {
-        require(count >= min && count <= MAX, "limit '" + name + "': count " + count + " must be from " + min + " to 2^53-1");
+    private static void positiveCount(String name, String field, long count, long min) {
+        require(count >= min && count <= MAX, field, "limit '" + name + "': " + field + " " + count + " must be from " + min + " to 2^53-1");
     }
 
-    private static void positiveDuration(String name, String what, Duration d) {
-        require(d != null && d.toMillis() >= 1, "limit '" + name + "': " + what + " must be at least 1 ms, got " + d);
+    private static void positiveDuration(String name, String field, Duration d) {
+        require(d != null && d.toMillis() >= 1, field, "limit '" + name + "': " + field + " must be at least 1 ms, got " + d);
     }
 
     static void require(boolean ok, String message) {
         if (!ok) {
             throw new IllegalArgumentException(message);
+        }
+    }
+
+    /** Refuses naming {@code field} as the three clients name it ({@link RateLimitArgumentException#field()}). */
+    static void require(boolean ok, String field, String message) {
+        if (!ok) {
+            throw new RateLimitArgumentException(field, message);
         }
     }
 }

@@ -32,16 +32,11 @@ public final class LimitText {
     }
 
     /** A limits text refused, naming the field the three clients share: limits, count, window, limit_name. */
-    public static final class InvalidLimitTextException extends IllegalArgumentException {
-        private final String field;
+    public static final class InvalidLimitTextException extends RateLimitArgumentException {
+        private static final long serialVersionUID = 1L;
 
         InvalidLimitTextException(String field, String message) {
-            super(message);
-            this.field = field;
-        }
-
-        public String field() {
-            return field;
+            super(field, message);
         }
     }
 

@@ -54,29 +54,29 @@ public final class Policy {
      * @param legacyHeaders HTTP adapters also send {@code X-RateLimit-*} headers
      */
     public Policy(String name, List<Limit> limits, Duration duplicateWindow, String tag, FailMode onRedisDown, boolean legacyHeaders) {
-        Limit.require(name != null && !name.isBlank(), "a policy needs a name");
-        Limit.require(!(name.contains("{") || name.contains("}")), "policy '" + name + "': a name without braces");
+        Limit.require(name != null && !name.isBlank(), "name", "a policy needs a name");
+        Limit.require(!(name.contains("{") || name.contains("}")), "name", "policy '" + name + "': a name without braces");
         // Duplicate prevention alone is a policy too (one RL.CHECK of count 1 on the subkey), as in every client.
-        Limit.require(limits != null && (!limits.isEmpty() || duplicateWindow != null), "limits: policy '" + name + "' has no limits");
+        Limit.require(limits != null && (!limits.isEmpty() || duplicateWindow != null), "limits", "policy '" + name + "' has no limits");
         limits = List.copyOf(limits);
         Set<String> names = new HashSet<>();
         boolean anyShared = false;
         for (Limit l : limits) {
-            Limit.require(names.add(l.name()), "policy '" + name + "': two limits named '" + l.name() + "'");
-            Limit.require(!"duplicate".equals(l.name()) || duplicateWindow == null,
+            Limit.require(names.add(l.name()), "limit_name", "policy '" + name + "': two limits named '" + l.name() + "'");
+            Limit.require(!"duplicate".equals(l.name()) || duplicateWindow == null, "limit_name",
                     "policy '" + name + "': 'duplicate' names its duplicate-prevention item");
             if (l.kind() == Limit.Kind.LOCKOUT) {
-                Limit.require(limits.size() == 1 && duplicateWindow == null,
+                Limit.require(limits.size() == 1 && duplicateWindow == null, "limits",
                         "policy '" + name + "': a LOCKOUT limit is alone in its policy (RL.LOCKCOUNT is not an RL.ALL clause)");
             }
             anyShared |= l.shared();
         }
-        Limit.require(duplicateWindow == null || duplicateWindow.toMillis() >= 1,
+        Limit.require(duplicateWindow == null || duplicateWindow.toMillis() >= 1, "window",
                 "policy '" + name + "': preventDuplicate must be at least 1 ms");
-        Limit.require(tag == null || !tag.isEmpty(), "tag: policy '" + name + "': an empty tag (null: none)");
+        Limit.require(tag == null || !tag.isEmpty(), "tag", "policy '" + name + "': an empty tag (null: none)");
         // Under Cluster every key of one RL.ALL shares a slot: a shared limit's key holds the tag the per-key ones do.
-        Limit.require(!anyShared || tag != null, "policy '" + name + "': a shared limit needs the policy's tag");
-        Limit.require(tag == null || !(tag.contains("{") || tag.contains("}")), "policy '" + name + "': a hash tag without braces");
+        Limit.require(!anyShared || tag != null, "tag", "policy '" + name + "': a shared limit needs the policy's tag");
+        Limit.require(tag == null || !(tag.contains("{") || tag.contains("}")), "tag", "policy '" + name + "': a hash tag without braces");
         this.name = name;
         this.limits = limits;
         this.duplicateWindow = duplicateWindow;
@@ -93,9 +93,9 @@ public final class Policy {
             items.add("duplicate");
         }
         for (PolicyClause c : out) {
-            Limit.require(c.items().size() <= 64, "policy '" + name + "': more than 64 rules in one clause");
+            Limit.require(c.items().size() <= 64, "limits", "policy '" + name + "': more than 64 rules in one clause");
         }
-        Limit.require(out.size() <= 64, "policy '" + name + "': more than 64 clauses");
+        Limit.require(out.size() <= 64, "limits", "policy '" + name + "': more than 64 clauses");
         this.clauses = List.copyOf(out);
         this.itemNames = List.copyOf(items);
     }
@@ -115,7 +115,7 @@ public final class Policy {
             Limit l = limits.get(i);
             PolicyClause joined = null;
             if (l.kind() == Limit.Kind.CONCURRENCY && !l.shared()) {
-                Limit.require(++leases <= 1, "policy '" + policy + "': at most one per-key concurrency limit per policy");
+                Limit.require(++leases <= 1, "limits", "policy '" + policy + "': at most one per-key concurrency limit per policy");
             }
             if (l.kind() != Limit.Kind.CONCURRENCY && l.kind() != Limit.Kind.LOCKOUT) {
                 for (int c = 0; c < out.size(); c++) {
@@ -144,9 +144,9 @@ public final class Policy {
     private static void refuseSamePeriod(String policy, Limit l, PolicyClause k, List<Limit> limits) {
         for (int idx : k.items()) {
             Limit o = limits.get(idx);
-            Limit.require(!(l.kind() == Limit.Kind.QUOTA && o.period() == l.period()),
+            Limit.require(!(l.kind() == Limit.Kind.QUOTA && o.period() == l.period()), "limits",
                     "policy '" + policy + "': quotas '" + o.name() + "' and '" + l.name() + "' have the same period");
-            Limit.require(!(l.kind() == Limit.Kind.TOKEN_BUCKET && o.window().equals(l.window())),
+            Limit.require(!(l.kind() == Limit.Kind.TOKEN_BUCKET && o.window().equals(l.window())), "limits",
                     "policy '" + policy + "': token buckets '" + o.name() + "' and '" + l.name() + "' have the same period");
         }
     }
@@ -213,11 +213,11 @@ public final class Policy {
         if (outcome == null || outcome.isEmpty()) {
             return this;
         }
-        Limit.require(outcome.equals("failures") || outcome.equals("successes"),
-                "counts: '" + outcome + "' is not \"failures\" or \"successes\"");
+        Limit.require(outcome.equals("failures") || outcome.equals("successes"), "counts",
+                "'" + outcome + "' is not \"failures\" or \"successes\"");
         Limit.require(!isLockout() && limits.stream().anyMatch(l -> l.kind() == Limit.Kind.SLIDING_WINDOW
-                || l.kind() == Limit.Kind.TOKEN_BUCKET || l.kind() == Limit.Kind.QUOTA),
-                "counts: policy '" + name + "' needs a window, bucket or quota to count one outcome (a lockout cannot refund)");
+                || l.kind() == Limit.Kind.TOKEN_BUCKET || l.kind() == Limit.Kind.QUOTA), "counts",
+                "policy '" + name + "' needs a window, bucket or quota to count one outcome (a lockout cannot refund)");
         Policy p = new Policy(name, limits, duplicateWindow, tag, onRedisDown, legacyHeaders);
         p.counts = outcome;
         return p;

@@ -57,7 +57,8 @@ public record PolicyCall(Policy policy, String key, String zone, long[] costs, S
     }
 
     private PolicyCall charging(long units, boolean estimates) {
-        Limit.require(units >= 0 && units <= Limit.MAX, "cost " + units + " must be from 0 to 2^53-1");
+        String field = estimates ? "estimate" : "cost";
+        Limit.require(units >= 0 && units <= Limit.MAX, field, field + " " + units + " must be from 0 to 2^53-1");
         List<PolicyClause> clauses = policy.clauses();
         long[] c = costs != null ? costs.clone() : filled(clauses.size());
         for (int i = 0; i < clauses.size(); i++) {

@@ -44,6 +44,36 @@ public interface RateLimitTransport extends AutoCloseable {
         return List.of();
     }
 
+    /**
+     * The node that serves {@code key}'s slot under Cluster (e.g.
+     * {@code "10.0.0.5:6379"}), what the client keeps one circuit per
+     * ({@link RedisAvailability}); null for one server, Sentinel, or a
+     * transport that does not know the topology (one circuit for all).
+     * Called on every decision: an in-memory lookup, never a round trip.
+     */
+    default String nodeOf(String key) {
+        return null;
+    }
+
+    /**
+     * PINGs {@code node} (a name from {@link #nodeOf}, or
+     * {@link RedisAvailability#ANY_NODE}: any node): the probe of an open
+     * circuit. The default sends one PING wherever the transport sends a
+     * command without a key.
+     */
+    default CompletionStage<Object> ping(String node) {
+        return execute(new RedisCall("PING", List.of(), -1));
+    }
+
+    /**
+     * False when the driver itself says its connection to {@code node} is
+     * down (reconnecting, commands queued): a budget overrun there is a
+     * failure of that node, not a slow reply. True when connected or not known.
+     */
+    default boolean isConnected(String node) {
+        return true;
+    }
+
     /** Closes what the transport opened itself (never a connection it was given). */
     @Override
     default void close() {

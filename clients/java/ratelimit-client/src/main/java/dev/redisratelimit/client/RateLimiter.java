@@ -69,7 +69,7 @@ public final class RateLimiter implements AutoCloseable {
         this.availability = availability;
         this.local = local;
         this.prefix = prefix == null ? "" : prefix;
-        Limit.require(!this.prefix.contains("{") && !this.prefix.contains("}"),
+        Limit.require(!this.prefix.contains("{") && !this.prefix.contains("}"), "prefix",
                 "prefix '" + prefix + "': without braces (they would move the hash tag)");
         this.budgetMs = Math.max(1, budget.toMillis());
         this.defaultDown = defaultDown == null ? FailMode.CLOSED : defaultDown;
@@ -226,9 +226,7 @@ public final class RateLimiter implements AutoCloseable {
         DecisionObserver o = observer;
         CompletableFuture<Permit> f;
         try {
-            if (availability.isDown()) {
-                f = CompletableFuture.completedFuture(whenDown(calls, null));
-            } else if (calls.size() == 1 && calls.get(0).policy().isLockout()) {
+            if (calls.size() == 1 && calls.get(0).policy().isLockout()) {
                 f = lockout(calls.get(0));
             } else {
                 f = all(calls, true, requested.size() > 1);
@@ -296,7 +294,11 @@ public final class RateLimiter implements AutoCloseable {
             }
         }
         try {
-            AllDecision r = within(client.allPeek(clauses, details ? Options.none().withDetails() : Options.none())).join();
+            List<String> nodes = nodes(clauses);
+            if (availability.anyDown(nodes)) {
+                throw new RateLimitUnavailableException(policy.name(), null);
+            }
+            AllDecision r = within(client.allPeek(clauses, details ? Options.none().withDetails() : Options.none()), null, nodes).join();
             return decision(new Batch(List.of(in), clauses.size()).identity(), Outcome.of(r, null));
         } catch (CompletionException e) {
             Throwable cause = unwrap(e);
@@ -353,7 +355,7 @@ public final class RateLimiter implements AutoCloseable {
             }
         }
         if (keys.isEmpty()) {
-            throw new IllegalArgumentException("limits: policy '" + policy.name() + "' has only shared limits");
+            throw new RateLimitArgumentException("limits", "policy '" + policy.name() + "' has only shared limits");
         }
         return number(admin(client.transport().execute(new RedisCall("DEL", keys, 0))));
     }
@@ -370,7 +372,7 @@ public final class RateLimiter implements AutoCloseable {
 
     private PolicyDecision adjust(Policy policy, String key, long n, Options o) {
         if (policy.isLockout()) {
-            throw new IllegalArgumentException("limits: a lockout has no penalty or reward (RL.LOCKCOUNT has no DEBIT or "
+            throw new RateLimitArgumentException("limits", "a lockout has no penalty or reward (RL.LOCKCOUNT has no DEBIT or "
                     + "REFUND): reset the key to unlock it");
         }
         PolicyCall in = in(policy, key);
@@ -381,12 +383,12 @@ public final class RateLimiter implements AutoCloseable {
             }
             long cap = c.kind() == Limit.Kind.SLIDING_WINDOW ? Limits.COST_CAP : Limits.MAX;
             if (n < 1 || n > cap) {
-                throw new IllegalArgumentException("cost: invalid '" + n + "': expected an integer from 1 to " + cap);
+                throw new RateLimitArgumentException("cost", "invalid cost '" + n + "': expected an integer from 1 to " + cap);
             }
             sent.add(settle(clause(policy, c, in, key(policy, c, in)), o));
         }
         if (sent.isEmpty()) {
-            throw new IllegalArgumentException("limits: policy '" + policy.name() + "' has no window, bucket or quota of the key's own");
+            throw new RateLimitArgumentException("limits", "policy '" + policy.name() + "' has no window, bucket or quota of the key's own");
         }
         sent.forEach(RateLimiter::admin);
         return state(policy, key);
@@ -471,7 +473,7 @@ public final class RateLimiter implements AutoCloseable {
         int size = 0;
         for (PolicyCall c : calls) {
             if (c.policy().isLockout()) {
-                throw new RateLimitConfigurationException("policy '" + c.policy().name()
+                throw new RateLimitArgumentException("limits", "policy '" + c.policy().name()
                         + "' is a lockout (RL.LOCKCOUNT): it is decided alone, not with other policies");
             }
             size += c.policy().clauses().size();
@@ -539,23 +541,26 @@ public final class RateLimiter implements AutoCloseable {
     static void validate(PolicyCall in) {
         Policy policy = in.policy();
         String key = in.key();
-        Limit.require(key != null && !key.isEmpty() && !key.startsWith("}"),
-                "key: policy '" + policy.name() + "': the key must be non-empty and not start with '}'");
+        Limit.require(key != null && !key.isEmpty() && !key.startsWith("}"), "key",
+                "policy '" + policy.name() + "': the key must be non-empty and not start with '}'");
         if (in.zone() != null) {
-            Limit.require(ZONE_TEXT.matcher(in.zone()).matches() || ZoneId.getAvailableZoneIds().contains(in.zone()),
-                    "zone: invalid '" + in.zone() + "': expected an IANA time-zone name or a fixed offset +HH:MM");
+            Limit.require(ZONE_TEXT.matcher(in.zone()).matches() || ZoneId.getAvailableZoneIds().contains(in.zone()), "zone",
+                    "invalid zone '" + in.zone() + "': expected an IANA time-zone name or a fixed offset +HH:MM");
         }
         List<PolicyClause> specs = policy.clauses();
         for (int ci = 0; ci < specs.size(); ci++) {
             PolicyClause c = specs.get(ci);
             if (c.duplicate()) {
-                Limit.require(in.subkey() != null && !in.subkey().isEmpty(),
-                        "subkeys: policy '" + policy.name() + "' prevents duplicates: the call needs a non-empty subkey");
+                Limit.require(in.subkey() != null && !in.subkey().isEmpty(), "subkeys",
+                        "policy '" + policy.name() + "' prevents duplicates: the call needs a non-empty subkey");
             }
             long cost = in.costs() != null && ci < in.costs().length ? in.costs()[ci] : 1;
             long cap = capacity(policy, c);
-            Limit.require(cost <= cap, "cost: invalid '" + cost + "' for policy '" + policy.name() + "': its "
-                    + c.keyName() + " clause takes at most " + cap);
+            String field = c.settle() != null ? "estimate" : "cost";
+            Limit.require(cost >= 1 && cost <= cap, field, "invalid " + field + " '" + cost + "' for policy '" + policy.name()
+                    + "': its " + c.keyName() + " clause takes from 1 to " + cap);
+            Limit.require(c.kind() != Limit.Kind.QUOTA || c.zone() != null || in.zone() != null, "zone",
+                    "policy '" + policy.name() + "': quota '" + c.keyName() + "' has no zone: the call names it (PolicyCall.withZone)");
         }
     }
 
@@ -583,12 +588,17 @@ public final class RateLimiter implements AutoCloseable {
         Batch b = batch(calls);
         boolean withDetails = details;
         boolean slotted = clustered;
+        List<String> nodes = nodes(b.clauses);
+        if (availability.anyDown(nodes)) {
+            // The circuit of a node these keys live on is open: the Redis-down mode, at once.
+            return CompletableFuture.completedFuture(whenDown(calls, null));
+        }
         CompletableFuture<Outcome> sent;
         try {
             List<int[]> groups = slotted ? slotGroups(b.clauses) : null;
-            sent = !several && single(b.clauses) ? single(b.clauses.get(0))
+            sent = !several && single(b.clauses) ? single(b.clauses.get(0), nodes)
                     : groups == null
-                    ? within(client.all(b.clauses, withDetails ? Options.none().withDetails() : Options.none()), late(b.clauses))
+                    ? within(client.all(b.clauses, withDetails ? Options.none().withDetails() : Options.none()), late(b.clauses), nodes)
                             .thenApply(r -> Outcome.of(r, null))
                     : bySlot(b, groups, withDetails);
         } catch (IllegalArgumentException e) {
@@ -639,7 +649,7 @@ public final class RateLimiter implements AutoCloseable {
                 : c instanceof Clause.Throttle t ? t.rules().size() == 1 : ((Clause.Quota) c).limits().size() == 1);
     }
 
-    private CompletableFuture<Outcome> single(Clause c) {
+    private CompletableFuture<Outcome> single(Clause c, List<String> nodes) {
         Options o = c.cost() == 1 ? Options.none() : Options.none().withCost(c.cost());
         CompletionStage<? extends Decision> sent;
         if (c instanceof Clause.Check k) {
@@ -657,7 +667,7 @@ public final class RateLimiter implements AutoCloseable {
             if (!d.limited()) {
                 giveBack.accept(null);
             }
-        }).thenApply(d -> new Outcome(d.limited(), 0, 1, d.remaining(), d.retryAfterMillis(), d.resetAfterMillis(),
+        }, nodes).thenApply(d -> new Outcome(d.limited(), 0, 1, d.remaining(), d.retryAfterMillis(), d.resetAfterMillis(),
                 List.of(List.<RuleState>of(d))));
     }
 
@@ -698,7 +708,7 @@ public final class RateLimiter implements AutoCloseable {
                 part.add(b.clauses.get(i));
             }
             parts.add(part);
-            sent.add(within(client.all(part, options), late(part)));
+            sent.add(within(client.all(part, options), late(part), nodes(part)));
         }
         return settled(sent).thenCompose(none -> {
             AllDecision[] replies = new AllDecision[groups.size()];
@@ -713,30 +723,28 @@ public final class RateLimiter implements AutoCloseable {
                 }
             }
             if (failed == null && !refused) {
-                return CompletableFuture.completedFuture(combine(b, groups, replies, new AllDecision[replies.length], false, withDetails));
+                return CompletableFuture.completedFuture(combine(b, groups, replies, false, withDetails));
             }
-            // Give back what the admitting slots took; their details become the state after the refund.
+            // Give back what the admitting slots took. The items keep the admission's state (what it
+            // would leave), as one server reports the same refusal (CLIENTS.md §5); DETAILS is still
+            // sent so the argv is the other clients' (clients/conformance).
             Options refund = withDetails ? Options.none().withRefund().withDetails() : Options.none().withRefund();
             List<CompletableFuture<AllDecision>> refunds = new ArrayList<>(replies.length);
             for (int j = 0; j < replies.length; j++) {
-                refunds.add(replies[j] != null && !replies[j].limited() ? within(client.all(parts.get(j), refund)) : null);
+                refunds.add(replies[j] != null && !replies[j].limited() ? within(client.all(parts.get(j), refund), null, nodes(parts.get(j))) : null);
             }
             Throwable failure = failed;
             boolean anyRefused = refused;
             return settled(refunds).thenApply(x -> {
-                AllDecision[] after = new AllDecision[replies.length];
-                for (int j = 0; j < refunds.size(); j++) {
-                    CompletableFuture<AllDecision> r = refunds.get(j);
+                for (CompletableFuture<AllDecision> r : refunds) {
                     if (r != null && r.isCompletedExceptionally()) {
                         log.log(System.Logger.Level.WARNING, "rate limit refund of an admitting Cluster slot not confirmed: {0}", unwrap(r.handle((v, e) -> e).join()).toString());
-                    } else if (r != null) {
-                        after[j] = r.join();
                     }
                 }
                 if (failure != null) {
                     throw failure instanceof RuntimeException re ? re : new CompletionException(failure);
                 }
-                return combine(b, groups, replies, after, anyRefused, withDetails);
+                return combine(b, groups, replies, anyRefused, withDetails);
             });
         });
     }
@@ -753,12 +761,11 @@ public final class RateLimiter implements AutoCloseable {
     }
 
     // The slots' replies as one RL.ALL reply: the binding clause chosen across slots, details in batch order.
-    private static Outcome combine(Batch b, List<int[]> groups, AllDecision[] replies, AllDecision[] after, boolean refused,
-            boolean withDetails) {
+    private static Outcome combine(Batch b, List<int[]> groups, AllDecision[] replies, boolean refused, boolean withDetails) {
         List<List<RuleState>> flatDetails = withDetails ? new ArrayList<>(java.util.Collections.nCopies(b.clauses.size(), null)) : null;
         int best = -1;
         for (int j = 0; j < replies.length; j++) {
-            place(flatDetails, after[j] != null ? after[j] : replies[j], groups.get(j));
+            place(flatDetails, replies[j], groups.get(j));
             if ((!refused || replies[j].limited())
                     && (best < 0 || binds(replies[j], groups.get(j), replies[best], groups.get(best), b.clauses))) {
                 best = j;
@@ -922,14 +929,28 @@ public final class RateLimiter implements AutoCloseable {
     // The reply within the budget, never a wait: past it (a timeout) or on a connection failure the
     // circuit opens and the stage fails with Unavailable; an error reply fails it with the server's
     // RateLimitException.
-    private <T> CompletableFuture<T> within(CompletionStage<T> stage) {
-        return within(stage, null);
+    // The circuits (nodes, RedisAvailability) the keys of these clauses live on; one for one server.
+    private List<String> nodes(List<Clause> clauses) {
+        String first = availability.nodeOf(clauses.get(0).key());
+        List<String> out = null;
+        for (int i = 1; i < clauses.size(); i++) {
+            String n = availability.nodeOf(clauses.get(i).key());
+            if (!n.equals(first) && (out == null || !out.contains(n))) {
+                if (out == null) {
+                    out = new ArrayList<>(List.of(first));
+                }
+                out.add(n);
+            }
+        }
+        return out == null ? List.of(first) : out;
     }
 
     // As above; a reply that comes after the budget (Redis ran the call late: a stall, or Lettuce
     // re-sent it after a reconnect) goes to `late`, which gives back what it took. Such a call is
     // not cancelled: a cancelled command may still run, and its reply would then be lost.
-    private <T> CompletableFuture<T> within(CompletionStage<T> stage, java.util.function.Consumer<T> late) {
+    // `nodes`: the circuits of the keys it touches. A failure of those nodes (a broken connection,
+    // CLUSTERDOWN, TRYAGAIN, MASTERDOWN, LOADING) opens their circuits; an overrun counts towards it.
+    private <T> CompletableFuture<T> within(CompletionStage<T> stage, java.util.function.Consumer<T> late, List<String> nodes) {
         CompletableFuture<T> sent = stage.toCompletableFuture();
         CompletableFuture<T> reply = new CompletableFuture<>();
         sent.whenComplete((v, e) -> {
@@ -940,18 +961,31 @@ public final class RateLimiter implements AutoCloseable {
         });
         return Timeouts.within(reply, budgetMs).handle((v, failure) -> {
             if (failure == null) {
+                availability.answered(nodes);
                 return v;
             }
             Throwable cause = unwrap(failure);
-            if (cause instanceof RateLimitException rle) {
+            if (cause instanceof RateLimitException rle && !unavailableReply(rle)) {
+                availability.answered(nodes);
                 throw rle;
             }
-            if (cause instanceof TimeoutException && late == null) {
-                sent.cancel(true);
+            if (cause instanceof TimeoutException) {
+                if (late == null) {
+                    sent.cancel(true);
+                }
+                availability.overran(nodes, cause);
+            } else {
+                availability.failed(nodes, cause);
             }
-            availability.markDown(cause);
             throw new Unavailable(cause);
         });
+    }
+
+    // Replies that say the node cannot decide now (CLIENTS.md §3): unavailable, not a misconfiguration.
+    static boolean unavailableReply(RateLimitException e) {
+        String m = e.getMessage();
+        return m != null && (m.startsWith("CLUSTERDOWN") || m.startsWith("TRYAGAIN") || m.startsWith("MASTERDOWN")
+                || m.startsWith("LOADING"));
     }
 
     // What an RL.ALL answered after its budget is given back when it admitted: the request was already
@@ -987,13 +1021,17 @@ public final class RateLimiter implements AutoCloseable {
         Limit l = policy.limits().get(0);
         String base = prefix + policy.name() + ":{" + in.key() + "}:" + l.name();
         long max = runtime.count(policy.name(), l);
+        List<String> nodes = List.of(availability.nodeOf(base));
+        if (availability.anyDown(nodes)) {
+            return CompletableFuture.completedFuture(whenDown(List.of(in), null));
+        }
         CompletionStage<LockoutDecision> sent;
         try {
             sent = client.lockcount(base + ":lock", base + ":count", l.window(), max, l.lockTime());
         } catch (IllegalArgumentException e) {
             throw new RateLimitConfigurationException("rate limit '" + policy.name() + "': " + e.getMessage(), e);
         }
-        return within(sent).handle((r, failure) -> {
+        return within(sent, null, nodes).handle((r, failure) -> {
             Throwable e = unwrap(failure);
             if (e instanceof Unavailable) {
                 return whenDown(List.of(in), e.getCause());
@@ -1166,7 +1204,7 @@ public final class RateLimiter implements AutoCloseable {
 
         /** Prepended to every key, and to the runtime limits' hash ({@code <prefix>ratelimit:limits}); no braces. */
         public Builder prefix(String prefix) {
-            Limit.require(prefix != null && !prefix.contains("{") && !prefix.contains("}"),
+            Limit.require(prefix != null && !prefix.contains("{") && !prefix.contains("}"), "prefix",
                     "prefix '" + prefix + "': without braces (they would move the hash tag)");
             this.prefix = prefix;
             return this;

@@ -16,7 +16,7 @@ final class Zones {
 
     static String toArgument(ZoneId zone) {
         if (zone == null) {
-            throw new IllegalArgumentException("zone is required");
+            throw new RateLimitArgumentException("zone", "zone is required");
         }
         if (!(zone instanceof ZoneOffset) && ZoneId.getAvailableZoneIds().contains(zone.getId())) {
             return zone.getId();
@@ -25,19 +25,19 @@ final class Zones {
         if (normalized instanceof ZoneOffset offset) {
             int seconds = offset.getTotalSeconds();
             if (seconds % 60 != 0) {
-                throw new IllegalArgumentException("invalid zone '" + zone.getId() + "': the module takes offsets in whole minutes (+HH:MM)");
+                throw new RateLimitArgumentException("zone", "invalid zone '" + zone.getId() + "': the module takes offsets in whole minutes (+HH:MM)");
             }
             int minutes = Math.abs(seconds) / 60;
             return String.format("%s%02d:%02d", seconds < 0 ? "-" : "+", minutes / 60, minutes % 60);
         }
-        throw new IllegalArgumentException("invalid zone '" + zone.getId() + "': expected an IANA time-zone name or a fixed offset +HH:MM");
+        throw new RateLimitArgumentException("zone", "invalid zone '" + zone.getId() + "': expected an IANA time-zone name or a fixed offset +HH:MM");
     }
 
     static ZoneId parse(String zone) {
         try {
             return ZoneId.of(zone);
         } catch (DateTimeException | NullPointerException e) {
-            throw new IllegalArgumentException("invalid zone '" + zone + "': expected an IANA time-zone name or a fixed offset +HH:MM", e);
+            throw new RateLimitArgumentException("zone", "invalid zone '" + zone + "': expected an IANA time-zone name or a fixed offset +HH:MM", e);
         }
     }
 }

@@ -98,7 +98,8 @@ class MultiPolicyDecisionTest {
         transport.pending.get(0).complete(admitted(3, 2));
         assertThat(f).isNotDone();
         transport.pending.get(1).complete(refused(2, 40_000));
-        // the IP's slot admitted: given back, with the state after the refund
+        // the IP's slot admitted: given back; its items keep the admission's state, as one server
+        // reports the same refusal (CLIENTS.md §5, conformance case d-cluster-refuse-refund)
         assertThat(transport.calls).hasSize(3);
         RedisCall refund = transport.calls.get(2);
         assertThat(refund.args()).startsWith("1", "p:by-ip:{" + k[0] + "}:ip").contains("REFUND");
@@ -109,7 +110,7 @@ class MultiPolicyDecisionTest {
         assertThat(d.admitted()).isFalse();
         assertThat(d.bindingLimit().name()).isEqualTo("key");
         assertThat(d.retryAfterMs()).isEqualTo(40_000);
-        assertThat(d.limits()).extracting(LimitState::r).containsExactly(3L, 0L);
+        assertThat(d.limits()).extracting(LimitState::r).containsExactly(2L, 0L);
     }
 
     @Test

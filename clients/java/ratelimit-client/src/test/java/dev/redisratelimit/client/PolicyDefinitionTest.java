@@ -40,6 +40,29 @@ class PolicyDefinitionTest {
     }
 
     @Test
+    void aRefusalNamesItsFieldAsTheOtherClientsDo() {
+        // RateLimitArgumentException.field(): Python's and Node's error.field (the golden cases compare it too)
+        assertThatThrownBy(() -> Limit.lockout("login", 5, MINUTE, Duration.ZERO)).isInstanceOf(RateLimitArgumentException.class)
+                .extracting(e -> ((RateLimitArgumentException) e).field()).isEqualTo("lock_time");
+        assertThatThrownBy(() -> Limit.tokenBucket("b", 0, MINUTE, 5)).extracting(e -> ((RateLimitArgumentException) e).field())
+                .isEqualTo("rate");
+        assertThatThrownBy(() -> Policy.builder("p").slidingWindow("a", 1, MINUTE).slidingWindow("a", 2, MINUTE).build())
+                .extracting(e -> ((RateLimitArgumentException) e).field()).isEqualTo("limit_name");
+        // a quota without a zone is a definition; each call names the zone, a call without one is refused before sending
+        Recording redis = new Recording();
+        Policy perCall = Policy.builder("q").quota("day", null, QuotaPeriod.DAY, 10).build();
+        try (RateLimiter limiter = RateLimiter.builder(redis).refreshInterval(Duration.ofHours(1)).policy(perCall).build()) {
+            redis.sent.clear();
+            assertThatThrownBy(() -> limiter.acquire(PolicyCall.of(perCall, "u1"))).isInstanceOf(RateLimitArgumentException.class)
+                    .extracting(e -> ((RateLimitArgumentException) e).field()).isEqualTo("zone");
+            assertThat(redis.sent).isEmpty();
+            redis.next = List.of(0L, 1L, 10L, 9L, -1L, 60_000L);
+            limiter.acquire(PolicyCall.of(perCall, "u1").withZone("Europe/Paris")).close();
+            assertThat(redis.sent.get(0)).containsExactly("RL.QUOTA", "q:{u1}:day", "*", "Europe/Paris", "DAY", "10");
+        }
+    }
+
+    @Test
     void aClauseIsKeyedByItsFirstLimitAndOneClauseOfOneRuleIsItsOwnCommand() {
         Recording redis = new Recording();
         try (RateLimiter limiter = RateLimiter.builder(redis).refreshInterval(Duration.ofHours(1))

@@ -111,7 +111,7 @@ class RateLimiterRepliesTest {
 
     @Test
     void settlingAboveTheEstimateDebits() {
-        Limit tokens = new Limit("tokens", Limit.Kind.QUOTA, 100, null, 0, QuotaPeriod.DAY, null, null, null, false, "#n", "#u");
+        Limit tokens = new Limit("tokens", Limit.Kind.QUOTA, 100, null, 0, QuotaPeriod.DAY, java.time.ZoneId.of("UTC"), null, null, false, "#n", "#u");
         Policy p = new Policy("q", List.of(tokens), null, null, null, false);
         transport.replies.add(List.of(0L, 1L, 100L, 90L, -1L, 1000L)); // one limit: its own command (RL.QUOTA)
         Permit permit = limiter.acquire(new PolicyCall(p, "k", null, new long[] {10}, null));

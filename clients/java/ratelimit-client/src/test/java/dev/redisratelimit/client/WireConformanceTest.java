@@ -31,8 +31,12 @@ import org.junit.jupiter.api.TestFactory;
  * command and answers the case's replies — as the Python and Node suites run
  * them. Compared: the argv sent (lease tokens masked), the decision (binding
  * limit, problem, retry) with the headers formatted from its limit states,
- * the settlement, and refusals (Java's argument errors name no field yet: a
- * refusal is compared as a refusal).
+ * the settlement, and refusals with the field they name
+ * ({@link RateLimitArgumentException#field()}, Python's and Node's {@code error.field}).
+ * A value Java's parameter types cannot hold (a fraction or a string where a
+ * {@code long} goes, an unknown zone or period where a {@code ZoneId} or
+ * {@link QuotaPeriod} goes) is refused by the compiler for a Java caller; the
+ * runner reports it refused naming the parameter it could not pass.
  *
  * <p>A case this API cannot express (a subkey on anything but the duplicate
  * window, a limit's own problem type, policies of different prefixes in one
@@ -68,6 +72,16 @@ class WireConformanceTest {
     static final class Unsupported extends RuntimeException {
         Unsupported(String why) {
             super(why);
+        }
+    }
+
+    /** A JSON value no Java argument of that parameter's type can hold: refused before any call, naming it. */
+    static final class NotExpressible extends RuntimeException {
+        final String field;
+
+        NotExpressible(String field, String why) {
+            super(why);
+            this.field = field;
         }
     }
 
@@ -119,19 +133,19 @@ class WireConformanceTest {
                         || (problem != null && !problem.equals("duplicate"))) {
                     throw new Unsupported("a subkey on anything but a duplicate window");
                 }
-                b.preventDuplicates(ms(l.get("window")));
+                b.preventDuplicates(ms(l, "window"));
                 continue;
             }
             if (problem != null) {
                 throw new Unsupported("a limit's own problem type");
             }
             Limit limit = switch (kind) {
-                case "window" -> Limit.slidingWindow(name, num(l.get("count")), ms(l.get("window")));
-                case "bucket" -> Limit.tokenBucket(name, num(l.get("rate")), ms(l.get("per")), num(l.get("burst")));
+                case "window" -> Limit.slidingWindow(name, num(l, "count"), ms(l, "window"));
+                case "bucket" -> Limit.tokenBucket(name, num(l, "rate"), ms(l, "per"), num(l, "burst"));
                 case "quota" -> Limit.quota(name, l.get("zone").isNull() ? null : zone(l.get("zone").asText()),
-                        period(l.get("period").asText()), num(l.get("limit")));
-                case "concurrency" -> Limit.concurrency(name, num(l.get("limit")), ms(l.get("ttl")));
-                case "lockout" -> Limit.lockout(name, num(l.get("max")), ms(l.get("window")), ms(l.get("lock_time")));
+                        period(l.get("period").asText()), num(l, "limit"));
+                case "concurrency" -> Limit.concurrency(name, num(l, "limit"), ms(l, "ttl"));
+                case "lockout" -> Limit.lockout(name, num(l, "max"), ms(l, "window"), ms(l, "lock_time"));
                 default -> throw new Unsupported("kind " + kind);
             };
             if (l.path("shared").asBoolean(false)) {
@@ -145,23 +159,24 @@ class WireConformanceTest {
         return b.build();
     }
 
-    /** A JSON number as the long a Java caller would pass; anything else is refused as Java's types refuse it. */
-    private static long num(JsonNode n) {
+    /** {@code o[field]} as the long a Java caller would pass; anything else is refused as Java's types refuse it. */
+    private static long num(JsonNode o, String field) {
+        JsonNode n = o.get(field);
         if (!n.isIntegralNumber() || !n.canConvertToLong()) {
-            throw new IllegalArgumentException("not a long: " + n);
+            throw new NotExpressible(field, "not a long: " + n);
         }
         return n.asLong();
     }
 
-    private static Duration ms(JsonNode n) {
-        return Duration.ofMillis(num(n));
+    private static Duration ms(JsonNode o, String field) {
+        return Duration.ofMillis(num(o, field));
     }
 
     private static ZoneId zone(String z) {
         try {
             return ZoneId.of(z);
         } catch (java.time.DateTimeException e) {
-            throw new IllegalArgumentException(e.getMessage(), e);
+            throw new NotExpressible("zone", "no ZoneId: " + z);
         }
     }
 
@@ -169,7 +184,7 @@ class WireConformanceTest {
         try {
             return QuotaPeriod.valueOf(p.toUpperCase(Locale.ROOT));
         } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("invalid period " + p, e);
+            throw new NotExpressible("period", "no QuotaPeriod: " + p);
         }
     }
 
@@ -186,10 +201,10 @@ class WireConformanceTest {
             call = call.withSubkey(s.get("duplicate").asText());
         }
         if (c.has("cost")) {
-            call = call.withCost(num(c.get("cost")));
+            call = call.withCost(num(c, "cost"));
         }
         if (c.has("estimate")) {
-            call = call.withEstimate(num(c.get("estimate")));
+            call = call.withEstimate(num(c, "estimate"));
         }
         return call;
     }
@@ -366,14 +381,21 @@ class WireConformanceTest {
                 permit.close();
                 out.put("settlement", t.settled);
             }
-        } catch (IllegalArgumentException | java.time.DateTimeException e) {
-            return Map.of("refused", true);
-        } catch (RateLimitConfigurationException e) {
-            // Refused before anything was sent; else Redis (here: the case's
+        } catch (RateLimitArgumentException e) {
+            return refused(t, e.field(), e);
+        } catch (NotExpressible e) {
+            return refused(t, e.field, e);
+        } catch (IllegalArgumentException | RateLimitConfigurationException e) {
+            // A refusal naming no field (a difference); after a send: Redis (here: the case's
             // reply, read as the answer to another command) refused it.
-            return t.sent.isEmpty() ? Map.of("refused", true) : Map.of("commands", t.sent, "error", e.getMessage());
+            return t.sent.isEmpty() ? Map.of("refused", "no field: " + e) : Map.of("commands", t.sent, "error", e.getMessage());
         }
         return out;
+    }
+
+    // A refusal counts only before anything was sent (README: never after).
+    private static Map<String, Object> refused(Recording t, String field, RuntimeException e) {
+        return t.sent.isEmpty() ? Map.of("refused", Map.of("field", field)) : Map.of("commands", t.sent, "error", e.toString());
     }
 
     private static Map<String, Object> decision(PolicyDecision d) {
@@ -405,7 +427,7 @@ class WireConformanceTest {
 
     private static Map<String, Object> expected(JsonNode e) {
         if (e.has("refused")) {
-            return Map.of("refused", true);
+            return Map.of("refused", Map.of("field", e.get("refused").get("field").asText()));
         }
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("commands", lists(e.get("commands")));

@@ -120,6 +120,73 @@ public final class LettuceTransport implements RateLimitTransport {
         return (RedisClusterAsyncCommands<String, String>) commands;
     }
 
+    /**
+     * Under Cluster, {@code host:port} of the primary that serves the key's
+     * slot in Lettuce's view of the partitions (an array lookup); null for a
+     * standalone connection or a slot no node serves yet.
+     */
+    @Override
+    public String nodeOf(String key) {
+        if (!(commands instanceof RedisAdvancedClusterAsyncCommands<?, ?> cluster)) {
+            return null;
+        }
+        RedisClusterNode node = cluster.getStatefulConnection().getPartitions().getPartitionBySlot(SlotHash.getSlot(key));
+        return node == null || node.getUri() == null ? null : node.getUri().getHost() + ":" + node.getUri().getPort();
+    }
+
+    /**
+     * PINGs one Cluster node ({@link #nodeOf}'s {@code host:port}) on its own
+     * connection, opened asynchronously; anything else: PING on the connection.
+     */
+    @Override
+    @SuppressWarnings("unchecked")
+    public CompletionStage<Object> ping(String node) {
+        int colon = node == null ? -1 : node.lastIndexOf(':');
+        if (colon < 0 || !(commands instanceof RedisAdvancedClusterAsyncCommands<?, ?> cluster)) {
+            return execute(new RedisCall("PING", List.of(), -1));
+        }
+        String host = node.substring(0, colon);
+        int port;
+        try {
+            port = Integer.parseInt(node.substring(colon + 1));
+        } catch (NumberFormatException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+        try {
+            return ((StatefulRedisClusterConnection<Object, Object>) cluster.getStatefulConnection()).getConnectionAsync(host, port)
+                    .thenCompose(c -> c.async().ping().toCompletableFuture()).thenApply(pong -> (Object) pong);
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    /**
+     * Whether Lettuce's connection (under Cluster: to that node, when it has
+     * one open already) is connected; Lettuce queues commands while it
+     * reconnects, so a stopped server shows as an overrun, not a refusal.
+     */
+    @Override
+    @SuppressWarnings("unchecked")
+    public boolean isConnected(String node) {
+        if (commands instanceof RedisAdvancedClusterAsyncCommands<?, ?> cluster) {
+            int colon = node == null ? -1 : node.lastIndexOf(':');
+            if (colon < 0) {
+                return cluster.getStatefulConnection().isOpen();
+            }
+            try {
+                CompletableFuture<? extends StatefulRedisConnection<?, ?>> c = ((StatefulRedisClusterConnection<Object, Object>) cluster
+                        .getStatefulConnection()).getConnectionAsync(node.substring(0, colon), Integer.parseInt(node.substring(colon + 1)));
+                return !c.isDone() || c.isCompletedExceptionally() || c.join().isOpen();
+            } catch (RuntimeException e) {
+                return true;
+            }
+        }
+        if (commands instanceof io.lettuce.core.api.async.RedisAsyncCommands<?, ?> standalone) {
+            return standalone.getStatefulConnection().isOpen();
+        }
+        return true;
+    }
+
     /** Under Cluster, a key in the first slot of each primary (Lettuce's view of the partitions). */
     @Override
     public List<String> primaryRoutes() {

@@ -20,6 +20,18 @@ final class LettuceDriver {
         return LettuceTransport.of((RedisClusterAsyncCommands<?, ?>) nativeConnection).primaryRoutes();
     }
 
+    static String nodeOf(Object nativeConnection, String key) {
+        return LettuceTransport.of((RedisClusterAsyncCommands<?, ?>) nativeConnection).nodeOf(key);
+    }
+
+    static boolean isConnected(Object nativeConnection, String node) {
+        return LettuceTransport.of((RedisClusterAsyncCommands<?, ?>) nativeConnection).isConnected(node);
+    }
+
+    static CompletionStage<Object> ping(Object nativeConnection, String node) {
+        return LettuceTransport.of((RedisClusterAsyncCommands<?, ?>) nativeConnection).ping(node);
+    }
+
     static List<CompletionStage<Object>> pipeline(Object nativeConnection, List<RedisCall> calls) {
         return LettuceTransport.of((RedisClusterAsyncCommands<?, ?>) nativeConnection).pipeline(calls);
     }

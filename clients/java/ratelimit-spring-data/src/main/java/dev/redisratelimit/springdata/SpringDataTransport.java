@@ -38,6 +38,8 @@ public final class SpringDataTransport implements RateLimitTransport {
     private static final boolean JEDIS = ClassUtils.isPresent("redis.clients.jedis.Jedis", LOADER);
 
     private final RedisConnectionFactory factory;
+    // The driver's native connection last seen (for nodeOf, on every decision, without borrowing one).
+    private volatile Object lastNative;
 
     private SpringDataTransport(RedisConnectionFactory factory) {
         this.factory = Objects.requireNonNull(factory, "factory");
@@ -74,6 +76,57 @@ public final class SpringDataTransport implements RateLimitTransport {
         }
     }
 
+    /**
+     * With the Lettuce driver under Cluster, the primary serving the key's
+     * slot ({@code host:port}, Lettuce's partitions); otherwise null (Jedis:
+     * one circuit for the whole Cluster).
+     */
+    @Override
+    public String nodeOf(String key) {
+        Object nativeConnection = lastNative;
+        if (nativeConnection == null) {
+            nativeConnection = nativeConnection();
+            if (nativeConnection == null) {
+                return null;
+            }
+        }
+        return LETTUCE && LettuceDriver.handles(nativeConnection) ? LettuceDriver.nodeOf(nativeConnection, key) : null;
+    }
+
+    @Override
+    public boolean isConnected(String node) {
+        Object nativeConnection = lastNative;
+        return nativeConnection == null || !LETTUCE || !LettuceDriver.handles(nativeConnection)
+                || LettuceDriver.isConnected(nativeConnection, node);
+    }
+
+    @Override
+    public CompletionStage<Object> ping(String node) {
+        Object nativeConnection = nativeConnection();
+        if (nativeConnection != null && LETTUCE && LettuceDriver.handles(nativeConnection)) {
+            return LettuceDriver.ping(nativeConnection, node);
+        }
+        return execute(new RedisCall("PING", List.of(), -1));
+    }
+
+    private Object nativeConnection() {
+        RedisConnection connection;
+        try {
+            connection = factory.getConnection();
+        } catch (RuntimeException e) {
+            return null;
+        }
+        try {
+            Object n = connection.getNativeConnection();
+            lastNative = n;
+            return n;
+        } catch (RuntimeException e) {
+            return null;
+        } finally {
+            connection.close();
+        }
+    }
+
     @Override
     public List<CompletionStage<Object>> pipeline(List<RedisCall> calls) {
         RedisConnection connection;
@@ -83,6 +136,7 @@ public final class SpringDataTransport implements RateLimitTransport {
             return failed(calls.size(), e);
         }
         Object nativeConnection = connection.getNativeConnection();
+        lastNative = nativeConnection;
         if (LETTUCE && LettuceDriver.handles(nativeConnection)) {
             List<CompletionStage<Object>> replies = LettuceDriver.pipeline(nativeConnection, calls);
             // The native connection is the factory's shared one (or a dedicated one

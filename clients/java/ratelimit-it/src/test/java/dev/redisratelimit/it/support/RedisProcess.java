@@ -16,11 +16,13 @@ public final class RedisProcess {
     private final int port;
     private final Process process;
     private final Path dir;
+    private final List<String> cmd;
 
-    private RedisProcess(int port, Process process, Path dir) {
+    private RedisProcess(int port, Process process, Path dir, List<String> cmd) {
         this.port = port;
         this.process = process;
         this.dir = dir;
+        this.cmd = cmd;
     }
 
     public int port() {
@@ -35,8 +37,13 @@ public final class RedisProcess {
             cmd.addAll(List.of("--loadmodule", module.toString()));
         }
         cmd.addAll(extra);
-        Process process = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(dir.resolve("server.log").toFile()).start();
-        RedisProcess p = new RedisProcess(port, process, dir);
+        return launch(port, dir, cmd);
+    }
+
+    private static RedisProcess launch(int port, Path dir, List<String> cmd) throws IOException, InterruptedException {
+        Process process = new ProcessBuilder(cmd).redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve("server.log").toFile())).start();
+        RedisProcess p = new RedisProcess(port, process, dir, List.copyOf(cmd));
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (System.nanoTime() < deadline) {
             if (!process.isAlive()) {
@@ -79,7 +86,7 @@ public final class RedisProcess {
         return text;
     }
 
-    void awaitClusterOk() throws InterruptedException, IOException {
+    public void awaitClusterOk() throws InterruptedException, IOException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
         while (System.nanoTime() < deadline) {
             if (cli("CLUSTER", "INFO").contains("cluster_state:ok")) {
@@ -102,8 +109,18 @@ public final class RedisProcess {
         return 0;
     }
 
+    /** Kills this process (SIGKILL: a crash), keeping its directory (nodes.conf) for {@link #restart()}. */
+    public void kill() throws InterruptedException {
+        process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+    }
+
+    /** The same server again, on the same port and directory (a Cluster node rejoins with its nodes.conf). */
+    public RedisProcess restart() throws IOException, InterruptedException {
+        return launch(port, dir, cmd);
+    }
+
     /** Stops this process (never another) and removes its directory. */
-    void stop() {
+    public void stop() {
         process.destroy();
         try {
             if (!process.waitFor(10, TimeUnit.SECONDS)) {

@@ -146,6 +146,35 @@ public final class RedisServers implements ParameterResolver {
         }
     }
 
+    /**
+     * A three-primary Cluster of the test's own (a test that kills a node must
+     * not share it), run with {@code extra} server arguments; the caller stops
+     * its nodes.
+     */
+    public static Cluster ownCluster(List<String> extra) throws IOException, InterruptedException {
+        List<String> args = new ArrayList<>(List.of("--cluster-enabled", "yes", "--cluster-node-timeout", "5000"));
+        args.addAll(extra);
+        List<RedisProcess> nodes = new ArrayList<>();
+        try {
+            for (int i = 0; i < 3; i++) {
+                nodes.add(RedisProcess.start(freeClusterPort(), module(), args));
+            }
+            List<String> create = new ArrayList<>(List.of("redis-cli", "--cluster", "create"));
+            for (RedisProcess n : nodes) {
+                create.add("127.0.0.1:" + n.port());
+            }
+            create.addAll(List.of("--cluster-replicas", "0", "--cluster-yes"));
+            RedisProcess.run(create);
+            for (RedisProcess n : nodes) {
+                n.awaitClusterOk();
+            }
+            return new Cluster(List.copyOf(nodes));
+        } catch (IOException | InterruptedException | RuntimeException e) {
+            nodes.forEach(RedisProcess::stop);
+            throw e;
+        }
+    }
+
     static Path module() {
         String module = System.getenv("RL_MODULE");
         if (module == null || module.isBlank() || !Files.isRegularFile(Path.of(module))) {

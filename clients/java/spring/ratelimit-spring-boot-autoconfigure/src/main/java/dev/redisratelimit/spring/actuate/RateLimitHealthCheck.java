@@ -15,7 +15,7 @@ import java.util.concurrent.TimeoutException;
  * What the {@code ratelimit} health indicator reports, kept apart from Spring
  * Boot's health API (its package differs between Boot 3.5 and 4.0, so each
  * line has its own thin {@link RateLimitHealthIndicator} over this check):
- * DOWN while the starter's circuit is open (Redis unreachable: decisions
+ * DOWN while a node's circuit is open (Redis unreachable: decisions
  * follow the Redis-down policies), DOWN when Redis answers but the module is
  * not loaded (every decision would fail), UP otherwise. One COMMAND INFO
  * RL.ALL per check, waiting at most the decision budget.
@@ -44,8 +44,10 @@ public final class RateLimitHealthCheck {
 
     public Result run() {
         String backend = client.transport() instanceof BackendTransport b ? b.backend().toString() : "module";
-        if (availability.isDown()) {
-            return new Result(Status.DOWN, "redis", "unreachable: decisions follow the Redis-down policies", backend);
+        java.util.List<String> open = availability.openNodes();
+        if (!open.isEmpty()) {
+            String nodes = open.equals(java.util.List.of(RedisAvailability.ANY_NODE)) ? "" : " (" + String.join(", ", open) + ")";
+            return new Result(Status.DOWN, "redis", "unreachable" + nodes + ": decisions follow the Redis-down policies", backend);
         }
         if (client.transport() instanceof BackendTransport b && b.backend() == Backend.FUNCTIONS) {
             return library(b, backend);
