@@ -56,6 +56,7 @@ class Contestant:
         self.request = request  # (key index, call number) -> list of commands
         self.keys = keys
         self.calls = [0] * keys
+        self.inner: dict[str, float] = {}  # commands run inside per request (last timed batch)
 
 
 def scenarios(shas, t0, quick, before=False):
@@ -162,6 +163,9 @@ def run_batch(c, who: Contestant, n: int):
     if failed:
         raise RuntimeError(f"{who.name}: {failed} failed calls")
     usec = sum(st.get(name, (0, 0, 0))[1] for name in who.counted)
+    # the commands the request ran inside its scripts or functions
+    who.inner = {name: calls / n for name, (calls, _, _) in st.items()
+                 if name not in who.counted and not name.startswith(("config", "info"))}
     return usec / n, wall * 1e6 / n, replies
 
 
@@ -326,6 +330,13 @@ def main(argv=None) -> int:
         print(f"{name:24} {med['module']:{fmt}} {med['library']:{fmt}}{b} {med['seed']:{fmt}}   {lib_seed:9.2f}{br} "
               f"{mod_lib:8.2f}   lib/seed <= {limit}, mod/lib <= 0.5: {'met' if met else 'MISSED'}{wall}")
     print("targets: " + ("all met" if ok else "some missed (a measurement, not a test)"))
+    if not args.callgrind:
+        print("commands run inside per request (redis.call; the seed's ZREM is a request of its own):")
+        for name, contestants in table.items():
+            for who in contestants:
+                if who.name != "module":
+                    inner = ", ".join(f"{cmd.upper()} {v:.2g}" for cmd, v in sorted(who.inner.items()))
+                    print(f"  {name:24} {who.name:8} {sum(who.inner.values()):5.2f}: {inner}")
     return 0
 
 

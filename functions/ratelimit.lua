@@ -580,6 +580,11 @@ end
 -- the usual call parses nothing and makes no table. The lists are only read.
 -- Returns t, rules, cost, refund, debit (parse_check: as a table).
 local function parse_check_values(args, write, server_time)
+  if #args == 3 then -- now count window, a pair met before: no options, cost 1
+    local by_count = kept.one_rule[args[2]]
+    local rules = by_count and by_count[args[3]]
+    if rules then return parse_now(args[1], server_time), rules, 1 end
+  end
   local t, first, stop = split_rules(args, server_time)
   local rules
   local n = 0
@@ -799,6 +804,12 @@ end
 
 -- Returns t, rules, cost, refund, debit, reserve (parse_throttle: as a table).
 local function parse_throttle_values(args, write, server_time)
+  if #args == 4 then -- now burst count window, a triple met before: no options, cost 1
+    local a = rule_cache[args[2]]
+    local b = a and a[args[3]]
+    local r = b and b[args[4]]
+    if r then return parse_now(args[1], server_time), r.list, 1 end
+  end
   local t, first, stop = split_rules(args, server_time)
   local rules, windows
   local n = 0
@@ -1088,7 +1099,8 @@ local function hash_finish(key, set, deleted, at)
   if #set == 0 and #deleted == 0 then return end
   if #set > 0 then call('HSET', key, unpack(set)) end
   if #deleted > 0 then call_chunked({'HDEL', key}, deleted, 1) end
-  if call('EXISTS', key) == 0 then return end
+  -- (after an HSET the key exists: only deletions can have removed it)
+  if #set == 0 and call('EXISTS', key) == 0 then return end
   if at then call('PEXPIREAT', key, at) end
 end
 
@@ -2413,14 +2425,14 @@ local function run(f, keys, args)
 end
 
 -- One key then arguments: the module's `RL.X key ...` commands.
-local function keyed(name, arity, body)
+local function keyed(name, arity, body, flag)
   local function checked(keys, args)
     local total = 1 + #keys + #args
     if (arity < 0 and total < -arity) or (arity > 0 and total ~= arity) then arity_error(name) end
     if #keys ~= 1 then
       arg_error(name .. ' takes 1 key: FCALL rl_' .. sub(name, 4) .. ' 1 key ...')
     end
-    return body(keys[1], args)
+    return body(keys[1], args, flag)
   end
   return function(keys, args) return run(checked, keys, args) end
 end
@@ -2449,14 +2461,14 @@ end
 
 local entries = {}
 local function register(name, f) entries[name] = f end
-register('rl_check', keyed('rl.check', -5, function(k, a) return check_run(k, a, true) end))
-register('rl_peek', keyed('rl.peek', -5, function(k, a) return check_run(k, a, false) end))
-register('rl_throttle', keyed('rl.throttle', -6, function(k, a) return throttle_run(k, a, true) end))
-register('rl_throttlepeek', keyed('rl.throttlepeek', -6, function(k, a) return throttle_run(k, a, false) end))
-register('rl_quota', keyed('rl.quota', -6, function(k, a) return quota_run(k, a, true) end))
-register('rl_quotapeek', keyed('rl.quotapeek', -6, function(k, a) return quota_run(k, a, false) end))
-register('rl_lease', keyed('rl.lease', -5, function(k, a) return lease_run(k, a, true) end))
-register('rl_leasepeek', keyed('rl.leasepeek', -4, function(k, a) return lease_run(k, a, false) end))
+register('rl_check', keyed('rl.check', -5, check_run, true))
+register('rl_peek', keyed('rl.peek', -5, check_run, false))
+register('rl_throttle', keyed('rl.throttle', -6, throttle_run, true))
+register('rl_throttlepeek', keyed('rl.throttlepeek', -6, throttle_run, false))
+register('rl_quota', keyed('rl.quota', -6, quota_run, true))
+register('rl_quotapeek', keyed('rl.quotapeek', -6, quota_run, false))
+register('rl_lease', keyed('rl.lease', -5, lease_run, true))
+register('rl_leasepeek', keyed('rl.leasepeek', -4, lease_run, false))
 register('rl_release', keyed('rl.release', -4, release_run))
 register('rl_renew', keyed('rl.renew', -5, renew_run))
 register('rl_dayhour', two_keys('rl.dayhour', 7, dayhour_run))
