@@ -2276,6 +2276,14 @@ end
 local KIND_TYPE = {CHECK = 'zset', LEASE = 'zset', THROTTLE = 'hash', QUOTA = 'hash'}
 local function by_key_index(x, y) return x.k < y.k end
 
+-- Reads every clause's key in key order (no writes).
+local function open_clauses(order, details, write, server_time)
+  for _, c in ipairs(order) do
+    c.details = details
+    clause_open(c, write, server_time)
+  end
+end
+
 local function all_run(keys, args, write, refund_only)
   local server_time = clock_for(#keys > 0 and args[1] or '*', write)
   local numkeys = #keys
@@ -2351,15 +2359,20 @@ local function all_run(keys, args, write, refund_only)
   local order = {}
   for i = 1, #clauses do order[i] = clauses[i] end
   table.sort(order, by_key_index)
-  -- WRONGTYPE in key order, then stored values in key order
-  for _, c in ipairs(order) do
-    local ty = call('TYPE', c.key).ok
-    if ty ~= 'none' and ty ~= KIND_TYPE[c.kind] then fail(WRONGTYPE) end
+  -- WRONGTYPE in key order, then stored values in key order. Each kind's
+  -- first read of its key refuses a wrong type, so the reads in key order
+  -- give WRONGTYPE first unless a stored value fails before it: then
+  -- the types of all the keys decide which error is the call's.
+  local opened, err = pcall(open_clauses, order, ending.details, write, server_time)
+  if not opened then
+    for _, c in ipairs(order) do
+      local ty = call('TYPE', c.key).ok
+      if ty ~= 'none' and ty ~= KIND_TYPE[c.kind] then fail(WRONGTYPE) end
+    end
+    error(err, 0)
   end
   local replies, costs = {}, {}
   for _, c in ipairs(order) do
-    c.details = ending.details
-    clause_open(c, write, server_time)
     if mode ~= 'refund' then
       c.reply = clause_decide(c)
       replies[c.n] = c.reply
