@@ -25,7 +25,21 @@ call so every window is in its steady state):
   ALL (3 clauses): CHECK + THROTTLE + QUOTA (UTC day) in one call; seed: the
     three seed scripts (check_uuid.lua, gcra.lua, dayhour.lua) pipelined.
 
-Usage: functions_bench.py [--quick]
+After the table: the commands each request ran inside its script or
+function, per request (INFO commandstats; where the library's extra cost
+comes from).
+
+--callgrind: instructions per whole request under callgrind instead of
+server time (deterministic, whatever else the machine runs; one round of
+--calls requests per contestant, files in --out). --before REV: the
+library as it was at git revision REV runs beside the current one (loaded
+as library `ratelimit_before`, functions before_rl_*, on its own keys) in
+the same rounds, so a change is measured before/after in one run.
+--only check,throttle: only those requests. The figures and why some
+targets are out of reach: docs/guides/performance.md, "The Functions
+library against the seed scripts".
+
+Usage: functions_bench.py [--quick] [--callgrind [--calls N] [--out DIR]] [--before REV] [--only WORD,...]
 """
 
 from __future__ import annotations
