@@ -278,3 +278,25 @@ async def test_readme_django_block_runs_as_written(server, raw):
     assert 100_000 - tokens[3] == 420
     assert raw.execute_command("RL.LEASEPEEK", "django:jobs:{k}:inflight", "*", 2, "COST", 0)[3] == 2
     problem(await c.get("/api/jobs"), 401, "unauthorized")
+
+
+def test_django_an_error_response_or_an_exception_is_a_failure(rl_local):
+    """The Django decorator notes the outcome as FastAPI's and Flask's do (it
+    did not: every call was a success, so failures were given back)."""
+    from django.test import RequestFactory
+
+    limits = DjangoRateLimits(rl_local.limiter())
+
+    @limits.limit(Policy("login-dj", "2 per 15 minutes", counts="failures"), key=lambda r: "ann", scope=True)
+    def view(request):
+        if request.GET.get("password") == "raise":
+            raise RuntimeError("the backend failed")
+        return JsonResponse({"ok": request.GET.get("password") == "right"},
+                            status=200 if request.GET.get("password") == "right" else 401)
+
+    rf = RequestFactory()
+    assert [view(rf.post("/login?password=right")).status_code for _ in range(3)] == [200] * 3
+    assert view(rf.post("/login?password=wrong")).status_code == 401
+    with pytest.raises(RuntimeError):
+        view(rf.post("/login?password=raise"))
+    assert view(rf.post("/login?password=right")).status_code == 429

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 import redis.asyncio
+from fastapi import Response  # module level: the endpoints' annotations are resolved in these globals
 
 from redis_rl import AsyncRateLimiter, Policy, RateLimiter, RateLimitExceeded, lockout, sliding_window
 
@@ -128,3 +129,35 @@ def test_flask_login_counts_failures_only(server, key):
     for _ in range(5):
         assert c.post("/login?user=ann&password=right").status_code == 200
     assert [c.post("/login?user=ann&password=wrong").status_code for _ in range(4)] == [401, 401, 401, 429]
+
+
+def test_fastapi_a_returned_error_response_is_a_failure(rl_local):
+    """Issue 40: an endpoint that returns JSONResponse(status_code=401) (no
+    HTTPException) is a failure too; a Response whose status the endpoint set
+    on the injected one as well. On the local backend: no server."""
+    from fastapi import Depends, FastAPI
+    from fastapi.responses import JSONResponse
+    from fastapi.testclient import TestClient
+
+    from redis_rl.adapters.starlette import RateLimits
+
+    limits = RateLimits(rl_local.async_limiter())
+    app = FastAPI()
+    limits.install(app)
+    login = Depends(limits.scope(Policy("login", "3 per 15 minutes", counts="failures"),
+                                 key=lambda r: r.query_params["user"]))
+
+    @app.post("/login", dependencies=[login])
+    async def do_login(user: str, password: str, response: Response):
+        if password == "returned":
+            return JSONResponse({"error": "bad password"}, status_code=401)
+        if password == "set":
+            response.status_code = 403
+            return {"error": "forbidden"}
+        return {"ok": True}
+
+    with TestClient(app) as c:
+        assert [c.post("/login?user=ann&password=right").status_code for _ in range(4)] == [200] * 4
+        assert [c.post(f"/login?user=ann&password={p}").status_code
+                for p in ("returned", "set", "returned", "returned")] == [401, 403, 401, 429]
+

@@ -27,6 +27,7 @@ from .. import http
 from ..client import AsyncRateLimiter, RateLimiter
 from ..combined import CombinedPolicy, PolicyCall
 from ..errors import ModuleNotLoadedError
+from ..outcome import note_outcome
 from ..guard import AsyncGuard, Guard
 from ..policy import Policy, PolicyDecision
 from ..scope import AsyncPermit, Permit
@@ -273,7 +274,9 @@ class DjangoRateLimits:
                     close = functools.partial(self.async_guard().close, permit, budget)
                     try:
                         response = await view(request, *args, **kwargs)
+                        note_outcome(permit, response.status_code)  # counts="failures"/"successes" (outcome.py)
                     except BaseException:  # an exception, or the client gone (Django cancels the view)
+                        note_outcome(permit, None)
                         await close()
                         raise
                     if isinstance(response, StreamingHttpResponse):
@@ -299,7 +302,9 @@ class DjangoRateLimits:
                 close = functools.partial(self.sync_guard().close, permit)
                 try:
                     response = view(request, *args, **kwargs)
+                    note_outcome(permit, response.status_code)  # counts="failures"/"successes" (outcome.py)
                 except BaseException:
+                    note_outcome(permit, None)
                     close()
                     raise
                 if isinstance(response, StreamingHttpResponse):

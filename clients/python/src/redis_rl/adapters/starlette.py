@@ -116,6 +116,10 @@ class RateLimits:
         return self.guard.health()
 
     def install(self, app: Any) -> None:
+        # The status of the answer the endpoint returned (a JSONResponse(status_code=401)
+        # is a failure too), for the scopes' counts="failures"/"successes".
+        app.add_middleware(_StatusRecorder)
+
         async def handler(request: Request, exc: Exception) -> Response:
             assert isinstance(exc, ProblemError)
             return exc.response()
@@ -246,14 +250,47 @@ class RateLimits:
             permit = AsyncPermit(self.limiter, decision)
             try:
                 yield permit
-                # counts="failures"/"successes" (outcome.py): the status set on the injected Response
-                note_outcome(permit, response.status_code or 200)
+                # counts="failures"/"successes" (outcome.py): the status answered (the
+                # endpoint's own Response, recorded by install()'s middleware), else the
+                # one set on the injected Response
+                note_outcome(permit, _answered_status(request) or response.status_code or 200)
             except BaseException:  # the endpoint raised (an HTTPException included): a failure
                 note_outcome(permit, None)
                 raise
             finally:  # return, exception or cancellation: release and settle
                 await self.guard.close(permit, budget.total_seconds())
         return dependency
+
+
+_STATUS = "redis_rl.status"
+
+
+class _StatusRecorder:
+    """A pure ASGI middleware (``install``): records the status of the answer
+    in the request's scope, so a scope closing after the response sees what
+    the endpoint returned (a ``JSONResponse(status_code=401)``), not only an
+    exception or the injected ``Response``'s status."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        box: list[int | None] = [None]
+        scope[_STATUS] = box
+
+        async def recording(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                box[0] = message["status"]
+            await send(message)
+        await self.app(scope, receive, recording)
+
+
+def _answered_status(request: Request) -> int | None:
+    box = request.scope.get(_STATUS)
+    return box[0] if box else None
 
 
 class RateLimitMiddleware(BaseHTTPMiddleware):

@@ -41,6 +41,14 @@ public class TestApp {
             return Map.of("ok", true);
         }
 
+        // A cost the client chooses (a header): CLIENTS.md §5, what the policy cannot take is a 400.
+        @GetMapping("/costly")
+        @RateLimited(policy = "costly", key = "#request.getHeader('X-Key')",
+                limits = @Limit(name = "w", count = 10, window = "60s", cost = "#request.getHeader('X-Cost')"))
+        public Map<String, Object> costly() {
+            return Map.of("ok", true);
+        }
+
         @GetMapping("/two")
         @RateLimited(policy = "two", key = "#request.getHeader('X-Key')",
                 limits = {@Limit(name = "short", count = 2, window = "10s"), @Limit(name = "long", count = 5, window = "1h")})

@@ -35,6 +35,14 @@ public class ReactiveTestApp {
             return Mono.just(Map.of("ok", true));
         }
 
+        // A cost the client chooses (a header): CLIENTS.md §5, what the policy cannot take is a 400.
+        @GetMapping("/costly")
+        @RateLimited(policy = "costly", key = "#request.headers.getFirst('X-Key')",
+                limits = @Limit(name = "w", count = 10, window = "60s", cost = "#request.headers.getFirst('X-Cost')"))
+        public Mono<Map<String, Object>> costly() {
+            return Mono.just(Map.of("ok", true));
+        }
+
         @GetMapping("/mixed")
         @RateLimited(policy = "mixed", key = "#request.headers.getFirst('X-Key')", limits = {
                 @Limit(name = "per", count = 5, window = "60s"),

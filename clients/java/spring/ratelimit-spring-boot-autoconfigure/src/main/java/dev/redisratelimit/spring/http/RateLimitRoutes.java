@@ -190,6 +190,10 @@ public final class RateLimitRoutes {
                 try {
                     v = e.getValue(ctx);
                 } catch (RuntimeException ex) {
+                    if (BadInput.isValidationError(ex)) { // the request's input, not the app's expression (§5)
+                        throw new RateLimitKeyMissingException("route '" + r.name() + "': the request gives no valid key (expression '"
+                                + e.getExpressionString() + "': " + ex.getMessage() + ")", false);
+                    }
                     throw new RateLimitConfigurationException("route '" + r.name() + "': key expression '"
                             + e.getExpressionString() + "' failed: " + ex.getMessage(), ex);
                 }
@@ -223,14 +227,15 @@ public final class RateLimitRoutes {
         try {
             v = e.getValue(ctx);
         } catch (RuntimeException ex) {
+            if (BadInput.isValidationError(ex)) {
+                throw new dev.redisratelimit.client.RateLimitArgumentException("cost", "invalid cost (route '" + r.name()
+                        + "', expression '" + e.getExpressionString() + "'): " + ex.getMessage(), ex);
+            }
             throw new RateLimitConfigurationException("route '" + r.name() + "': cost expression '" + e.getExpressionString()
                     + "' failed: " + ex.getMessage(), ex);
         }
-        if (!(v instanceof Number n) || n.longValue() < 1 || n.doubleValue() != n.longValue()) {
-            throw new RateLimitConfigurationException("route '" + r.name() + "': cost expression '" + e.getExpressionString()
-                    + "' must give an integer of 1 or more, gave " + v);
-        }
-        return n.longValue();
+        // A client-chosen cost (a header, a parameter): not an integer is a 400; its bounds are the client's to check.
+        return BadInput.cost(v, "route '" + r.name() + "'");
     }
 
     private Route compile(RateLimitProperties properties, Map<String, Policy> policies, RateLimitProperties.Route c,

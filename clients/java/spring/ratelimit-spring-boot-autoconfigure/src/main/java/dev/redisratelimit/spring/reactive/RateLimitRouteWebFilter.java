@@ -8,6 +8,7 @@ import dev.redisratelimit.client.RateLimitUnavailableException;
 import dev.redisratelimit.client.RateLimiter;
 import dev.redisratelimit.spring.annotation.AnnotationPolicies;
 import dev.redisratelimit.spring.http.RateLimitAnswers;
+import dev.redisratelimit.spring.http.BadInput;
 import dev.redisratelimit.spring.http.RateLimitKeyMissingException;
 import dev.redisratelimit.spring.http.RateLimitRoutes;
 import java.util.List;
@@ -151,7 +152,8 @@ public class RateLimitRouteWebFilter implements WebFilter, Ordered {
 
     private static boolean isOurs(Throwable e) {
         return e instanceof RateLimitRefusedException || e instanceof RateLimitUnavailableException
-                || e instanceof RateLimitKeyMissingException || e instanceof RateLimitConfigurationException;
+                || e instanceof RateLimitKeyMissingException || e instanceof RateLimitConfigurationException
+                || e instanceof dev.redisratelimit.client.RateLimitArgumentException;
     }
 
     // The answers of ReactiveRateLimitExceptionHandler, written here.
@@ -169,6 +171,8 @@ public class RateLimitRouteWebFilter implements WebFilter, Ordered {
             body = answers.unavailable(u.getPolicy());
         } else if (e instanceof RateLimitKeyMissingException k) {
             body = answers.missingKey(k);
+        } else if (BadInput.isCallInput(e)) {
+            body = answers.missingKey(new RateLimitKeyMissingException(e.getMessage(), false));
         } else {
             log.error("rate limit misconfigured: {}", e.getMessage());
             body = answers.misconfigured(e.getMessage());

@@ -1,6 +1,8 @@
 package dev.redisratelimit.spring.reactive;
 
+import dev.redisratelimit.client.RateLimitArgumentException;
 import dev.redisratelimit.client.RateLimitConfigurationException;
+import dev.redisratelimit.spring.http.BadInput;
 import dev.redisratelimit.client.RateLimitRefusedException;
 import dev.redisratelimit.client.RateLimitUnavailableException;
 import dev.redisratelimit.spring.http.RateLimitAnswers;
@@ -51,6 +53,17 @@ public class ReactiveRateLimitExceptionHandler {
     @ExceptionHandler(RateLimitKeyMissingException.class)
     public ResponseEntity<ProblemDetail> missingKey(RateLimitKeyMissingException e) {
         ProblemDetail body = answers.missingKey(e);
+        return ResponseEntity.status(body.getStatus()).body(body);
+    }
+
+    /** A call's key, cost, estimate, zone or subkey the client refused: the request's mistake, 400 (a definition's: 500). */
+    @ExceptionHandler(RateLimitArgumentException.class)
+    public ResponseEntity<ProblemDetail> badInput(RateLimitArgumentException e) {
+        if (!BadInput.isCallInput(e)) {
+            log.error("rate limit misconfigured: {}", e.getMessage());
+            return ResponseEntity.status(HttpStatus.INTERNAL_SERVER_ERROR).body(answers.misconfigured(e.getMessage()));
+        }
+        ProblemDetail body = answers.missingKey(new RateLimitKeyMissingException(e.getMessage(), false));
         return ResponseEntity.status(body.getStatus()).body(body);
     }
 

@@ -263,10 +263,28 @@ public abstract class AnnotationHttpContract {
     }
 
     @Test
-    void aKeyThatEvaluatesToNullIsAClearErrorNotAnUnlimitedCall() {
+    void aKeyThatEvaluatesToNullIsABadRequestNotAnUnlimitedCall() {
+        // the request lacks what the key expression reads: its mistake (400, as a route answers it), not the app's
         HttpResponse<String> r = http().get("/nullkey");
-        assertThat(r.statusCode()).isEqualTo(500);
-        assertThat(r.body()).contains("/problems/misconfigured").contains("evaluated to null");
+        assertThat(r.statusCode()).isEqualTo(400);
+        assertThat(r.body()).contains("/problems/bad-request").contains("evaluated to null");
+    }
+
+    @Test
+    void aClientChosenCostThePolicyCannotTakeIs400NeverA500() {
+        // CLIENTS.md §5: 0, negative, above the window's 10, not an integer, beyond a long, missing
+        String k = key();
+        for (String cost : List.of("0", "-5", "20000", "abc", "1.5", "100000000000000000000")) {
+            HttpResponse<String> r = http().get("/costly", "X-Key", k, "X-Cost", cost);
+            assertThat(r.statusCode()).as("cost " + cost).isEqualTo(400);
+            assertThat(r.body()).as("cost " + cost).contains("/problems/bad-request").contains("cost");
+        }
+        HttpResponse<String> none = http().get("/costly", "X-Key", k);
+        assertThat(none.statusCode()).isEqualTo(400);
+        assertThat(none.body()).contains("/problems/bad-request");
+        HttpResponse<String> ok = http().get("/costly", "X-Key", k, "X-Cost", "3");
+        assertThat(ok.statusCode()).isEqualTo(200);
+        assertThat(remaining(ok, "w")).isEqualTo(7); // the refused ones charged nothing
     }
 
     @Test
