@@ -19,6 +19,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, preHandlerAsyncHookHandler } from "fastify";
 import fp from "fastify-plugin";
 import { closeWhenDone } from "./response";
+import { exemption, type Exemptions } from "./exempt";
 import { clientIpKey, userKey } from "./identity";
 import { RateLimitUnavailableError } from "./errors";
 import type { PolicyCall } from "./combined";
@@ -46,7 +47,25 @@ export interface PolicyRoute {
   readonly subkeys?: (request: FastifyRequest) => Record<string, string>;
 }
 
-interface CommonOptions {
+/** What a refusal handler is given: the decision and the answer the plugin would send. */
+export interface Refusal {
+  readonly decision: PolicyDecision;
+  readonly status: number;
+  readonly body: Problem;
+  readonly headers: Array<[string, string]>;
+}
+
+/** Skip, exempt callers and the refusal handler: per route, or the plugin's for every route (express's same names). */
+export interface Exceptions {
+  /** Requests never limited (express-rate-limit's `skip`): e.g. health checks. */
+  readonly skip?: (request: FastifyRequest) => boolean;
+  /** Callers never limited: addresses/CIDR ranges (`request.ip`) and resolved keys (as express's `exempt`). */
+  readonly exempt?: Exemptions;
+  /** A custom answer to a refusal (status, body, headers): it must send the reply. */
+  readonly onRefused?: (request: FastifyRequest, reply: FastifyReply, refusal: Refusal) => unknown;
+}
+
+interface CommonOptions extends Exceptions {
   /** Also send `X-RateLimit-Limit/Remaining/Reset` (the binding limit). Default: the plugin's, else false. */
   readonly legacyHeaders?: boolean;
   /** Overrides the policy's failure mode (of several policies: closed if any is). */
@@ -59,10 +78,16 @@ interface CommonOptions {
  */
 export type RouteRateLimit = (CommonOptions & PolicyRoute) | (CommonOptions & { readonly policies: readonly PolicyRoute[] });
 
-export interface RateLimitPluginOptions {
+export interface RateLimitPluginOptions extends Exceptions {
   readonly limiter: RateLimiter;
   /** The default of every route's `legacyHeaders`. */
   readonly legacyHeaders?: boolean;
+  /**
+   * The limit of every route that has no `config.rateLimit` of its own (a
+   * route's own replaces it; `config: { rateLimit: false }` opts a route out).
+   * `skip`, `exempt` and `onRefused` here are every route's defaults.
+   */
+  readonly default?: RouteRateLimit;
 }
 
 /** What the plugin leaves on `request.rateLimit` for the handler (null on routes without a limit). */
@@ -78,7 +103,7 @@ export interface RateLimitInfo {
 
 declare module "fastify" {
   interface FastifyContextConfig {
-    rateLimit?: RouteRateLimit;
+    rateLimit?: RouteRateLimit | false;
   }
   interface FastifyRequest {
     rateLimit: RateLimitInfo | null;
@@ -91,7 +116,7 @@ function send(reply: FastifyReply, p: Problem, headers: Array<[string, string]> 
 }
 
 /** The route's preHandler for its `config.rateLimit`. */
-function handlerFor(limiter: RateLimiter, options: RouteRateLimit, legacyDefault: boolean): preHandlerAsyncHookHandler {
+function handlerFor(limiter: RateLimiter, options: RouteRateLimit, legacyDefault: boolean, defaults: Exceptions = {}): preHandlerAsyncHookHandler {
   const routes: readonly PolicyRoute[] = "policies" in options ? options.policies : [options];
   if (!Array.isArray(routes) || routes.length === 0) throw new TypeError("rateLimit: give policy and key, or policies: [{ policy, key }, ...]");
   for (const r of routes) {
@@ -104,8 +129,12 @@ function handlerFor(limiter: RateLimiter, options: RouteRateLimit, legacyDefault
   // Named in the 503 of several policies.
   const named = single ? policy : { name: routes.map((r) => r.policy.name).join("+") };
   const failure = options.failure ?? (routes.some((r) => r.policy.options.failure === "closed") ? "closed" : "open");
+  const skip = options.skip ?? defaults.skip;
+  const exempt = exemption(options.exempt ?? defaults.exempt); // a bad address or range fails at start
+  const onRefused = options.onRefused ?? defaults.onRefused;
 
   return async function rateLimitPreHandler(request: FastifyRequest, reply: FastifyReply) {
+    if (skip?.(request) || exempt(request.ip, [])) return;
     const res = reply.raw;
     // Aborted when the client goes away before the response ends; made only
     // when someone needs it (a permit, or a handler reading the signal).
@@ -129,6 +158,7 @@ function handlerFor(limiter: RateLimiter, options: RouteRateLimit, legacyDefault
         const key = await r.key(request);
         calls.push(r.policy.bind(key, { cost: r.cost?.(request), estimate: r.estimate?.(request), zone: r.zone?.(request), subkeys: r.subkeys?.(request) }));
       }
+      if (exempt(undefined, calls.map((c) => c.key))) return;
       signal = needsPermit ? abortSignal() : undefined;
     } catch (e) {
       if (e instanceof ProblemError) return send(reply, e.problem);
@@ -162,6 +192,10 @@ function handlerFor(limiter: RateLimiter, options: RouteRateLimit, legacyDefault
     const headers = rateLimitHeaders(decision, legacy);
     if (decision.limited) {
       const r = refusal(decision);
+      if (onRefused) {
+        await onRefused(request, reply, { decision, status: r.body.status, body: r.body, headers: [...headers, ...r.headers] });
+        return reply;
+      }
       return send(reply, r.body, [...headers, ...r.headers]);
     }
     for (const [k, v] of headers) reply.header(k, v);
@@ -190,11 +224,12 @@ function plugin(fastify: FastifyInstance, options: RateLimitPluginOptions, done:
   const legacy = options.legacyHeaders ?? false;
   fastify.decorateRequest("rateLimit", null);
   fastify.addHook("onRoute", (route: RouteOptions) => {
-    const config = (route.config as { rateLimit?: RouteRateLimit } | undefined)?.rateLimit;
+    const own = (route.config as { rateLimit?: RouteRateLimit | false } | undefined)?.rateLimit;
+    const config = own === false ? undefined : own ?? options.default;
     if (!config) return;
-    const hook = handlerFor(limiter, config, legacy); // a bad config fails at start, naming the route
-    const own = route.preHandler;
-    route.preHandler = own === undefined ? [hook] : [...(Array.isArray(own) ? own : [own]), hook];
+    const hook = handlerFor(limiter, config, legacy, options); // a bad config fails at start, naming the route
+    const pre = route.preHandler;
+    route.preHandler = pre === undefined ? [hook] : [...(Array.isArray(pre) ? pre : [pre]), hook];
   });
   done();
 }

@@ -68,3 +68,52 @@ test("state, reset and penalty on the local backend; a quota turns over at local
     limiter.close();
   }
 });
+
+test("Fastify: a default limit for every route, opt-out, skip, exempt callers and a custom refusal (as express's)", async () => {
+  const { default: Fastify } = await import("fastify");
+  const { rateLimitPlugin, keys } = await import("redis-ratelimit/fastify");
+  const local = new LocalBackend();
+  const limiter = local.limiter();
+  const app = Fastify();
+  try {
+    const perIp = new Policy("ip", { limits: "1/minute" });
+    const perKey = new Policy("key", { limits: "2/minute" });
+    await app.register(rateLimitPlugin, { limiter, default: { policy: perIp, key: keys.ip() }, exempt: { ips: ["10.0.0.0/8"], keys: ["internal"] } });
+    app.get("/a", async () => ({ ok: true })); // the default
+    app.get("/b", { config: { rateLimit: false } }, async () => ({ ok: true })); // opted out
+    app.get(
+      "/c",
+      {
+        config: {
+          rateLimit: {
+            policy: perKey,
+            key: keys.header("X-Key"),
+            skip: (request) => request.query.health === "1",
+            onRefused: (_request, reply, r) => reply.code(503).header("Retry-After", r.headers.find(([k]) => k === "Retry-After")[1]).send({ busy: r.decision.binding.name }),
+          },
+        },
+      },
+      async () => ({ ok: true }),
+    );
+    await app.ready();
+    const get = async (url, headers = {}, remoteAddress = "127.0.0.1") => {
+      const r = await app.inject({ method: "GET", url, headers, remoteAddress });
+      return [r.statusCode, r.headers["retry-after"] ?? null, r.body];
+    };
+    assert.deepEqual((await get("/a")).slice(0, 2), [200, null]);
+    assert.deepEqual((await get("/a")).slice(0, 2), [429, "60"]);
+    assert.equal((await get("/a", {}, "10.1.2.3"))[0], 200); // an exempt range, from the plugin's defaults
+    assert.equal((await get("/a", {}, "10.1.2.3"))[0], 200);
+    assert.deepEqual([(await get("/b"))[0], (await get("/b"))[0]], [200, 200]);
+    const c = [];
+    for (let i = 0; i < 3; i++) c.push(await get("/c", { "x-key": "k1" }));
+    assert.deepEqual(c.map((x) => x[0]), [200, 200, 503]);
+    assert.deepEqual([c[2][1], JSON.parse(c[2][2])], ["60", { busy: "2-per-1m" }]);
+    assert.equal((await get("/c?health=1", { "x-key": "k1" }))[0], 200); // skipped
+    for (let i = 0; i < 3; i++) assert.equal((await get("/c", { "x-key": "internal" }))[0], 200); // an exempt key
+    assert.equal(local.keys.size, 2, "exempt and skipped calls wrote nothing"); // ip:{127.0.0.1} and key:{k1}
+  } finally {
+    await app.close();
+    limiter.close();
+  }
+});
