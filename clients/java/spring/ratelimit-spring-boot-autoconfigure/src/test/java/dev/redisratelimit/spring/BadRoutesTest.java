@@ -96,6 +96,12 @@ class BadRoutesTest {
     }
 
     @Test
+    void aPathWithoutItsLeadingSlash() {
+        fails("ratelimit.routes[0].paths[0]: 'api/**' does not start with '/', so it would match no request",
+                "ratelimit.routes[0].paths[0]=api/**", "ratelimit.routes[0].policy=api");
+    }
+
+    @Test
     void aKeyExpressionThatDoesNotParse() {
         fails("ratelimit.routes[0].key-resolver: key expression '#request.(' does not parse",
                 "ratelimit.routes[0].paths[0]=/a", "ratelimit.routes[0].policy=api", "ratelimit.routes[0].key-resolver=spel:#request.(");

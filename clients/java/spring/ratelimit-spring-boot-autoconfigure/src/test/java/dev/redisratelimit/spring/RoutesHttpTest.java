@@ -51,20 +51,4 @@ class RoutesHttpTest extends RoutesContract {
         assertThat(leaseRemaining(k)).isEqualTo(1);
         assertThat(http().get("/r/async", "X-Key", k).statusCode()).isEqualTo(200);
     }
-
-    @Test
-    void aRouteOverAFunctionalEndpointAnswersTheSameProblems() {
-        String k = key();
-        HttpResponse<String> ok = http().get("/r/fn", "X-Key", k);
-        assertThat(ok.statusCode()).isEqualTo(200);
-        assertThat(ok.headers().firstValue("RateLimit-Policy")).hasValue("\"fn\";q=1;w=60");
-        HttpResponse<String> refused = http().get("/r/fn", "X-Key", k);
-        assertThat(refused.statusCode()).isEqualTo(429);
-        assertThat(refused.headers().firstValue("Content-Type")).hasValueSatisfying(v -> assertThat(v).startsWith("application/problem+json"));
-        assertThat(refused.body()).contains("\"type\":\"https://redis-ratelimit.dev/problems/rate-limited\"").contains("'fn'");
-        assertThat(Long.parseLong(refused.headers().firstValue("Retry-After").orElseThrow())).isBetween(1L, 60L);
-        HttpResponse<String> none = http().get("/r/fn");
-        assertThat(none.statusCode()).isEqualTo(401);
-        assertThat(none.body()).contains("/problems/unauthorized");
-    }
 }

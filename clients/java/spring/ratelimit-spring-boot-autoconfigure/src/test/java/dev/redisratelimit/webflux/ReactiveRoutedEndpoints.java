@@ -41,6 +41,17 @@ public class ReactiveRoutedEndpoints {
         return Mono.just(Map.of("ok", true));
     }
 
+    /** A functional endpoint (no controller method): guarded by its route all the same (RoutesContract). */
+    @org.springframework.context.annotation.Configuration(proxyBeanMethods = false)
+    public static class Functional {
+        @org.springframework.context.annotation.Bean
+        public org.springframework.web.reactive.function.server.RouterFunction<org.springframework.web.reactive.function.server.ServerResponse> fn() {
+            return org.springframework.web.reactive.function.server.RouterFunctions.route()
+                    .GET("/r/fn", r -> org.springframework.web.reactive.function.server.ServerResponse.ok().bodyValue(Map.of("ok", true)))
+                    .build();
+        }
+    }
+
     /** Stands in for Spring Security: X-Principal becomes the exchange's principal (before the route filter, order 0). */
     @Component
     public static class PrincipalFilter implements WebFilter, Ordered {

@@ -60,6 +60,11 @@ public final class AnnotationPolicies {
                     throw new IllegalArgumentException("ratelimit.policies." + name + ": " + e.getMessage(), e);
                 }
             }
+            try {
+                constantCosts(limits);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("ratelimit.policies." + name + ": " + e.getMessage(), e);
+            }
             yaml.put(name, List.copyOf(limits));
             // Registered at once, so its limits can be changed at run time before its first call.
             Policy cp = new Policy(name, limits, null, tagFor(name, p.getHashTag(), limits), p.getOnRedisDown().mode(), false)
@@ -70,9 +75,22 @@ public final class AnnotationPolicies {
 
     /** Every rate-limited method of a bean's class, resolved now (start-up validation). */
     public void validate(Class<?> beanClass) {
+        validate(beanClass, false);
+    }
+
+    /**
+     * Every rate-limited method of a bean's class, resolved now (start-up
+     * validation); {@code blocking}: limited by the blocking interceptor (MVC
+     * or no web stack), which closes the permit when the method returns — so
+     * a method that returns before its work is done fails the start.
+     */
+    public void validate(Class<?> beanClass, boolean blocking) {
         boolean classLevel = AnnotatedElementUtils.hasAnnotation(beanClass, RateLimited.class);
         ReflectionUtils.doWithMethods(beanClass, m -> {
                     unguardable(m, beanClass);
+                    if (blocking) {
+                        asynchronous(m, beanClass);
+                    }
                     resolve(m, beanClass);
                 },
                 m -> !m.isBridge() && !m.isSynthetic() && Modifier.isPublic(m.getModifiers())
@@ -92,6 +110,30 @@ public final class AnnotationPolicies {
         if (params.length > 0 && params[params.length - 1].getName().equals("kotlin.coroutines.Continuation")) {
             throw new IllegalStateException("@RateLimited on " + where + ": a Kotlin suspend function cannot be limited by the"
                     + " method proxy (return a Mono, or drop the annotation and limit the endpoint with ratelimit.routes)");
+        }
+    }
+
+    // Types whose work goes on after the method returns (Spring MVC's async return values, futures, reactive types).
+    private static final List<String> ASYNC = List.of("java.util.concurrent.Future", "java.util.concurrent.CompletionStage",
+            "java.util.concurrent.Callable", "org.springframework.web.context.request.async.DeferredResult",
+            "org.springframework.web.context.request.async.WebAsyncTask",
+            "org.springframework.web.servlet.mvc.method.annotation.ResponseBodyEmitter",
+            "org.springframework.web.servlet.mvc.method.annotation.StreamingResponseBody");
+
+    // The blocking interceptor would release the lease and settle the estimate when the method returns, while its
+    // work still runs: the limit would not hold (issue 35). Fail the start, naming the method.
+    private static void asynchronous(Method m, Class<?> beanClass) {
+        Class<?> r = m.getReturnType();
+        boolean async = org.springframework.core.ReactiveAdapterRegistry.getSharedInstance().getAdapter(r) != null;
+        for (Class<?> c = r; !async && c != null; c = c.getSuperclass()) {
+            async = ASYNC.contains(c.getName()) || org.springframework.util.ClassUtils.getAllInterfacesForClassAsSet(c).stream()
+                    .anyMatch(i -> ASYNC.contains(i.getName()));
+        }
+        if (async) {
+            throw new IllegalStateException("@RateLimited on " + beanClass.getSimpleName() + "." + m.getName() + ": it returns a "
+                    + r.getSimpleName() + ", whose work goes on after the method returns, which the starter cannot guard in a"
+                    + " Spring MVC app (the permit would close before the work ends): return the value itself, or limit the"
+                    + " endpoint with ratelimit.routes (which follow async requests to their end)");
         }
     }
 
@@ -156,6 +198,7 @@ public final class AnnotationPolicies {
             limits = List.of(limit(d.getName(), LimitType.SLIDING_WINDOW, d.getCount(), d.getWindow(), 0, null, "UTC",
                     null, null, false, null, null));
         }
+        constantCosts(limits);
         Policy compiled = new Policy(name, limits, duration(a.preventDuplicate()), tagFor(name, hashTag, limits), down.mode(),
                 a.legacyHeaders()).withCounts(counts);
         Policy earlier = byName.putIfAbsent(name, compiled);
@@ -191,6 +234,34 @@ public final class AnnotationPolicies {
         }
         return new dev.redisratelimit.client.Limit(name, type == null ? null : type.kind(), count, window, burst, period, z, ttl, lockTime,
                 global, cost, settle);
+    }
+
+    /**
+     * A token bucket charged a constant cost above its burst refuses every call
+     * (the burst is what one call can take, and runtime limits change only the
+     * rate): a start-up error rather than an answer to every request.
+     */
+    private void constantCosts(List<dev.redisratelimit.client.Limit> limits) {
+        for (dev.redisratelimit.client.Limit l : limits) {
+            if (l.kind() != dev.redisratelimit.client.Limit.Kind.TOKEN_BUCKET || l.cost() == null) {
+                continue;
+            }
+            Long cost = constant(parse(l.cost()));
+            if (cost != null && cost > l.burst()) {
+                throw new IllegalArgumentException("limit '" + l.name() + "': the constant cost " + cost + " is above the bucket's burst "
+                        + l.burst() + ", so every call would be refused (raise the burst or lower the cost)");
+            }
+        }
+    }
+
+    // The value of an expression that is a number literal ("5", "20000"), else null (it depends on the call).
+    private static Long constant(Expression e) {
+        if (e instanceof org.springframework.expression.spel.standard.SpelExpression se
+                && se.getAST() instanceof org.springframework.expression.spel.ast.Literal lit
+                && lit.getLiteralValue().getValue() instanceof Number n) {
+            return n.longValue();
+        }
+        return null;
     }
 
     private Expression parse(String spel) {

@@ -18,8 +18,16 @@ public final class RateLimitAdvisingPostProcessor extends AbstractBeanFactoryAwa
 
     private final ObjectProvider<AnnotationPolicies> policies;
 
+    private final boolean blocking;
+
     public RateLimitAdvisingPostProcessor(ObjectProvider<AnnotationPolicies> policies, Advice interceptor) {
+        this(policies, interceptor, false);
+    }
+
+    /** {@code blocking}: the interceptor closes the permit when the method returns (MVC, no web stack). */
+    public RateLimitAdvisingPostProcessor(ObjectProvider<AnnotationPolicies> policies, Advice interceptor, boolean blocking) {
         this.policies = policies;
+        this.blocking = blocking;
         ComposablePointcut pointcut = new ComposablePointcut(new AnnotationMatchingPointcut(RateLimited.class, true))
                 .union(new AnnotationMatchingPointcut(null, RateLimited.class, true));
         this.advisor = new DefaultPointcutAdvisor(pointcut, interceptor);
@@ -31,7 +39,7 @@ public final class RateLimitAdvisingPostProcessor extends AbstractBeanFactoryAwa
     public Object postProcessAfterInitialization(Object bean, String beanName) {
         Class<?> type = ClassUtils.getUserClass(bean);
         if (isEligible(bean, beanName)) {
-            policies.getObject().validate(type);
+            policies.getObject().validate(type, blocking);
         }
         return super.postProcessAfterInitialization(bean, beanName);
     }

@@ -29,6 +29,7 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Conditional;
 import org.springframework.context.annotation.Import;
 import org.springframework.context.annotation.Role;
+import org.springframework.core.env.Environment;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.util.ClassUtils;
 
@@ -100,7 +101,8 @@ public class RateLimitAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean
-    public AnnotationPolicies rateLimitPolicies(RateLimitProperties p, RateLimiter limiter, RuntimeLimits limits) {
+    public AnnotationPolicies rateLimitPolicies(RateLimitProperties p, RateLimiter limiter, RuntimeLimits limits, Environment env) {
+        StrictProperties.check(env); // a misspelt ratelimit.* key fails the start instead of doing nothing
         AnnotationPolicies policies = new AnnotationPolicies(p, limiter);
         limits.refresh(); // an instance started later applies the limits set before it started
         return policies;
@@ -117,7 +119,7 @@ public class RateLimitAutoConfiguration {
     @Conditional(OnNotReactiveWebApplication.class)
     static RateLimitAdvisingPostProcessor rateLimitAdvisingPostProcessor(ObjectProvider<AnnotationPolicies> policies,
             ObjectProvider<RateLimiter> limiter, ObjectProvider<CallerResolver> callers, ObjectProvider<RateLimitAnswers> answers) {
-        return new RateLimitAdvisingPostProcessor(policies, new RateLimitMethodInterceptor(policies, limiter, callers, answers));
+        return new RateLimitAdvisingPostProcessor(policies, new RateLimitMethodInterceptor(policies, limiter, callers, answers), true);
     }
 
     /** Whether the connection factory talks to a Cluster (each driver's class is looked at only when present). */

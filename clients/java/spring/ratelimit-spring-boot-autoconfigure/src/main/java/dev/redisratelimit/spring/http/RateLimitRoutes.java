@@ -270,6 +270,11 @@ public final class RateLimitRoutes {
         List<PathPattern> paths = new ArrayList<>();
         for (int i = 0; i < c.getPaths().size(); i++) {
             String p = c.getPaths().get(i);
+            if (p == null || !p.startsWith("/")) {
+                // Matched against the path within the application, which always starts with '/': it would match nothing.
+                throw new RateLimitRoutesException(where + ".paths[" + i + "]", "'" + (p == null ? "" : p)
+                        + "' does not start with '/', so it would match no request (e.g. /" + (p == null ? "" : p) + ")", null);
+            }
             try {
                 paths.add(PathPatternParser.defaultInstance.parse(p == null ? "" : p));
             } catch (PatternParseException e) {

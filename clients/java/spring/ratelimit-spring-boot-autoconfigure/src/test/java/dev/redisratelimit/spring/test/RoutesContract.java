@@ -157,4 +157,22 @@ public abstract class RoutesContract {
         assertThat(first.headers().firstValue("RateLimit")).hasValue("\"route\";r=1;t=60, \"method\";r=3;t=60");
         assertThat(third.headers().firstValue("RateLimit")).hasValueSatisfying(v -> assertThat(v).matches("\"route\";r=0;t=\\d+, \"method\";r=1;t=\\d+"));
     }
+
+    @Test
+    void aRouteOverAFunctionalEndpointAnswersTheSameProblems() throws Exception {
+        // a RouterFunction bean (no controller method) on either stack: MVC's handler interceptor and WebFlux's
+        // route WebFilter run before any handler, functional or annotated
+        String k = key();
+        HttpResponse<String> ok = http().get("/r/fn", "X-Key", k);
+        assertThat(ok.statusCode()).isEqualTo(200);
+        assertThat(ok.headers().firstValue("RateLimit-Policy")).hasValue("\"fn\";q=1;w=60");
+        HttpResponse<String> refused = http().get("/r/fn", "X-Key", k);
+        assertThat(refused.statusCode()).isEqualTo(429);
+        assertThat(refused.headers().firstValue("Content-Type")).hasValueSatisfying(v -> assertThat(v).startsWith("application/problem+json"));
+        assertThat(refused.body()).contains("\"type\":\"https://redis-ratelimit.dev/problems/rate-limited\"").contains("'fn'");
+        assertThat(Long.parseLong(refused.headers().firstValue("Retry-After").orElseThrow())).isBetween(1L, 60L);
+        HttpResponse<String> none = http().get("/r/fn");
+        assertThat(none.statusCode()).isEqualTo(401);
+        assertThat(none.body()).contains("/problems/unauthorized");
+    }
 }
