@@ -61,7 +61,7 @@ class RedisDownServicesTest {
             Timed l = timed(h -> h.post("/seed004/login", "{}", "X-Forwarded-For", "198.51.100.1"));
             isProblem(l.r(), 503, "unavailable");
             assertThat(l.ms()).isLessThan(1000);
-            Timed m = timed(h -> llm(h, "down", "{\"max_tokens\":5}", "X-Sleep-Ms", "0"));
+            Timed m = timed(h -> llm(h, "Europe/Paris", "down", "{\"max_tokens\":5}", "X-Sleep-Ms", "0"));
             isProblem(m.r(), 503, "unavailable");
             assertThat(m.ms()).isLessThan(1000);
             assertThat(app.http.get("/health").statusCode()).isEqualTo(200);

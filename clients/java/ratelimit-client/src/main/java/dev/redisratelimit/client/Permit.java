@@ -18,8 +18,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 public final class Permit implements AutoCloseable {
 
-    /** A lease to release: its key and token. */
-    record Lease(String key, String token) {
+    /** A lease to release (and renew while the work runs): its key, token and TTL. */
+    record Lease(String key, String token, java.time.Duration ttl) {
     }
 
     /** An estimate charged up front: the clause (its index in its policy, its command) to settle. */
@@ -33,6 +33,10 @@ public final class Permit implements AutoCloseable {
     private final List<String> localLeases;
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile Long used;
+    /** A usage report was refused: what was charged up front stays charged (CLIENTS.md §4). */
+    private volatile boolean stands;
+    /** The RL.RENEW of its leases every third of their TTL while open (null: none). */
+    private volatile java.util.concurrent.ScheduledFuture<?> renewing;
     /** The outcome (null: a success unless the work failed); the clauses to give back when it does not count. */
     private volatile Boolean succeeded;
     private List<Clause> taken = List.of();
@@ -64,18 +68,51 @@ public final class Permit implements AutoCloseable {
     /**
      * The units really used (e.g. an LLM answer's tokens), to which
      * {@link #close()} settles every estimate; may be called again to correct
-     * it before close.
+     * it before close. Above the {@code q} of the limit an estimate is charged
+     * to, it counts as that {@code q}. Refused below 0 or above 2^53-1: the
+     * estimate then stands as charged (nothing settled) and the permit still
+     * closes normally, as in the Python and Node clients (CLIENTS.md §4).
      *
-     * @throws IllegalArgumentException below 0 or above 2^53-1
-     * @throws IllegalStateException once the permit is closed
+     * @throws RateLimitArgumentException (field {@code used}) below 0 or above 2^53-1
+     * @throws IllegalStateException once the permit is closed: usage reported after close is never silently dropped
      */
     public Permit used(long units) {
-        Limit.require(units >= 0 && units <= Limit.MAX, "used " + units + " must be an integer from 0 to 2^53-1");
         if (closed.get()) {
-            throw new IllegalStateException("usage reported after the permit closed");
+            throw new IllegalStateException("used(" + units + ") after the permit of '"
+                    + (decision == null ? "?" : decision.policy()) + "' closed");
         }
+        if (units < 0 || units > Limit.MAX) {
+            stands = true;
+            throw new RateLimitArgumentException("used", "invalid used '" + units + "': expected an integer from 0 to 2^53-1");
+        }
+        stands = false;
         used = units;
         return this;
+    }
+
+    /**
+     * As {@link #used(long)} for a usage computed in wider arithmetic (a
+     * {@link java.math.BigInteger} sum of tokens, a double): an integral value
+     * from 0 to 2^53-1; anything else is refused and the estimate stands.
+     */
+    public Permit used(Number units) {
+        if (units instanceof Long || units instanceof Integer || units instanceof Short || units instanceof Byte) {
+            return used(units.longValue());
+        }
+        java.math.BigDecimal d;
+        try {
+            d = units == null ? null : new java.math.BigDecimal(units.toString());
+        } catch (NumberFormatException e) {
+            d = null; // NaN, Infinity
+        }
+        if (d == null || d.signum() < 0 || d.stripTrailingZeros().scale() > 0 || d.compareTo(java.math.BigDecimal.valueOf(Limit.MAX)) > 0) {
+            if (closed.get()) {
+                throw new IllegalStateException("used(" + units + ") after the permit closed");
+            }
+            stands = true;
+            throw new RateLimitArgumentException("used", "invalid used '" + units + "': expected an integer from 0 to 2^53-1");
+        }
+        return used(d.longValueExact());
     }
 
     /** The call succeeded: under a policy that counts failures only, it is given back when the permit closes. */
@@ -115,8 +152,10 @@ public final class Permit implements AutoCloseable {
     public void close() {
         Long u = used;
         Map<Integer, Long> byClause = new HashMap<>();
-        if (u != null) {
-            for (Estimate e : estimates) {
+        for (Estimate e : estimates) {
+            if (stands) {
+                byClause.put(e.clause(), e.charged());
+            } else if (u != null) {
                 byClause.put(e.clause(), u);
             }
         }
@@ -137,7 +176,23 @@ public final class Permit implements AutoCloseable {
         if (!closed.compareAndSet(false, true)) {
             return CompletableFuture.completedFuture(null);
         }
+        java.util.concurrent.ScheduledFuture<?> r = renewing;
+        if (r != null) {
+            r.cancel(false);
+        }
         return limiter.finish(this, usedByClause == null ? Map.of() : usedByClause);
+    }
+
+    /** Whether the permit has closed (its leases released or being released). */
+    public boolean isClosed() {
+        return closed.get();
+    }
+
+    void renewing(java.util.concurrent.ScheduledFuture<?> task) {
+        renewing = task;
+        if (closed.get()) {
+            task.cancel(false);
+        }
     }
 
     List<Lease> leases() {
