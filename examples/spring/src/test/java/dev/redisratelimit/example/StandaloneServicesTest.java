@@ -298,15 +298,18 @@ class StandaloneServicesTest {
 
     @Test
     void llmBucketLeaseBudgetAndGlobal() throws Exception {
-        // the bucket: a burst of 10, then 1 per second
+        // the bucket: a burst of 10, then 1 per second. Sent one after the other until the first refusal: 10
+        // admitted, plus one per second the calls took (a loaded machine may take over a second for 11 calls).
         String k = "key" + uniq();
         int ok = 0;
+        long started = System.nanoTime();
         HttpResponse<String> last = null;
-        for (int i = 0; i < 11; i++) {
+        for (int i = 0; i < 40 && (last == null || last.statusCode() == 200); i++) {
             last = llm(a.http, k, "{\"max_tokens\":10}", "X-Sleep-Ms", "0");
             ok += last.statusCode() == 200 ? 1 : 0;
         }
-        assertThat(ok).isEqualTo(10);
+        long refills = (System.nanoTime() - started) / 1_000_000_000L;
+        assertThat(ok).isBetween(10, 10 + (int) refills);
         isProblem(last, 429, "rate-limited");
         assertThat(retryAfter(last)).isEqualTo(1);
 
