@@ -541,26 +541,30 @@ public final class RateLimiter implements AutoCloseable {
     static void validate(PolicyCall in) {
         Policy policy = in.policy();
         String key = in.key();
-        Limit.require(key != null && !key.isEmpty() && !key.startsWith("}"), "key",
-                "policy '" + policy.name() + "': the key must be non-empty and not start with '}'");
-        if (in.zone() != null) {
-            Limit.require(ZONE_TEXT.matcher(in.zone()).matches() || ZoneId.getAvailableZoneIds().contains(in.zone()), "zone",
-                    "invalid zone '" + in.zone() + "': expected an IANA time-zone name or a fixed offset +HH:MM");
+        // Each message is built only when its check fails: this runs on every decision.
+        if (key == null || key.isEmpty() || key.startsWith("}")) {
+            throw new RateLimitArgumentException("key", "policy '" + policy.name() + "': the key must be non-empty and not start with '}'");
+        }
+        if (in.zone() != null && !(ZONE_TEXT.matcher(in.zone()).matches() || ZoneId.getAvailableZoneIds().contains(in.zone()))) {
+            throw new RateLimitArgumentException("zone", "invalid zone '" + in.zone() + "': expected an IANA time-zone name or a fixed offset +HH:MM");
         }
         List<PolicyClause> specs = policy.clauses();
         for (int ci = 0; ci < specs.size(); ci++) {
             PolicyClause c = specs.get(ci);
-            if (c.duplicate()) {
-                Limit.require(in.subkey() != null && !in.subkey().isEmpty(), "subkeys",
-                        "policy '" + policy.name() + "' prevents duplicates: the call needs a non-empty subkey");
+            if (c.duplicate() && (in.subkey() == null || in.subkey().isEmpty())) {
+                throw new RateLimitArgumentException("subkeys", "policy '" + policy.name() + "' prevents duplicates: the call needs a non-empty subkey");
             }
             long cost = in.costs() != null && ci < in.costs().length ? in.costs()[ci] : 1;
             long cap = capacity(policy, c);
-            String field = c.settle() != null ? "estimate" : "cost";
-            Limit.require(cost >= 1 && cost <= cap, field, "invalid " + field + " '" + cost + "' for policy '" + policy.name()
-                    + "': its " + c.keyName() + " clause takes from 1 to " + cap);
-            Limit.require(c.kind() != Limit.Kind.QUOTA || c.zone() != null || in.zone() != null, "zone",
-                    "policy '" + policy.name() + "': quota '" + c.keyName() + "' has no zone: the call names it (PolicyCall.withZone)");
+            if (cost < 1 || cost > cap) {
+                String field = c.settle() != null ? "estimate" : "cost";
+                throw new RateLimitArgumentException(field, "invalid " + field + " '" + cost + "' for policy '" + policy.name()
+                        + "': its " + c.keyName() + " clause takes from 1 to " + cap);
+            }
+            if (c.kind() == Limit.Kind.QUOTA && c.zone() == null && in.zone() == null) {
+                throw new RateLimitArgumentException("zone", "policy '" + policy.name() + "': quota '" + c.keyName()
+                        + "' has no zone: the call names it (PolicyCall.withZone)");
+            }
         }
     }
 
@@ -1099,8 +1103,11 @@ public final class RateLimiter implements AutoCloseable {
         if (!permit.localLeases().isEmpty()) {
             local.release(permit.localLeases());
         }
-        List<CompletionStage<?>> sent = new ArrayList<>();
         List<Clause> uncounted = permit.uncounted();
+        if (uncounted.isEmpty() && permit.leases().isEmpty() && permit.estimates().isEmpty()) {
+            return CompletableFuture.completedFuture(null); // the usual permit (windows, buckets, quotas): nothing to send
+        }
+        List<CompletionStage<?>> sent = new ArrayList<>();
         if (!uncounted.isEmpty()) {
             // One RL.ALL ... REFUND: windows, buckets, quotas, the estimate and the lease (by its token) given back.
             sent.add(client.all(uncounted, Options.none().withRefund()));
