@@ -23,8 +23,8 @@ final class Checks {
         return h.post("/seed000/sms", body);
     }
 
-    static HttpResponse<String> llm(Http h, String key, String body, String... more) {
-        List<String> headers = new ArrayList<>(List.of("X-Api-Key", key, "X-Zone", "Europe/Paris"));
+    static HttpResponse<String> llm(Http h, String zone, String key, String body, String... more) {
+        List<String> headers = new ArrayList<>(List.of("X-Api-Key", key, "X-Zone", zone));
         headers.addAll(List.of(more));
         return h.post("/llm/complete", body, headers.toArray(String[]::new));
     }

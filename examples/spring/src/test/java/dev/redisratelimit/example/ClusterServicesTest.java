@@ -3,7 +3,6 @@ package dev.redisratelimit.example;
 import static dev.redisratelimit.example.Checks.concurrently;
 import static dev.redisratelimit.example.Checks.count;
 import static dev.redisratelimit.example.Checks.isProblem;
-import static dev.redisratelimit.example.Checks.llm;
 import static dev.redisratelimit.example.Checks.sms;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -12,33 +11,57 @@ import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
 
 /**
  * The same services on a three-primary Redis Cluster (REDIS_CLUSTER): the
  * same answers, every key of a request in one slot, and no MOVED redirect.
+ * The module decides; {@link FunctionsClusterServicesTest} runs the same
+ * checks with the Functions library on primaries without the module.
  */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class ClusterServicesTest {
 
-    static RedisCluster cluster;
-    static App app;
-    static App other;
+    RedisCluster cluster;
+    App app;
+    App other;
+
+    /** RL_BACKEND of both instances. */
+    String backend() {
+        return "module";
+    }
+
+    RedisCluster startCluster() throws Exception {
+        return RedisCluster.start();
+    }
+
+    /** The zone of endpoint 5's calls: the library takes none with daylight saving (SERVICES.md). */
+    String zone() {
+        return "Europe/Paris";
+    }
 
     @BeforeAll
-    static void start() throws Exception {
-        cluster = RedisCluster.start();
-        app = App.cluster(cluster.seeds(), "cl:");
-        other = App.cluster(cluster.seeds(), "cl:");
+    void start() throws Exception {
+        cluster = startCluster();
+        app = App.cluster(cluster.seeds(), "cl:", backend());
+        other = App.cluster(cluster.seeds(), "cl:", backend());
     }
 
     @AfterAll
-    static void stop() throws Exception {
+    void stop() throws Exception {
         if (app != null) {
             app.close();
         }
         if (other != null) {
             other.close();
         }
-        cluster.close();
+        if (cluster != null) {
+            cluster.close();
+        }
+    }
+
+    java.net.http.HttpResponse<String> llm(dev.redisratelimit.spring.test.Http h, String key, String body, String... more) {
+        return Checks.llm(h, zone(), key, body, more);
     }
 
     @Test

@@ -25,9 +25,10 @@ import java.util.logging.Logger;
  * rl.verifyModule().toCompletableFuture().join(); // loads the library when absent or older
  * }</pre>
  *
- * <p>Under Cluster, {@link #verify()} loads the library on every primary the
- * transport names ({@link RateLimitTransport#primaryRoutes}: Lettuce, and
- * Spring Data's Lettuce driver), else on the node it reaches; a primary
+ * <p>Under Cluster, {@link #verify()} (and {@code AUTO}'s switch) loads the
+ * library on every primary the transport names
+ * ({@link RateLimitTransport#primaryRoutes}: Lettuce, and Spring Data's
+ * Lettuce and Jedis drivers), else on the node it reaches; a primary
  * without it (added later, flushed, or unknown to the transport) gets it on
  * its first call ({@code Function not found}: loaded on that node, the call
  * sent again).
@@ -120,12 +121,15 @@ public final class BackendTransport implements RateLimitTransport {
         if (!recovers(failure)) {
             return CompletableFuture.failedFuture(unwrap(failure));
         }
+        CompletionStage<Void> loaded = CompletableFuture.completedFuture(null);
         if (engine == Backend.MODULE) {
             log.log(Level.SEVERE, "redis-ratelimit: the module is gone ({0}); backend auto: deciding with the Functions library from now on",
                     unwrap(failure).getMessage());
             engine = Backend.FUNCTIONS;
+            // As at start-up, on every primary (the Python and Node clients do the same), then the call's node.
+            loaded = ensureEverywhere();
         }
-        return ensureLibrary(call.routingKey()).thenCompose(done -> delegate.execute(wire(call)));
+        return loaded.thenCompose(done -> ensureLibrary(call.routingKey())).thenCompose(done -> delegate.execute(wire(call)));
     }
 
     /**

@@ -18,8 +18,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 public final class Permit implements AutoCloseable {
 
-    /** A lease to release: its key and token. */
-    record Lease(String key, String token) {
+    /** A lease to release (and renew while the work runs): its key, token and TTL. */
+    record Lease(String key, String token, java.time.Duration ttl) {
     }
 
     /** An estimate charged up front: the clause (its index in its policy, its command) to settle. */
@@ -30,20 +30,24 @@ public final class Permit implements AutoCloseable {
     private final PolicyDecision decision;
     private final List<Lease> leases;
     private final List<Estimate> estimates;
-    private final List<String> localLeases;
+    private final LocalLimiter.Held local;
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile Long used;
+    /** A usage report was refused: what was charged up front stays charged (CLIENTS.md §4). */
+    private volatile boolean stands;
+    /** The RL.RENEW of its leases every third of their TTL while open (null: none). */
+    private volatile java.util.concurrent.ScheduledFuture<?> renewing;
     /** The outcome (null: a success unless the work failed); the clauses to give back when it does not count. */
     private volatile Boolean succeeded;
     private List<Clause> taken = List.of();
     private String counts;
 
-    Permit(RateLimiter limiter, PolicyDecision decision, List<Lease> leases, List<Estimate> estimates, List<String> localLeases) {
+    Permit(RateLimiter limiter, PolicyDecision decision, List<Lease> leases, List<Estimate> estimates, LocalLimiter.Held local) {
         this.limiter = limiter;
         this.decision = decision;
         this.leases = leases;
         this.estimates = estimates;
-        this.localLeases = localLeases;
+        this.local = local;
     }
 
     /** The decision, or null when Redis was down and the policy let the call through. */
@@ -53,29 +57,63 @@ public final class Permit implements AutoCloseable {
 
     /** True when some clause's estimate is settled from the call's result. */
     public boolean hasEstimates() {
-        return !estimates.isEmpty();
+        return !estimates.isEmpty() || (local != null && !local.estimateClauses().isEmpty());
     }
 
     /** The clause indexes (in their policy) charged an estimate. */
     public List<Integer> estimateClauses() {
-        return estimates.stream().map(Estimate::clause).toList();
+        // charged in Redis, or by the LOCAL Redis-down mode (settled there)
+        return local != null ? local.estimateClauses() : estimates.stream().map(Estimate::clause).toList();
     }
 
     /**
      * The units really used (e.g. an LLM answer's tokens), to which
      * {@link #close()} settles every estimate; may be called again to correct
-     * it before close.
+     * it before close. Above the {@code q} of the limit an estimate is charged
+     * to, it counts as that {@code q}. Refused below 0 or above 2^53-1: the
+     * estimate then stands as charged (nothing settled) and the permit still
+     * closes normally, as in the Python and Node clients (CLIENTS.md §4).
      *
-     * @throws IllegalArgumentException below 0 or above 2^53-1
-     * @throws IllegalStateException once the permit is closed
+     * @throws RateLimitArgumentException (field {@code used}) below 0 or above 2^53-1
+     * @throws IllegalStateException once the permit is closed: usage reported after close is never silently dropped
      */
     public Permit used(long units) {
-        Limit.require(units >= 0 && units <= Limit.MAX, "used " + units + " must be an integer from 0 to 2^53-1");
         if (closed.get()) {
-            throw new IllegalStateException("usage reported after the permit closed");
+            throw new IllegalStateException("used(" + units + ") after the permit of '"
+                    + (decision == null ? "?" : decision.policy()) + "' closed");
         }
+        if (units < 0 || units > Limit.MAX) {
+            stands = true;
+            throw new RateLimitArgumentException("used", "invalid used '" + units + "': expected an integer from 0 to 2^53-1");
+        }
+        stands = false;
         used = units;
         return this;
+    }
+
+    /**
+     * As {@link #used(long)} for a usage computed in wider arithmetic (a
+     * {@link java.math.BigInteger} sum of tokens, a double): an integral value
+     * from 0 to 2^53-1; anything else is refused and the estimate stands.
+     */
+    public Permit used(Number units) {
+        if (units instanceof Long || units instanceof Integer || units instanceof Short || units instanceof Byte) {
+            return used(units.longValue());
+        }
+        java.math.BigDecimal d;
+        try {
+            d = units == null ? null : new java.math.BigDecimal(units.toString());
+        } catch (NumberFormatException e) {
+            d = null; // NaN, Infinity
+        }
+        if (d == null || d.signum() < 0 || d.stripTrailingZeros().scale() > 0 || d.compareTo(java.math.BigDecimal.valueOf(Limit.MAX)) > 0) {
+            if (closed.get()) {
+                throw new IllegalStateException("used(" + units + ") after the permit closed");
+            }
+            stands = true;
+            throw new RateLimitArgumentException("used", "invalid used '" + units + "': expected an integer from 0 to 2^53-1");
+        }
+        return used(d.longValueExact());
     }
 
     /** The call succeeded: under a policy that counts failures only, it is given back when the permit closes. */
@@ -115,9 +153,19 @@ public final class Permit implements AutoCloseable {
     public void close() {
         Long u = used;
         Map<Integer, Long> byClause = new HashMap<>();
-        if (u != null) {
-            for (Estimate e : estimates) {
+        for (Estimate e : estimates) {
+            if (stands) {
+                byClause.put(e.clause(), e.charged());
+            } else if (u != null) {
                 byClause.put(e.clause(), u);
+            }
+        }
+        for (int clause : local == null ? List.<Integer>of() : local.estimateClauses()) {
+            // charged by the LOCAL Redis-down mode: settled there the same way
+            if (stands) {
+                byClause.put(clause, local.charged(clause));
+            } else if (u != null) {
+                byClause.put(clause, u);
             }
         }
         close(byClause);
@@ -137,7 +185,23 @@ public final class Permit implements AutoCloseable {
         if (!closed.compareAndSet(false, true)) {
             return CompletableFuture.completedFuture(null);
         }
+        java.util.concurrent.ScheduledFuture<?> r = renewing;
+        if (r != null) {
+            r.cancel(false);
+        }
         return limiter.finish(this, usedByClause == null ? Map.of() : usedByClause);
+    }
+
+    /** Whether the permit has closed (its leases released or being released). */
+    public boolean isClosed() {
+        return closed.get();
+    }
+
+    void renewing(java.util.concurrent.ScheduledFuture<?> task) {
+        renewing = task;
+        if (closed.get()) {
+            task.cancel(false);
+        }
     }
 
     List<Lease> leases() {
@@ -148,7 +212,8 @@ public final class Permit implements AutoCloseable {
         return estimates;
     }
 
-    List<String> localLeases() {
-        return localLeases;
+    /** What the LOCAL Redis-down mode charged (null: decided by Redis, or no LOCAL policy). */
+    LocalLimiter.Held local() {
+        return local;
     }
 }

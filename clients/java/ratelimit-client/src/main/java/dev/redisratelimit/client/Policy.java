@@ -44,6 +44,11 @@ public final class Policy {
     private final List<String> itemNames;
     /** "failures" / "successes": only that outcome counts (set by the builder before the policy is shared); null: every call. */
     private String counts;
+    /** The Retry-After of a refusal by a concurrency limit (set by the builder before the policy is shared). */
+    private Duration inflightRetryAfter = DEFAULT_INFLIGHT_RETRY_AFTER;
+
+    /** A lease ends when its holder finishes, not at a reset the module knows: 1 s, as the Python and Node clients. */
+    public static final Duration DEFAULT_INFLIGHT_RETRY_AFTER = Duration.ofSeconds(1);
 
     /**
      * A policy from its parts (the {@link #builder} is the usual way).
@@ -220,6 +225,25 @@ public final class Policy {
                 "policy '" + name + "' needs a window, bucket or quota to count one outcome (a lockout cannot refund)");
         Policy p = new Policy(name, limits, duplicateWindow, tag, onRedisDown, legacyHeaders);
         p.counts = outcome;
+        p.inflightRetryAfter = inflightRetryAfter;
+        return p;
+    }
+
+    /**
+     * The {@code Retry-After} of a refusal by one of this policy's concurrency limits (default 1 s): when a lease
+     * comes back depends on its holder, not on a reset Redis knows. Python's and Node's {@code inflight_retry_after}.
+     */
+    public Duration inflightRetryAfter() {
+        return inflightRetryAfter;
+    }
+
+    /** This policy with another in-flight {@code Retry-After} (0 or more, whole milliseconds), as {@link Builder#inflightRetryAfter}. */
+    public Policy withInflightRetryAfter(Duration retryAfter) {
+        Limit.require(retryAfter != null && !retryAfter.isNegative(), "inflight_retry_after",
+                "policy '" + name + "': inflight_retry_after " + retryAfter + " must be 0 or more");
+        Policy p = new Policy(name, limits, duplicateWindow, tag, onRedisDown, legacyHeaders);
+        p.counts = counts;
+        p.inflightRetryAfter = retryAfter;
         return p;
     }
 
@@ -246,6 +270,7 @@ public final class Policy {
         private FailMode onRedisDown;
         private boolean legacyHeaders;
         private String counts;
+        private Duration inflightRetryAfter = DEFAULT_INFLIGHT_RETRY_AFTER;
 
         private Builder(String name) {
             this.name = name;
@@ -317,8 +342,15 @@ public final class Policy {
             return this;
         }
 
+        /** The {@code Retry-After} of a refusal by a concurrency limit (default 1 s; {@link Policy#inflightRetryAfter()}). */
+        public Builder inflightRetryAfter(Duration retryAfter) {
+            this.inflightRetryAfter = retryAfter;
+            return this;
+        }
+
         public Policy build() {
-            return new Policy(name, limits, duplicateWindow, tag, onRedisDown, legacyHeaders).withCounts(counts);
+            Policy p = new Policy(name, limits, duplicateWindow, tag, onRedisDown, legacyHeaders).withCounts(counts);
+            return inflightRetryAfter == DEFAULT_INFLIGHT_RETRY_AFTER ? p : p.withInflightRetryAfter(inflightRetryAfter);
         }
     }
 }

@@ -501,7 +501,7 @@ public final class RateLimiter implements AutoCloseable {
                         token = new UUID(rnd.nextLong(), rnd.nextLong()).toString();
                     }
                     clause = new Clause.Lease(key, runtime.count(policy.name(), l), l.ttl(), token, cost);
-                    b.leases.add(new Permit.Lease(key, token));
+                    b.leases.add(new Permit.Lease(key, token, l.ttl()));
                 } else {
                     clause = clause(policy, c, in, key).withCost(cost);
                     if (c.settle() != null) {
@@ -541,26 +541,30 @@ public final class RateLimiter implements AutoCloseable {
     static void validate(PolicyCall in) {
         Policy policy = in.policy();
         String key = in.key();
-        Limit.require(key != null && !key.isEmpty() && !key.startsWith("}"), "key",
-                "policy '" + policy.name() + "': the key must be non-empty and not start with '}'");
-        if (in.zone() != null) {
-            Limit.require(ZONE_TEXT.matcher(in.zone()).matches() || ZoneId.getAvailableZoneIds().contains(in.zone()), "zone",
-                    "invalid zone '" + in.zone() + "': expected an IANA time-zone name or a fixed offset +HH:MM");
+        // Each message is built only when its check fails: this runs on every decision.
+        if (key == null || key.isEmpty() || key.startsWith("}")) {
+            throw new RateLimitArgumentException("key", "policy '" + policy.name() + "': the key must be non-empty and not start with '}'");
+        }
+        if (in.zone() != null && !(ZONE_TEXT.matcher(in.zone()).matches() || ZoneId.getAvailableZoneIds().contains(in.zone()))) {
+            throw new RateLimitArgumentException("zone", "invalid zone '" + in.zone() + "': expected an IANA time-zone name or a fixed offset +HH:MM");
         }
         List<PolicyClause> specs = policy.clauses();
         for (int ci = 0; ci < specs.size(); ci++) {
             PolicyClause c = specs.get(ci);
-            if (c.duplicate()) {
-                Limit.require(in.subkey() != null && !in.subkey().isEmpty(), "subkeys",
-                        "policy '" + policy.name() + "' prevents duplicates: the call needs a non-empty subkey");
+            if (c.duplicate() && (in.subkey() == null || in.subkey().isEmpty())) {
+                throw new RateLimitArgumentException("subkeys", "policy '" + policy.name() + "' prevents duplicates: the call needs a non-empty subkey");
             }
             long cost = in.costs() != null && ci < in.costs().length ? in.costs()[ci] : 1;
             long cap = capacity(policy, c);
-            String field = c.settle() != null ? "estimate" : "cost";
-            Limit.require(cost >= 1 && cost <= cap, field, "invalid " + field + " '" + cost + "' for policy '" + policy.name()
-                    + "': its " + c.keyName() + " clause takes from 1 to " + cap);
-            Limit.require(c.kind() != Limit.Kind.QUOTA || c.zone() != null || in.zone() != null, "zone",
-                    "policy '" + policy.name() + "': quota '" + c.keyName() + "' has no zone: the call names it (PolicyCall.withZone)");
+            if (cost < 1 || cost > cap) {
+                String field = c.settle() != null ? "estimate" : "cost";
+                throw new RateLimitArgumentException(field, "invalid " + field + " '" + cost + "' for policy '" + policy.name()
+                        + "': its " + c.keyName() + " clause takes from 1 to " + cap);
+            }
+            if (c.kind() == Limit.Kind.QUOTA && c.zone() == null && in.zone() == null) {
+                throw new RateLimitArgumentException("zone", "policy '" + policy.name() + "': quota '" + c.keyName()
+                        + "' has no zone: the call names it (PolicyCall.withZone)");
+            }
         }
     }
 
@@ -631,7 +635,8 @@ public final class RateLimiter implements AutoCloseable {
             if (!d.admitted()) {
                 throw new RateLimitRefusedException(d);
             }
-            Permit permit = new Permit(this, d, b.leases, b.estimates, List.of());
+            Permit permit = new Permit(this, d, b.leases, b.estimates, null);
+            renew(permit);
             // One policy counting one outcome: what it took goes back at close when the outcome does not count.
             String counts = calls.size() == 1 ? calls.get(0).policy().counts() : null;
             return CompletableFuture.completedFuture(counts == null ? permit : permit.counting(counts, List.copyOf(b.clauses)));
@@ -910,14 +915,12 @@ public final class RateLimiter implements AutoCloseable {
         PolicyDecision.Kind kind = !limited ? PolicyDecision.Kind.ADMITTED
                 : duplicateRefused ? PolicyDecision.Kind.DUPLICATE : PolicyDecision.Kind.RATE_LIMITED;
         // A lease ends when its holder finishes, not when the module's reset says: a refusal by a concurrency
-        // limit asks for a retry in 1 s, as the Python and Node clients do (their inflight_retry_after default).
+        // limit asks for a retry after the policy's inflightRetryAfter (1 s unless set), as in Python and Node.
         long retry = !limited ? -1 : bl != null && bl.kind() == Limit.Kind.CONCURRENCY && r.retryAfter() >= 0
-                ? INFLIGHT_RETRY_MS : r.retryAfter();
+                ? bindingPolicy.inflightRetryAfter().toMillis() : r.retryAfter();
         return new PolicyDecision(bindingPolicy.name(), !limited, List.copyOf(items), binding, retry,
                 bl == null ? Limit.Kind.SLIDING_WINDOW : bl.kind(), kind, legacy);
     }
-
-    private static final long INFLIGHT_RETRY_MS = 1000;
 
     /** Redis did not answer within the budget, or the connection failed: the circuit is open now. */
     private static final class Unavailable extends RuntimeException {
@@ -1051,7 +1054,7 @@ public final class RateLimiter implements AutoCloseable {
             if (limited) {
                 throw new RateLimitRefusedException(d);
             }
-            return new Permit(this, d, List.of(), List.of(), List.of());
+            return new Permit(this, d, List.of(), List.of(), null);
         });
     }
 
@@ -1073,22 +1076,15 @@ public final class RateLimiter implements AutoCloseable {
         if (closed != null) {
             throw new RateLimitUnavailableException(closed.policy().name(), why);
         }
-        List<String> held = new ArrayList<>();
+        List<PolicyCall> locally = new ArrayList<>();
         for (int k = 0; k < calls.size(); k++) {
-            if (modes[k] != FailMode.LOCAL) {
-                continue;
+            if (modes[k] == FailMode.LOCAL) {
+                locally.add(calls.get(k));
             }
-            Policy policy = calls.get(k).policy();
-            List<String> leases = local.tryAcquire(policy, calls.get(k).key(), runtime);
-            if (leases == null) {
-                local.release(held);
-                // No Redis state to show: a refusal without per-limit items, waiting may help.
-                throw new RateLimitRefusedException(new PolicyDecision(policy.name(), false, List.of(), -1, 1000,
-                        Limit.Kind.SLIDING_WINDOW, PolicyDecision.Kind.RATE_LIMITED, false));
-            }
-            held.addAll(leases);
         }
-        return new Permit(this, null, List.of(), List.of(), held.isEmpty() ? List.of() : held);
+        // LOCAL: decided in this process with the same limits, costs and estimates; a refusal carries the local
+        // retry-after (RateLimitRefusedException).
+        return new Permit(this, null, List.of(), List.of(), locally.isEmpty() ? null : local.acquire(locally, runtime));
     }
 
     /**
@@ -1097,11 +1093,14 @@ public final class RateLimiter implements AutoCloseable {
      * the budget has passed — a timeout, not a wait.
      */
     CompletableFuture<Void> finish(Permit permit, Map<Integer, Long> used) {
-        if (!permit.localLeases().isEmpty()) {
-            local.release(permit.localLeases());
+        if (permit.local() != null) {
+            local.release(permit.local(), used);
+        }
+        List<Clause> uncounted = permit.uncounted();
+        if (uncounted.isEmpty() && permit.leases().isEmpty() && permit.estimates().isEmpty()) {
+            return CompletableFuture.completedFuture(null); // the usual permit (windows, buckets, quotas): nothing to send
         }
         List<CompletionStage<?>> sent = new ArrayList<>();
-        List<Clause> uncounted = permit.uncounted();
         if (!uncounted.isEmpty()) {
             // One RL.ALL ... REFUND: windows, buckets, quotas, the estimate and the lease (by its token) given back.
             sent.add(client.all(uncounted, Options.none().withRefund()));
@@ -1138,6 +1137,54 @@ public final class RateLimiter implements AutoCloseable {
                     });
         }
         return CompletableFuture.allOf(confirmed);
+    }
+
+    /**
+     * Whether an admitted call's leases are renewed (RL.RENEW to their TTL)
+     * every third of their TTL while its permit is open (default true), so a
+     * job that runs longer than the TTL keeps its slot (CLIENTS.md §4); false
+     * lets a lease expire by its TTL whatever the work does.
+     */
+    public void setRenewLeases(boolean renew) {
+        this.renewLeases = renew;
+    }
+
+    private volatile boolean renewLeases = true;
+
+    // One daemon thread for every permit's renewal (a timer tick, then an asynchronous RL.RENEW).
+    private static final class Renewals {
+        static final java.util.concurrent.ScheduledExecutorService TIMER = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "ratelimit-lease-renewal");
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    private void renew(Permit permit) {
+        if (!renewLeases || permit.leases().isEmpty()) {
+            return;
+        }
+        long ttl = Long.MAX_VALUE;
+        for (Permit.Lease l : permit.leases()) {
+            ttl = Math.min(ttl, l.ttl().toMillis());
+        }
+        long every = Math.max(10, ttl / 3);
+        permit.renewing(Renewals.TIMER.scheduleAtFixedRate(() -> {
+            for (Permit.Lease l : permit.leases()) {
+                if (permit.isClosed()) {
+                    return;
+                }
+                try {
+                    Timeouts.within(client.renew(l.key(), l.ttl(), l.token()).toCompletableFuture(), budgetMs).whenComplete((v, e) -> {
+                        if (e != null) {
+                            log.log(System.Logger.Level.WARNING, "rate limit lease {0} not renewed: {1}", l.key(), unwrap(e).toString());
+                        }
+                    });
+                } catch (RuntimeException e) {
+                    log.log(System.Logger.Level.WARNING, "rate limit lease {0} not renewed: {1}", l.key(), e.toString());
+                }
+            }
+        }, every, every, TimeUnit.MILLISECONDS));
     }
 
     // The smallest q of a clause as it was sent: a window's count, a bucket's rate, a quota's limit.

@@ -164,8 +164,8 @@ public final class RedisAvailability implements AutoCloseable {
                 c.warnedAt = now;
             }
             c.warned = !again;
-            log.log(again ? System.Logger.Level.DEBUG : System.Logger.Level.WARNING, "Redis {0} unavailable for rate limits ({1}); its keys get the Redis-down policies, "
-                    + "probed every {2} ms", c.node.equals(ANY_NODE) ? "" : c.node, why == null ? "no answer" : why.toString(),
+            log.log(again ? System.Logger.Level.DEBUG : System.Logger.Level.WARNING, "Redis{0} unavailable for rate limits ({1}); its keys get the Redis-down policies, "
+                    + "probed every {2} ms", c.node.equals(ANY_NODE) ? "" : " " + c.node, why == null ? "no answer" : why.toString(),
                     Long.toString(probeMs));
             schedule(c);
         }
@@ -191,8 +191,8 @@ public final class RedisAvailability implements AutoCloseable {
             if (e == null) {
                 c.overruns.set(0);
                 c.open.set(false);
-                log.log(c.warned ? System.Logger.Level.INFO : System.Logger.Level.DEBUG, "Redis {0} answers again: its rate limits decided by Redis",
-                        c.node.equals(ANY_NODE) ? "" : c.node);
+                log.log(c.warned ? System.Logger.Level.INFO : System.Logger.Level.DEBUG, "Redis{0} answers again: its rate limits decided by Redis",
+                        c.node.equals(ANY_NODE) ? "" : " " + c.node);
             } else {
                 schedule(c);
             }

@@ -166,7 +166,7 @@ class FunctionsBackendTest {
     }
 
     @Test
-    void springDataJedisClusterLoadsOnTheNodeThatLacksIt(RedisServers.PlainCluster plain) {
+    void springDataJedisClusterLoadsOnEveryPrimaryThenOnTheNodeThatLacksIt(RedisServers.PlainCluster plain) {
         RedisServers.Cluster cluster = plain.cluster();
         cluster.nodes().forEach(n -> n.cli("FUNCTION", "FLUSH"));
         JedisConnectionFactory factory = new JedisConnectionFactory(
@@ -175,7 +175,12 @@ class FunctionsBackendTest {
         factory.start();
         try {
             BackendTransport t = new BackendTransport(SpringDataTransport.of(factory), Backend.FUNCTIONS);
+            assertEquals(cluster.nodes().size(), SpringDataTransport.of(factory).primaryRoutes().size());
             RateLimitClient rl = new RateLimitClient(t);
+            rl.verifyModule(); // at start-up: every primary (CLUSTER SLOTS), before any call
+            long loaded = FunctionsLibrary.versionOf(FunctionsLibrary.source());
+            cluster.nodes().forEach(n -> assertEquals(loaded, version(n), "after verify, primary :" + n.port()));
+            cluster.nodes().forEach(n -> n.cli("FUNCTION", "FLUSH")); // each gets it again on its first call
             for (int i = 0; i < 30; i++) {
                 assertEquals(4, rl.check("jj:" + i, FIVE).remaining());
             }

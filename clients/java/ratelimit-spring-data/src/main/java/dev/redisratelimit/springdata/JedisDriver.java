@@ -12,9 +12,11 @@ import redis.clients.jedis.ClusterCommandArguments;
 import redis.clients.jedis.CommandArguments;
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.JedisCluster;
+import redis.clients.jedis.Protocol;
 import redis.clients.jedis.Response;
 import redis.clients.jedis.commands.ProtocolCommand;
 import redis.clients.jedis.exceptions.JedisDataException;
+import redis.clients.jedis.util.JedisClusterCRC16;
 
 /**
  * Spring Data's Jedis driver: {@link Jedis} (standalone) or
@@ -28,6 +30,41 @@ final class JedisDriver {
 
     static boolean handles(Object nativeConnection) {
         return nativeConnection instanceof Jedis || nativeConnection instanceof JedisCluster;
+    }
+
+    /**
+     * Under Cluster, a key in the first slot of each primary, from the
+     * cluster's own slot table ({@code CLUSTER SLOTS}, as Jedis reads it for
+     * its routing): what must run on every primary (the Functions library
+     * loaded at start-up) is routed by these keys. Standalone: none.
+     */
+    static List<String> primaryRoutes(Object nativeConnection) {
+        if (!(nativeConnection instanceof JedisCluster cluster)) {
+            return List.of();
+        }
+        Object reply = normalize(cluster.sendCommand("ratelimit", Protocol.Command.CLUSTER, "SLOTS"));
+        // Each range: start, end, then the primary [host, port, id, ...], then its replicas.
+        java.util.Map<String, Long> firstSlot = new java.util.LinkedHashMap<>();
+        for (Object range : (List<?>) reply) {
+            List<?> r = (List<?>) range;
+            List<?> primary = (List<?>) r.get(2);
+            firstSlot.merge(primary.get(0) + ":" + primary.get(1), (Long) r.get(0), Math::min);
+        }
+        List<String> keys = new ArrayList<>(firstSlot.size());
+        for (long slot : firstSlot.values()) {
+            keys.add(keyInSlot((int) slot));
+        }
+        return keys;
+    }
+
+    /** A short key whose CRC16 slot is {@code slot} (found by counting; 16384 slots, so a few thousand tries). */
+    private static String keyInSlot(int slot) {
+        for (int i = 0; ; i++) {
+            String key = "rl:" + i;
+            if (JedisClusterCRC16.getSlot(key) == slot) {
+                return key;
+            }
+        }
     }
 
     static List<CompletionStage<Object>> pipeline(Object nativeConnection, List<RedisCall> calls) {

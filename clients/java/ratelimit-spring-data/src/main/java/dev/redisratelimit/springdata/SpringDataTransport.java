@@ -59,7 +59,7 @@ public final class SpringDataTransport implements RateLimitTransport {
         return pipeline(List.of(call)).get(0);
     }
 
-    /** Under Cluster with the Lettuce driver, a key per primary; otherwise none (Jedis: unknown, one node). */
+    /** Under Cluster, a key per primary (Lettuce: its partitions; Jedis: {@code CLUSTER SLOTS}); standalone none. */
     @Override
     public List<String> primaryRoutes() {
         RedisConnection connection;
@@ -70,7 +70,12 @@ public final class SpringDataTransport implements RateLimitTransport {
         }
         try {
             Object nativeConnection = connection.getNativeConnection();
-            return LETTUCE && LettuceDriver.handles(nativeConnection) ? LettuceDriver.primaryRoutes(nativeConnection) : List.of();
+            if (LETTUCE && LettuceDriver.handles(nativeConnection)) {
+                return LettuceDriver.primaryRoutes(nativeConnection);
+            }
+            return JEDIS && JedisDriver.handles(nativeConnection) ? JedisDriver.primaryRoutes(nativeConnection) : List.of();
+        } catch (RuntimeException e) {
+            return List.of(); // the slot table unreadable now: the node reached, the others on their first call
         } finally {
             connection.close();
         }

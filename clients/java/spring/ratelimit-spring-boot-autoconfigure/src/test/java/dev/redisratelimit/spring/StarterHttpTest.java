@@ -7,7 +7,10 @@ import dev.redisratelimit.spring.test.SharedRedis;
 import java.io.OutputStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
+import java.net.http.HttpResponse;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.test.context.DynamicPropertyRegistry;
@@ -37,6 +40,31 @@ class StarterHttpTest extends AnnotationHttpContract {
     @Override
     protected String prefix() {
         return PREFIX;
+    }
+
+    @Test
+    void closingAPermitNeverDelaysTheResponseWhenRedisIsSlow() throws Exception {
+        // CLIENTS.md §3/§4: the release and settlement are sent, not waited for. Redis stalls (every client
+        // paused 4 s) while the 1 s method runs; the answer comes when the method ends, not when Redis
+        // answers or the 5 s budget ends; the lease is released once Redis runs again.
+        String k = key();
+        CompletableFuture<HttpResponse<String>> call = CompletableFuture.supplyAsync(
+                () -> http().post("/work?estimate=10&used=5&delayMs=1000", "{}", "X-Key", k));
+        long admitted = System.currentTimeMillis() + 5000;
+        while (held("work:{" + k + "}:inflight") != 1 && System.currentTimeMillis() < admitted) {
+            Thread.sleep(10);
+        }
+        assertThat(held("work:{" + k + "}:inflight")).isEqualTo(1); // the method runs
+        long paused = System.nanoTime();
+        SharedRedis.get().cli("CLIENT", "PAUSE", "4000", "ALL");
+        assertThat(call.get(10, TimeUnit.SECONDS).statusCode()).isEqualTo(200);
+        long ms = (System.nanoTime() - paused) / 1_000_000;
+        assertThat(ms).as("answered when the method ended (<= 1 s after the pause), not after Redis (4 s)").isLessThan(3000);
+        long released = System.currentTimeMillis() + 8000;
+        while (held("work:{" + k + "}:inflight") != 0 && System.currentTimeMillis() < released) {
+            Thread.sleep(50);
+        }
+        assertThat(held("work:{" + k + "}:inflight")).isZero();
     }
 
     @Test

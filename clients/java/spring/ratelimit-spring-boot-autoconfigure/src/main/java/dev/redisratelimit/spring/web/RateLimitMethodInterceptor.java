@@ -143,7 +143,9 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
                 used.put(clause, usage(r.settles()[clause], ctx, costs[clause], policyName));
             }
         }
-        permit.close(used); // a method that threw used nothing: its estimates are refunded
+        // A method that threw used nothing: its estimates are refunded. Sent, not waited for: the release and
+        // settlement are one pipelined burst, and a slow Redis must not hold the response for the budget.
+        permit.closeAsync(used);
     }
 
     private static final boolean STREAMING = org.springframework.util.ClassUtils.isPresent(

@@ -85,7 +85,7 @@ public final class RateLimitRouteInterceptor implements AsyncHandlerInterceptor 
             request.getAsyncContext().addListener(new AsyncListener() {
                 @Override
                 public void onComplete(AsyncEvent event) {
-                    permit.close(Map.of());
+                    permit.closeAsync(Map.of()); // sent, not waited for: a slow Redis never delays the response
                 }
 
                 @Override
@@ -94,7 +94,7 @@ public final class RateLimitRouteInterceptor implements AsyncHandlerInterceptor 
 
                 @Override
                 public void onError(AsyncEvent event) {
-                    permit.close(Map.of());
+                    permit.closeAsync(Map.of()); // sent, not waited for: a slow Redis never delays the response
                 }
 
                 @Override
@@ -108,7 +108,7 @@ public final class RateLimitRouteInterceptor implements AsyncHandlerInterceptor 
     public void afterCompletion(HttpServletRequest request, HttpServletResponse response, Object handler, Exception ex) {
         Object p = request.getAttribute(PERMIT);
         if (p instanceof Permit permit && !request.isAsyncStarted()) {
-            permit.close(Map.of());
+            permit.closeAsync(Map.of()); // sent, not waited for: a slow Redis never delays the response
         }
     }
 
