@@ -88,10 +88,11 @@ def endpoint6(app: App) -> None:
     # Two streams hold both in-flight slots (shared with endpoint 5) until their last byte.
     done: list[dict] = []
     threads = [threading.Thread(target=lambda: done.append(
-        stream(app, "s2", headers={"X-Sleep-Ms": "5000", "X-Used-Tokens": "10"}))) for _ in range(2)]
+        stream(app, "s2", headers={"X-Sleep-Ms": "8000", "X-Used-Tokens": "10"}))) for _ in range(2)]
     for t in threads:
         t.start()
-    wait_until("both streams hold a slot", lambda: len(done) == 0 and llm_state(app, "s2")["status"] == 429, 4.5)
+    # (a JVM under a load of 30 took over 4 s to admit both: the streams last 8 s, the wait is 7.5 s)
+    wait_until("both streams hold a slot", lambda: len(done) == 0 and llm_state(app, "s2")["status"] == 429, 7.5)
     third = app.http.post("/llm/complete", json={"max_tokens": 5},
                           headers={**XFF, "X-Api-Key": "s2", "X-Zone": "UTC"})
     assert third.status_code == 429 and third.headers["retry-after"] == "1"
