@@ -67,8 +67,13 @@ local function call_chunked(head, items, group)
   return total
 end
 
--- Integers written as %.17g prints them: plain digits below 1e17.
-local function istr(n) return format('%.17g', n) end
+-- Integers written as %.17g prints them: plain digits below 1e17. A whole
+-- number in that range goes through '%d' (the same digits; an integer
+-- conversion costs a fraction of a float one); -0 and fractions stay %.17g.
+local function istr(n)
+  if n == floor(n) and n ~= 0 and n < 1e17 and n > -1e17 then return format('%d', n) end
+  return format('%.17g', n)
+end
 
 ---------------------------------------------------------------- show()
 -- The module's show(): at most 64 characters (then "..."), control
@@ -345,12 +350,19 @@ for i = 0, 255 do
   end
   crc_table[i] = c % 65536
 end
+-- What the hot paths keep across calls (each bounded): a key's crc16, the
+-- rule list of a one-rule RL.CHECK, the parts of the member names.
+local kept = {crc = {}, crc_n = 0, one_rule = {}, one_rule_n = 0, prefix_of = -1, prefix = false, pairs = {}}
 local function crc16(s)
-  local c = 0
+  local c = kept.crc[s]
+  if c then return c end
+  c = 0
   for i = 1, #s do
     local idx = bit.bxor(floor(c / 256), byte(s, i))
     c = bit.bxor((c % 256) * 256, crc_table[idx])
   end
+  if kept.crc_n >= 1024 then kept.crc, kept.crc_n = {}, 0 end
+  kept.crc[s] = c; kept.crc_n = kept.crc_n + 1
   return c
 end
 
@@ -408,7 +420,13 @@ end
 ---------------------------------------------------------------- options
 -- COST, REFUND, DEBIT, RESERVE after the rules (RL.CHECK, RL.THROTTLE,
 -- RL.QUOTA and their peeks).
+-- The options each command accepts, and the options of a call that has
+-- none (shared, only read).
+local OPTIONS = {write = {refund = true, debit = true}, peek = {},
+  throttle_write = {refund = true, debit = true, reserve = true}, throttle_peek = {reserve = true},
+  none = {}}
 local function parse_options(args, from, accepts, t)
+  if from > #args then return OPTIONS.none end
   local o = {}
   local i = from
   while i <= #args do
@@ -475,9 +493,11 @@ end
 local function split_rules(args, server_time)
   if #args < 1 then arg_error('missing now') end
   local t = parse_now(args[1], server_time)
-  local stop = #args + 1
-  for i = 2, #args do
-    if starts_options(args[i]) then stop = i; break end
+  local n = #args
+  local stop = n + 1
+  for i = 2, n do
+    local b = byte(args[i], 1) -- starts_options(), inline: called per argument
+    if b ~= nil and ((b >= 65 and b <= 90) or (b >= 97 and b <= 122)) then stop = i; break end
   end
   return t, 2, stop
 end
@@ -525,6 +545,8 @@ local LETTERS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 local ALNUM = '0123456789' .. LETTERS
 local SPACE = 52 * 62 ^ 7
 local seq
+-- The first six characters change once per 3844 names: kept; the last two
+-- come from a table of pairs filled as they are met.
 local function next_name()
   if not seq then
     local t = call('TIME')
@@ -532,23 +554,47 @@ local function next_name()
   end
   local n = seq
   seq = (seq + 1) % SPACE
-  local d8 = n % 62; n = (n - d8) / 62
-  local d7 = n % 62; n = (n - d7) / 62
-  local d6 = n % 62; n = (n - d6) / 62
-  local d5 = n % 62; n = (n - d5) / 62
-  local d4 = n % 62; n = (n - d4) / 62
-  local d3 = n % 62; n = (n - d3) / 62
-  local d2 = n % 62; n = (n - d2) / 62
-  return char(byte(LETTERS, n % 52 + 1), byte(ALNUM, d2 + 1), byte(ALNUM, d3 + 1), byte(ALNUM, d4 + 1),
-    byte(ALNUM, d5 + 1), byte(ALNUM, d6 + 1), byte(ALNUM, d7 + 1), byte(ALNUM, d8 + 1))
+  local low = n % 3844
+  local m = (n - low) / 3844
+  if m ~= kept.prefix_of then
+    local d6 = m % 62; m = (m - d6) / 62
+    local d5 = m % 62; m = (m - d5) / 62
+    local d4 = m % 62; m = (m - d4) / 62
+    local d3 = m % 62; m = (m - d3) / 62
+    local d2 = m % 62; m = (m - d2) / 62
+    kept.prefix_of = (n - low) / 3844
+    kept.prefix = char(byte(LETTERS, m % 52 + 1), byte(ALNUM, d2 + 1), byte(ALNUM, d3 + 1), byte(ALNUM, d4 + 1),
+      byte(ALNUM, d5 + 1), byte(ALNUM, d6 + 1))
+  end
+  local pair = kept.pairs[low]
+  if not pair then
+    local d8 = low % 62
+    pair = char(byte(ALNUM, (low - d8) / 62 + 1), byte(ALNUM, d8 + 1))
+    kept.pairs[low] = pair
+  end
+  return kept.prefix .. pair
 end
 
 ---------------------------------------------------------------- RL.CHECK
-local function parse_check(args, write, server_time)
+-- One rule's list by its two argument strings (a cached pair was valid):
+-- the usual call parses nothing and makes no table. The lists are only read.
+-- Returns t, rules, cost, refund, debit (parse_check: as a table).
+local function parse_check_values(args, write, server_time)
+  if #args == 3 then -- now count window, a pair met before: no options, cost 1
+    local by_count = kept.one_rule[args[2]]
+    local rules = by_count and by_count[args[3]]
+    if rules then return parse_now(args[1], server_time), rules, 1 end
+  end
   local t, first, stop = split_rules(args, server_time)
-  local rules = {}
+  local rules
   local n = 0
   local i = first
+  if stop == first + 2 then
+    local by_count = kept.one_rule[args[first]]
+    rules = by_count and by_count[args[first + 1]]
+    if rules then n = 1; i = stop end
+  end
+  if not rules then rules = {} end
   while i < stop do
     n = n + 1
     if i + 1 >= stop then
@@ -563,19 +609,43 @@ local function parse_check(args, write, server_time)
   end
   if n == 0 then arg_error("at least one rule 'count window' is required") end
   if n > MAX_RULES then too_many_rules(n) end
-  local o = parse_options(args, stop, {refund = write, debit = write}, t)
+  if n == 1 and i == stop and stop == first + 2 then
+    if kept.one_rule_n >= 256 then kept.one_rule, kept.one_rule_n = {}, 0 end
+    local by_count = kept.one_rule[args[first]]
+    if not by_count then by_count = {}; kept.one_rule[args[first]] = by_count end
+    if not by_count[args[first + 1]] then
+      by_count[args[first + 1]] = rules; kept.one_rule_n = kept.one_rule_n + 1
+    end
+  end
+  local o = parse_options(args, stop, write and OPTIONS.write or OPTIONS.peek, t)
   local smallest = rules[1].count
   for j = 2, n do smallest = min(smallest, rules[j].count) end
   local cost
   if o.refund or o.debit then cost = option_cost(o, 1, MAX_COST)
   else cost = option_cost(o, write and 1 or 0, min(smallest, MAX_COST)) end
-  return {t = t, rules = rules, cost = cost, refund = o.refund, debit = o.debit}
+  return t, rules, cost, o.refund, o.debit
+end
+
+local function parse_check(args, write, server_time)
+  local t, rules, cost, refund, debit = parse_check_values(args, write, server_time)
+  return {t = t, rules = rules, cost = cost, refund = refund, debit = debit}
 end
 
 -- The module's decide() over the key's log.
 local function check_decide(key, ex, rules, cost, t)
-  local used, seen = {}, {}
   local n = #rules
+  if n == 1 then -- one rule admitted: the reply without the binding rule's tables
+    local r = rules[1]
+    local used = count_newer_than(key, ex, t - r.window)
+    if used + cost <= r.count then
+      local newest_after
+      if cost > 0 then newest_after = ceil(max(ex.highest or t, t))
+      elseif ex.highest then newest_after = ceil(ex.highest) end
+      return {0, 1, r.count, r.count - used - cost, -1,
+        newest_after and max((newest_after - t) + r.window, 0) or 0}
+    end
+  end
+  local used, seen = {}, {}
   for i = 1, n do
     local w = rules[i].window
     local u = seen[w]
@@ -629,6 +699,11 @@ local function check_record(key, ex, rules, cost, t, server_time)
   if x > MAX_SAFE then x = badd(bn(max(newest_after, server_time)), bn(maxw)) end
   local at = grid_expiry(key, maxw, expire_time(key), x)
   local added = 0
+  if cost == 1 then -- one member: no argument lists
+    local ts = istr(t)
+    while call('ZADD', key, 'NX', ts, next_name()) == 0 do end
+    added = 1
+  end
   while added < cost do
     local items = {}
     local ts = istr(t) -- one conversion (Redis converts each number argument)
@@ -660,14 +735,13 @@ end
 
 local function check_run(key, args, write, refund_only)
   local server_time = clock_for(args[1], write)
-  local a = parse_check(args, write, server_time)
-  if refund_only and not a.refund then arg_error('rl_refund runs refunds only: add REFUND') end
-  local t, rules, cost = a.t, a.rules, a.cost
+  local t, rules, cost, refund, debit = parse_check_values(args, write, server_time)
+  if refund_only and not refund then arg_error('rl_refund runs refunds only: add REFUND') end
   local ex = zextremes(key)
-  if a.refund then
+  if refund then
     return check_decide(key, check_refund(key, ex, rules, cost, t), rules, 0, t)
   end
-  if a.debit then
+  if debit then
     check_record(key, ex, rules, cost, t, server_time)
     return check_decide(key, zextremes(key), rules, 0, t)
   end
@@ -702,16 +776,23 @@ local function gcra_rule(burst, count, window, n, ck)
   -- doubles for the fast path (exact below 2^53)
   if bcmp(tol, bn(MAX_SAFE)) <= 0 then r.iv, r.tv = bnum(interval), bnum(tol) end
   if rule_cache_n >= 256 then rule_cache, rule_cache_n = {}, 0 end
-  rule_cache[ck] = r; rule_cache_n = rule_cache_n + 1
+  local a = rule_cache[ck[1]]
+  if not a then a = {}; rule_cache[ck[1]] = a end
+  local b = a[ck[2]]
+  if not b then b = {}; a[ck[2]] = b end
+  b[ck[3]] = r; rule_cache_n = rule_cache_n + 1
+  r.list = {r} -- the rule list of a one-rule call
   return r
 end
 
 -- A rule from its three arguments: cached by their text (a cached triple
 -- was valid), else parsed, checked and computed.
 local function throttle_rule(args, i, n)
-  local ck = args[i] .. ' ' .. args[i + 1] .. ' ' .. args[i + 2]
-  local r = rule_cache[ck]
+  local a = rule_cache[args[i]]
+  local b = a and a[args[i + 1]]
+  local r = b and b[args[i + 2]]
   if r then return r end
+  local ck = {args[i], args[i + 1], args[i + 2]}
   local burst = parse_int(args[i], 1, MAX_SAFE)
   if not burst then rule_error('burst', args[i], n) end
   local count = parse_int(args[i + 1], 1, MAX_SAFE)
@@ -721,11 +802,22 @@ local function throttle_rule(args, i, n)
   return gcra_rule(burst, count, window, n, ck)
 end
 
-local function parse_throttle(args, write, server_time)
+-- Returns t, rules, cost, refund, debit, reserve (parse_throttle: as a table).
+local function parse_throttle_values(args, write, server_time)
+  if #args == 4 then -- now burst count window, a triple met before: no options, cost 1
+    local a = rule_cache[args[2]]
+    local b = a and a[args[3]]
+    local r = b and b[args[4]]
+    if r then return parse_now(args[1], server_time), r.list, 1 end
+  end
   local t, first, stop = split_rules(args, server_time)
-  local rules, windows = {}, {}
+  local rules, windows
   local n = 0
   local i = first
+  if stop == first + 3 then -- one rule: its cached list, no tables
+    local r = throttle_rule(args, first, 1)
+    rules, n, i = r.list, 1, stop
+  else rules, windows = {}, {} end
   while i < stop do
     n = n + 1
     if i + 2 >= stop then
@@ -744,13 +836,18 @@ local function parse_throttle(args, write, server_time)
   end
   if n > MAX_RULES then too_many_rules(n) end
   if n == 0 then arg_error("at least one rule 'burst count window' is required") end
-  local o = parse_options(args, stop, {refund = write, debit = write, reserve = true}, t)
+  local o = parse_options(args, stop, write and OPTIONS.throttle_write or OPTIONS.throttle_peek, t)
   local smallest = rules[1].burst
   for j = 2, n do smallest = min(smallest, rules[j].burst) end
   local cost
   if o.refund or o.debit then cost = option_cost(o, 1, MAX_SAFE)
   else cost = option_cost(o, write and 1 or 0, smallest) end
-  return {t = t, rules = rules, cost = cost, refund = o.refund, debit = o.debit, reserve = o.reserve}
+  return t, rules, cost, o.refund, o.debit, o.reserve
+end
+
+local function parse_throttle(args, write, server_time)
+  local t, rules, cost, refund, debit, reserve = parse_throttle_values(args, write, server_time)
+  return {t = t, rules = rules, cost = cost, refund = refund, debit = debit, reserve = reserve}
 end
 
 local function parse_tat(s)
@@ -764,19 +861,22 @@ end
 -- The stored TATs of the rules' fields (nil: a full bucket).
 -- The stored TATs as text, checked (nil: a full bucket).
 local function read_raw(key, rules)
-  local fields = {}
-  for i = 1, #rules do fields[i] = rules[i].field end
-  local values = rcall('HMGET', key, unpack(fields))
-  local raw = {}
+  local values
+  if #rules == 1 then values = rcall('HMGET', key, rules[1].field)
+  else
+    local fields = {}
+    for i = 1, #rules do fields[i] = rules[i].field end
+    values = rcall('HMGET', key, unpack(fields))
+  end
+  local raw = values -- false where a field is missing, as nil would be
   for i = 1, #rules do
     local v = values[i]
     if v then
       local ok = v == '0' or (find(v, '^[1-9]%d*$') and (#v < #MAX_TAT_STR or (#v == #MAX_TAT_STR and v <= MAX_TAT_STR)))
       if not ok then
-        fail("ERR hash at '" .. show(key) .. "' field '" .. show(fields[i]) .. "' holds '" .. show(v) ..
+        fail("ERR hash at '" .. show(key) .. "' field '" .. show(rules[i].field) .. "' holds '" .. show(v) ..
           "', not a theoretical arrival time in ns (a decimal integer from 0 to " .. MAX_TAT_STR .. ')')
       end
-      raw[i] = v
     end
   end
   return raw
@@ -828,6 +928,25 @@ end
 
 local function gcra_fast(rules, cost, t, raw, reserve)
   if t > MAX_SAFE - NEAR or (reserve and reserve >= NEAR) then return nil end
+  if not reserve and #rules == 1 then
+    local r = rules[1]
+    local iv, tv = r.iv, r.tv
+    if not iv or iv * cost >= TWO53 or tv >= TWO53 then return nil end
+    local d = 0
+    if raw[1] then
+      d = tat_delta(raw[1], t)
+      if not d then return nil end
+    end
+    local b = d > 0 and d or 0
+    local nw = b + iv * cost
+    if nw >= TWO53 then return nil end
+    local allows = nw <= tv
+    local used = allows and nw or b
+    local remaining = 0
+    if used <= tv then remaining = min(floor_div(tv - used, iv), r.burst) end
+    if allows then return {0, 1, r.burst, remaining, -1, ceil_ns_ms(used)}, nw end
+    return {1, 1, r.burst, remaining, ceil_ns_ms(nw - tv), ceil_ns_ms(used)}, nil
+  end
   local hz = reserve and reserve * 1000000 or 0
   local n = #rules
   local base, new, allows = {}, {}, {}
@@ -879,6 +998,17 @@ end
 
 -- Writes the fast path's new TATs (relative to t_ns) and moves the expiry.
 local function throttle_write_fast(key, rules, new, server_time, t)
+  if type(new) == 'number' then -- one rule
+    local r = rules[1]
+    if not r.wms then r.wms = bceil_num(r.tol) end
+    local ns = new % 1000000
+    local ms = t + (new - ns) / 1000000
+    local x = t + ceil_ns_ms(new) + max(0, server_time - t)
+    local at = grid_expiry(key, r.wms, expire_time(key), x)
+    call('HSET', key, r.field, ms > 0 and format('%d%06d', ms, ns) or istr(ns))
+    if at then call('PEXPIREAT', key, at) end
+    return
+  end
   local newest, w = 0, 0
   local set = {}
   for i = 1, #rules do
@@ -890,7 +1020,7 @@ local function throttle_write_fast(key, rules, new, server_time, t)
     local ns = d % 1000000
     local ms = t + (d - ns) / 1000000
     set[#set + 1] = r.field
-    set[#set + 1] = ms > 0 and format('%.0f%06d', ms, ns) or istr(ns)
+    set[#set + 1] = ms > 0 and format('%d%06d', ms, ns) or istr(ns)
   end
   local x = t + ceil_ns_ms(newest) + max(0, server_time - t)
   local at = grid_expiry(key, w, expire_time(key), x)
@@ -969,7 +1099,8 @@ local function hash_finish(key, set, deleted, at)
   if #set == 0 and #deleted == 0 then return end
   if #set > 0 then call('HSET', key, unpack(set)) end
   if #deleted > 0 then call_chunked({'HDEL', key}, deleted, 1) end
-  if call('EXISTS', key) == 0 then return end
+  -- (after an HSET the key exists: only deletions can have removed it)
+  if #set == 0 and call('EXISTS', key) == 0 then return end
   if at then call('PEXPIREAT', key, at) end
 end
 
@@ -1024,19 +1155,18 @@ end
 
 local function throttle_run(key, args, write, refund_only)
   local server_time = clock_for(args[1], write)
-  local a = parse_throttle(args, write, server_time)
-  if refund_only and not a.refund then arg_error('rl_refund runs refunds only: add REFUND') end
-  local t, rules, cost = a.t, a.rules, a.cost
+  local t, rules, cost, refund, debit, reserve = parse_throttle_values(args, write, server_time)
+  if refund_only and not refund then arg_error('rl_refund runs refunds only: add REFUND') end
   local raw = read_raw(key, rules)
-  if not a.refund and not a.debit then
-    local reply, new = gcra_fast(rules, cost, t, raw, a.reserve)
+  if not refund and not debit then
+    local reply, new = gcra_fast(rules, cost, t, raw, reserve)
     if reply then
       if write and reply[1] == 0 then throttle_write_fast(key, rules, new, server_time, t) end
       return reply
     end
   end
   local tats = tats_of(raw, #rules)
-  if a.refund then
+  if refund then
     local after = gcra_refund(rules, cost, t, tats)
     local set, deleted = {}, {}
     for i = 1, #rules do
@@ -1049,12 +1179,12 @@ local function throttle_run(key, args, write, refund_only)
     hash_finish(key, set, deleted, nil)
     return (gcra_decide(rules, 0, t, after))
   end
-  if a.debit then
+  if debit then
     local new = gcra_debit(rules, cost, t, tats)
     throttle_write(key, rules, new, server_time, t)
     return (gcra_decide(rules, 0, t, new))
   end
-  local reply, steps = gcra_decide(rules, cost, t, tats, a.reserve)
+  local reply, steps = gcra_decide(rules, cost, t, tats, reserve)
   if write and reply[1] == 0 then
     local new = {}
     for i = 1, #rules do new[i] = steps[i].new end
@@ -1250,7 +1380,7 @@ local function parse_quota(args, write, server_time)
   if #periods == 0 then
     arg_error("at least one 'period limit' pair is required (period: MINUTE, HOUR, DAY, WEEK, MONTH or YEAR)")
   end
-  local o = parse_options(args, i, {refund = write, debit = write}, t)
+  local o = parse_options(args, i, write and OPTIONS.write or OPTIONS.peek, t)
   local cost = option_cost(o, write and 1 or 0, MAX_SAFE)
   local buckets = {}
   for j = 1, #periods do buckets[j] = quota_bucket(periods[j].period, t, offset) end
@@ -1419,8 +1549,8 @@ local function is_whole(s) return s == floor(s) end
 -- A lease's units: tok, then (when tok is scored half a ms before a whole
 -- ms: a lease of 2 or more) tok#2, tok#3, ... up to the first missing one.
 -- Returns names, scores and the first index not known to be missing.
-local function walk(key, token)
-  local s = call('ZSCORE', key, token)
+local function walk(key, token, typed)
+  local s = (typed and rcall or call)('ZSCORE', key, token)
   if not s then return {}, {}, 2 end
   s = tonumber(s)
   local names, scores = {token}, {s}
@@ -1443,8 +1573,11 @@ end
 
 -- The lease state of a call: reads the key (WRONGTYPE, stored scores).
 local function lease_open(key, a, write, server_time)
+  -- every field the call sets later is named here (false): the table is
+  -- made at its size once instead of growing field by field
   local st = {key = key, limit = a.limit, ttl = a.ttl, cost = a.cost, token = a.token, t = a.t,
-    server_time = server_time, write = write, names = {}, own = {}}
+    server_time = server_time, write = write, names = false, own = false, lowest = false, highest = false,
+    len = false, walked = false, next_unknown = false, verdict = false, reply = false, written = false}
   local lo = rcall('ZRANGE', key, '0', '0', 'WITHSCORES')
   if lo[2] then
     local hi = call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
@@ -1466,7 +1599,7 @@ end
 local function lease_walk(st)
   if st.walked then return end
   st.walked = true
-  if st.cost <= 0 or not st.token then return end
+  if st.cost <= 0 or not st.token then st.names, st.own = {}, {}; return end
   st.names, st.own, st.next_unknown = walk(st.key, st.token)
 end
 
@@ -1553,11 +1686,13 @@ local function top_after(st, score)
   end
 end
 
-local function lease_decide(st)
+-- committing: an admission's reply is lease_commit's (not made here)
+local function lease_decide(st, committing)
   lease_walk(st)
   local v = lease_verdict(st)
   if v.admitted then v.reused = live_past_the_chain(st) end
   st.verdict = v
+  if committing and v.admitted then return nil end
   local top
   if not st.write and st.ttl > 0 and v.admitted and st.cost > 0 then
     top = top_after(st, st.t + st.ttl)
@@ -1598,14 +1733,17 @@ local function lease_commit(st)
     if not token then fail('ERR could not find a free lease name') end
     st.token = token
   end
-  local items = {}
   local es = istr(expiry)
-  for i = 1, cost do
-    -- the first unit of a lease of 2 or more half a ms early (SPEC's marker)
-    items[#items + 1] = (i == 1 and cost >= 2) and istr(expiry - 0.5) or es
-    items[#items + 1] = names[i] or unit_name(token, i)
+  if cost == 1 then call('ZADD', key, es, names[1] or token) -- one unit: no argument lists
+  else
+    local items = {}
+    for i = 1, cost do
+      -- the first unit of a lease of 2 or more half a ms early (SPEC's marker)
+      items[#items + 1] = (i == 1 and cost >= 2) and istr(expiry - 0.5) or es
+      items[#items + 1] = names[i] or unit_name(token, i)
+    end
+    call_chunked({'ZADD', key}, items, 2)
   end
-  call_chunked({'ZADD', key}, items, 2)
   -- the highest score now: read back only when it was one of the token's
   local top = expiry
   if st.highest then
@@ -1628,8 +1766,8 @@ end
 -- RL.LEASE's admission: decide, then commit (the module's quick path for a
 -- token not held yet decides the same).
 local function lease_admit(st)
-  local reply = lease_decide(st)
-  if reply[1] ~= 0 then return reply end
+  local reply = lease_decide(st, true)
+  if reply then return reply end
   return lease_commit(st)
 end
 
@@ -1658,10 +1796,9 @@ local function lease_run(key, args, write)
   local a = parse_lease(args, write, write and 1 or 0, server_time)
   local st = lease_open(key, a, write, server_time)
   if write then
-    local reply = lease_admit(st)
-    local out = {reply[1], reply[2], reply[3], reply[4], reply[5], reply[6]}
-    if reply[1] == 0 then out[7] = st.token else out[7] = false end
-    return out
+    local reply = lease_admit(st) -- a new table, not kept: the token goes on as its 7th
+    if reply[1] == 0 then reply[7] = st.token else reply[7] = false end
+    return reply
   end
   return lease_decide(st)
 end
@@ -1693,15 +1830,16 @@ end
 
 local function release_run(key, args)
   local t, _, tokens = parse_tokens(args, false, clock_for(args[1], false))
-  rcall('ZCARD', key)
   local counts, removed = {}, {}
   for i = 1, #tokens do
-    local names, scores = walk(key, tokens[i])
+    -- the first read checks the key's type (WRONGTYPE before anything else)
+    local names, scores = walk(key, tokens[i], i == 1)
     for j = 1, #scores do if not safe_score(scores[j]) then unsafe_score(key) end end
     counts[i] = live_units(scores, t)
     for j = 1, #names do removed[#removed + 1] = names[j] end
   end
-  if #removed > 0 then call_chunked({'ZREM', key}, removed, 1) end
+  if #removed == 1 then call('ZREM', key, removed[1])
+  elseif #removed > 0 then call_chunked({'ZREM', key}, removed, 1) end
   return counts
 end
 
@@ -1827,6 +1965,14 @@ local function tail_word(w, refund_allowed)
   return nil
 end
 
+-- upper(w) for a word that starts with a letter; other words (numbers, the
+-- most of a call) as they are: no new string.
+local function up_word(w)
+  local b = byte(w, 1)
+  if b and ((b >= 65 and b <= 90) or (b >= 97 and b <= 122)) then return upper(w) end
+  return w
+end
+
 local function split_clauses(args, from, refund_allowed)
   local spans = {}
   local ending = {}
@@ -1836,39 +1982,57 @@ local function split_clauses(args, from, refund_allowed)
   while i <= n do
     local word = args[i]
     i = i + 1
-    local is_last = i == n + 1
-    local kind = KINDS[upper(word)]
-    if kind then
-      spans[#spans + 1] = {kind = kind, first = i, last = i - 1}
-      start = i
-    else
-      local tail = tail_word(word, refund_allowed)
-      local handled = false
-      if tail and #spans > 0 then
-        local before_last_details = (i == n) and tail_word(args[i], refund_allowed) == 'DETAILS'
-        if tail == 'DETAILS' and is_last then ending.details = true; handled = true
-        elseif tail == 'REFUND' and (is_last or before_last_details) then ending.refund = true; handled = true end
+    local b = byte(word, 1)
+    if not (b and ((b >= 65 and b <= 90) or (b >= 97 and b <= 122))) then
+      -- not a word (a number, '*', an offset): no clause, option or tail
+      -- word, so the clause's key index or one of its arguments, as below
+      local span = spans[#spans]
+      if not span then
+        arg_error("syntax error: expected a clause (CHECK, THROTTLE, QUOTA or LEASE) after now, got '" ..
+          show(word) .. "'")
       end
-      if not handled then
-        local span = spans[#spans]
-        if not span then
-          arg_error("syntax error: expected a clause (CHECK, THROTTLE, QUOTA or LEASE) after now, got '" ..
-            show(word) .. "'")
+      if span.index == nil and span.last < span.first then
+        span.index = word
+        start = i
+        span.first = i; span.last = i - 1
+      else
+        span.first = start; span.last = i - 1
+      end
+    else
+      local is_last = i == n + 1
+      local kind = KINDS[up_word(word)]
+      if kind then
+        spans[#spans + 1] = {kind = kind, first = i, last = i - 1}
+        start = i
+      else
+        local tail = tail_word(word, refund_allowed)
+        local handled = false
+        if tail and #spans > 0 then
+          local before_last_details = (i == n) and tail_word(args[i], refund_allowed) == 'DETAILS'
+          if tail == 'DETAILS' and is_last then ending.details = true; handled = true
+          elseif tail == 'REFUND' and (is_last or before_last_details) then ending.refund = true; handled = true end
         end
-        if span.index == nil and span.last < span.first then
-          span.index = word
-          start = i
-          span.first = i; span.last = i - 1
-        else
-          if tail then
-            local at = i - 1 - start
-            if span.misplaced == nil then span.misplaced = {at, tail}
-            elseif tail == 'DETAILS' then span.misplaced = {span.misplaced[1], 'DETAILS'} end
+        if not handled then
+          local span = spans[#spans]
+          if not span then
+            arg_error("syntax error: expected a clause (CHECK, THROTTLE, QUOTA or LEASE) after now, got '" ..
+              show(word) .. "'")
           end
-          local uw = upper(word)
-          local takes_value = uw == 'COST' or (span.kind == 'LEASE' and uw == 'TOKEN')
-          if takes_value and i <= n then i = i + 1 end
-          span.first = start; span.last = i - 1
+          if span.index == nil and span.last < span.first then
+            span.index = word
+            start = i
+            span.first = i; span.last = i - 1
+          else
+            if tail then
+              local at = i - 1 - start
+              if span.misplaced == nil then span.misplaced = {at, tail}
+              elseif tail == 'DETAILS' then span.misplaced = {span.misplaced[1], 'DETAILS'} end
+            end
+            local uw = up_word(word)
+            local takes_value = uw == 'COST' or (span.kind == 'LEASE' and uw == 'TOKEN')
+            if takes_value and i <= n then i = i + 1 end
+            span.first = start; span.last = i - 1
+          end
         end
       end
     end
@@ -2089,15 +2253,17 @@ end
 
 local function all_reply(replies, costs)
   local refused, admitted
-  local function wait(r) return r[5] == -1 and BIG or r[5] end
-  local function headroom(i) return floor(max(replies[i][4], 0) / max(costs[i], 1)) end
+  local refused_wait, admitted_room -- the wait (-1: BIG) and headroom of each so far
   for i = 1, #replies do
     local r = replies[i]
     if r[1] ~= 0 then
-      if not refused or wait(r) > wait(replies[refused]) then refused = i end
+      local w = r[5] == -1 and BIG or r[5]
+      if not refused or w > refused_wait then refused, refused_wait = i, w end
     else
-      if not admitted or headroom(i) < headroom(admitted) or
-        (headroom(i) == headroom(admitted) and r[6] > replies[admitted][6]) then admitted = i end
+      local room = floor(max(r[4], 0) / max(costs[i], 1))
+      if not admitted or room < admitted_room or (room == admitted_room and r[6] > replies[admitted][6]) then
+        admitted, admitted_room = i, room
+      end
     end
   end
   local b = refused or admitted or 1
@@ -2109,6 +2275,14 @@ end
 -- The Redis type of each clause kind's key, and the key order.
 local KIND_TYPE = {CHECK = 'zset', LEASE = 'zset', THROTTLE = 'hash', QUOTA = 'hash'}
 local function by_key_index(x, y) return x.k < y.k end
+
+-- Reads every clause's key in key order (no writes).
+local function open_clauses(order, details, write, server_time)
+  for _, c in ipairs(order) do
+    c.details = details
+    clause_open(c, write, server_time)
+  end
+end
 
 local function all_run(keys, args, write, refund_only)
   local server_time = clock_for(#keys > 0 and args[1] or '*', write)
@@ -2169,8 +2343,7 @@ local function all_run(keys, args, write, refund_only)
         ' is used by an earlier clause: each key belongs to exactly one clause')
     end
     used[k] = true
-    local cargs = {now_arg}
-    for j = span.first, span.last do cargs[#cargs + 1] = args[j] end
+    local cargs = {now_arg, unpack(args, span.first, span.last)}
     local a = parse_clause(n, span.kind, cargs, span.misplaced, mode, server_time)
     rules = rules + clause_rules(span.kind, a)
     if rules > MAX_RULES then
@@ -2186,15 +2359,20 @@ local function all_run(keys, args, write, refund_only)
   local order = {}
   for i = 1, #clauses do order[i] = clauses[i] end
   table.sort(order, by_key_index)
-  -- WRONGTYPE in key order, then stored values in key order
-  for _, c in ipairs(order) do
-    local ty = call('TYPE', c.key).ok
-    if ty ~= 'none' and ty ~= KIND_TYPE[c.kind] then fail(WRONGTYPE) end
+  -- WRONGTYPE in key order, then stored values in key order. Each kind's
+  -- first read of its key refuses a wrong type, so the reads in key order
+  -- give WRONGTYPE first unless a stored value fails before it: then
+  -- the types of all the keys decide which error is the call's.
+  local opened, err = pcall(open_clauses, order, ending.details, write, server_time)
+  if not opened then
+    for _, c in ipairs(order) do
+      local ty = call('TYPE', c.key).ok
+      if ty ~= 'none' and ty ~= KIND_TYPE[c.kind] then fail(WRONGTYPE) end
+    end
+    error(err, 0)
   end
   local replies, costs = {}, {}
   for _, c in ipairs(order) do
-    c.details = ending.details
-    clause_open(c, write, server_time)
     if mode ~= 'refund' then
       c.reply = clause_decide(c)
       replies[c.n] = c.reply
@@ -2260,14 +2438,14 @@ local function run(f, keys, args)
 end
 
 -- One key then arguments: the module's `RL.X key ...` commands.
-local function keyed(name, arity, body)
+local function keyed(name, arity, body, flag)
   local function checked(keys, args)
     local total = 1 + #keys + #args
     if (arity < 0 and total < -arity) or (arity > 0 and total ~= arity) then arity_error(name) end
     if #keys ~= 1 then
       arg_error(name .. ' takes 1 key: FCALL rl_' .. sub(name, 4) .. ' 1 key ...')
     end
-    return body(keys[1], args)
+    return body(keys[1], args, flag)
   end
   return function(keys, args) return run(checked, keys, args) end
 end
@@ -2296,14 +2474,14 @@ end
 
 local entries = {}
 local function register(name, f) entries[name] = f end
-register('rl_check', keyed('rl.check', -5, function(k, a) return check_run(k, a, true) end))
-register('rl_peek', keyed('rl.peek', -5, function(k, a) return check_run(k, a, false) end))
-register('rl_throttle', keyed('rl.throttle', -6, function(k, a) return throttle_run(k, a, true) end))
-register('rl_throttlepeek', keyed('rl.throttlepeek', -6, function(k, a) return throttle_run(k, a, false) end))
-register('rl_quota', keyed('rl.quota', -6, function(k, a) return quota_run(k, a, true) end))
-register('rl_quotapeek', keyed('rl.quotapeek', -6, function(k, a) return quota_run(k, a, false) end))
-register('rl_lease', keyed('rl.lease', -5, function(k, a) return lease_run(k, a, true) end))
-register('rl_leasepeek', keyed('rl.leasepeek', -4, function(k, a) return lease_run(k, a, false) end))
+register('rl_check', keyed('rl.check', -5, check_run, true))
+register('rl_peek', keyed('rl.peek', -5, check_run, false))
+register('rl_throttle', keyed('rl.throttle', -6, throttle_run, true))
+register('rl_throttlepeek', keyed('rl.throttlepeek', -6, throttle_run, false))
+register('rl_quota', keyed('rl.quota', -6, quota_run, true))
+register('rl_quotapeek', keyed('rl.quotapeek', -6, quota_run, false))
+register('rl_lease', keyed('rl.lease', -5, lease_run, true))
+register('rl_leasepeek', keyed('rl.leasepeek', -4, lease_run, false))
 register('rl_release', keyed('rl.release', -4, release_run))
 register('rl_renew', keyed('rl.renew', -5, renew_run))
 register('rl_dayhour', two_keys('rl.dayhour', 7, dayhour_run))

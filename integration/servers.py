@@ -66,7 +66,7 @@ class Server:
     """One server process. `with Server() as s: s.client().ping()`."""
 
     def __init__(self, *, module: bool = True, args: list[str] | None = None, binary: str | None = None,
-                 directory: str | None = None, cluster: bool = False):
+                 directory: str | None = None, cluster: bool = False, start_timeout: float = 10):
         self.binary = binary or server_binary()
         self.module = module
         self.extra = list(args or [])
@@ -74,6 +74,7 @@ class Server:
         self.dir = directory or tempfile.mkdtemp(prefix="rl-it-")
         self.port = 0
         self.cluster = cluster  # cluster-enabled, with its bus on its own free port
+        self.start_timeout = start_timeout  # seconds (a server under valgrind needs more)
         self.bus_port = 0
         self.proc: subprocess.Popen | None = None
 
@@ -92,7 +93,7 @@ class Server:
                 cmd += ["--loadmodule", MODULE]
             cmd += self.extra
             self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            deadline = time.time() + 10
+            deadline = time.time() + self.start_timeout
             while time.time() < deadline:
                 if self.proc.poll() is not None:
                     break

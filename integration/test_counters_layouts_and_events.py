@@ -175,15 +175,21 @@ def test_counter_workload_with_expiries_keepttl_and_reloads_replicates(trio):
                 got = pipe.execute()
                 before = [(got[0], got[1]), (got[2], got[3])]
                 dl, hl = rng.choice([0, 1, 3, 10, MAX]), rng.choice([0, 1, 3, 10, MAX])
-                res = c.execute_command("RL.DAYHOUR", k, k2, dl, hl, rng.choice([30, 100_000]),
-                                        rng.choice([30, 100_000]))
+                windows = (rng.choice([30, 100_000]), rng.choice([30, 100_000]))
+                res = c.execute_command("RL.DAYHOUR", k, k2, dl, hl, *windows)
                 after = [c.get(k), c.get(k2)]
+                # A counter this call creates lives `window` ms: on a loaded
+                # machine 30 ms can pass before the GET (seen at load 30), so
+                # such a counter may read back as gone. The reply is checked
+                # exactly either way.
+                short_lived = [pt == -2 and w == 30 for (_, pt), w in zip(before, windows)]
                 assert all(decimal_ok(v) for v in after), msg
                 if all(pt == -1 or pt > 1000 or (pt == -2 and v is None) for v, pt in before):  # nothing expired mid-way
                     d, h = (max(0, int(v)) if v is not None else 0 for v, _ in before)
                     if d < dl and h < hl:
                         assert res == [d + 1, h + 1], msg
-                        assert after == [str(d + 1).encode(), str(h + 1).encode()], msg
+                        assert all(a == want or (a is None and gone_ok) for a, want, gone_ok in
+                                   zip(after, [str(d + 1).encode(), str(h + 1).encode()], short_lived)), msg
                     else:
                         assert res == [d + (d >= dl), h + (h >= hl)], f"{msg} {k} {k2} {before} {dl} {hl} {after}"
                         assert after == [v for v, _ in before], msg

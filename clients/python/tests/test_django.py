@@ -300,3 +300,37 @@ def test_django_an_error_response_or_an_exception_is_a_failure(rl_local):
     with pytest.raises(RuntimeError):
         view(rf.post("/login?password=raise"))
     assert view(rf.post("/login?password=right")).status_code == 429
+
+
+def test_django_skip_exempt_and_a_custom_refusal(rl_local):
+    """express's skip / exempt / onRefused, as DjangoRateLimits(skip=, exempt=, on_refused=)."""
+    from django.test import RequestFactory
+
+    limits = DjangoRateLimits(rl_local.limiter(), skip=lambda r: r.GET.get("health") == "1",
+                              exempt={"ips": ["10.0.0.0/8"], "keys": ["internal"]},
+                              on_refused=lambda r, refusal: JsonResponse({"busy": refusal.decision.binding},
+                                                                         status=503))
+
+    @limits.limit(Policy("api-dj", "1/minute"), key=lambda r: r.GET.get("key", "anon"))
+    def view(request):
+        return JsonResponse({"ok": True})
+
+    rf = RequestFactory()
+    assert view(rf.get("/x?key=k")).status_code == 200
+    r = view(rf.get("/x?key=k"))
+    assert (r.status_code, json.loads(r.content)["busy"]) == (503, "1-per-1m")
+    assert view(rf.get("/x?key=k&health=1")).status_code == 200
+    assert [view(rf.get("/x?key=internal")).status_code for _ in range(3)] == [200] * 3
+    assert [view(rf.get("/x?key=z", REMOTE_ADDR="10.1.2.3")).status_code for _ in range(3)] == [200] * 3
+    assert len(rl_local.engine.keys) == 1
+
+
+def test_django_middleware_default_limit(rl_local):
+    """limits.middleware(routes, default=...): every other path takes the default; None opts a path out."""
+    from django.test import RequestFactory
+
+    limits = DjangoRateLimits(rl_local.limiter())
+    mw = limits.middleware({"/health": None}, default=(Policy("ip-dj", "1/minute"), limits.client_ip))(
+        lambda request: HttpResponse("ok"))
+    rf = RequestFactory()
+    assert [mw(rf.get(p)).status_code for p in ("/a", "/b", "/health", "/health")] == [200, 429, 200, 200]

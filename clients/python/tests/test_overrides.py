@@ -31,9 +31,17 @@ def test_set_on_one_limiter_is_applied_by_another_within_a_refresh(server, raw, 
     assert [two.decide(p, "u").allowed for _ in range(6)] == [True] * 5 + [False]
     one.runtime_limits.set(p, {"hour": 7})
     assert raw.hgetall(f"{key}ratelimit:limits") == {b"ocr/hour": b"7"}
-    t0 = time.monotonic()
-    while not two.decide(p, "u").allowed:  # the refused ones count nothing
-        assert time.monotonic() - t0 < 0.6, "not applied within a refresh (250 ms) and a decision"
+    # Within a refresh (250 ms) and a decision: 0.6 s on an idle machine,
+    # stretched by twice the slowest decision seen here (a refresh is a round
+    # trip like one), since a loaded 2-core machine can take 100s of ms for one.
+    t0, slowest = time.monotonic(), 0.0
+    while True:
+        t = time.monotonic()
+        allowed = two.decide(p, "u").allowed  # the refused ones count nothing
+        slowest = max(slowest, time.monotonic() - t)
+        if allowed:
+            break
+        assert time.monotonic() - t0 < 0.6 + 2 * slowest, ("not applied within a refresh and a decision", slowest)
         time.sleep(0.02)
     d = two.decide(p, "u")
     assert d.allowed and d.states["hour"].remaining == 0  # 7 counted: nothing was reset

@@ -27,6 +27,7 @@ from .. import http
 from ..client import AsyncRateLimiter, RateLimiter
 from ..combined import CombinedPolicy, PolicyCall
 from ..errors import ModuleNotLoadedError
+from ..exempt import Refusal, exemption, refusal_of
 from ..outcome import note_outcome
 from ..guard import AsyncGuard, Guard
 from ..policy import Policy, PolicyDecision
@@ -55,6 +56,17 @@ class ProblemError(Exception):
     @classmethod
     def unauthorized(cls, detail: str) -> "ProblemError":
         return cls(*http.unauthorized(detail))
+
+
+class _CustomRefusal(ProblemError):
+    """The HttpResponse of the project's ``on_refused``, through ProblemError's paths."""
+
+    def __init__(self, response: HttpResponseBase) -> None:
+        super().__init__(response.status_code, [], b"")
+        self._response = response
+
+    def response(self) -> HttpResponseBase:  # type: ignore[override]
+        return self._response
 
 
 @dataclass(frozen=True)
@@ -113,34 +125,51 @@ class _Decider:
         self.owner, self.bounds, self.x_ratelimit = owner, bounds, x_ratelimit
         self.policy = bounds[0].policy if len(bounds) == 1 else CombinedPolicy([b.policy for b in bounds])
 
-    def answer(self, decision: PolicyDecision | None) -> Answer:
+    def answer(self, decision: PolicyDecision | None, request: HttpRequest) -> Answer:
         """The decision and its headers, or a ProblemError (429, 503)."""
         if decision is None:
             if self.policy.fail == "closed":
                 raise ProblemError(*http.unavailable(self.policy))
             return None, []  # fail open: proceed without rate-limit headers
         if decision.limited:
+            if self.owner.on_refused is not None:
+                raise _CustomRefusal(self.owner.on_refused(request, refusal_of(decision, [], self.x_ratelimit)))
             raise ProblemError(*http.refusal(decision, x_ratelimit=self.x_ratelimit))
         return decision, http.rate_limit_headers(decision, x_ratelimit=self.x_ratelimit)
 
+    def passes(self, request: HttpRequest, keys: Sequence[str] = ()) -> bool:
+        """Skipped or exempt: decided by nobody (no write, no headers, no permit)."""
+        o = self.owner
+        if not keys:
+            return bool(o.skip and o.skip(request)) or o._exempt(o.client_ip(request), ())
+        return o._exempt(None, keys)
+
     def decide(self, request: HttpRequest) -> Answer:
         guard = self.owner.sync_guard()
+        if self.passes(request):
+            return None, []
         calls = [b.policy.bind(b.key(request), **{n: r(request) for n, r in b.kw.items()}) for b in self.bounds]
-        return self.answer(_decide(guard, calls))
+        if self.passes(request, [c.key for c in calls]):
+            return None, []
+        return self.answer(_decide(guard, calls), request)
 
     async def adecide(self, request: HttpRequest) -> Answer:
         guard = self.owner.async_guard()
+        if self.passes(request):
+            return None, []
         calls = []
         for b in self.bounds:
             key = await _value(b.key, request)
             calls.append(b.policy.bind(key, **{n: await _value(r, request) for n, r in b.kw.items()}))
+        if self.passes(request, [c.key for c in calls]):
+            return None, []
         if len(calls) == 1:
             x = calls[0]
             decision = await guard.decide(x.policy, x.key, cost=x.cost, estimate=x.estimate, zone=x.zone,
                                           subkeys=x.subkeys, overrides=x.overrides)
         else:
             decision = await guard.decide_all(calls)
-        return self.answer(decision)
+        return self.answer(decision, request)
 
 
 def _decide(guard: Guard, calls: list[PolicyCall]) -> PolicyDecision | None:
@@ -190,7 +219,13 @@ class DjangoRateLimits:
     ``async_limiter``), their Redis-down guards, and the trusted proxies."""
 
     def __init__(self, limiter: RateLimiter | None = None, *, async_limiter: AsyncRateLimiter | None = None,
-                 trusted_proxies: Iterable[str | http.Network] = ("127.0.0.0/8", "::1/128")) -> None:
+                 trusted_proxies: Iterable[str | http.Network] = ("127.0.0.0/8", "::1/128"),
+                 skip: Callable[[HttpRequest], bool] | None = None, exempt: Any = None,
+                 on_refused: Callable[[HttpRequest, Refusal], HttpResponseBase] | None = None) -> None:
+        """``skip(request)``: requests never limited; ``exempt``: callers never
+        limited (``Exemptions(ips=[...], keys=[...])`` or a dict of those);
+        ``on_refused(request, refusal)``: the HttpResponse of a refusal (redis_rl.exempt)."""
+        self.skip, self._exempt, self.on_refused = skip, exemption(exempt), on_refused
         if limiter is None and async_limiter is None:
             raise TypeError("give a RateLimiter (sync views), an AsyncRateLimiter (async_limiter=, async views), "
                             "or both")
@@ -315,20 +350,26 @@ class DjangoRateLimits:
             return wrapped
         return decorator
 
-    def middleware(self, routes: Mapping[str, "tuple[Policy, Resolver] | Sequence[Bound]"], *,
+    def middleware(self, routes: "Mapping[str, tuple[Policy, Resolver] | Sequence[Bound] | None]" = {}, *,
+                   default: "tuple[Policy, Resolver] | Sequence[Bound] | None" = None,
                    x_ratelimit: bool = False) -> type:
         """A middleware class deciding the requests whose path is in ``routes``
         (path -> (policy, key) or a list of ``limits.bind(...)``) before the
         view; name it in ``settings.MIDDLEWARE`` by its dotted path. It runs
-        sync or async as the middleware chain does (Django picks)."""
-        deciders: dict[str, _Decider] = {}
-        for path, r in routes.items():
+        sync or async as the middleware chain does (Django picks).
+        ``default``: the limit of every other path (a path mapped to None
+        opts out: a health check, a view with its own ``@limits.limit``)."""
+        def decider(r: Any) -> "_Decider | None":
+            if r is None:
+                return None
             bounds = _bounds(r[0], r[1], {}) if isinstance(r, tuple) else _bounds(r, None, {})
             for b in bounds:
                 if b.policy.needs_permit:
                     raise ValueError(f"policy {b.policy.name!r} holds a lease or an estimate: the middleware "
                                      "cannot give it back; use @limits.limit(..., scope=True)")
-            deciders[path] = _Decider(self, bounds, x_ratelimit)
+            return _Decider(self, bounds, x_ratelimit)
+        deciders = {path: decider(r) for path, r in routes.items()}
+        fallback = decider(default)
 
         class RateLimitMiddleware:
             sync_capable = True
@@ -343,7 +384,8 @@ class DjangoRateLimits:
             def __call__(self, request: HttpRequest) -> Any:
                 if self.is_async:
                     return self.__acall__(request)
-                decider = deciders.get(request.path_info)
+                path = request.path_info
+                decider = deciders[path] if path in deciders else fallback
                 if decider is None:
                     return self.get_response(request)
                 got = _answered(lambda: decider.decide(request))
@@ -352,7 +394,8 @@ class DjangoRateLimits:
                 return _with_headers(self.get_response(request), got[1])
 
             async def __acall__(self, request: HttpRequest) -> Any:
-                decider = deciders.get(request.path_info)
+                path = request.path_info
+                decider = deciders[path] if path in deciders else fallback
                 if decider is None:
                     return await self.get_response(request)
                 got = await _aanswered(lambda: decider.adecide(request))

@@ -16,6 +16,7 @@ import flask
 from werkzeug.exceptions import BadRequest
 
 from .. import http
+from ..exempt import Refusal, exemption, refusal_of
 from ..client import RateLimiter
 from ..guard import Guard
 from ..combined import CombinedPolicy
@@ -41,12 +42,29 @@ def _socket_timeout(client: Any) -> float | None:
     return 0
 
 
+_PASSES = object()  # a skipped or exempt request
+
+
+def _passed() -> flask.Response:
+    """The default limit's stand-in view (init_app): admitted, the real view runs next."""
+    r = flask.Response()
+    flask.g._redis_rl_passed = r
+    return r
+
+
 class FlaskRateLimits:
     def __init__(self, limiter: RateLimiter, *,
-                 trusted_proxies: Iterable[str | http.Network] = ("127.0.0.0/8", "::1/128")) -> None:
+                 trusted_proxies: Iterable[str | http.Network] = ("127.0.0.0/8", "::1/128"),
+                 skip: Callable[[flask.Request], bool] | None = None, exempt: Any = None,
+                 on_refused: Callable[[flask.Request, Refusal], Any] | None = None) -> None:
+        """``skip(request)``: requests never limited; ``exempt``: callers never
+        limited (``Exemptions(ips=[...], keys=[...])`` or a dict of those);
+        ``on_refused(request, refusal)``: the answer to a refusal, anything a
+        view may return (redis_rl.exempt)."""
         self.limiter = limiter
         self.guard = Guard(limiter)
         self.trusted = http.networks(trusted_proxies)
+        self.skip, self._exempt, self.on_refused = skip, exemption(exempt), on_refused
         if _socket_timeout(limiter.redis) is None:
             # The sync guard's budget is the socket timeout: without one a
             # frozen Redis holds every limited request for as long as it lasts.
@@ -59,6 +77,37 @@ class FlaskRateLimits:
         """The guard's ``health()``: DOWN while a node's circuit is open or
         the module is missing (named). For a readiness check, not liveness."""
         return self.guard.health()
+
+    def init_app(self, app: flask.Flask, *, default: "Policy | Sequence[Bound]",
+                 key: Callable[[], str] | None = None, x_ratelimit: bool = False) -> None:
+        """``default``: the limit of every view of ``app`` that has no
+        ``@limits.limit`` of its own (``@limits.exempt`` opts a view out),
+        decided before the view (a ``before_request`` hook); a policy with a
+        lease, an estimate or ``counts`` needs the decorator (scope)."""
+        limited = self.limit(default, key=key, x_ratelimit=x_ratelimit)(_passed)
+
+        def before() -> Any:
+            view = app.view_functions.get(flask.request.endpoint or "")
+            if view is None or getattr(view, "__rate_limited__", None) is not None or getattr(view, "__rate_limit_exempt__", False):
+                return None
+            rv = limited()
+            if rv is not flask.g.get("_redis_rl_passed"):
+                return rv  # 429, 503, 400: the answer
+            flask.g._redis_rl_headers = [(k, v) for k, v in rv.headers.items() if k.lower().startswith(("ratelimit", "x-ratelimit"))]
+            return None
+
+        def after(response: flask.Response) -> flask.Response:
+            for k, v in flask.g.pop("_redis_rl_headers", []):
+                response.headers[k] = v
+            return response
+        app.before_request(before)
+        app.after_request(after)
+
+    @staticmethod
+    def exempt(view: Callable[..., Any]) -> Callable[..., Any]:
+        """A view the app's default limit (``init_app``) leaves alone."""
+        view.__rate_limit_exempt__ = True  # type: ignore[attr-defined]
+        return view
 
     def client_ip(self) -> str:
         return http.client_ip(flask.request.remote_addr, flask.request.headers.get("X-Forwarded-For"), self.trusted)
@@ -109,8 +158,12 @@ class FlaskRateLimits:
         # One policy: decided as before; several: one call (RateLimiter.decide_all).
         policy = bounds[0].policy if len(bounds) == 1 else CombinedPolicy([b.policy for b in bounds])
 
-        def decide() -> PolicyDecision | None:
+        def decide() -> "PolicyDecision | None | object":
+            if (self.skip and self.skip(flask.request)) or self._exempt(self.client_ip(), ()):
+                return _PASSES
             calls = [b.policy.bind(b.key(), **{name: fn() for name, fn in b.kw.items()}) for b in bounds]
+            if self._exempt(None, [c.key for c in calls]):
+                return _PASSES
             if len(calls) == 1:
                 x = calls[0]
                 return self.guard.decide(x.policy, x.key, cost=x.cost, estimate=x.estimate, zone=x.zone,
@@ -128,6 +181,10 @@ class FlaskRateLimits:
                 return _response(*http.bad_request(str(e)))
             except BadRequest as e:  # a resolver's request.get_json() on bad JSON, ...: 400 problem JSON
                 return _response(*http.bad_request(f"invalid request: {e.description}"))
+            if decision is _PASSES:  # skipped or exempt: decided by nobody (redis_rl.exempt)
+                if scope:
+                    flask.g.rate_limit_permit = None
+                return view(*args, **kwargs)
             if decision is None:
                 if policy.fail == "closed":
                     return _response(*http.unavailable(policy))
@@ -135,6 +192,8 @@ class FlaskRateLimits:
                     flask.g.rate_limit_permit = None
                 return view(*args, **kwargs)
             if decision.limited:
+                if self.on_refused is not None:
+                    return flask.make_response(self.on_refused(flask.request, refusal_of(decision, [], x_ratelimit)))
                 return _response(*http.refusal(decision, x_ratelimit=x_ratelimit))
             if scope:
                 permit = Permit(self.limiter, decision)

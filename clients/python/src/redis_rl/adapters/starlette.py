@@ -18,6 +18,7 @@ from starlette.responses import Response
 from .. import http
 from ..client import AsyncRateLimiter
 from ..combined import CombinedPolicy
+from ..exempt import Refusal, exemption, refusal_of
 from ..errors import ModuleNotLoadedError
 from ..guard import AsyncGuard, check_socket_timeout
 from ..policy import Policy, PolicyDecision
@@ -105,10 +106,22 @@ class RateLimits:
     """One per app: the limiter, its Redis-down guard and the trusted proxies."""
 
     def __init__(self, limiter: AsyncRateLimiter, *,
-                 trusted_proxies: Iterable[str | http.Network] = ("127.0.0.0/8", "::1/128")) -> None:
+                 trusted_proxies: Iterable[str | http.Network] = ("127.0.0.0/8", "::1/128"),
+                 skip: Callable[[Request], bool] | None = None, exempt: Any = None,
+                 on_refused: Callable[[Request, Refusal], Response] | None = None) -> None:
+        """``skip(request)``: requests never limited; ``exempt``: callers never
+        limited (``Exemptions(ips=[...], keys=[...])`` or a dict of those);
+        ``on_refused(request, refusal)``: the Response of a refusal (redis_rl.exempt)."""
         self.limiter = limiter
         self.guard = AsyncGuard(limiter)  # refuses a socket_timeout that drops late replies
         self.trusted = http.networks(trusted_proxies)
+        self.skip, self._exempt, self.on_refused = skip, exemption(exempt), on_refused
+
+    def _passes(self, request: Request, keys: Sequence[str] = ()) -> bool:
+        """Skipped or exempt: decided by nobody (no write, no headers, no permit)."""
+        if not keys:
+            return bool(self.skip and self.skip(request)) or self._exempt(self.client_ip(request), ())
+        return self._exempt(None, keys)
 
     def health(self) -> dict[str, Any]:
         """The guard's ``health()``: DOWN while a node's circuit is open or
@@ -157,26 +170,34 @@ class RateLimits:
 
     async def _decide(self, request: Request, policy: Policy, key: Resolver, kw: Mapping[str, Resolver | None],
                       x_ratelimit: bool) -> tuple[PolicyDecision | None, list[tuple[str, str]]]:
+        if self._passes(request):
+            return None, []
         k = await _value(key, request)
+        if self._passes(request, [k]):
+            return None, []
         args = {name: await _value(r, request) for name, r in kw.items() if r is not None}
         try:
             decision = await self.guard.decide(policy, k, **args)
         except ValueError as e:  # the request's key, cost or estimate is out of the policy's range: before any call
             raise ProblemError.bad_request(str(e)) from None
-        return self._answer(policy, decision, x_ratelimit)
+        return self._answer(policy, decision, x_ratelimit, request)
 
     async def _decide_all(self, request: Request, bounds: "Sequence[Bound]", combined: Policy,
                           x_ratelimit: bool) -> tuple[PolicyDecision | None, list[tuple[str, str]]]:
+        if self._passes(request):
+            return None, []
         calls = []
         for b in bounds:
             k = await _value(b.key, request)
             args = {name: await _value(r, request) for name, r in b.kw.items() if r is not None}
             calls.append(b.policy.bind(k, **args))
+        if self._passes(request, [c.key for c in calls]):
+            return None, []
         try:
             decision = await self.guard.decide_all(calls)
         except ValueError as e:  # as in _decide: the request's input, before any call
             raise ProblemError.bad_request(str(e)) from None
-        return self._answer(combined, decision, x_ratelimit)
+        return self._answer(combined, decision, x_ratelimit, request)
 
     def _decider(self, policy: "Policy | Sequence[Bound]", key: Resolver | None, kw: Mapping[str, Resolver | None],
                  x_ratelimit: bool) -> Callable[[Request], Awaitable[tuple[PolicyDecision | None,
@@ -199,13 +220,15 @@ class RateLimits:
         combined = CombinedPolicy([b.policy for b in bounds])  # checks the bindings once, names the 503
         return lambda request: self._decide_all(request, bounds, combined, x_ratelimit)
 
-    def _answer(self, policy: Policy, decision: PolicyDecision | None,
-                x_ratelimit: bool) -> tuple[PolicyDecision | None, list[tuple[str, str]]]:
+    def _answer(self, policy: Policy, decision: PolicyDecision | None, x_ratelimit: bool,
+                request: Request) -> tuple[PolicyDecision | None, list[tuple[str, str]]]:
         if decision is None:
             if policy.fail == "closed":
                 raise ProblemError(*http.unavailable(policy))
             return None, []  # fail open: proceed without rate-limit headers
         if decision.limited:
+            if self.on_refused is not None:
+                raise _CustomRefusal(self.on_refused(request, refusal_of(decision, [], x_ratelimit)))
             raise ProblemError(*http.refusal(decision, x_ratelimit=x_ratelimit))
         return decision, http.rate_limit_headers(decision, x_ratelimit=x_ratelimit)
 
@@ -262,6 +285,17 @@ class RateLimits:
         return dependency
 
 
+class _CustomRefusal(ProblemError):
+    """The Response of the app's ``on_refused``, through ProblemError's paths."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__(response.status_code, [], b"")
+        self._response = response
+
+    def response(self) -> Response:
+        return self._response
+
+
 _STATUS = "redis_rl.status"
 
 
@@ -295,21 +329,30 @@ def _answered_status(request: Request) -> int | None:
 
 class RateLimitMiddleware(BaseHTTPMiddleware):
     """Decides the requests whose path is in ``routes`` (path -> (policy, key
-    resolver)) before the app runs; adds the headers to its answer."""
+    resolver)) before the app runs; adds the headers to its answer.
+    ``default``: the limit of every other path (a path mapped to None opts
+    out: a health check, a route with its own ``Depends``)."""
 
     def __init__(self, app: Any, *, limits: RateLimits,
-                 routes: Mapping[str, "tuple[Policy, Resolver] | Sequence[Bound]"], x_ratelimit: bool = False) -> None:
+                 routes: "Mapping[str, tuple[Policy, Resolver] | Sequence[Bound] | None]" = {},
+                 default: "tuple[Policy, Resolver] | Sequence[Bound] | None" = None,
+                 x_ratelimit: bool = False) -> None:
         super().__init__(app)
-        for r in routes.values():
-            for p in _policies(r[0] if isinstance(r, tuple) else r):
-                _no_permit(p, "RateLimitMiddleware")
+        for r in [*routes.values(), default]:
+            if r is not None:
+                for p in _policies(r[0] if isinstance(r, tuple) else r):
+                    _no_permit(p, "RateLimitMiddleware")
         self.limits, self.x_ratelimit = limits, x_ratelimit
-        # (policy, key) or a list of limits.bind(...) (decided in one call)
-        self.routes = {path: limits._decider(*((r[0], r[1], {}) if isinstance(r, tuple) else (r, None, {})),
-                                             x_ratelimit) for path, r in routes.items()}
+
+        def decider(r: Any) -> Any:  # (policy, key) or a list of limits.bind(...) (decided in one call)
+            return None if r is None else limits._decider(
+                *((r[0], r[1], {}) if isinstance(r, tuple) else (r, None, {})), x_ratelimit)
+        self.routes = {path: decider(r) for path, r in routes.items()}
+        self.default = decider(default)
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
-        decide = self.routes.get(request.url.path)
+        path = request.url.path
+        decide = self.routes[path] if path in self.routes else self.default
         if decide is None:
             return await call_next(request)
         try:

@@ -22,7 +22,14 @@ public class ExampleApp {
             System.err.println("example-java: " + invalid);
             System.exit(1);
         }
-        start(System.getenv(), args);
+        try {
+            start(System.getenv(), args);
+        } catch (RuntimeException e) {
+            if (BackendMissingReporter.oneLine(e) == null) {
+                throw e; // Spring Boot has reported it
+            }
+            System.exit(1); // BackendMissingReporter has said it in one line
+        }
     }
 
     /** What is wrong with the environment's settings, or null. */

@@ -92,6 +92,17 @@ class BadConfigurationTest {
     }
 
     @Test
+    void aLettuceCommandTimeoutThatWouldDropLateReplies() {
+        // CLIENTS.md §3: shorter than the budget + 10 s, a reply Redis still runs is dropped and cannot be given back
+        runner().withPropertyValues("spring.data.redis.timeout=2s").run(ctx -> {
+            assertThat(ctx).hasFailed();
+            assertThat(ctx.getStartupFailure()).rootCause().hasMessageContaining("spring.data.redis.timeout=2000ms drops replies")
+                    .hasMessageContaining("10500ms");
+        });
+        runner().withPropertyValues("spring.data.redis.timeout=11s").run(ctx -> assertThat(ctx).hasNotFailed());
+    }
+
+    @Test
     void aWindowOfZero() {
         fails(ZeroWindow.class, "window must be at least 1 ms");
     }

@@ -57,6 +57,7 @@ public class RateLimitAutoConfiguration {
     @ConditionalOnMissingBean
     @ConditionalOnBean(RedisConnectionFactory.class)
     public RateLimitTransport rateLimitTransport(RedisConnectionFactory factory, RateLimitProperties p) {
+        CommandTimeoutCheck.check(factory, p.getDecisionBudget());
         // ratelimit.backend: the module's RL commands, or the Functions library (FCALL)
         return new BackendTransport(SpringDataTransport.of(factory), p.getBackend());
     }
