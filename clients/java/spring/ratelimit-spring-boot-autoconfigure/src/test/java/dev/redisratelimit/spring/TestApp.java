@@ -108,6 +108,14 @@ public class TestApp {
             return Map.of("ok", true);
         }
 
+        /** LOCAL with an estimate settled from the result (RedisDownContract: charged and settled while Redis is down). */
+        @GetMapping("/local/llm")
+        @RateLimited(policy = "local-llm", key = "#request.getParameter('k')", onRedisDown = OnRedisDown.LOCAL,
+                limits = @Limit(name = "tokens", count = 10_000, window = "60s", cost = "5000", settle = "#result['used']"))
+        public Map<String, Object> localLlm(@RequestParam long used) {
+            return Map.of("used", used);
+        }
+
         @GetMapping("/nullkey")
         @RateLimited(policy = "nullkey", limits = @Limit(name = "n", count = 5, window = "10s"), key = "#request.getHeader('X-None')")
         public Map<String, Object> nullKey() {

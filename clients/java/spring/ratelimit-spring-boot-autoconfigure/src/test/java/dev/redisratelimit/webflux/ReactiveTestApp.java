@@ -173,6 +173,14 @@ public class ReactiveTestApp {
             return Mono.just("ok");
         }
 
+        /** LOCAL with an estimate settled from the result (RedisDownContract: charged and settled while Redis is down). */
+        @GetMapping("/local/llm")
+        @RateLimited(policy = "local-llm", key = "#request.queryParams.getFirst('k')", onRedisDown = OnRedisDown.LOCAL,
+                limits = @Limit(name = "tokens", count = 10_000, window = "60s", cost = "5000", settle = "#result['used']"))
+        public Mono<Map<String, Object>> localLlm(@RequestParam long used) {
+            return Mono.just(Map.of("used", used));
+        }
+
         @GetMapping("/local")
         @RateLimited(policy = "local", limits = @Limit(name = "l", count = 3, window = "60s"), onRedisDown = OnRedisDown.LOCAL)
         public Mono<String> local() {

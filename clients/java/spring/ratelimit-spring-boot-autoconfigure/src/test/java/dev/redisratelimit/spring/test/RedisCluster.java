@@ -19,11 +19,22 @@ public final class RedisCluster implements AutoCloseable {
         return start(false);
     }
 
-    private static RedisCluster start(boolean module) throws IOException, InterruptedException {
+    /**
+     * Three primaries that keep serving their slots while one is down
+     * ({@code cluster-require-full-coverage no}, SERVICES.md "Part of a Cluster down").
+     */
+    public static RedisCluster startPartialCoverage() throws IOException, InterruptedException {
+        return start(true, "--cluster-require-full-coverage", "no");
+    }
+
+    private static RedisCluster start(boolean module, String... extra) throws IOException, InterruptedException {
         RedisCluster c = new RedisCluster();
         try {
             for (int i = 0; i < 3; i++) {
-                String[] args = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"};
+                List<String> all = new ArrayList<>(List.of("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                        "--cluster-node-timeout", "5000"));
+                all.addAll(List.of(extra));
+                String[] args = all.toArray(String[]::new);
                 c.nodes.add(module ? RedisServer.launch(args) : RedisServer.launchWithoutModule(args));
             }
             List<String> cmd = new ArrayList<>(List.of("redis-cli", "--cluster", "create"));

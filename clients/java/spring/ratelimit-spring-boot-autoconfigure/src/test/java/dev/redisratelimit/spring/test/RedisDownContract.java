@@ -60,6 +60,26 @@ public abstract class RedisDownContract {
         return -1;
     }
 
+    static void assertLocalRefusal(HttpResponse<String> r, long minRetry, long maxRetry) {
+        assertThat(r.statusCode()).isEqualTo(429);
+        assertThat(r.body()).contains("/problems/rate-limited");
+        assertThat(Long.parseLong(r.headers().firstValue("Retry-After").orElseThrow())).isBetween(minRetry, maxRetry);
+    }
+
+    // Calls /local/llm n times for key k, each reporting `used` tokens; returns how many passed (the others: 429s).
+    int localLlm(String k, long used, int n) {
+        int ok = 0;
+        for (int i = 0; i < n; i++) {
+            HttpResponse<String> r = new Http(port).get("/local/llm?k=" + k + "&used=" + used);
+            if (r.statusCode() == 200) {
+                ok++;
+            } else {
+                assertLocalRefusal(r, 50, 60);
+            }
+        }
+        return ok;
+    }
+
     @Test
     void frozenStoppedAndBack() throws Exception {
         Timed first = timed("/closed");
@@ -91,6 +111,11 @@ public abstract class RedisDownContract {
             localOk += local.response().statusCode() == 200 ? 1 : 0;
         }
         assertThat(localOk).isEqualTo(3); // the local stand-in holds the same limit on this instance
+        assertLocalRefusal(timed("/local").response(), 50, 60); // Retry-After from the local window, not 1
+        // LOCAL charges estimates (issue 35): 10 calls estimating 5,000 of a 10,000-token minute, each using all 5,000: 2 pass
+        assertThat(localLlm("a", 5_000, 10)).isEqualTo(2);
+        // ... and settles them to the usage: each uses 1,000, so 6 pass (5 × 1,000 settled + 5,000 charged = 10,000)
+        assertThat(localLlm("b", 1_000, 10)).isEqualTo(6);
 
         redis().start();
         long back = usedAgainWithin(2000, "/closed");
