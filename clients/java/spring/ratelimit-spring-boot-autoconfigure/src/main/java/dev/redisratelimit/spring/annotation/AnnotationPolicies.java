@@ -142,11 +142,11 @@ public final class AnnotationPolicies {
     }
 
     // Types whose work goes on after the method returns (Spring MVC's async return values, futures, reactive types).
+    // Not StreamingResponseBody: the MVC interceptor holds its permit until the body is written (web/Streams).
     private static final List<String> ASYNC = List.of("java.util.concurrent.Future", "java.util.concurrent.CompletionStage",
             "java.util.concurrent.Callable", "org.springframework.web.context.request.async.DeferredResult",
             "org.springframework.web.context.request.async.WebAsyncTask",
-            "org.springframework.web.servlet.mvc.method.annotation.ResponseBodyEmitter",
-            "org.springframework.web.servlet.mvc.method.annotation.StreamingResponseBody");
+            "org.springframework.web.servlet.mvc.method.annotation.ResponseBodyEmitter");
 
     // The blocking interceptor would release the lease and settle the estimate when the method returns, while its
     // work still runs: the limit would not hold (issue 35). Fail the start, naming the method.
