@@ -90,7 +90,15 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
         PolicyCall own = new PolicyCall(r.policy(), key, zone, costs, digest);
         // Routes this request matched wait for its handler's policy: all decided in one RL.ALL.
         List<PolicyCall> routes = request != null ? DeferredRoutes.take(request) : null;
-        Permit permit = routes == null ? limiter().acquire(own) : limiter().acquire(PolicyCall.withRoutes(routes, own));
+        Permit permit;
+        try {
+            permit = routes == null ? limiter().acquire(own) : limiter().acquire(PolicyCall.withRoutes(routes, own));
+        } catch (dev.redisratelimit.client.RateLimitRefusedException e) {
+            if (r.fallback() == null) {
+                throw e;
+            }
+            return r.fallback(inv.getThis(), inv.getArguments(), e); // @RateLimited(fallbackMethod): its answer, nothing charged
+        }
         RateLimitAnswers http = answers();
         if (permit.decision() != null && response != null && http != null) {
             ServletHeaders.write(http, response, permit.decision());
