@@ -39,13 +39,16 @@ def items(field: str | None) -> dict[str, dict[str, int]]:
 
 
 def stream(app: App, key: str, *, n: int = 1000, headers: dict[str, str] | None = None,
-           leave_after: int | None = None) -> dict:
-    """Endpoint 6, its body read line by line; ``leave_after`` lines: the client goes away."""
+           leave_after: int | None = None, admitted: threading.Semaphore | None = None) -> dict:
+    """Endpoint 6, its body read line by line; ``leave_after`` lines: the client goes away;
+    ``admitted`` is released when a 200's headers arrive."""
     h = {**XFF, "X-Api-Key": key, "X-Zone": "UTC", **(headers or {})}
     t0 = time.monotonic()
     with httpx.Client(base_url=app.url, timeout=10) as c:
         with c.stream("POST", "/llm/stream", json={"max_tokens": n}, headers=h) as r:
             out = {"status": r.status_code, "headers": r.headers, "lines": [], "to_headers": time.monotonic() - t0}
+            if admitted is not None and r.status_code == 200:
+                admitted.release()
             if r.status_code != 200:
                 r.read()
                 return out
@@ -87,12 +90,16 @@ def endpoint6(app: App) -> None:
 
     # Two streams hold both in-flight slots (shared with endpoint 5) until their last byte.
     done: list[dict] = []
+    admitted = threading.Semaphore(0)
     threads = [threading.Thread(target=lambda: done.append(
-        stream(app, "s2", headers={"X-Sleep-Ms": "8000", "X-Used-Tokens": "10"}))) for _ in range(2)]
+        stream(app, "s2", headers={"X-Sleep-Ms": "5000", "X-Used-Tokens": "10"}, admitted=admitted)))
+        for _ in range(2)]
     for t in threads:
         t.start()
-    # (a JVM under a load of 30 took over 4 s to admit both: the streams last 8 s, the wait is 7.5 s)
-    wait_until("both streams hold a slot", lambda: len(done) == 0 and llm_state(app, "s2")["status"] == 429, 7.5)
+    # Both streams answered 200 first (a probe sent before them would take a slot itself), then a third
+    # call on the key is refused while they run.
+    assert admitted.acquire(timeout=4) and admitted.acquire(timeout=4), done
+    assert len(done) == 0 and llm_state(app, "s2")["status"] == 429
     third = app.http.post("/llm/complete", json={"max_tokens": 5},
                           headers={**XFF, "X-Api-Key": "s2", "X-Zone": "UTC"})
     assert third.status_code == 429 and third.headers["retry-after"] == "1"
