@@ -143,10 +143,20 @@ function ioredisCluster(client: any): Transport {
       }),
     // ioredis's slot table: `slots[slot]` lists "host:port" keys, the primary first.
     nodeOf: (key) => client.slots?.[calculateSlot(key)]?.[0] ?? "*",
-    ping: (name) => {
+    ping: async (name) => {
       if (name === "*") return client.call("PING");
-      const node = client.nodes("master").find((n: any) => `${n.options.host}:${n.options.port}` === name);
-      return node ? node.call("PING") : Promise.reject(new Error(`no primary ${name} in the slot table`));
+      const find = () => client.nodes("master").find((n: any) => `${n.options.host}:${n.options.port}` === name);
+      let node = find();
+      if (!node) {
+        // ioredis drops a node from its pool when its connection ends and
+        // reconnects it only on a slot refresh, which only a command routed
+        // there triggers; with the circuit open none is, so the probe asks
+        // for one (CLUSTER SLOTS; its reset reconnects the node if it serves slots).
+        await new Promise<void>((resolve, reject) => client.refreshSlotsCache((e?: Error) => (e ? reject(e) : resolve())));
+        node = find();
+      }
+      if (!node) throw new Error(`no primary ${name} in the slot table`);
+      return node.call("PING");
     },
   };
 }

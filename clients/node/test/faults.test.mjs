@@ -300,3 +300,78 @@ for (const [driver, make] of Object.entries(makers)) {
     }
   });
 }
+
+for (const [driver, make] of Object.entries(makers)) {
+  // CLIENTS.md §3: decisions use Redis again within 2 s of the node answering,
+  // also when the traffic during the outage made ioredis drop the node from
+  // its pool (its connection ended), so nothing routed to it reconnects.
+  test(`${driver}: a killed primary restarted after traffic to its keys: they use Redis again within 2 s of it rejoining`, async () => {
+    const cluster = await new Cluster(3).start();
+    let redis;
+    let l;
+    try {
+      for (const n of cluster.nodes) {
+        const c = n.client();
+        await c.config("SET", "cluster-require-full-coverage", "no");
+        await c.config("SET", "cluster-node-timeout", "1000"); // the outage marks it FAIL in seconds
+        c.disconnect();
+      }
+      redis = await make.cluster(cluster.seeds);
+      redis.on?.("error", () => {});
+      l = new RateLimiter(redis, { probeInterval: 100 });
+      const p = new Policy("back", { prefix: "faults:" }).slidingWindow("w", 1000, 60_000);
+      // Not the node of the prefix's override hash: its refresh every 250 ms
+      // goes past the circuit, and its retries would reconnect the node.
+      const overridesOn = l.client.transport.nodeOf("faults:ratelimit:limits");
+      const dead = cluster.nodes.find((n) => `127.0.0.1:${n.port}` !== overridesOn);
+      const deadName = `127.0.0.1:${dead.port}`;
+      const key = Array.from({ length: 200 }, (_, i) => `k${i}`).find((k) => l.client.transport.nodeOf(`faults:back:{${k}}:w`) === deadName);
+      assert.ok(key, "a key on the node to kill");
+      assert.equal((await l.decide(p, key)).limited, false);
+      await dead.kill();
+      // Traffic to its key through the outage (every decision the Redis-down
+      // answer) until the other primaries mark it FAIL, and a while after.
+      const live = cluster.nodes.find((n) => n !== dead).client();
+      const failed = async () => (await live.cluster("NODES")).split("\n").some((line) => line.includes(`:${dead.port}@`) && / fail /.test(line.replace(/,/g, " ")));
+      let failedAt = null;
+      let rejoinMs;
+      try {
+        while (failedAt === null || performance.now() - failedAt < 1000) {
+          await assert.rejects(l.decide(p, key), RateLimitUnavailableError);
+          if (failedAt === null && (await failed())) failedAt = performance.now();
+          await sleep(50);
+        }
+        const restarted = performance.now();
+        dead.extra = ["--cluster-node-timeout", "1000"];
+        await dead.start(); // same port, same nodes.conf: the same node, owning its slots again
+        const admin = dead.client();
+        try {
+          // Rejoined: it says the cluster is ok and a live primary no longer marks it FAIL.
+          await waitUntil("the restarted node rejoined", async () => /cluster_state:ok/.test(await admin.cluster("INFO")) && !(await failed()), 20_000);
+        } finally {
+          admin.disconnect();
+        }
+        rejoinMs = performance.now() - restarted;
+      } finally {
+        live.disconnect();
+      }
+      const rejoined = performance.now();
+      let ok = null;
+      while (ok === null && performance.now() - rejoined < 10_000) {
+        try {
+          await l.decide(p, key);
+          ok = performance.now();
+        } catch (e) {
+          assert.ok(e instanceof RateLimitUnavailableError, String(e));
+          await sleep(50);
+        }
+      }
+      assert.ok(ok !== null && ok - rejoined <= 2000, `Redis again ${ok === null ? "never (10 s)" : `${Math.round(ok - rejoined)} ms`} after the node rejoined (${Math.round(rejoinMs)} ms after its restart)`);
+    } finally {
+      l?.close();
+      if (typeof redis?.destroy === "function") redis.destroy();
+      else await make.close(redis).catch(() => {});
+      await cluster.stop();
+    }
+  });
+}

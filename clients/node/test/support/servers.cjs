@@ -93,6 +93,17 @@ class Server {
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
 
+  /** SIGKILL, keeping its directory (a Cluster node's nodes.conf), so `start()` brings the same node back. */
+  async kill() {
+    const proc = this.proc;
+    if (proc && proc.exitCode === null && proc.signalCode === null) {
+      const exited = new Promise((r) => proc.once("exit", r));
+      proc.kill("SIGKILL");
+      await exited;
+    }
+    this.proc = null;
+  }
+
   /** Pauses (SIGSTOP: connections accepted, never answered) or resumes the process. */
   pause() {
     this.proc.kill("SIGSTOP");
