@@ -273,7 +273,9 @@ export class RateLimiter {
           } else late?.(v);
         },
         (e) => {
-          if (e instanceof ModuleNotLoadedError && !(e instanceof LibraryNotLoadedError)) {
+          // Before the first call's check passed it is a misconfigured
+          // server: it passes as it is (the adapters answer 500 misconfigured).
+          if (e instanceof ModuleNotLoadedError && !(e instanceof LibraryNotLoadedError) && this.client.checked) {
             // The module gone at run time (a failover to a server without
             // it): the Redis-down mode decides; health() says why.
             if (this.moduleMissing === null) console.error(`redis-ratelimit: ${e.message}; deciding by each policy's Redis-down mode`);
