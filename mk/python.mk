@@ -7,7 +7,7 @@ PYC_DIR := $(CURDIR)/clients/python
 PYC_VENV := $(PYC_DIR)/.venv
 PYC_PY := $(PYC_VENV)/bin/python
 
-.PHONY: python-venv python-library python-test example-python bench-python bench-clients
+.PHONY: python-venv python-library python-test example-python example-flask bench-python bench-clients
 
 EXTRA_TESTS += python-test
 
@@ -40,6 +40,11 @@ python-test: build python-venv
 example-python: python-venv
 	cd $(CURDIR)/examples/python && $(PYC_PY) app.py
 
+# SERVICES.md's endpoints 3, 5 and 6 on Flask (the sync adapter): the fault
+# table's Python sync column (Flask is pinned in the client's test requirements).
+example-flask: python-venv
+	cd $(CURDIR)/examples/flask && $(PYC_PY) app.py
+
 # Benchmarks (interleaved, ratios printed; not a test): a three-limit policy
 # decision vs the bare RL.ALL through the same redis-py client, and the same
 # endpoint guarded by redis_rl vs slowapi + limits' Redis storage.
@@ -50,8 +55,12 @@ bench-python: build python-venv
 
 bench-clients: bench-python
 
-# docs/guides/faults.md's table: the example apps (Python and Node) broken
-# on purpose over HTTP, standalone and Cluster (not a test: prints a table).
+# docs/guides/faults.md's table: the example apps (Python FastAPI, Node on
+# ioredis and on node-redis, Spring MVC in Java and Kotlin) broken on purpose
+# over HTTP, standalone and Cluster. A measurement, not a test (about 4 minutes
+# per app on a loaded machine): it prints the table. FAULTS_APPS picks apps.
+FAULTS_APPS ?= python node node-redis mvc kotlin
 .PHONY: faults-table
-faults-table: build python-venv node-build
-	RL_MODULE=$(RL_MODULE) $(PYC_PY) integration/faults_table.py python node
+faults-table: build python-venv node-build spring-deps
+	$(SPRING_MVN) -q -DskipTests package -am -pl :ratelimit-example-spring,:ratelimit-example-spring-kotlin
+	RL_MODULE=$(RL_MODULE) $(PYC_PY) integration/faults_table.py $(FAULTS_APPS)

@@ -6,11 +6,15 @@
 # the Python venv, the built Node package, the Spring example's jar (built
 # here by example-java's Maven command). Every pair must pass: the Spring
 # starter writes the shared key format since issues 33/34.
+# test_next_round.py runs SERVICES.md's next-round checks (endpoint 6, a late
+# reply, part of a Cluster down, CLUSTERDOWN, RL_BACKEND=functions|auto) on
+# each app by the same code: Python, Node, Spring (MVC) and Spring Kotlin
+# (NEXT_ROUND_APPS picks some).
 
 .PHONY: services-pairs-test
 
 EXTRA_TESTS += services-pairs-test
 
 services-pairs-test: build python-venv node-build spring-deps
-	$(SPRING_MVN) -q -DskipTests package -am -pl :ratelimit-example-spring
-	cd examples/services-test && RL_SERVER=redis7 RL_MODULE=$(RL_MODULE) $(PYC_PY) -m pytest -q -p no:cacheprovider .
+	$(SPRING_MVN) -q -DskipTests package -am -pl :ratelimit-example-spring,:ratelimit-example-spring-kotlin
+	cd examples/services-test && RL_SERVER=redis7 RL_MODULE=$(RL_MODULE) NEXT_ROUND_APPS=java,kotlin $(PYC_PY) -m pytest -q -p no:cacheprovider .

@@ -7,7 +7,7 @@
 SPRING_MVN := mvn -B -ntp -f clients/java/pom.xml
 SPRING_MODULES := spring/ratelimit-spring-boot-autoconfigure,spring/ratelimit-spring-boot-starter,:ratelimit-example-spring
 
-.PHONY: spring-deps spring-test example-java
+.PHONY: spring-deps spring-test example-java example-kotlin
 
 # Java 17 and Maven on a fresh Debian machine (Maven fetches the pinned
 # dependencies from Maven Central itself).
@@ -24,6 +24,12 @@ spring-test: spring-deps build
 example-java: spring-deps
 	$(SPRING_MVN) -q -DskipTests package -am -pl :ratelimit-example-spring
 	exec java -jar examples/spring/target/ratelimit-example-spring.jar
+
+# The Kotlin example (endpoints 3, 5 and 6 of SERVICES.md, and its own seeds'
+# endpoints), with the same environment (RL_BACKEND too).
+example-kotlin: spring-deps
+	$(SPRING_MVN) -q -DskipTests package -am -pl :ratelimit-example-spring-kotlin
+	exec java -jar examples/spring-kotlin/target/ratelimit-example-spring-kotlin.jar
 
 ifeq ($(filter java-test,$(EXTRA_TESTS)),)
 EXTRA_TESTS += spring-test

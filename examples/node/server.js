@@ -1,9 +1,12 @@
 // `make example-node`: serves the seed services on 127.0.0.1:PORT.
 // Environment: PORT, REDIS_URL (redis://127.0.0.1:6379) or REDIS_CLUSTER
 // (host:port,... seeds; wins over REDIS_URL), RL_PREFIX, RL_TIMEOUT_MS
-// (the decision budget, default 500) and RL_BACKEND (module, the default;
-// functions: the Functions library, loaded here, no module needed; auto).
+// (the decision budget, default 500), RL_BACKEND (module, the default;
+// functions: the Functions library, loaded here, no module needed; auto) and
+// RL_DRIVER (ioredis, the default, or node-redis: the same app over
+// @redis/client, as docs/guides/faults.md measures both drivers).
 import Redis from "ioredis";
+import { createClient, createCluster } from "@redis/client";
 import { RateLimitClient, RateLimiter } from "redis-ratelimit";
 import { createApp } from "./app.js";
 
@@ -11,7 +14,18 @@ import { createApp } from "./app.js";
 // back within the 2 s SERVICES.md allows once it answers.
 const retryStrategy = (times) => Math.min(times * 50, 500);
 
+function connectNodeRedis() {
+  // node-redis's default reconnect back-off reaches 2 s + jitter: at most 500 ms, as above.
+  const socket = { reconnectStrategy: (n) => Math.min(50 * 2 ** n, 500) };
+  const cluster = process.env.REDIS_CLUSTER;
+  return cluster
+    ? createCluster({ rootNodes: cluster.split(",").filter(Boolean).map((s) => ({ url: `redis://${s}`, socket })),
+      defaults: { socket } })
+    : createClient({ url: process.env.REDIS_URL ?? "redis://127.0.0.1:6379", socket });
+}
+
 function connect() {
+  if (process.env.RL_DRIVER === "node-redis") return connectNodeRedis();
   const cluster = process.env.REDIS_CLUSTER;
   if (cluster) {
     const seeds = cluster.split(",").filter(Boolean).map((s) => {
@@ -24,7 +38,15 @@ function connect() {
 }
 
 const redis = connect();
-redis.on("error", () => {}); // reconnects are ioredis's; decisions fail open/closed per policy meanwhile
+redis.on("error", () => {}); // reconnects are the driver's; decisions fail open/closed per policy meanwhile
+if (process.env.RL_DRIVER === "node-redis") {
+  try {
+    await redis.connect();
+  } catch (e) {
+    console.error(`example-node: ${e.message}`);
+    process.exit(1);
+  }
+}
 
 let client;
 try {

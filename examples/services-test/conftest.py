@@ -5,7 +5,9 @@ HTTP. The apps are started as `make example-*` starts them:
 
 - python: examples/python/app.py with the client's venv (make python-venv);
 - node: examples/node/server.js (make node-build, the example's npm ci);
-- java: examples/spring's jar (built by `make example-java`'s Maven command).
+- java: examples/spring's jar (built by `make example-java`'s Maven command);
+- kotlin: examples/spring-kotlin's jar (`make example-kotlin`), which serves
+  the endpoints of the next round's checks (test_next_round.py) only.
 """
 
 from __future__ import annotations
@@ -26,25 +28,35 @@ from servers import Server, free_port  # noqa: E402
 
 PYTHON = ROOT / "clients" / "python" / ".venv" / "bin" / "python"
 JAR = ROOT / "examples" / "spring" / "target" / "ratelimit-example-spring.jar"
+KOTLIN_JAR = ROOT / "examples" / "spring-kotlin" / "target" / "ratelimit-example-spring-kotlin.jar"
 COMMANDS = {
     "python": ([str(PYTHON), "app.py"], ROOT / "examples" / "python"),
     "node": (["node", "server.js"], ROOT / "examples" / "node"),
     "java": (["java", "-jar", str(JAR)], ROOT),
+    "kotlin": (["java", "-jar", str(KOTLIN_JAR)], ROOT),
 }
 
 
 class App:
     """One example app as a process, listening on a free port."""
 
-    def __init__(self, kind: str, redis_url: str, prefix: str) -> None:
+    def __init__(self, kind: str, redis_url: str | None, prefix: str, *, cluster: str | None = None,
+                 backend: str | None = None) -> None:
         cmd, cwd = COMMANDS[kind]
         self.kind = kind
         self.port = free_port()
-        env = dict(os.environ, PORT=str(self.port), REDIS_URL=redis_url, RL_PREFIX=prefix)
-        env.pop("REDIS_CLUSTER", None)
+        env = dict(os.environ, PORT=str(self.port), RL_PREFIX=prefix)
+        for name in ("REDIS_URL", "REDIS_CLUSTER", "RL_BACKEND"):
+            env.pop(name, None)
+        if cluster:
+            env["REDIS_CLUSTER"] = cluster
+        else:
+            env["REDIS_URL"] = redis_url
+        if backend:
+            env["RL_BACKEND"] = backend
         self.proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.url = f"http://127.0.0.1:{self.port}"
-        deadline = time.monotonic() + 90  # a JVM on a loaded 2-core machine
+        deadline = time.monotonic() + 180  # a JVM on a loaded 2-core machine (load 30: over 90 s seen)
         while True:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"example-{kind} exited: {self.proc.stderr.read().decode()}")
@@ -55,7 +67,7 @@ class App:
                 pass
             if time.monotonic() > deadline:
                 self.stop()
-                raise RuntimeError(f"example-{kind} did not answer /health within 90 s")
+                raise RuntimeError(f"example-{kind} did not answer /health within 180 s")
             time.sleep(0.1)
         self.http = httpx.Client(base_url=self.url, timeout=10)
 

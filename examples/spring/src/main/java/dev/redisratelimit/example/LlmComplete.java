@@ -1,9 +1,6 @@
 package dev.redisratelimit.example;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
-import dev.redisratelimit.spring.annotation.Limit;
-import dev.redisratelimit.spring.annotation.LimitType;
-import dev.redisratelimit.client.QuotaPeriod;
 import dev.redisratelimit.spring.annotation.RateLimited;
 import java.time.ZoneId;
 import org.springframework.web.bind.annotation.PostMapping;
@@ -15,7 +12,8 @@ import org.springframework.web.bind.annotation.RestController;
  * Endpoint 5: an LLM call guarded by four limits in one RL.ALL — a token
  * bucket and two in flight per API key, a day's token budget in the caller's
  * zone (the request's max_tokens up front, settled to the tokens used), and a
- * global minute budget; the policy's keys share one Cluster hash tag.
+ * global minute budget; the policy's keys share one Cluster hash tag
+ * (policy "llm" in application.yml, shared with endpoint 6, {@link LlmStream}).
  */
 @RestController
 public class LlmComplete {
@@ -54,12 +52,8 @@ public class LlmComplete {
     }
 
     @PostMapping("/llm/complete")
-    @RateLimited(policy = "llm", hashTag = "llm", key = "#apiKey", zone = "#zone.id()", limits = {
-            @Limit(name = "rate", type = LimitType.TOKEN_BUCKET, count = 60, window = "60s", burst = 10),
-            @Limit(name = "inflight", type = LimitType.CONCURRENCY, count = 2, ttl = "60s"),
-            @Limit(name = "tokens", type = LimitType.QUOTA, period = QuotaPeriod.DAY, count = 100_000,
-                    cost = "#body.maxTokens()", settle = "#result.usedTokens()"),
-            @Limit(name = "global", count = 1000, window = "60s", global = true)})
+    // The policy "llm" (application.yml): shared with endpoint 6's stream (LlmStream).
+    @RateLimited(policy = "llm", key = "#apiKey", zone = "#zone.id()")
     public Answer complete(@RequestHeader("X-Api-Key") String apiKey, @RequestHeader("X-Zone") IanaZone zone,
             @RequestBody Completion body, @RequestHeader(value = "X-Sleep-Ms", required = false) String sleepMs,
             @RequestHeader(value = "X-Used-Tokens", required = false) String usedTokens,

@@ -37,11 +37,11 @@ class LimitedController {
 
     /**
      * An estimate of `maxTokens` charged before the call and settled to the
-     * data class's `used` after it (policy "llm" in application.yml: a lease and
+     * data class's `used` after it (policy "completion" in application.yml: a lease and
      * a daily token quota); a throw releases the lease and refunds it all.
      */
     @PostMapping("/complete")
-    @RateLimited(policy = "llm", key = "#body.user")
+    @RateLimited(policy = "completion", key = "#body.user")
     fun complete(@RequestBody body: Completion): Answer {
         check(!body.fail) { "the model failed" }
         return Answer(body.user, body.usedTokens)

@@ -74,10 +74,10 @@ class KotlinExampleTest {
     }
 
     private fun quotaRemaining(user: String): Long =
-        SharedRedis.get().cli("RL.QUOTAPEEK", "${PREFIX}llm:{$user}:tokens", "*", "UTC", "DAY", "1000", "COST", "0")
+        SharedRedis.get().cli("RL.QUOTAPEEK", "${PREFIX}completion:{$user}:tokens", "*", "UTC", "DAY", "1000", "COST", "0")
             .split("\n")[3].trim().toLong()
 
     private fun leaseRemaining(user: String): Long =
-        SharedRedis.get().cli("RL.LEASEPEEK", "${PREFIX}llm:{$user}:inflight", "*", "2", "COST", "0")
+        SharedRedis.get().cli("RL.LEASEPEEK", "${PREFIX}completion:{$user}:inflight", "*", "2", "COST", "0")
             .split("\n")[3].trim().toLong()
 }

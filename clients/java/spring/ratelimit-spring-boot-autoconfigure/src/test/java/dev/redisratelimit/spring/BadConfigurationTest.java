@@ -42,6 +42,17 @@ class BadConfigurationTest {
         }
     }
 
+    public static class NoFallback {
+        @RateLimited(text = "1/second", fallbackMethod = "later")
+        public String call(String a) {
+            return a;
+        }
+
+        public String later(int wrongType) {
+            return "later";
+        }
+    }
+
     public static class BadZone {
         @RateLimited(limits = @Limit(name = "d", type = dev.redisratelimit.spring.annotation.LimitType.QUOTA, count = 5,
                 zone = "Mars/Olympus"))
@@ -115,6 +126,11 @@ class BadConfigurationTest {
     @Test
     void aKeyExpressionThatDoesNotParse() {
         fails(BadSpel.class, "#user.(");
+    }
+
+    @Test
+    void aFallbackMethodThatDoesNotTakeTheParameters() {
+        fails(NoFallback.class, "fallbackMethod 'later' not found: it takes the method's parameters [String]");
     }
 
     @Test

@@ -38,6 +38,16 @@ class LocalRateLimitTest {
         public String send(String phone) {
             return "sent to " + phone;
         }
+
+        @RateLimited(policy = "sms-queued", key = "#phone", text = "1/minute", fallbackMethod = "queue")
+        public String sendOrQueue(String phone) {
+            return "sent to " + phone;
+        }
+
+        // the fallback: the same parameters, then the refusal
+        String queue(String phone, RateLimitRefusedException refused) {
+            return "queued for " + phone + " in " + refused.getDecision().retryAfterMs() + " ms";
+        }
     }
 
     @Autowired
@@ -58,5 +68,11 @@ class LocalRateLimitTest {
         local.reset();
         assertThat(sms.send("+100")).isEqualTo("sent to +100");
         assertThat(sms.send("+100")).isEqualTo("sent to +100");
+    }
+
+    @Test
+    void aFallbackMethodAnswersARefusal() {
+        assertThat(sms.sendOrQueue("+300")).isEqualTo("sent to +300");
+        assertThat(sms.sendOrQueue("+300")).isEqualTo("queued for +300 in 60000 ms");
     }
 }

@@ -30,7 +30,30 @@ import org.springframework.util.ReflectionUtils;
 public final class AnnotationPolicies {
 
     /** A method's policy with its expressions parsed (costs and settlements by clause index). */
-    public record Resolved(Policy policy, KeyBy by, Expression key, Expression zone, Expression[] costs, Expression[] settles) {
+    public record Resolved(Policy policy, KeyBy by, Expression key, Expression zone, Expression[] costs, Expression[] settles,
+            Method fallback) {
+
+        Resolved withFallback(Method m) {
+            return new Resolved(policy, by, key, zone, costs, settles, m);
+        }
+
+        /**
+         * The fallback's answer to a refusal of {@code args} on {@code target}.
+         *
+         * @throws Throwable what the fallback throws
+         */
+        public Object fallback(Object target, Object[] args, dev.redisratelimit.client.RateLimitRefusedException refusal) throws Throwable {
+            Object[] with = args;
+            if (fallback.getParameterCount() > args.length) {
+                with = java.util.Arrays.copyOf(args, args.length + 1);
+                with[args.length] = refusal;
+            }
+            try {
+                return fallback.invoke(target, with);
+            } catch (java.lang.reflect.InvocationTargetException e) {
+                throw e.getCause();
+            }
+        }
     }
 
     private final RateLimitProperties properties;
@@ -91,7 +114,12 @@ public final class AnnotationPolicies {
                     if (blocking) {
                         asynchronous(m, beanClass);
                     }
-                    resolve(m, beanClass);
+                    Resolved r = resolve(m, beanClass);
+                    if (!blocking && r != null && r.fallback() != null) {
+                        throw new IllegalStateException("@RateLimited on " + beanClass.getSimpleName() + "." + m.getName()
+                                + ": fallbackMethod is supported in Spring MVC apps and on plain beans, not yet under WebFlux"
+                                + " (answer the 429 with a RateLimitAnswers bean, or catch RateLimitRefusedException)");
+                    }
                 },
                 m -> !m.isBridge() && !m.isSynthetic() && Modifier.isPublic(m.getModifiers())
                         && m.getDeclaringClass() != Object.class
@@ -114,11 +142,11 @@ public final class AnnotationPolicies {
     }
 
     // Types whose work goes on after the method returns (Spring MVC's async return values, futures, reactive types).
+    // Not StreamingResponseBody: the MVC interceptor holds its permit until the body is written (web/Streams).
     private static final List<String> ASYNC = List.of("java.util.concurrent.Future", "java.util.concurrent.CompletionStage",
             "java.util.concurrent.Callable", "org.springframework.web.context.request.async.DeferredResult",
             "org.springframework.web.context.request.async.WebAsyncTask",
-            "org.springframework.web.servlet.mvc.method.annotation.ResponseBodyEmitter",
-            "org.springframework.web.servlet.mvc.method.annotation.StreamingResponseBody");
+            "org.springframework.web.servlet.mvc.method.annotation.ResponseBodyEmitter");
 
     // The blocking interceptor would release the lease and settle the estimate when the method returns, while its
     // work still runs: the limit would not hold (issue 35). Fail the start, naming the method.
@@ -153,10 +181,32 @@ public final class AnnotationPolicies {
         }
         String where = targetClass.getSimpleName() + "." + m.getName();
         try {
-            return compile(a, where);
+            Resolved r = compile(a, where);
+            return a.fallbackMethod().isEmpty() ? r : r.withFallback(fallback(m, targetClass, a.fallbackMethod()));
         } catch (IllegalArgumentException | org.springframework.expression.ParseException e) {
             throw new IllegalStateException("@RateLimited on " + where + ": " + e.getMessage(), e);
         }
+    }
+
+    // The fallback: the method's parameters, then optionally the refusal; the one with the refusal first.
+    private static Method fallback(Method m, Class<?> targetClass, String name) {
+        Class<?>[] params = m.getParameterTypes();
+        Class<?>[] withRefusal = java.util.Arrays.copyOf(params, params.length + 1);
+        withRefusal[params.length] = dev.redisratelimit.client.RateLimitRefusedException.class;
+        Method f = ReflectionUtils.findMethod(targetClass, name, withRefusal);
+        if (f == null) {
+            f = ReflectionUtils.findMethod(targetClass, name, params);
+        }
+        if (f == null) {
+            throw new IllegalArgumentException("fallbackMethod '" + name + "' not found: it takes the method's parameters "
+                    + java.util.Arrays.stream(params).map(Class::getSimpleName).toList() + ", optionally followed by a RateLimitRefusedException");
+        }
+        if (!org.springframework.util.ClassUtils.isAssignable(m.getReturnType(), f.getReturnType())) {
+            throw new IllegalArgumentException("fallbackMethod '" + name + "' returns " + f.getReturnType().getSimpleName()
+                    + ", which the method (returning " + m.getReturnType().getSimpleName() + ") cannot return");
+        }
+        ReflectionUtils.makeAccessible(f);
+        return f;
     }
 
     private Resolved compile(RateLimited a, String where) {
@@ -213,7 +263,7 @@ public final class AnnotationPolicies {
             costs[i] = parse(clauses.get(i).cost());
             settles[i] = parse(clauses.get(i).settle());
         }
-        return new Resolved(compiled, a.by(), parse(blankToNull(a.key())), parse(blankToNull(a.zone())), costs, settles);
+        return new Resolved(compiled, a.by(), parse(blankToNull(a.key())), parse(blankToNull(a.zone())), costs, settles, null);
     }
 
     /**

@@ -80,4 +80,15 @@ public @interface RateLimited {
      * {@code ResponseEntity}/response status of 400 or more, is a failure. Needs a window, bucket or quota.
      */
     String counts() default "";
+
+    /**
+     * The name of a method of the same class called instead when a limit refuses (resilience4j's
+     * {@code fallbackMethod}): the same parameters, optionally followed by a
+     * {@link dev.redisratelimit.client.RateLimitRefusedException} (the refusal: its decision, its
+     * retry), and a return type the limited method may return. Its value is the call's answer;
+     * nothing is charged. Not called when Redis cannot decide (the Redis-down mode answers). Spring
+     * MVC apps and plain beans; under WebFlux not yet (the start fails, saying so). Checked at
+     * start-up: a missing method fails the start.
+     */
+    String fallbackMethod() default "";
 }

@@ -90,42 +90,75 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
         PolicyCall own = new PolicyCall(r.policy(), key, zone, costs, digest);
         // Routes this request matched wait for its handler's policy: all decided in one RL.ALL.
         List<PolicyCall> routes = request != null ? DeferredRoutes.take(request) : null;
-        Permit permit = routes == null ? limiter().acquire(own) : limiter().acquire(PolicyCall.withRoutes(routes, own));
+        Permit permit;
+        try {
+            permit = routes == null ? limiter().acquire(own) : limiter().acquire(PolicyCall.withRoutes(routes, own));
+        } catch (dev.redisratelimit.client.RateLimitRefusedException e) {
+            if (r.fallback() == null) {
+                throw e;
+            }
+            return r.fallback(inv.getThis(), inv.getArguments(), e); // @RateLimited(fallbackMethod): its answer, nothing charged
+        }
         RateLimitAnswers http = answers();
         if (permit.decision() != null && response != null && http != null) {
             ServletHeaders.write(http, response, permit.decision());
         }
         Object result = null;
         boolean ok = false;
+        boolean streamed = false;
         try {
             result = inv.proceed();
             ok = true;
+            // A streamed body is written after the method returns: the permit stays open (its
+            // leases held, its estimates charged) until the last byte is sent or the client left.
+            if (STREAMING && response != null) {
+                Object body = Streams.hold(result, (sent, failed) ->
+                        finish(permit, r, spel, costs, policyName, response, sent, true, failed));
+                streamed = body != result;
+                result = body;
+            }
             return result;
         } finally {
-            // The outcome, for a policy that counts only failures or successes (Policy#counts).
-            if (!permit.outcomeKnown()) {
-                int status = result instanceof org.springframework.http.ResponseEntity<?> re ? re.getStatusCode().value()
-                        : response != null ? response.getStatus() : 200;
-                if (!ok || status >= 400) {
-                    permit.failed();
-                } else {
-                    permit.succeeded();
-                }
+            if (!streamed) {
+                finish(permit, r, spel, costs, policyName, response, result, ok, !ok);
             }
-            Map<Integer, Long> used = Map.of();
-            if (ok && permit.hasEstimates()) {
-                used = new HashMap<>();
-                EvaluationContext ctx = spel.context();
-                ctx.setVariable("result", result);
-                for (int clause : permit.estimateClauses()) {
-                    used.put(clause, usage(r.settles()[clause], ctx, costs[clause], policyName));
-                }
-            }
-            // A method that threw used nothing: its estimates are refunded. Sent, not waited for: the release and
-            // settlement are one pipelined burst, and a slow Redis must not hold the response for the budget.
-            permit.closeAsync(used);
         }
     }
+
+    /**
+     * Closes the permit once: the outcome (a failure when the call threw or answered 4xx/5xx),
+     * and each estimate settled from {@code #result} — of a call that returned, or of a stream,
+     * even one cut short (its body says what it sent); a call that threw used nothing.
+     */
+    private void finish(Permit permit, AnnotationPolicies.Resolved r, Expressions spel, long[] costs, String policyName,
+            HttpServletResponse response, Object result, boolean settle, boolean failed) {
+        // The outcome, for a policy that counts only failures or successes (Policy#counts).
+        if (!permit.outcomeKnown()) {
+            int status = result instanceof org.springframework.http.ResponseEntity<?> re ? re.getStatusCode().value()
+                    : response != null ? response.getStatus() : 200;
+            if (failed || status >= 400) {
+                permit.failed();
+            } else {
+                permit.succeeded();
+            }
+        }
+        Map<Integer, Long> used = Map.of();
+        if (settle && permit.hasEstimates()) {
+            used = new HashMap<>();
+            EvaluationContext ctx = spel.context();
+            ctx.setVariable("result", result);
+            for (int clause : permit.estimateClauses()) {
+                used.put(clause, usage(r.settles()[clause], ctx, costs[clause], policyName));
+            }
+        }
+        // A method that threw used nothing: its estimates are refunded. Sent, not waited for: the release and
+        // settlement are one pipelined burst, and a slow Redis must not hold the response for the budget.
+        permit.closeAsync(used);
+    }
+
+    private static final boolean STREAMING = org.springframework.util.ClassUtils.isPresent(
+            "org.springframework.web.servlet.mvc.method.annotation.StreamingResponseBody",
+            RateLimitMethodInterceptor.class.getClassLoader());
 
     /**
      * The evaluation context of a call, made on first use: the method's
