@@ -383,8 +383,8 @@ class AsyncGuard(_Circuits):
     def _trip(self, circuits: Sequence[_Circuit], e: BaseException) -> None:
         for c in circuits:
             if not c.open:
-                log.warning("redis_rl: Redis %s unavailable (%s); its keys decided without it until it answers",
-                            c.node if c.node != "*" else "", e or type(e).__name__)
+                log.warning("redis_rl: Redis%s unavailable (%s); its keys decided without it until it answers",
+                            f" {c.node}" if c.node != "*" else "", e or type(e).__name__)
             c.open = True
             if c.probe is None or c.probe.done():
                 c.probe = asyncio.get_running_loop().create_task(self._run_probe(c))
@@ -512,8 +512,8 @@ class Guard(_Circuits):
         with self._lock:
             for c in circuits:
                 if not c.open:
-                    log.warning("redis_rl: Redis %s unavailable (%s); its keys decided without it until it answers",
-                                c.node if c.node != "*" else "", e)
+                    log.warning("redis_rl: Redis%s unavailable (%s); its keys decided without it until it answers",
+                                f" {c.node}" if c.node != "*" else "", e)
                 c.open = True
                 if c.probe is None or not c.probe.is_alive():
                     c.probe = threading.Thread(target=self._run_probe, args=(c,), daemon=True, name="redis_rl-probe")
