@@ -90,3 +90,44 @@ def test_flask_fail_open_and_closed_without_redis():
     job = c.post("/open-job")
     assert (job.status_code, job.text) == (200, "done")
     assert time.monotonic() - t0 < 1.0
+
+
+def test_flask_scope_holds_a_stream_until_its_body_is_sent(server, raw, key):
+    """A streamed response is sent after the view returns: its lease stays held
+    and its estimate stands until the WSGI response closes, then used(n)
+    reported by the stream's end settles it (was: released and refunded when
+    the view returned, before the first chunk)."""
+    app = flask.Flask(__name__)
+    limits = FlaskRateLimits(RateLimiter(server.client()))
+    jobs = Policy("stream", [concurrency("inflight", 1, 60 * S), quota("units", "UTC", "day", 100, metered=True)],
+                  prefix=key)
+
+    @app.get("/stream")
+    @limits.limit(jobs, key=lambda: "s", scope=True, estimate=lambda: 10)
+    def stream():
+        permit = flask.g.rate_limit_permit
+
+        def body():
+            yield "a"
+            yield "b"
+            permit.used(4)
+        return flask.Response(body())
+
+    def free_slots():
+        return raw.execute_command("RL.LEASEPEEK", f"{key}stream:{{s}}:inflight", "*", 1, "COST", 0)[3]
+
+    def left():
+        return raw.execute_command("RL.QUOTAPEEK", f"{key}stream:{{s}}:units", "*", "UTC", "DAY", 100, "COST", 0)[3]
+
+    c = app.test_client()
+    first = c.get("/stream", buffered=False)
+    assert first.status_code == 200
+    assert free_slots() == 0 and left() == 90  # the view returned; the body is not sent yet
+    assert c.get("/stream").status_code == 429  # its slot is still taken
+    assert b"".join(first.response) == b"ab"
+    first.close()
+    assert free_slots() == 1 and left() == 96  # released on close, settled to the 4 used
+    again = c.get("/stream")
+    assert again.status_code == 200 and again.data == b"ab"
+    again.close()  # what a WSGI server does once the body is sent
+    assert free_slots() == 1 and left() == 92

@@ -198,14 +198,23 @@ class FlaskRateLimits:
             if scope:
                 permit = Permit(self.limiter, decision)
                 flask.g.rate_limit_permit = permit
+                deferred = False
                 try:
                     rv = flask.make_response(view(*args, **kwargs))
                     note_outcome(permit, rv.status_code)  # counts="failures"/"successes" (outcome.py)
+                    if rv.is_streamed:
+                        # A streamed body is produced after the view returns: the
+                        # lease and the estimate are held until the WSGI server
+                        # closes the response (body sent, or the client gone),
+                        # so a stream's permit.used(n) at its end still settles.
+                        rv.call_on_close(lambda: self.guard.close(permit))
+                        deferred = True
                 except BaseException:
                     note_outcome(permit, None)
                     raise
-                finally:  # return or exception: release and settle
-                    self.guard.close(permit)
+                finally:  # return or exception: release and settle (a stream: on close)
+                    if not deferred:
+                        self.guard.close(permit)
             else:
                 rv = view(*args, **kwargs)
             response = flask.make_response(rv)
