@@ -402,7 +402,7 @@ export class RateLimiter {
     if (h.status !== "UP") return h;
     if (this.moduleMissing !== null) return { status: "DOWN", backend: h.backend, detail: this.moduleMissing };
     const open = this.openNodes;
-    if (open.length > 0) return { status: "DOWN", backend: h.backend, detail: `circuit open for ${open.join(", ")}` };
+    if (open.length > 0) return { status: "DOWN", backend: h.backend, detail: `Redis cannot be reached: circuit open for ${open.join(", ")}` };
     return h;
   }
 
