@@ -37,12 +37,13 @@ export class RateLimitClient {
   readonly backendSetting: Backend;
   /** The engine deciding now (`auto`: the module until the first call's check, `ensureBackend`, or a failover says otherwise). */
   backend: "module" | "functions";
-  // `auto` and `functions` check the servers once before the first call (as
-  // Python's first use does): `auto` picks its engine, `functions` loads the
-  // library where absent or older. Concurrent first calls share one check;
-  // a failed check is tried again by the next call. `module` needs none: an
-  // unknown RL command already answers ModuleNotLoadedError.
-  private resolved: boolean;
+  // Every backend checks the servers once before the first call (as
+  // Python's first use does): `module` that every primary has the module
+  // (else ModuleNotLoadedError: a misconfigured server, which the adapters
+  // answer 500 `misconfigured`, not a Redis-down 503), `auto` picks its
+  // engine, `functions` loads the library where absent or older. Concurrent
+  // first calls share one check; a failed check is tried again by the next call.
+  private resolved = false;
   private resolving: Promise<void> | null = null;
 
   /** `redis`: an ioredis `Redis`/`Cluster`, or a node-redis client/cluster (connected). */
@@ -50,7 +51,11 @@ export class RateLimitClient {
     this.transport = transportFor(redis);
     this.backendSetting = backendOf(options.backend ?? "module");
     this.backend = this.backendSetting === "functions" ? "functions" : "module";
-    this.resolved = this.backendSetting === "module";
+  }
+
+  /** Whether the first call's check (`ensureBackend`) has passed: after it, a missing module went away at run time. */
+  get checked(): boolean {
+    return this.resolved;
   }
 
   /** The first call's backend check (shared by concurrent first calls); nothing once done. */
@@ -145,8 +150,8 @@ export class RateLimitClient {
    * `assertModuleLoaded`; `functions` loads the library where it is absent
    * or older than this package (`LibraryNotLoadedError`, naming the command
    * to run by hand, when this Redis user may not load it); `auto` picks the
-   * module when every primary has it, else the library. The first call runs
-   * it by itself (`auto`, `functions`); call it at start to fail there instead.
+   * module when every primary has it, else the library. The first call (and
+   * `health()`) runs it by itself; call it at start to fail there instead.
    */
   async ensureBackend(): Promise<void> {
     if (this.backendSetting !== "functions") {
@@ -197,10 +202,14 @@ export class RateLimitClient {
    * Whether Redis can decide now and with which engine, asked of every
    * primary: `{ status: "UP", backend }`, or `"DOWN"` with a `detail` naming
    * the module or the library missing, or Redis unreachable. Never throws.
+   * Before the first call it runs the first call's check (`ensureBackend`:
+   * `functions` loads the library, `auto` picks its engine), so a fresh app
+   * is UP without waiting for a decision.
    */
   async health(): Promise<Health> {
-    const backend = this.backend;
     try {
+      if (!this.resolved) await this.resolve();
+      const backend = this.backend;
       if (backend === "module") {
         const missing = await this.moduleMissing();
         if (missing !== null) return { status: "DOWN", backend, detail: new ModuleNotLoadedError(missing).message };
@@ -210,8 +219,16 @@ export class RateLimitClient {
       return { status: "UP", backend };
     } catch (e) {
       const text = (e as Error)?.message ?? String(e);
-      const detail = isServerReplyError(e) && isFunctionMissing(text) ? `the redis-ratelimit Functions library is not loaded (${text})` : text;
-      return { status: "DOWN", backend, detail };
+      // An error reply (or ours, naming what is missing) passes as it is; any
+      // other failure is the connection's (ioredis: "Reached the max retries
+      // per request limit", node-redis: "The client is closed").
+      const detail =
+        isServerReplyError(e) && isFunctionMissing(text)
+          ? `the redis-ratelimit Functions library is not loaded (${text})`
+          : isServerReplyError(e) || e instanceof RateLimitError || e instanceof RateLimitUnavailableError
+            ? text
+            : `Redis cannot be reached (${text})`;
+      return { status: "DOWN", backend: this.backend, detail };
     }
   }
 

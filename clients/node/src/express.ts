@@ -12,16 +12,16 @@
  *   app.get("/api", rateLimit({ limiter, policy, key: keys.ip() }), handler);
  */
 import type { NextFunction, Request, RequestHandler, Response } from "express";
-import { RateLimitUnavailableError } from "./errors";
+import { ModuleNotLoadedError, RateLimitUnavailableError } from "./errors";
 import type { PolicyCall } from "./combined";
 import type { Permit, PolicyDecision, RateLimiter } from "./limiter";
 import type { FailureMode, Policy } from "./policy";
 import { closeWhenDone } from "./response";
 import { clientIpKey, userKey } from "./identity";
 import { exemption, type Exemptions } from "./exempt";
-import { PROBLEM_JSON, ProblemError, problem, rateLimitHeaders, refusal, unavailable, type Problem } from "./problems";
+import { PROBLEM_JSON, ProblemError, misconfigured, problem, rateLimitHeaders, refusal, unavailable, type Problem } from "./problems";
 
-export { ProblemError, PROBLEM_BASE, PROBLEM_JSON, problem, rateLimitHeaders, refusal, unavailable } from "./problems";
+export { ProblemError, PROBLEM_BASE, PROBLEM_JSON, misconfigured, problem, rateLimitHeaders, refusal, unavailable } from "./problems";
 export type { Problem } from "./problems";
 
 /** Turns a request into the policy's key; may throw `ProblemError` (401 for a missing user, 400 ...). */
@@ -159,6 +159,13 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
         return next();
       }
       if (e instanceof RangeError) return send(res, problem(400, "bad-request", e.message));
+      // The module (or the Functions library) missing at the first call's
+      // check: a 500 problem naming it (as the Python adapters), not the
+      // framework's plain error page, nor a Redis-down 503.
+      if (e instanceof ModuleNotLoadedError) {
+        console.error(`redis-ratelimit: ${e.message}`);
+        return send(res, misconfigured(e.message));
+      }
       return next(e);
     }
     const headers = rateLimitHeaders(decision, options.legacyHeaders);

@@ -21,13 +21,13 @@ import fp from "fastify-plugin";
 import { closeWhenDone } from "./response";
 import { exemption, type Exemptions } from "./exempt";
 import { clientIpKey, userKey } from "./identity";
-import { RateLimitUnavailableError } from "./errors";
+import { ModuleNotLoadedError, RateLimitUnavailableError } from "./errors";
 import type { PolicyCall } from "./combined";
 import type { Permit, PolicyDecision, RateLimiter } from "./limiter";
 import type { FailureMode, Policy } from "./policy";
-import { PROBLEM_JSON, ProblemError, problem, rateLimitHeaders, refusal, unavailable, type Problem } from "./problems";
+import { PROBLEM_JSON, ProblemError, misconfigured, problem, rateLimitHeaders, refusal, unavailable, type Problem } from "./problems";
 
-export { ProblemError, PROBLEM_BASE, PROBLEM_JSON, problem, rateLimitHeaders, refusal, unavailable } from "./problems";
+export { ProblemError, PROBLEM_BASE, PROBLEM_JSON, misconfigured, problem, rateLimitHeaders, refusal, unavailable } from "./problems";
 export type { Problem } from "./problems";
 
 /** Turns a request into the policy's key; may throw `ProblemError` (401 for a missing user, 400 ...). */
@@ -187,6 +187,13 @@ function handlerFor(limiter: RateLimiter, options: RouteRateLimit, legacyDefault
         return;
       }
       if (e instanceof RangeError) return send(reply, problem(400, "bad-request", e.message));
+      // The module (or the Functions library) missing at the first call's
+      // check: a 500 problem naming it (as the Python adapters), not the
+      // framework's plain error page, nor a Redis-down 503.
+      if (e instanceof ModuleNotLoadedError) {
+        request.log.error(`redis-ratelimit: ${e.message}`);
+        return send(reply, misconfigured(e.message));
+      }
       throw e;
     }
     const headers = rateLimitHeaders(decision, legacy);

@@ -273,7 +273,9 @@ export class RateLimiter {
           } else late?.(v);
         },
         (e) => {
-          if (e instanceof ModuleNotLoadedError && !(e instanceof LibraryNotLoadedError)) {
+          // Before the first call's check passed it is a misconfigured
+          // server: it passes as it is (the adapters answer 500 misconfigured).
+          if (e instanceof ModuleNotLoadedError && !(e instanceof LibraryNotLoadedError) && this.client.checked) {
             // The module gone at run time (a failover to a server without
             // it): the Redis-down mode decides; health() says why.
             if (this.moduleMissing === null) console.error(`redis-ratelimit: ${e.message}; deciding by each policy's Redis-down mode`);
@@ -400,7 +402,7 @@ export class RateLimiter {
     if (h.status !== "UP") return h;
     if (this.moduleMissing !== null) return { status: "DOWN", backend: h.backend, detail: this.moduleMissing };
     const open = this.openNodes;
-    if (open.length > 0) return { status: "DOWN", backend: h.backend, detail: `circuit open for ${open.join(", ")}` };
+    if (open.length > 0) return { status: "DOWN", backend: h.backend, detail: `Redis cannot be reached: circuit open for ${open.join(", ")}` };
     return h;
   }
 

@@ -17,7 +17,7 @@ export interface Problem {
   readonly detail: string;
 }
 
-const TITLES: Record<number, string> = { 400: "Bad Request", 401: "Unauthorized", 429: "Too Many Requests", 503: "Service Unavailable" };
+const TITLES: Record<number, string> = { 400: "Bad Request", 401: "Unauthorized", 429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable" };
 
 export function problem(status: number, slug: string, detail: string): Problem {
   return { type: PROBLEM_BASE + slug, title: TITLES[status] ?? "Error", status, detail };
@@ -73,4 +73,13 @@ export function refusal(d: PolicyDecision): { headers: Array<[string, string]>; 
 
 export function unavailable(policy: Pick<Policy, "name">): Problem {
   return problem(503, "unavailable", `rate limits of '${policy.name}' cannot be decided: Redis is unreachable`);
+}
+
+/**
+ * 500 `…/problems/misconfigured` (as the Python adapters and the Spring
+ * starter answer): the limits cannot be decided at all, e.g. the module is
+ * not loaded on the server (`ModuleNotLoadedError`, its message the detail).
+ */
+export function misconfigured(detail: string): Problem {
+  return problem(500, "misconfigured", detail);
 }

@@ -88,3 +88,38 @@ for (const [name, make] of Object.entries(makers)) {
     }
   });
 }
+
+for (const [name, make] of Object.entries(makers)) {
+  test(`${name}: health() of a fresh limiter runs the first call's check: functions loads the library (UP), auto picks it`, async () => {
+    const bare = await new Server({ module: false }).start();
+    const c = await make.standalone(bare.port);
+    try {
+      // no decision yet: a readiness probe waiting for UP must get it
+      assert.deepEqual(await new RateLimiter(c, { backend: "functions" }).health(), { status: "UP", backend: "functions" });
+      const admin = bare.client();
+      await admin.call("FUNCTION", "FLUSH");
+      admin.disconnect();
+      assert.deepEqual(await new RateLimiter(c, { backend: "auto" }).health(), { status: "UP", backend: "functions" });
+      const h = await new RateLimiter(c).health(); // module: DOWN, naming it
+      assert.deepEqual([h.status, h.backend], ["DOWN", "module"]);
+      assert.match(h.detail, /redis-ratelimit module is not loaded/);
+    } finally {
+      await make.close(c);
+      await bare.stop();
+    }
+  });
+}
+
+test("health() with Redis down: the detail says Redis cannot be reached", async () => {
+  const Redis = require("ioredis");
+  const port = await require("./support/servers.cjs").freePort();
+  const dead = new Redis({ host: "127.0.0.1", port, maxRetriesPerRequest: 1, retryStrategy: () => 50 });
+  dead.on("error", () => {});
+  try {
+    const h = await new RateLimiter(dead, { backend: "functions" }).health();
+    assert.deepEqual([h.status, h.backend], ["DOWN", "functions"]);
+    assert.match(h.detail, /^Redis cannot be reached \(/);
+  } finally {
+    dead.disconnect();
+  }
+});

@@ -107,6 +107,7 @@ class FakeTransport {
   }
   answer(args) {
     if (args[0] === "HGETALL") return Object.entries(this.store[args[1]] ?? {}).flat();
+    if (args[0] === "COMMAND") return [["rl.all"]]; // the first call's module check: a server with the module
     const argv = masked(args.map(String), this.tokens);
     this.sent.push(argv);
     if (this.replies.length === 0) return argv[0] === "RL.ALL" ? admitAll(argv) : DEFAULT_REPLIES[argv[0]];

@@ -131,6 +131,25 @@ test("Redis unreachable: fail open (no headers, decision null) or closed (503), 
   }
 });
 
+test("backend module on a server without it: 500 misconfigured problem naming the module, not a Redis-down 503", async () => {
+  const bare = await new Server({ module: false }).start();
+  const r = new Redis({ host: "127.0.0.1", port: bare.port });
+  const l = new RateLimiter(r);
+  const p = new Policy("p").slidingWindow("w", 5, 60_000);
+  const s = await serve((app) => app.get("/x", rateLimit({ limiter: l, policy: p, key: () => "k" }), (_req, res) => res.json({})));
+  try {
+    const res = await s.get("/x");
+    assert.deepEqual([res.status, res.body.type, res.body.title, res.body.status], [500, "https://redis-ratelimit.dev/problems/misconfigured", "Internal Server Error", 500]);
+    assert.match(res.h("content-type"), /^application\/problem\+json/);
+    assert.match(res.body.detail, /redis-ratelimit module is not loaded/);
+  } finally {
+    await s.close();
+    l.close();
+    r.disconnect();
+    await bare.stop();
+  }
+});
+
 test("a client that leaves while its decision is in flight: the handler does not run, the lease is back", async () => {
   // The decision is held until the client has gone (a slow Redis), then lands admitted.
   const real = new RateLimitClient(redis).transport;

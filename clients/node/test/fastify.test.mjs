@@ -193,6 +193,28 @@ test("Redis unreachable: fails closed (503) or open (no headers) within the budg
   }
 });
 
+test("backend module on a server without it: 500 misconfigured naming the module (as Python), the next request too", async () => {
+  const bare = await new Server({ module: false }).start();
+  const r = new Redis({ host: "127.0.0.1", port: bare.port });
+  const l = new RateLimiter(r, { backend: "module" });
+  const p = new Policy("p", { failure: "open" }).slidingWindow("w", 5, 60_000);
+  const s = await serve((app) => app.get("/x", { config: { rateLimit: { policy: p, key: () => "k" } } }, async () => ({ ok: true })), { limiter: l });
+  try {
+    for (let i = 0; i < 2; i++) {
+      const res = await s.get("/x");
+      problemOf(res, 500, "misconfigured");
+      assert.equal(res.body.title, "Internal Server Error");
+      assert.match(res.body.detail, /redis-ratelimit module is not loaded.*--loadmodule/);
+    }
+    assert.equal((await l.health()).status, "DOWN");
+  } finally {
+    await s.close();
+    l.close();
+    r.disconnect();
+    await bare.stop();
+  }
+});
+
 test("a bad route config fails at start; the plugin needs a limiter", async () => {
   const app = Fastify();
   await app.register(rateLimitPlugin, { limiter });

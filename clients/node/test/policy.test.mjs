@@ -120,7 +120,7 @@ describe("one call per decision", () => {
   });
 
   test("a client that throws at once (no promise) is an error, not an outage: the circuit stays closed", async () => {
-    const throwing = { kind: "broken", send: () => { throw new TypeError("not a command this client can send"); }, batch: async () => [], sendAny: async () => "PONG" };
+    const throwing = { kind: "broken", send: () => { throw new TypeError("not a command this client can send"); }, batch: async () => [], sendAny: async (args) => (args[0] === "COMMAND" ? [["rl.all"]] : "PONG") };
     const l = new RateLimiter(throwing, { timeout: 50 });
     const p = new Policy("sync", { prefix: "t9:" }).slidingWindow("w", 1, 1000);
     try {
@@ -293,6 +293,7 @@ describe("a decision that lands after its budget", () => {
     const left = async () => (await raw.call("RL.QUOTAPEEK", "t7:stall:{k}:tokens", "*", "UTC", "DAY", "1000", "COST", "0"))[3];
     try {
       await client.ping();
+      await l.client.ensureBackend(); // the first call's module check, done before Redis stalls
       own.pause();
       const t0 = Date.now();
       try {
@@ -330,6 +331,7 @@ describe("a decision that lands after its budget", () => {
       const ran = async () => Number(/cmdstat_rl\.all:calls=(\d+)/.exec(await raw.info("commandstats"))?.[1] ?? 0);
       try {
         await client.ping();
+        await l.client.ensureBackend(); // the first call's module check, done before Redis stalls
         own.pause();
         try {
           await assert.rejects(l.acquire(p, "k", { estimate: 100 }), RateLimitUnavailableError);

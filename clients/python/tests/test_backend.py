@@ -88,5 +88,25 @@ def test_module_backend_without_the_module_refuses_and_health_says_down():
 async def test_async_health_names_an_unreachable_redis():
     c = redis.asyncio.Redis(port=1, socket_connect_timeout=0.2)
     h = await AsyncRateLimiter(c).health()
-    assert h["status"] == "DOWN" and h["backend"] == "module" and h["detail"]
+    assert h["status"] == "DOWN" and h["backend"] == "module", h
+    assert h["detail"].startswith("Redis cannot be reached (") and "connecting" in h["detail"], h
     await c.aclose()
+
+
+def test_health_of_a_fresh_limiter_runs_the_first_use_check_so_a_new_app_is_up():
+    """No decision yet: a readiness probe waiting for UP must get it (functions
+    loads the library, auto picks it), as Node's health()."""
+    with Server(module=False) as bare:
+        c = bare.client()
+        assert RateLimiter(c, backend="functions").health() == {"status": "UP", "backend": "functions"}
+        c.function_flush()
+        assert RateLimiter(c, backend="auto").health() == {"status": "UP", "backend": "functions"}
+        c.close()
+
+
+@pytest.mark.anyio
+async def test_async_health_of_a_fresh_limiter_loads_the_library():
+    with Server(module=False) as bare:
+        c = redis.asyncio.Redis(port=bare.port)
+        assert await AsyncRateLimiter(c, backend="functions").health() == {"status": "UP", "backend": "functions"}
+        await c.aclose()

@@ -351,6 +351,10 @@ def test_sync_guard_close_while_redis_is_down_logs_and_returns(caplog):
         guard.close(Permit(guard.limiter, decision))
     assert "could not release/settle down" in caplog.text
     assert guard.open
+    # a standalone server has no node name: one space, not "Redis  unavailable"
+    assert "redis_rl: Redis unavailable (" in caplog.text, caplog.text
+    h = guard.health()
+    assert (h["status"], h["open"], h["detail"]) == ("DOWN", ["*"], "Redis cannot be reached: circuit open for *"), h
 
 
 @pytest.mark.anyio

@@ -229,8 +229,12 @@ class RateLimiter(KeyAdmin, _Limiter):
         """Whether Redis can decide now, and with which backend: ``{"status":
         "UP" | "DOWN", "backend": "module" | "functions", ...}`` (``detail``
         when DOWN: the module or library missing, or Redis unreachable).
-        Every primary of a Cluster is asked."""
+        Every primary of a Cluster is asked. Before the first command it runs
+        the first use's check (``ensure_module``: ``functions`` loads the
+        library, ``auto`` picks its engine), so a fresh app is UP at once."""
         try:
+            if not self._checked:
+                self.ensure_module()
             nodes = self.redis.get_primaries() if self.cluster else [None]
             for node in nodes:
                 if self.backend == "functions":
@@ -548,8 +552,10 @@ class AsyncRateLimiter(AsyncKeyAdmin, _Limiter):
                  f" on {node.name}" if node is not None else "", have if have >= 0 else "absent")
 
     async def health(self) -> dict[str, Any]:
-        """As ``RateLimiter.health``."""
+        """As ``RateLimiter.health`` (the first use's check included)."""
         try:
+            if not self._checked:
+                await self.ensure_module()
             for node in await self._primaries():
                 if self.backend == "functions":
                     await self.redis.execute_command("FCALL", "rl_version", 0, **_on(node))
@@ -770,8 +776,10 @@ def _health_down(backend: str, e: Exception) -> dict[str, Any]:
         text = server_text(e)
         detail = (f"the redis-ratelimit Functions library is not loaded ({text})" if is_function_missing(text)
                   else str(_server_error(e)))
-    else:
-        detail = str(e) or type(e).__name__
+    elif isinstance(e, (RateLimitError, RedisUnavailableError)):
+        detail = str(e)  # ours, naming what is missing
+    else:  # the connection's (redis-py: "Error 111 connecting to ...", a timeout), as Node says it
+        detail = f"Redis cannot be reached ({str(e) or type(e).__name__})"
     return {"status": "DOWN", "backend": backend, "detail": detail}
 
 

@@ -183,16 +183,17 @@ class _Circuits:
     def health(self) -> dict[str, Any]:
         """``{"status": "UP"|"DOWN", ...}``: DOWN while a node's circuit is
         open (``"open": [nodes]``) or the module is missing
-        (``"module": "<why>"``, naming the redis-ratelimit module, or the
+        (``"module": "<why>"``; ``"detail"`` says which, as Node's; naming the redis-ratelimit module, or the
         Functions library); ``"backend"``: the engine deciding now
         (``"module"`` or ``"functions"``). For an app's readiness check; its
         liveness answer should not depend on it."""
         out: dict[str, Any] = {"status": "UP", "backend": getattr(self.limiter, "backend", "module")}
         nodes = sorted(c.node for c in self._circuits.values() if c.open)
         if nodes:
-            out.update(status="DOWN", open=nodes)
+            # "detail" says why, as Node's health() does ("*": a standalone server)
+            out.update(status="DOWN", open=nodes, detail=f"Redis cannot be reached: circuit open for {', '.join(nodes)}")
         if self.module_missing is not None:
-            out.update(status="DOWN", module=self.module_missing)
+            out.update(status="DOWN", module=self.module_missing, detail=self.module_missing)
         return out
 
     def _release_later(self, calls: list[Call]) -> None:
@@ -383,8 +384,8 @@ class AsyncGuard(_Circuits):
     def _trip(self, circuits: Sequence[_Circuit], e: BaseException) -> None:
         for c in circuits:
             if not c.open:
-                log.warning("redis_rl: Redis %s unavailable (%s); its keys decided without it until it answers",
-                            c.node if c.node != "*" else "", e or type(e).__name__)
+                log.warning("redis_rl: Redis%s unavailable (%s); its keys decided without it until it answers",
+                            f" {c.node}" if c.node != "*" else "", e or type(e).__name__)
             c.open = True
             if c.probe is None or c.probe.done():
                 c.probe = asyncio.get_running_loop().create_task(self._run_probe(c))
@@ -512,8 +513,8 @@ class Guard(_Circuits):
         with self._lock:
             for c in circuits:
                 if not c.open:
-                    log.warning("redis_rl: Redis %s unavailable (%s); its keys decided without it until it answers",
-                                c.node if c.node != "*" else "", e)
+                    log.warning("redis_rl: Redis%s unavailable (%s); its keys decided without it until it answers",
+                                f" {c.node}" if c.node != "*" else "", e)
                 c.open = True
                 if c.probe is None or not c.probe.is_alive():
                     c.probe = threading.Thread(target=self._run_probe, args=(c,), daemon=True, name="redis_rl-probe")

@@ -137,6 +137,8 @@ class StandaloneServicesTest {
         isProblem(sms(a.http, "{\"phone\":"), 400, "bad-request");
         isProblem(a.http.post("/seed001/ocr", "{}"), 401, "unauthorized");
         isProblem(a.http.post("/llm/complete", "{\"max_tokens\":10}", "X-Zone", "UTC"), 401, "unauthorized");
+        // an identity sent empty is a missing one, as in the Python and Node apps
+        isProblem(a.http.post("/llm/complete", "{\"max_tokens\":10}", "X-Zone", "UTC", "X-Api-Key", ""), 401, "unauthorized");
         isProblem(llm(a.http, "k", "{\"max_tokens\":0}"), 400, "bad-request");
         isProblem(llm(a.http, "k", "{\"max_tokens\":100001}"), 400, "bad-request");
         isProblem(llm(a.http, "k", "{\"max_tokens\":1.5}"), 400, "bad-request");
