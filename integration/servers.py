@@ -78,15 +78,19 @@ class Server:
         self.bus_port = 0
         self.proc: subprocess.Popen | None = None
 
-    def start(self) -> "Server":
+    def start(self, *, same_port: bool = False) -> "Server":
+        """``same_port``: again on the port (and bus port) of the last start,
+        in the same directory (a Cluster node rejoins with its nodes.conf)."""
         last_error = ""
-        for _ in range(5):  # another process may take the free port first
-            self.port = free_port()
+        for _ in range(1 if same_port else 5):  # another process may take the free port first
+            if not same_port:
+                self.port = free_port()
             cmd = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir,
                    "--save", "", "--appendonly", "no", "--logfile", "server.log"]
             if self.cluster:
                 # The default bus port (port + 10000) may be taken or above 65535.
-                self.bus_port = free_port()
+                if not same_port:
+                    self.bus_port = free_port()
                 cmd += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                         "--cluster-port", str(self.bus_port), "--cluster-node-timeout", "5000"]
             if self.module and not FUNCTIONS:
@@ -133,6 +137,14 @@ class Server:
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    def restart(self) -> "Server":
+        """SIGKILL (no shutdown, as a crash), then started again on the same
+        port from the same directory (a Cluster node keeps its id and slots)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        return self.start(same_port=True)
 
     def stop(self, keep_dir: bool = False) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -14,6 +14,7 @@ import pytest
 import redis
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.cluster import RedisCluster
 
 from redis_rl import (AsyncPermit, AsyncRateLimiter, Permit, Policy, RateLimiter, RedisUnavailableError, concurrency,
                       quota, sliding_window, token_bucket)
@@ -241,6 +242,39 @@ async def test_one_primary_of_three_down_leaves_the_others_decided_by_redis():
         await client.aclose()
 
 
+@pytest.mark.anyio
+async def test_a_primary_restarted_while_idle_decides_its_keys_by_redis_at_the_first_call():
+    """A primary killed and started again (same port, its nodes.conf) while
+    the app is idle: every socket pooled to it is dead. The first decision for
+    one of its keys is decided by Redis (CLIENTS.md §3: Redis again within 2 s
+    of a node answering), on both Cluster clients: a broken connection is sent
+    once more on a fresh one (it was the Redis-down answer and an open circuit
+    until the next probe: asyncio ClusterNode handed out its stale sockets)."""
+    with Cluster(3) as cl:
+        node = cl.nodes[1]
+        name = f"127.0.0.1:{node.port}"
+        p = Policy("idle", [sliding_window("w", 1000, timedelta(seconds=60))])
+        aguard = AsyncGuard(AsyncRateLimiter(AsyncRedisCluster(host="127.0.0.1", port=cl.nodes[0].port)),
+                            probe_interval=5)
+        sguard = Guard(RateLimiter(RedisCluster(host="127.0.0.1", port=cl.nodes[0].port)), probe_interval=5)
+        await aguard.limiter.ensure_module()
+        keys = [k for k in (f"k{i}" for i in range(100)) if aguard.limiter.node_name("{" + k + "}") == name][:10]
+        assert keys
+        # Several pooled connections to that primary (concurrent calls).
+        assert all(await asyncio.gather(*(aguard.decide(p, k) for k in keys)))
+        assert len(aguard.limiter.redis.get_node(node_name=name)._free) > 1
+        assert all(await asyncio.to_thread(lambda: [sguard.decide(p, k) for k in keys]))
+        node.restart()
+        cl.wait_ok()
+        first = {"async": await aguard.decide(p, keys[0]), "sync": sguard.decide(p, keys[0])}
+        assert {k: d is not None for k, d in first.items()} == {"async": True, "sync": True}
+        assert first["async"].allowed and first["sync"].allowed
+        assert aguard.health()["status"] == sguard.health()["status"] == "UP"  # no circuit open
+        assert all(await asyncio.gather(*(aguard.decide(p, k) for k in keys)))
+        await aguard.limiter.redis.aclose()
+        sguard.limiter.redis.close()
+
+
 # --- used(n) and renewal ---
 
 def test_used_rules(server):
@@ -300,7 +334,6 @@ def test_the_first_sync_cluster_use_checks_the_module_once(cluster):
     """16 threads on a fresh limiter: one COMMAND INFO per primary, not 16."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from redis.cluster import RedisCluster
     client = RedisCluster(host="127.0.0.1", port=cluster.nodes[0].port)
     before = [n.client().info("commandstats").get("cmdstat_command|info", {}).get("calls", 0) for n in cluster.nodes]
     rl = RateLimiter(client)

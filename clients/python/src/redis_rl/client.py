@@ -280,6 +280,11 @@ class RateLimiter(KeyAdmin, _Limiter):
         # refused connection by loading the slot table again from the other
         # nodes on every call (one dead primary slowed every decision); a
         # MOVED/ASK (slots moved) goes through it, which follows and relearns.
+        # No resend on a broken connection here (the asyncio twin has one):
+        # the node's sync ConnectionPool already drops a socket its server
+        # closed before handing it out (get_connection's can_read check), so a
+        # restarted primary's first call uses a fresh one (test_faults.py,
+        # test_a_primary_restarted_while_idle_...).
         node = self._node(key)
         try:
             return node.redis_connection.execute_command(*args)
@@ -471,6 +476,29 @@ class RateLimiter(KeyAdmin, _Limiter):
         return Acquire(self, None, "", {}, list(calls))
 
 
+async def _node_command(node: Any, args: tuple[Any, ...]) -> Any:
+    """``args`` on an asyncio ``ClusterNode``, sent once more on a fresh
+    connection when the connection breaks (as the standalone client's
+    ``Retry(NoBackoff(), 1)`` on ``ConnectionError``). ClusterNode hands out
+    its pooled sockets unchecked (no pool health check as redis-py's sync
+    ConnectionPool does), so after the node restarted every idle one is dead:
+    they are disconnected (reconnected on next use), those in use by other
+    calls left alone. A node really down refuses the second connection at
+    once. Not on TimeoutError: a timed-out call may have run (the guard gives
+    a late admission back)."""
+    try:
+        return await node.execute_command(*args)
+    except redis.exceptions.ConnectionError:
+        idle = list(node._free)  # ClusterNode has no API for its idle connections
+        node._free.clear()  # none handed out while being disconnected
+        try:
+            for connection in idle:
+                await connection.disconnect(nowait=True)
+        finally:
+            node._free.extend(idle)
+        return await node.execute_command(*args)
+
+
 class AsyncRateLimiter(AsyncKeyAdmin, _Limiter):
     """Typed RL commands over ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``."""
 
@@ -497,7 +525,7 @@ class AsyncRateLimiter(AsyncKeyAdmin, _Limiter):
             node = self.redis.get_node(node_name=name)
             if node is None:
                 raise redis.exceptions.ConnectionError(f"no node {name} in the slot table")
-            await node.execute_command("PING")  # not through the Cluster path (see _on_node)
+            await _node_command(node, ("PING",))  # not through the Cluster path (see _on_node)
         elif self.cluster:
             await self.redis.initialize()
             await self.redis.execute_command("PING", target_nodes=RedisCluster.RANDOM)
@@ -604,7 +632,7 @@ class AsyncRateLimiter(AsyncKeyAdmin, _Limiter):
             await self.redis.initialize()
         node = self._node(key)
         try:
-            return await node.execute_command(*args)
+            return await _node_command(node, args)
         except (redis.exceptions.MovedError, redis.exceptions.AskError):
             return await self.redis.execute_command(*args, target_nodes=node)
 
