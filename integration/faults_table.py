@@ -154,6 +154,7 @@ def llm_after(app: App, key: str) -> tuple[int | str | None, int | None]:
     except httpx.HTTPError:
         return "no answer", None
     if r.status_code != 200:
+        print(f"read-back of {key} on {app.kind}: {r.status_code} {r.text[:300]}", file=sys.stderr)
         return f"– ({r.status_code})", None
     items = {}
     for item in r.headers["ratelimit"].split(","):
