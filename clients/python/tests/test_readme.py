@@ -8,6 +8,7 @@ import io
 import re
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -177,27 +178,39 @@ def test_llm_recipe_stream_holds_its_slot_until_the_last_byte(server, raw):
             assert time.monotonic() - done < 0.5 + 2 * slowest, (state, slowest)
             time.sleep(0.02)
 
-        headers["X-Api-Key"] = "leaver"
-        with httpx.Client() as c:
-            with c.stream("POST", url + "/stream", json={"max_tokens": 1000}, headers=headers) as r:
-                first = next(r.iter_lines())
-                got_first = time.monotonic()
-                held = inflight("leaver")
-                looked = time.monotonic() - got_first
-                assert first == '{"tokens": 41}'
-                if held == 0:
-                    # The app sends its last two lines 0.1 s apart after the first: a
-                    # free slot here means they were all sent before the look returned
-                    # (seen at load 14), never while the stream still runs.
-                    assert looked > 0.15, "the slot was free while the stream still ran"
-                    return
-                assert held == 1
+        # A client that leaves after the first line. Up to 3 tries: the app's
+        # stream can end before its second line on its own (its
+        # request.is_disconnected() said True for a client still connected:
+        # seen in 2 of 5 whole-suite runs, at load 0.3 too), which frees the
+        # slot rightly but tests nothing here; a free slot while the stream
+        # still runs fails at once.
+        for attempt in range(3):
+            leaver = f"leaver-{attempt}"
+            headers["X-Api-Key"] = leaver
+            with httpx.Client() as c:
+                with c.stream("POST", url + "/stream", json={"max_tokens": 1000}, headers=headers) as r:
+                    lines = r.iter_lines()
+                    assert next(lines) == '{"tokens": 41}'
+                    got_first = time.monotonic()
+                    held = inflight(leaver)
+                    looked = time.monotonic() - got_first
+                    if held == 0:
+                        rest = list(lines)
+                        # ended early by the app, or (a loaded machine) the whole
+                        # stream sent before the look returned
+                        assert rest == ['{"used_tokens": 41}'] or (
+                            looked > 0.15 and rest[-1:] == ['{"used_tokens": 123}']), (rest, looked)
+                        continue
+                    assert held == 1
+            break
+        else:
+            pytest.fail("3 streams in a row ended before the client could leave")
         left = time.monotonic()
-        while inflight("leaver") != 0:
+        while inflight(leaver) != 0:
             assert time.monotonic() - left < 0.5, "the slot of a client that left is still held"
             time.sleep(0.02)
         time.sleep(0.1)
-        assert spent("leaver") in (41, 82), spent("leaver")  # settled to the lines sent
+        assert spent(leaver) in (41, 82), spent(leaver)  # settled to the lines sent
 
 
 def test_text_limits_failures_only_and_unlocking(server):

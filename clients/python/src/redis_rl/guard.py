@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import threading
 import time
 import uuid
@@ -213,6 +214,20 @@ class _Circuits:
     def _trip(self, circuits: Sequence[_Circuit], e: BaseException) -> None:
         raise NotImplementedError
 
+    @staticmethod
+    def _culprits(circuits: Sequence[_Circuit], e: BaseException) -> Sequence[_Circuit]:
+        """The circuits an error opens. A decision over several nodes that
+        failed on one opens that one's when the error names it (redis-py
+        names the node it could not reach: "Error 111 connecting to
+        host:port"), so a dead primary does not open a live one's circuit
+        (CLIENTS.md §3: a circuit per node); else every node of the call."""
+        if len(circuits) > 1:
+            text = str(e)
+            named = [c for c in circuits if c.node != "*" and re.search(re.escape(c.node) + r"(?!\d)", text)]
+            if named:
+                return named
+        return circuits
+
     def _seen(self, policies: Sequence[Policy], decision: PolicyDecision | None, t0: float) -> PolicyDecision | None:
         """Tells the limiter's hooks (redis_rl.hooks) and passes the decision on."""
         hooks.decided(getattr(self.limiter, "hooks", ()), policies, decision, time.perf_counter() - t0)
@@ -382,7 +397,7 @@ class AsyncGuard(_Circuits):
         return True
 
     def _trip(self, circuits: Sequence[_Circuit], e: BaseException) -> None:
-        for c in circuits:
+        for c in self._culprits(circuits, e):
             if not c.open:
                 log.warning("redis_rl: Redis%s unavailable (%s); its keys decided without it until it answers",
                             f" {c.node}" if c.node != "*" else "", e or type(e).__name__)
@@ -511,7 +526,7 @@ class Guard(_Circuits):
 
     def _trip(self, circuits: Sequence[_Circuit], e: BaseException) -> None:
         with self._lock:
-            for c in circuits:
+            for c in self._culprits(circuits, e):
                 if not c.open:
                     log.warning("redis_rl: Redis%s unavailable (%s); its keys decided without it until it answers",
                                 f" {c.node}" if c.node != "*" else "", e)
