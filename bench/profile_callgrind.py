@@ -33,7 +33,9 @@ branch mispredictions cost nothing here).
 `--only lease,throttle` runs only the phases whose names start with one of
 those words (and the prefill and warm-up they need, nothing else): a quick
 before/after of some commands (minutes instead of the whole run).
-`--counters` is `--only dayhour,quota,lockcount` (RL.DAYHOUR, RL.QUOTA and
+`--only spring` replays the Spring bench's request (RL.ALL, one CHECK
+clause of three windows, DETAILS) against seed 000's script on keys of its
+shape. `--counters` is `--only dayhour,quota,lockcount` (RL.DAYHOUR, RL.QUOTA and
 RL.LOCKCOUNT, module and Lua).
 
 Usage: profile_callgrind.py [--out DIR] [--calls N] [--setting none|replica|aof[,...]|all]
@@ -361,7 +363,7 @@ def main(argv=None) -> int:
                     help="only the RL.DAYHOUR, RL.QUOTA and RL.LOCKCOUNT phases (and their Lua)")
     ap.add_argument("--only", default=None,
                     help="only the phases whose names start with one of these comma-separated words "
-                         "(check, throttle, scale, dayhour, quota, lockcount, lease, all; "
+                         "(check, throttle, scale, dayhour, quota, lockcount, lease, all, spring; "
                          "lease-100 for one size)")
     args = ap.parse_args(argv)
     only = tuple(w for w in (args.only or "").split(",") if w) or None
