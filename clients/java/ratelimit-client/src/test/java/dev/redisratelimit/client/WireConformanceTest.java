@@ -349,7 +349,7 @@ class WireConformanceTest {
             c.get("policies").forEach(p -> policies.put(p.get("name").asText(), policy(p)));
             RuntimeLimits runtime = new RuntimeLimits(t, prefix, 500);
             RateLimiter limiter = new RateLimiter(new RateLimitAsyncClient(t), runtime,
-                    new RedisAvailability(t, Duration.ofMillis(100), Duration.ofMillis(500)), new LocalLimiter(), prefix,
+                    new RedisAvailability(t, Duration.ofMillis(100), Duration.ofMillis(500)), null, prefix,
                     Duration.ofMillis(5000), FailMode.CLOSED);
             policies.values().forEach(limiter::register);
             runtime.refresh(); // the store read before the first decision
