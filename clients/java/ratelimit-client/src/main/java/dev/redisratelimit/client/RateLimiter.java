@@ -62,6 +62,8 @@ public final class RateLimiter implements AutoCloseable {
     private final Map<String, Policy> policies = new java.util.concurrent.ConcurrentHashMap<>();
     // What close() stops: the probe and refresher a builder started (none when constructed directly).
     private final List<AutoCloseable> owned = new java.util.concurrent.CopyOnWriteArrayList<>();
+    // Leases whose reply was lost: released by token once Redis answers again (CLIENTS.md §3).
+    private final LostLeases lost;
 
     /**
      * @param local the backend the {@link FailMode#LOCAL} Redis-down mode decides on (null: a new
@@ -91,6 +93,12 @@ public final class RateLimiter implements AutoCloseable {
                 "prefix '" + prefix + "': without braces (they would move the hash tag)");
         this.budgetMs = Math.max(1, budget.toMillis());
         this.defaultDown = defaultDown == null ? FailMode.CLOSED : defaultDown;
+        this.lost = new LostLeases(client, availability, this.budgetMs);
+    }
+
+    /** How many releases of leases whose reply was lost wait for Redis to answer again. */
+    public int lostLeasesWaiting() {
+        return lost.size();
     }
 
     /** A limiter over {@code transport}, with the defaults of {@link Builder}. */
@@ -271,6 +279,10 @@ public final class RateLimiter implements AutoCloseable {
                 o.decided(policy, DecisionObserver.Outcome.ERROR, null, nanos);
             }
         }
+    }
+
+    static Throwable unwrapped(Throwable e) {
+        return unwrap(e);
     }
 
     private static Throwable unwrap(Throwable e) {
@@ -620,7 +632,7 @@ public final class RateLimiter implements AutoCloseable {
             List<int[]> groups = slotted ? slotGroups(b.clauses) : null;
             sent = !several && single(b.clauses) ? single(b.clauses.get(0), nodes)
                     : groups == null
-                    ? within(client.all(b.clauses, withDetails ? Options.none().withDetails() : Options.none()), late(b.clauses), nodes)
+                    ? within(client.all(b.clauses, withDetails ? Options.none().withDetails() : Options.none()), late(b.clauses), b.clauses, nodes)
                             .thenApply(r -> Outcome.of(r, null))
                     : bySlot(b, groups, withDetails);
         } catch (IllegalArgumentException e) {
@@ -693,7 +705,7 @@ public final class RateLimiter implements AutoCloseable {
             if (!d.limited()) {
                 giveBack.accept(null);
             }
-        }, nodes).thenApply(d -> new Outcome(d.limited(), 0, 1, d.remaining(), d.retryAfterMillis(), d.resetAfterMillis(),
+        }, List.of(c), nodes).thenApply(d -> new Outcome(d.limited(), 0, 1, d.remaining(), d.retryAfterMillis(), d.resetAfterMillis(),
                 List.of(List.<RuleState>of(d))));
     }
 
@@ -734,7 +746,7 @@ public final class RateLimiter implements AutoCloseable {
                 part.add(b.clauses.get(i));
             }
             parts.add(part);
-            sent.add(within(client.all(part, options), late(part), nodes(part)));
+            sent.add(within(client.all(part, options), late(part), part, nodes(part)));
         }
         return settled(sent).thenCompose(none -> {
             AllDecision[] replies = new AllDecision[groups.size()];
@@ -757,7 +769,7 @@ public final class RateLimiter implements AutoCloseable {
             Options refund = withDetails ? Options.none().withRefund().withDetails() : Options.none().withRefund();
             List<CompletableFuture<AllDecision>> refunds = new ArrayList<>(replies.length);
             for (int j = 0; j < replies.length; j++) {
-                refunds.add(replies[j] != null && !replies[j].limited() ? within(client.all(parts.get(j), refund), null, nodes(parts.get(j))) : null);
+                refunds.add(replies[j] != null && !replies[j].limited() ? within(client.all(parts.get(j), refund), null, parts.get(j), nodes(parts.get(j))) : null);
             }
             Throwable failure = failed;
             boolean anyRefused = refused;
@@ -975,12 +987,23 @@ public final class RateLimiter implements AutoCloseable {
     // `nodes`: the circuits of the keys it touches. A failure of those nodes (a broken connection,
     // CLUSTERDOWN, TRYAGAIN, MASTERDOWN, LOADING) opens their circuits; an overrun counts towards it.
     private <T> CompletableFuture<T> within(CompletionStage<T> stage, java.util.function.Consumer<T> late, List<String> nodes) {
+        return within(stage, late, List.of(), nodes);
+    }
+
+    // `leases`: the clauses sent; when the call fails without a reply from Redis (a broken connection, the
+    // driver's command timeout, a cancellation), in time or late, it may still have run: their leases are
+    // released by token once Redis answers again (LostLeases). An error reply ran nothing.
+    private <T> CompletableFuture<T> within(CompletionStage<T> stage, java.util.function.Consumer<T> late, List<Clause> leases,
+            List<String> nodes) {
         CompletableFuture<T> sent = stage.toCompletableFuture();
         CompletableFuture<T> reply = new CompletableFuture<>();
         sent.whenComplete((v, e) -> {
             boolean inTime = e == null ? reply.complete(v) : reply.completeExceptionally(e);
             if (!inTime && e == null && late != null) {
                 late.accept(v);
+            }
+            if (e != null && !(unwrap(e) instanceof RateLimitException)) {
+                lost.add(leases);
             }
         });
         return Timeouts.within(reply, budgetMs).handle((v, failure) -> {
@@ -1024,6 +1047,9 @@ public final class RateLimiter implements AutoCloseable {
                 client.all(clauses, Options.none().withRefund()).whenComplete((v, e) -> {
                     if (e != null) {
                         log.log(System.Logger.Level.WARNING, "rate limit: a decision that came after the budget was not given back: {0}", unwrap(e).toString());
+                        if (!(unwrap(e) instanceof RateLimitException)) {
+                            lost.add(clauses); // its leases at least, by token once Redis answers again
+                        }
                     }
                 });
             } catch (RuntimeException e) {
@@ -1167,10 +1193,18 @@ public final class RateLimiter implements AutoCloseable {
             return CompletableFuture.completedFuture(null);
         }
         CompletableFuture<?>[] confirmed = new CompletableFuture<?>[sent.size()];
+        java.util.concurrent.atomic.AtomicBoolean queued = new java.util.concurrent.atomic.AtomicBoolean();
         for (int i = 0; i < confirmed.length; i++) {
-            confirmed[i] = Timeouts.within(sent.get(i).toCompletableFuture().thenApply(v -> v), budgetMs)
+            CompletableFuture<?> f = sent.get(i).toCompletableFuture();
+            f.whenComplete((v, e) -> {
+                // The release (or the refund that carries it) lost without a reply: by token once Redis answers
+                // again, so a lease is not held until its TTL; an estimate not settled stays charged.
+                if (e != null && !(unwrap(e) instanceof RateLimitException) && queued.compareAndSet(false, true)) {
+                    lost.addLeases(permit.leases());
+                }
+            });
+            confirmed[i] = Timeouts.within(f.thenApply(v -> v), budgetMs)
                     .exceptionally(e -> {
-                        // A lease not released expires with its TTL; an estimate not settled stays charged.
                         log.log(System.Logger.Level.WARNING, "rate limit release/settlement not confirmed: {0}", unwrap(e).toString());
                         return null;
                     });
