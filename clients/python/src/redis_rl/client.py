@@ -107,6 +107,9 @@ def _module_loaded(reply: Any) -> bool:
 
 class _Limiter:
     runtime_limits: Any = None  # the override store (redis_rl.overrides); None: off
+    # The ``local`` Redis-down mode's backend (redis_rl.local_mode.LocalMode); made with the default bounds on
+    # first use, or set before the first request for others.
+    local_mode: Any = None
 
     def __init__(self, client: Any, *, check_module: bool = True, hooks: Sequence[DecisionHooks] = (),
                  backend: str = "module") -> None:
