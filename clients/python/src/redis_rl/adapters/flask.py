@@ -195,7 +195,7 @@ class FlaskRateLimits:
         def decide() -> "PolicyDecision | None | object":
             if (self.skip and self.skip(flask.request)) or self._exempt(self.client_ip(), ()):
                 return _PASSES
-            calls = [b.policy.bind(b.key(), **{name: fn() for name, fn in b.kw.items()}) for b in bounds]
+            calls = [b.policy.bind(b.key(), **http.resolved({name: fn() for name, fn in b.kw.items()})) for b in bounds]
             if self._exempt(None, [c.key for c in calls]):
                 return _PASSES
             if len(calls) == 1:

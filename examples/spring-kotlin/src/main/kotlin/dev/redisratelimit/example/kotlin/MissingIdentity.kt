@@ -1,5 +1,7 @@
 package dev.redisratelimit.example.kotlin
 
+import org.springframework.core.Ordered
+import org.springframework.core.annotation.Order
 import org.springframework.http.HttpStatus
 import org.springframework.http.ProblemDetail
 import org.springframework.http.ResponseEntity
@@ -13,9 +15,12 @@ import java.net.URI
  * SERVICES.md and the other example apps answer; Spring alone answers 400 when
  * a required `@RequestHeader` is absent (it binds the arguments before the
  * starter's interceptor sees the request, so the starter's own 401 for a
- * missing key never runs). Other missing headers stay 400.
+ * missing key never runs). Other missing headers stay 400. Ordered before
+ * Boot's own problem-details handler (`spring.mvc.problemdetails`, order 0),
+ * which answers every missing header 400.
  */
 @RestControllerAdvice
+@Order(Ordered.HIGHEST_PRECEDENCE + 1)
 class MissingIdentity {
 
     @ExceptionHandler(MissingRequestHeaderException::class)
