@@ -57,7 +57,7 @@ async def relearn(client: Any, dead: str) -> None:
         if node.name == dead:
             continue
         try:
-            reply = await asyncio.wait_for(node.execute_command("CLUSTER SLOTS"), 0.5)
+            reply = await asyncio.wait_for(node_command(node, ("CLUSTER SLOTS",)), 0.5)
         except Exception:
             continue
         if dead not in slot_primaries(reply, node.host):
