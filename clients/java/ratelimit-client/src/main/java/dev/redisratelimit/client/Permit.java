@@ -30,7 +30,6 @@ public final class Permit implements AutoCloseable {
     private final PolicyDecision decision;
     private final List<Lease> leases;
     private final List<Estimate> estimates;
-    private final LocalLimiter.Held local;
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile Long used;
     /** A usage report was refused: what was charged up front stays charged (CLIENTS.md §4). */
@@ -42,28 +41,29 @@ public final class Permit implements AutoCloseable {
     private List<Clause> taken = List.of();
     private String counts;
 
-    Permit(RateLimiter limiter, PolicyDecision decision, List<Lease> leases, List<Estimate> estimates, LocalLimiter.Held local) {
+    Permit(RateLimiter limiter, PolicyDecision decision, List<Lease> leases, List<Estimate> estimates) {
         this.limiter = limiter;
         this.decision = decision;
         this.leases = leases;
         this.estimates = estimates;
-        this.local = local;
     }
 
-    /** The decision, or null when Redis was down and the policy let the call through. */
+    /**
+     * The decision, or null when Redis was down and the policy let the call through ({@link FailMode#OPEN}); under
+     * {@link FailMode#LOCAL}, the local backend's decision.
+     */
     public PolicyDecision decision() {
         return decision;
     }
 
     /** True when some clause's estimate is settled from the call's result. */
     public boolean hasEstimates() {
-        return !estimates.isEmpty() || (local != null && !local.estimateClauses().isEmpty());
+        return !estimates.isEmpty();
     }
 
     /** The clause indexes (in their policy) charged an estimate. */
     public List<Integer> estimateClauses() {
-        // charged in Redis, or by the LOCAL Redis-down mode (settled there)
-        return local != null ? local.estimateClauses() : estimates.stream().map(Estimate::clause).toList();
+        return estimates.stream().map(Estimate::clause).toList();
     }
 
     /**
@@ -160,14 +160,6 @@ public final class Permit implements AutoCloseable {
                 byClause.put(e.clause(), u);
             }
         }
-        for (int clause : local == null ? List.<Integer>of() : local.estimateClauses()) {
-            // charged by the LOCAL Redis-down mode: settled there the same way
-            if (stands) {
-                byClause.put(clause, local.charged(clause));
-            } else if (u != null) {
-                byClause.put(clause, u);
-            }
-        }
         close(byClause);
     }
 
@@ -210,10 +202,5 @@ public final class Permit implements AutoCloseable {
 
     List<Estimate> estimates() {
         return estimates;
-    }
-
-    /** What the LOCAL Redis-down mode charged (null: decided by Redis, or no LOCAL policy). */
-    LocalLimiter.Held local() {
-        return local;
     }
 }

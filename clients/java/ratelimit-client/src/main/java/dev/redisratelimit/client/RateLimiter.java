@@ -47,7 +47,8 @@ public final class RateLimiter implements AutoCloseable {
     private final RateLimitAsyncClient client;
     private final RuntimeLimits runtime;
     private final RedisAvailability availability;
-    private final LocalLimiter local;
+    // The LOCAL Redis-down mode: this limiter's own decision path on an in-process backend (null in that limiter).
+    private final RateLimiter local;
     private final String prefix;
     private final long budgetMs;
     private final FailMode defaultDown;
@@ -64,8 +65,25 @@ public final class RateLimiter implements AutoCloseable {
     // Leases whose reply was lost: released by token once Redis answers again (CLIENTS.md §3).
     private final LostLeases lost;
 
-    public RateLimiter(RateLimitAsyncClient client, RuntimeLimits runtime, RedisAvailability availability, LocalLimiter local,
+    /**
+     * @param local the backend the {@link FailMode#LOCAL} Redis-down mode decides on (null: a new
+     *        {@link LocalRateLimitTransport} on the system clock with its default bounds); never the transport to Redis
+     */
+    public RateLimiter(RateLimitAsyncClient client, RuntimeLimits runtime, RedisAvailability availability, LocalRateLimitTransport local,
             String prefix, Duration budget, FailMode defaultDown) {
+        this(client, runtime, availability, prefix, budget, defaultDown,
+                local(local == null ? new LocalRateLimitTransport() : local, runtime, prefix, budget));
+    }
+
+    // LOCAL: the same decision path (the same commands, costs, estimates, leases, refunds) on the local backend,
+    // so a decision there is the one Redis would have made with this instance's calls alone.
+    private static RateLimiter local(LocalRateLimitTransport backend, RuntimeLimits runtime, String prefix, Duration budget) {
+        return new RateLimiter(new RateLimitAsyncClient(backend), runtime, new RedisAvailability(backend, Duration.ofSeconds(1), budget),
+                prefix, budget, FailMode.CLOSED, null);
+    }
+
+    private RateLimiter(RateLimitAsyncClient client, RuntimeLimits runtime, RedisAvailability availability, String prefix,
+            Duration budget, FailMode defaultDown, RateLimiter local) {
         this.client = client;
         this.runtime = runtime;
         this.availability = availability;
@@ -625,6 +643,9 @@ public final class RateLimiter implements AutoCloseable {
             if (e instanceof Unavailable) {
                 return CompletableFuture.completedFuture(whenDown(calls, e.getCause()));
             }
+            if (e instanceof LocalBackendFullException full) {
+                throw new RateLimitRefusedException(full(calls.get(0).policy(), full));
+            }
             if (e instanceof RateLimitException) {
                 String m = String.valueOf(e.getMessage());
                 if (withDetails && firstTry && m.contains("DETAILS")) {
@@ -647,7 +668,7 @@ public final class RateLimiter implements AutoCloseable {
             if (!d.admitted()) {
                 throw new RateLimitRefusedException(d);
             }
-            Permit permit = new Permit(this, d, b.leases, b.estimates, null);
+            Permit permit = new Permit(this, d, b.leases, b.estimates);
             renew(permit);
             // One policy counting one outcome: what it took goes back at close when the outcome does not count.
             String counts = calls.size() == 1 ? calls.get(0).policy().counts() : null;
@@ -1065,6 +1086,9 @@ public final class RateLimiter implements AutoCloseable {
             if (e instanceof Unavailable) {
                 return whenDown(List.of(in), e.getCause());
             }
+            if (e instanceof LocalBackendFullException full) {
+                throw new RateLimitRefusedException(full(policy, full));
+            }
             if (e instanceof RateLimitException) {
                 throw new RateLimitConfigurationException("Redis refused rate limit '" + policy.name() + "': " + e.getMessage(), e);
             }
@@ -1080,7 +1104,7 @@ public final class RateLimiter implements AutoCloseable {
             if (limited) {
                 throw new RateLimitRefusedException(d);
             }
-            return new Permit(this, d, List.of(), List.of(), null);
+            return new Permit(this, d, List.of(), List.of());
         });
     }
 
@@ -1095,7 +1119,7 @@ public final class RateLimiter implements AutoCloseable {
             o.error(policy.name(), why == null ? DecisionObserver.ErrorKind.CIRCUIT_OPEN
                     : why instanceof TimeoutException ? DecisionObserver.ErrorKind.TIMEOUT : DecisionObserver.ErrorKind.CONNECTION);
             o.fallback(policy.name(), modes[k]);
-            if (closed == null && modes[k] != FailMode.OPEN && modes[k] != FailMode.LOCAL) {
+            if (closed == null && (modes[k] == FailMode.CLOSED || (modes[k] == FailMode.LOCAL && local == null))) {
                 closed = calls.get(k);
             }
         }
@@ -1108,9 +1132,27 @@ public final class RateLimiter implements AutoCloseable {
                 locally.add(calls.get(k));
             }
         }
-        // LOCAL: decided in this process with the same limits, costs and estimates; a refusal carries the local
-        // retry-after (RateLimitRefusedException).
-        return new Permit(this, null, List.of(), List.of(), locally.isEmpty() ? null : local.acquire(locally, runtime));
+        if (locally.isEmpty()) {
+            return new Permit(this, null, List.of(), List.of()); // OPEN: through, no decision (no headers)
+        }
+        // LOCAL: decided by this instance's local backend (the OPEN policies of the call let it through); its permit
+        // settles there. A refusal carries the local retry-after (RateLimitRefusedException). The backend answers
+        // at once, so the wait below is none.
+        return local.acquire(locally);
+    }
+
+    // The local backend is full (LOCAL mode): refused until its earliest key expires. The policy's first limit is
+    // named (as in Python and Node) with nothing left and that wait, so the 429 has its headers and Retry-After.
+    private PolicyDecision full(Policy policy, LocalBackendFullException full) {
+        long wait = Math.max(1, full.retryAfterMillis());
+        List<LimitState> items = new ArrayList<>();
+        if (!policy.limits().isEmpty()) {
+            Limit l = policy.limits().get(0);
+            items.add(new LimitState(l.name(), runtime.count(policy.name(), l), l.windowSeconds(), 0, Limit.ceilSeconds(wait), true, wait));
+        }
+        return new PolicyDecision(policy.name(), false, items, items.isEmpty() ? -1 : 0, wait,
+                policy.limits().isEmpty() ? Limit.Kind.SLIDING_WINDOW : policy.limits().get(0).kind(), PolicyDecision.Kind.RATE_LIMITED,
+                policy.legacyHeaders());
     }
 
     /**
@@ -1119,9 +1161,6 @@ public final class RateLimiter implements AutoCloseable {
      * the budget has passed — a timeout, not a wait.
      */
     CompletableFuture<Void> finish(Permit permit, Map<Integer, Long> used) {
-        if (permit.local() != null) {
-            local.release(permit.local(), used);
-        }
         List<Clause> uncounted = permit.uncounted();
         if (uncounted.isEmpty() && permit.leases().isEmpty() && permit.estimates().isEmpty()) {
             return CompletableFuture.completedFuture(null); // the usual permit (windows, buckets, quotas): nothing to send
@@ -1278,6 +1317,7 @@ public final class RateLimiter implements AutoCloseable {
         private Duration probeInterval = Duration.ofSeconds(1);
         private Duration refreshInterval = Duration.ofMillis(250);
         private FailMode onRedisDown = FailMode.CLOSED;
+        private LocalRateLimitTransport local;
 
         private Builder(RateLimitTransport transport) {
             this.transport = java.util.Objects.requireNonNull(transport, "transport");
@@ -1301,6 +1341,15 @@ public final class RateLimiter implements AutoCloseable {
         /** What a policy without its own mode does while Redis cannot decide. */
         public Builder onRedisDown(FailMode mode) {
             this.onRedisDown = java.util.Objects.requireNonNull(mode, "mode");
+            return this;
+        }
+
+        /**
+         * The backend {@link FailMode#LOCAL} decides on while Redis is down (default: a new
+         * {@link LocalRateLimitTransport} on the system clock, 100,000 keys and 1,000,000 entries at most).
+         */
+        public Builder localBackend(LocalRateLimitTransport backend) {
+            this.local = java.util.Objects.requireNonNull(backend, "backend");
             return this;
         }
 
@@ -1328,7 +1377,7 @@ public final class RateLimiter implements AutoCloseable {
         public RateLimiter build() {
             RedisAvailability availability = new RedisAvailability(transport, probeInterval, budget);
             RuntimeLimits runtime = new RuntimeLimits(transport, prefix, budget.toMillis());
-            RateLimiter limiter = new RateLimiter(new RateLimitAsyncClient(transport), runtime, availability, new LocalLimiter(), prefix,
+            RateLimiter limiter = new RateLimiter(new RateLimitAsyncClient(transport), runtime, availability, local, prefix,
                     budget, onRedisDown);
             for (Policy p : policies) {
                 limiter.register(p);

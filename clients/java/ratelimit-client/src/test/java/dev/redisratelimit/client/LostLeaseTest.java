@@ -57,7 +57,7 @@ class LostLeaseTest {
 
     RateLimiter limiter(long budgetMs) {
         return new RateLimiter(new RateLimitAsyncClient(transport), new RuntimeLimits(transport, "p:", budgetMs),
-                new RedisAvailability(transport, Duration.ofMillis(50), Duration.ofMillis(budgetMs)), new LocalLimiter(), "p:",
+                new RedisAvailability(transport, Duration.ofMillis(50), Duration.ofMillis(budgetMs)), null, "p:",
                 Duration.ofMillis(budgetMs), FailMode.CLOSED);
     }
 
