@@ -112,8 +112,12 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
             // A streamed body is written after the method returns: the permit stays open (its
             // leases held, its estimates charged) until the last byte is sent or the client left.
             if (STREAMING && response != null) {
+                // The status as returned: once the client has gone, Tomcat may recycle the response
+                // before the stream's writer ends, and reading it then throws (the permit never closed).
+                int status = result instanceof org.springframework.http.ResponseEntity<?> re ? re.getStatusCode().value()
+                        : response.getStatus();
                 Object body = Streams.hold(result, (sent, failed) ->
-                        finish(permit, r, spel, costs, policyName, response, sent, true, failed));
+                        finish(permit, r, spel, costs, policyName, null, sent, true, failed || status >= 400));
                 streamed = body != result;
                 result = body;
             }
@@ -132,6 +136,20 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
      */
     private void finish(Permit permit, AnnotationPolicies.Resolved r, Expressions spel, long[] costs, String policyName,
             HttpServletResponse response, Object result, boolean settle, boolean failed) {
+        Map<Integer, Long> used = Map.of();
+        try {
+            used = outcomeAndUsage(permit, r, spel, costs, policyName, response, result, settle, failed);
+        } finally {
+            // Whatever the outcome or a settle expression threw: the leases released, the estimates settled.
+            // Sent, not waited for: the release and settlement are one pipelined burst, and a slow Redis
+            // must not hold the response for the budget.
+            permit.closeAsync(used);
+        }
+    }
+
+    /** The outcome told to the permit, and each estimate's usage from {@code #result} (none for a call that threw). */
+    private Map<Integer, Long> outcomeAndUsage(Permit permit, AnnotationPolicies.Resolved r, Expressions spel, long[] costs,
+            String policyName, HttpServletResponse response, Object result, boolean settle, boolean failed) {
         // The outcome, for a policy that counts only failures or successes (Policy#counts).
         if (!permit.outcomeKnown()) {
             int status = result instanceof org.springframework.http.ResponseEntity<?> re ? re.getStatusCode().value()
@@ -151,9 +169,7 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
                 used.put(clause, usage(r.settles()[clause], ctx, costs[clause], policyName));
             }
         }
-        // A method that threw used nothing: its estimates are refunded. Sent, not waited for: the release and
-        // settlement are one pipelined burst, and a slow Redis must not hold the response for the budget.
-        permit.closeAsync(used);
+        return used; // a method that threw used nothing: its estimates are refunded
     }
 
     private static final boolean STREAMING = org.springframework.util.ClassUtils.isPresent(
