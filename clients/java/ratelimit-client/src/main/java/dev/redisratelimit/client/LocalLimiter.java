@@ -75,14 +75,25 @@ public final class LocalLimiter {
             return charges.isEmpty();
         }
 
-        /** What a clause's estimate charged (the first of its limits). */
-        long charged(int clause) {
+        /** What a call's clause's estimate charged (the first of its limits). */
+        long charged(PolicyCall call, int clause) {
             for (Charge c : charges) {
-                if (c.estimate && c.clause == clause) {
+                if (c.estimate && c.call == call && c.clause == clause) {
                     return c.units;
                 }
             }
             return 0;
+        }
+
+        /** The clause indexes of one call's policy charged an estimate. */
+        List<Integer> estimateClauses(PolicyCall call) {
+            List<Integer> out = new ArrayList<>();
+            for (Charge c : charges) {
+                if (c.estimate && c.call == call && !out.contains(c.clause)) {
+                    out.add(c.clause);
+                }
+            }
+            return out;
         }
 
         /** The clause indexes charged an estimate (to settle from the usage reported). */
@@ -98,7 +109,7 @@ public final class LocalLimiter {
     }
 
     /** One limit's charge of one call. */
-    private record Charge(String key, State state, int clause, long units, boolean estimate, Object token) {
+    private record Charge(String key, State state, PolicyCall call, int clause, long units, boolean estimate, Object token) {
     }
 
     /**
@@ -127,12 +138,18 @@ public final class LocalLimiter {
      * the limit: the limit), other charges kept.
      */
     public synchronized void release(Held held, Map<Integer, Long> usedByClause) {
+        release(held, (call, clause) -> usedByClause.get(clause));
+    }
+
+    /** As {@link #release(Held, Map)}, the usage of each call's clause reported apart (a permit of several calls). */
+    synchronized void release(Held held, Permit.Usage usage) {
         long now = clock.getAsLong();
         for (Charge c : held.charges) {
             if (c.state.kind == Limit.Kind.CONCURRENCY) {
                 c.state.undo(c, 0, now);
             } else if (c.estimate) {
-                long used = Math.max(0, Math.min(usedByClause.getOrDefault(c.clause, 0L), c.state.limit));
+                Long reported = usage.of(c.call, c.clause);
+                long used = Math.max(0, Math.min(reported == null ? 0L : reported, c.state.limit));
                 c.state.undo(c, used, now);
             }
         }
@@ -198,7 +215,7 @@ public final class LocalLimiter {
                             dup ? PolicyDecision.Kind.DUPLICATE : locked ? PolicyDecision.Kind.LOCKED : PolicyDecision.Kind.RATE_LIMITED,
                             policy.legacyHeaders());
                 }
-                held.charges.add(new Charge(key, s, c, units, clause.settle() != null, s.lastToken));
+                held.charges.add(new Charge(key, s, call, c, units, clause.settle() != null, s.lastToken));
             }
         }
         return null;
