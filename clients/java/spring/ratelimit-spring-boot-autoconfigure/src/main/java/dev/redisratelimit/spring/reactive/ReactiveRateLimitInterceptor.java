@@ -111,20 +111,27 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
             // raises is its own); nothing was charged.
             Mono<Object> either = decided.<Object>map(c -> c)
                     .onErrorResume(dev.redisratelimit.client.RateLimitRefusedException.class, e -> Mono.just(e));
-            Flux<Object> answer = either.flatMapMany(x -> x instanceof Call call ? watched(call, adapter)
-                    : fallback(inv, r, (dev.redisratelimit.client.RateLimitRefusedException) x));
-            return adapter.fromPublisher(adapter.isMultiValue() ? answer : answer.next());
+            if (adapter.isMultiValue()) {
+                return adapter.fromPublisher(either.flatMapMany(x -> x instanceof Call call ? many(call, adapter)
+                        : fallback(inv, r, (dev.redisratelimit.client.RateLimitRefusedException) x)));
+            }
+            return adapter.fromPublisher(either.flatMap(x -> x instanceof Call call ? one(call, adapter)
+                    : Mono.from(fallback(inv, r, (dev.redisratelimit.client.RateLimitRefusedException) x))));
         }
         if (adapter.isMultiValue()) {
-            return adapter.fromPublisher(decided.flatMapMany(call -> watched(call, adapter)));
+            return adapter.fromPublisher(decided.flatMapMany(call -> many(call, adapter)));
         }
-        return adapter.fromPublisher(decided.flatMap(call -> Mono.from(call.run(adapter))
-                .doOnSuccess(v -> call.completed()).doOnError(e -> call.failed()).doOnCancel(call::cancelled)));
+        return adapter.fromPublisher(decided.flatMap(call -> one(call, adapter)));
     }
 
     // The method's publisher, closing the permit once it ends.
-    private static Flux<Object> watched(Call call, ReactiveAdapter adapter) {
+    private static Flux<Object> many(Call call, ReactiveAdapter adapter) {
         return Flux.from(call.run(adapter)).doOnComplete(call::completed).doOnError(e -> call.failed()).doOnCancel(call::cancelled);
+    }
+
+    // The same for a single value: the hooks after Mono.from, whose cancel of its source after the value is no cancel of the call.
+    private static Mono<Object> one(Call call, ReactiveAdapter adapter) {
+        return Mono.from(call.run(adapter)).doOnSuccess(v -> call.completed()).doOnError(e -> call.failed()).doOnCancel(call::cancelled);
     }
 
     // The fallback's answer: its publisher (any reactive type), or its plain value (null: empty).
