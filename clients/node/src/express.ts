@@ -46,7 +46,7 @@ interface CommonOptions {
   /** Also send `X-RateLimit-Limit/Remaining/Reset` (the binding limit). Default false. */
   readonly legacyHeaders?: boolean;
   /** Overrides the policy's failure mode (of several policies: closed if any is). */
-  readonly failure?: FailureMode;
+  readonly failure?: Exclude<FailureMode, "local">;
   /** Requests never limited (express-rate-limit's `skip`): e.g. health checks. */
   readonly skip?: (req: Request) => boolean;
   /** Callers never limited: addresses/CIDR ranges (`req.ip`) and resolved keys (exempt.ts). */

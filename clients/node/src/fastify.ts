@@ -69,7 +69,7 @@ interface CommonOptions extends Exceptions {
   /** Also send `X-RateLimit-Limit/Remaining/Reset` (the binding limit). Default: the plugin's, else false. */
   readonly legacyHeaders?: boolean;
   /** Overrides the policy's failure mode (of several policies: closed if any is). */
-  readonly failure?: FailureMode;
+  readonly failure?: Exclude<FailureMode, "local">;
 }
 
 /**

@@ -289,6 +289,74 @@ async def test_a_primary_restarted_while_idle_decides_its_keys_by_redis_at_the_f
         sguard.limiter.redis.close()
 
 
+@pytest.mark.anyio
+async def test_a_live_primarys_keys_are_decided_by_redis_within_budget_right_after_traffic_hit_a_dead_one():
+    """One primary of three killed: the one redis-py's slot-table reload
+    asks its COMMAND table (its default node, slot 0's owner). Traffic then
+    hits it -- the limiter's first use (its module check) and redis-py's own
+    Cluster path (a health check, an admin call) -- and redis-py marks its
+    table for a reload. Keys on the live primaries are still decided by
+    Redis within the budget, leases released at close, only the dead
+    primary's circuit open, on both Cluster clients (the fault table's python
+    row: the asyncio client reloaded the table on the request path, the
+    reload failed on the dead node every time, and 'llm' on a live primary
+    answered 503 with that primary's circuit open)."""
+    with Cluster(3, args=["--cluster-require-full-coverage", "no"]) as cl:
+        dead = cl.slot_owner(0)
+        live = next(n for n in cl.nodes if n is not dead)
+        dead_name = f"127.0.0.1:{dead.port}"
+        p = Policy("livekeys", [sliding_window("w", 1000, timedelta(seconds=60)),
+                                concurrency("inflight", 1, timedelta(seconds=60))],
+                   budget=timedelta(milliseconds=500))
+        aclient = AsyncRedisCluster(host="127.0.0.1", port=live.port)
+        await aclient.initialize()  # the app started while every primary answered; no decision yet
+        aguard = AsyncGuard(AsyncRateLimiter(aclient), probe_interval=0.1)
+        sclient = RedisCluster(host="127.0.0.1", port=live.port, socket_timeout=0.5, socket_connect_timeout=0.5)
+        sguard = Guard(RateLimiter(sclient), probe_interval=0.1)
+        keys = [f"k{i}" for i in range(60)]
+        on_dead = [k for k in keys if aguard.limiter.node_name("{" + k + "}") == dead_name]
+        on_live = [k for k in keys if k not in on_dead][:8]
+        assert on_dead and on_live
+        dead.stop()
+
+        def leases_held(key: str) -> int:
+            c = RedisCluster(host="127.0.0.1", port=live.port, socket_timeout=10)  # cl.client() seeds node 0
+            try:
+                return 1 - c.execute_command("RL.LEASEPEEK", f"livekeys:{{{key}}}:inflight", "*", 1, "COST", 0)[3]
+            finally:
+                c.close()
+
+        # asyncio: the first use meets the dead primary, then redis-py's own path does.
+        assert await aguard.decide(p, on_dead[0]) is None
+        with pytest.raises(redis.exceptions.ConnectionError):
+            await aclient.execute_command("PING", target_nodes=aclient.get_node(node_name=dead_name))
+        for k in on_live:
+            t0 = time.monotonic()
+            d = await aguard.decide(p, k)
+            took = time.monotonic() - t0
+            assert d is not None and d.allowed, (k, d, aguard.health())
+            assert took < 0.5, (k, took)
+            await aguard.close(AsyncPermit(aguard.limiter, d), 0.5)
+            assert leases_held(k) == 0, k
+        assert aguard.health()["open"] == [dead_name]
+
+        # sync: the same.
+        assert sguard.decide(p, on_dead[0]) is None
+        with pytest.raises(redis.exceptions.ConnectionError):
+            sclient.execute_command("PING", target_nodes=sclient.get_node(node_name=dead_name))
+        for k in on_live:
+            t0 = time.monotonic()
+            d = sguard.decide(p, k)
+            took = time.monotonic() - t0
+            assert d is not None and d.allowed, (k, d, sguard.health())
+            assert took < 0.5, (k, took)
+            sguard.close(Permit(sguard.limiter, d))
+            assert leases_held(k) == 0, k
+        assert sguard.health()["open"] == [dead_name]
+        await aclient.aclose()
+        sclient.close()
+
+
 # --- used(n) and renewal ---
 
 def test_used_rules(server):

@@ -34,7 +34,6 @@ public final class Permit implements AutoCloseable {
     private final PolicyDecision decision;
     private final List<Lease> leases;
     private final List<Estimate> estimates;
-    private final LocalLimiter.Held local;
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile Long used;
     /** A usage report was refused: what was charged up front stays charged (CLIENTS.md §4). */
@@ -46,28 +45,29 @@ public final class Permit implements AutoCloseable {
     /** Each call whose policy counts one outcome, with the clauses it took (given back whole when the outcome does not count). */
     private Map<PolicyCall, List<Clause>> taken = Map.of();
 
-    Permit(RateLimiter limiter, PolicyDecision decision, List<Lease> leases, List<Estimate> estimates, LocalLimiter.Held local) {
+    Permit(RateLimiter limiter, PolicyDecision decision, List<Lease> leases, List<Estimate> estimates) {
         this.limiter = limiter;
         this.decision = decision;
         this.leases = leases;
         this.estimates = estimates;
-        this.local = local;
     }
 
-    /** The decision, or null when Redis was down and the policy let the call through. */
+    /**
+     * The decision, or null when Redis was down and the policy let the call through ({@link FailMode#OPEN}); under
+     * {@link FailMode#LOCAL}, the local backend's decision.
+     */
     public PolicyDecision decision() {
         return decision;
     }
 
     /** True when some clause's estimate is settled from the call's result. */
     public boolean hasEstimates() {
-        return !estimates.isEmpty() || (local != null && !local.estimateClauses().isEmpty());
+        return !estimates.isEmpty();
     }
 
     /** The clause indexes (in their policy) charged an estimate. */
     public List<Integer> estimateClauses() {
-        // charged in Redis, or by the LOCAL Redis-down mode (settled there)
-        return local != null ? local.estimateClauses() : estimates.stream().map(Estimate::clause).distinct().toList();
+        return estimates.stream().map(Estimate::clause).distinct().toList();
     }
 
     /**
@@ -76,8 +76,7 @@ public final class Permit implements AutoCloseable {
      * twice counts once), to settle with {@link #closeAsyncByCall(Map)}.
      */
     public List<Integer> estimateClauses(PolicyCall call) {
-        return local != null ? local.estimateClauses(call)
-                : estimates.stream().filter(e -> e.call() == call).map(Estimate::clause).distinct().toList();
+        return estimates.stream().filter(e -> e.call() == call).map(Estimate::clause).distinct().toList();
     }
 
     /**
@@ -179,11 +178,8 @@ public final class Permit implements AutoCloseable {
         close0((call, clause) -> stand ? charged(call, clause) : u).toCompletableFuture().join();
     }
 
-    // What the estimate of a call's clause charged (in Redis, or by the LOCAL Redis-down mode).
+    // What the estimate of a call's clause charged.
     private Long charged(PolicyCall call, int clause) {
-        if (local != null) {
-            return local.charged(call, clause);
-        }
         for (Estimate e : estimates) {
             if (e.call() == call && e.clause() == clause) {
                 return e.charged();
@@ -254,10 +250,5 @@ public final class Permit implements AutoCloseable {
 
     List<Estimate> estimates() {
         return estimates;
-    }
-
-    /** What the LOCAL Redis-down mode charged (null: decided by Redis, or no LOCAL policy). */
-    LocalLimiter.Held local() {
-        return local;
     }
 }

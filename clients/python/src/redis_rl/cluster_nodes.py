@@ -1,0 +1,79 @@
+"""Calls straight to one asyncio Cluster node, and the slot table they
+route by. redis-py's asyncio Cluster path answers a node that refuses by
+disconnecting every node (``aclose``: the calls in flight on the live
+primaries fail too) and reloads the slot table on the next caller's time;
+its reload asks the first primary for the COMMAND table, so while that
+primary is down it failed every time (CLIENTS.md §3: one primary down
+leaves the others' keys decided by Redis, within the budget)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import redis
+from redis.asyncio.cluster import PipelineCommand
+
+# What a node that cannot be reached raises (refused, broken, timed out).
+UNREACHABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, TimeoutError, OSError)
+
+
+async def slot_table(client: Any) -> None:
+    """Loads ``client``'s slot table when none was ever loaded (its first
+    call). Never again on a call's time, whatever redis-py flagged: a table
+    once loaded stays right while a primary is down, and slots that moved
+    answer MOVED, which redis-py's own path follows and relearns."""
+    if client.nodes_manager.slots_cache:
+        return
+    try:
+        await client.initialize()
+    except Exception:
+        if not client.nodes_manager.slots_cache:  # no slot table learnt: nothing to route by
+            raise
+        # The slot table was learnt, then the COMMAND table's primary refused: enough to route by.
+
+
+async def node_command(node: Any, args: tuple[Any, ...]) -> Any:
+    """``args`` on an asyncio ``ClusterNode``, sent once more on a fresh
+    connection when the connection breaks (as the standalone client's
+    ``Retry(NoBackoff(), 1)`` on ``ConnectionError``). ClusterNode hands out
+    its pooled sockets unchecked (no pool health check as redis-py's sync
+    ConnectionPool does), so after the node restarted every idle one is dead:
+    they are disconnected (reconnected on next use), those in use by other
+    calls left alone. A node really down refuses the second connection at
+    once. Not on TimeoutError: a timed-out call may have run (the guard gives
+    a late admission back)."""
+    try:
+        return await node.execute_command(*args)
+    except redis.exceptions.ConnectionError:
+        await drop_idle(node)
+        return await node.execute_command(*args)
+
+
+async def node_pipeline(node: Any, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
+    """``commands`` pipelined on an asyncio ``ClusterNode`` (one round
+    trip), each reply or its error reply in order; sent once more on a
+    fresh connection when the connection breaks, as ``node_command``."""
+    async def once() -> list[Any]:
+        stack = [PipelineCommand(i, *args) for i, args in enumerate(commands)]
+        await node.execute_pipeline(stack)
+        for cmd in stack:  # a broken connection is the call's failure, not a reply
+            if isinstance(cmd.result, UNREACHABLE):
+                raise cmd.result
+        return [cmd.result for cmd in stack]
+    try:
+        return await once()
+    except redis.exceptions.ConnectionError:
+        await drop_idle(node)
+        return await once()
+
+
+async def drop_idle(node: Any) -> None:
+    """Disconnects the idle pooled connections of ``node`` (reconnected on
+    next use); those in use by other calls are left alone."""
+    idle = list(node._free)  # ClusterNode has no API for its idle connections
+    node._free.clear()  # none handed out while being disconnected
+    try:
+        for connection in idle:
+            await connection.disconnect(nowait=True)
+    finally:
+        node._free.extend(idle)
