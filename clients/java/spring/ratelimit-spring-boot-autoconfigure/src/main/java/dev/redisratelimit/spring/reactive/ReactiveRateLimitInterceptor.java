@@ -43,10 +43,10 @@ import reactor.core.scheduler.Schedulers;
  * ({@link RateLimiter#acquireAsync}, the exchange from the Reactor Context),
  * writes the rate-limit headers, then subscribes the method's own publisher;
  * when that completes, errs or is cancelled (the client went away) the
- * permit is closed exactly once ({@code usingWhen}): leases released,
- * estimates settled from {@code #result} on completion (a Flux's last
- * element), refunded on error, left standing on cancel (the work started is
- * paid at the estimate). A method returning a plain value is decided
+ * permit is closed exactly once: leases released, estimates settled from
+ * {@code #result} on completion (a Flux's last element), refunded on error,
+ * and on cancel settled from the last element emitted before it (0 when
+ * none was). A method returning a plain value is decided
  * synchronously — but never on an event-loop thread, where it is a
  * configuration error (return a Mono).
  */
@@ -360,10 +360,15 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
             }
         }
 
-        // Cancelled (the client went away): leases released, estimates stand as charged.
+        // Cancelled (the client went away, which stops the method's publisher): leases released at once; estimates
+        // settled to what the work got to — from #result when the publisher emitted (a stream: its last element, the
+        // tokens of the lines sent), else 0 (nothing reported: the Permit's own rule, and the Python and Node
+        // adapters'; SERVICES.md endpoint 5: "0 when it raised or was cancelled").
         void cancelled() {
-            if (closing()) {
-                close(charged());
+            if (last != null) {
+                completed();
+            } else {
+                failed();
             }
         }
 
