@@ -357,6 +357,43 @@ async def test_a_live_primarys_keys_are_decided_by_redis_within_budget_right_aft
         sclient.close()
 
 
+@pytest.mark.anyio
+async def test_after_a_failover_the_dead_primarys_keys_are_decided_by_its_promoted_replica():
+    """The slot table is no longer reloaded on a call's time (above); the
+    circuit's probe learns a failover instead: once a live primary no
+    longer names the dead one, the table is loaded again and the dead
+    primary's keys go to the promoted replica -- decided by Redis within a
+    few probe rounds, not the Redis-down mode until the app restarts."""
+    with Cluster(3, args=["--cluster-node-timeout", "1000"]) as cl:
+        dead = cl.nodes[1]
+        replica = cl.add_replica(dead)
+        dead_name = f"127.0.0.1:{dead.port}"
+        p = Policy("failover", [sliding_window("w", 1000, timedelta(seconds=60))])
+        aguard = AsyncGuard(AsyncRateLimiter(AsyncRedisCluster(host="127.0.0.1", port=cl.nodes[0].port)),
+                            probe_interval=0.1)
+        sguard = Guard(RateLimiter(RedisCluster(host="127.0.0.1", port=cl.nodes[0].port, socket_timeout=0.5,
+                                                socket_connect_timeout=0.5)), probe_interval=0.1)
+        await aguard.limiter.ensure_module()
+        sguard.limiter.ensure_module()
+        key = next(k for k in (f"k{i}" for i in range(100)) if aguard.limiter.node_name("{" + k + "}") == dead_name)
+        dead.stop()
+        assert await aguard.decide(p, key) is None and sguard.decide(p, key) is None  # circuits open
+        deadline = time.monotonic() + 20
+        got = {"async": None, "sync": None}
+        while time.monotonic() < deadline and None in got.values():
+            await asyncio.sleep(0.2)
+            got["async"] = got["async"] or await aguard.decide(p, key)
+            got["sync"] = got["sync"] or await asyncio.to_thread(sguard.decide, p, key)
+        assert got["async"] is not None and got["sync"] is not None, got
+        new = f"127.0.0.1:{replica.port}"
+        assert aguard.limiter.node_name("{" + key + "}") == sguard.limiter.node_name("{" + key + "}") == new
+        while time.monotonic() < deadline and "DOWN" in (aguard.health()["status"], sguard.health()["status"]):
+            await asyncio.sleep(0.1)  # the dead primary's circuit: closed at its probe's next round
+        assert aguard.health()["status"] == sguard.health()["status"] == "UP"
+        await aguard.limiter.redis.aclose()
+        sguard.limiter.redis.close()
+
+
 # --- used(n) and renewal ---
 
 def test_used_rules(server):

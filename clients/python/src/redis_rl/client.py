@@ -24,7 +24,7 @@ from redis.cluster import RedisCluster
 from .admin import AsyncKeyAdmin, KeyAdmin  # state, reset, penalty, reward
 from . import commands as c
 from .args import Duration, Now, Zone
-from .cluster_nodes import UNREACHABLE, node_command, node_pipeline, slot_table
+from .cluster_nodes import UNREACHABLE, node_command, node_pipeline, relearn, slot_primaries, slot_table
 from .combined import PolicyCall, combine, merge
 from .commands import Bucket, Call, Clause, Key, Mode, Period, Rule
 from .decisions import AllDecision, DayHourDecision, Decision, LeaseDecision, LockDecision
@@ -181,10 +181,32 @@ class RateLimiter(KeyAdmin, _Limiter):
         if self.cluster and name != "*":
             node = self.redis.get_node(node_name=name)
             if node is None:
-                raise redis.exceptions.ConnectionError(f"no node {name} in the slot table")
-            node.redis_connection.ping()  # not through the Cluster path (see _on_node)
+                return  # gone from the slot table (a failover learnt): it serves no key, its circuit closes
+            try:
+                self.redis.get_redis_connection(node).ping()  # not through the Cluster path (see _on_node)
+            except UNREACHABLE:
+                self._relearn(name)
+                raise
         else:
             self.redis.ping()
+
+    def _relearn(self, dead: str) -> None:
+        """The probe's part of a failover: when a live primary no longer
+        names ``dead`` as a primary (its replica was promoted), the slot
+        table is loaded again, here and not on a call's time; the keys then
+        go to their new primary (``node_name`` changes, so does their
+        circuit). Nothing while ``dead`` is still named: the table is right."""
+        for node in self.redis.get_primaries():
+            if node.name == dead:
+                continue
+            try:
+                reply = self.redis.get_redis_connection(node).execute_command("CLUSTER SLOTS")
+            except Exception:
+                continue
+            if dead not in slot_primaries(reply, node.host):
+                log.warning("redis_rl: %s no longer serves slots (a failover): slot table loaded again", dead)
+                self.redis.nodes_manager.initialize()
+            return
 
     def ensure_module(self) -> None:
         """Checks once that every primary has the backend's engine: the module
@@ -204,7 +226,7 @@ class RateLimiter(KeyAdmin, _Limiter):
         the slot table on the caller's time when the node refuses."""
         if node is None:
             return self.redis.execute_command(*args)
-        return node.redis_connection.execute_command(*args)
+        return self.redis.get_redis_connection(node).execute_command(*args)
 
     def _reachable(self) -> list[Any]:
         """The primaries that answer a PING (None standalone); an unreachable
@@ -325,7 +347,7 @@ class RateLimiter(KeyAdmin, _Limiter):
         # test_a_primary_restarted_while_idle_...).
         node = self._node(key)
         try:
-            return node.redis_connection.execute_command(*args)
+            return self.redis.get_redis_connection(node).execute_command(*args)
         except (redis.exceptions.MovedError, redis.exceptions.AskError):
             return self.redis.execute_command(*args, target_nodes=node)
 
@@ -362,7 +384,7 @@ class RateLimiter(KeyAdmin, _Limiter):
             by_node.setdefault(node.name, (node, []))[1].append(i)
         replies: list[Any] = [None] * len(calls)
         for node, idx in by_node.values():
-            pipe = node.redis_connection.pipeline(transaction=False)
+            pipe = self.redis.get_redis_connection(node).pipeline(transaction=False)
             for i in idx:
                 pipe.execute_command(*self._wire(calls[i].args))
             for i, reply in zip(idx, pipe.execute(raise_on_error=False)):
@@ -563,8 +585,12 @@ class AsyncRateLimiter(AsyncKeyAdmin, _Limiter):
         if self.cluster and name != "*":
             node = self.redis.get_node(node_name=name)
             if node is None:
-                raise redis.exceptions.ConnectionError(f"no node {name} in the slot table")
-            await node_command(node, ("PING",))  # not through the Cluster path (see _on_node)
+                return  # gone from the slot table (a failover learnt): as the sync ping_node
+            try:
+                await node_command(node, ("PING",))  # not through the Cluster path (see _on_node)
+            except UNREACHABLE:
+                await relearn(self.redis, name)
+                raise
         elif self.cluster:
             await self.redis.initialize()
             await self.redis.execute_command("PING", target_nodes=RedisCluster.RANDOM)

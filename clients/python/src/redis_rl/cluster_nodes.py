@@ -8,10 +8,14 @@ leaves the others' keys decided by Redis, within the budget)."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Any, Sequence
 
 import redis
 from redis.asyncio.cluster import PipelineCommand
+
+log = logging.getLogger("redis_rl")
 
 # What a node that cannot be reached raises (refused, broken, timed out).
 UNREACHABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, TimeoutError, OSError)
@@ -30,6 +34,37 @@ async def slot_table(client: Any) -> None:
         if not client.nodes_manager.slots_cache:  # no slot table learnt: nothing to route by
             raise
         # The slot table was learnt, then the COMMAND table's primary refused: enough to route by.
+
+
+def slot_primaries(reply: Any, current_host: str) -> set[str]:
+    """The primaries (``host:port``, as redis-py names nodes) of a raw
+    ``CLUSTER SLOTS`` reply: ``[[start, end, [host, port, id], replicas...], ...]``."""
+    out = set()
+    for entry in reply:
+        host, port = entry[2][0], entry[2][1]
+        host = host.decode() if isinstance(host, bytes) else str(host)
+        out.add(f"{host or current_host}:{int(port)}")
+    return out
+
+
+async def relearn(client: Any, dead: str) -> None:
+    """As ``RateLimiter._relearn``: when a live primary no longer names
+    ``dead`` a primary, the slot table is loaded again (the guard's probe
+    calls it, off every call's time). Only the node table is reloaded
+    (redis-py's ``initialize`` asks the first primary for its COMMAND table
+    too, which our calls do not need); redis-py replaces every node's object
+    doing so, so calls in flight then may fail once: once per failover."""
+    for node in client.get_primaries():
+        if node.name == dead:
+            continue
+        try:
+            reply = await asyncio.wait_for(node.execute_command("CLUSTER SLOTS"), 0.5)
+        except Exception:
+            continue
+        if dead not in slot_primaries(reply, node.host):
+            log.warning("redis_rl: %s no longer serves slots (a failover): slot table loaded again", dead)
+            await client.nodes_manager.initialize()
+        return
 
 
 async def node_command(node: Any, args: tuple[Any, ...]) -> Any:

@@ -116,6 +116,27 @@ public class TestApp {
             return Map.of("used", used);
         }
 
+        // A stream whose permit lasts to its last byte: a line every gapMs, lines times (StarterHttpTest).
+        @PostMapping("/stream")
+        @RateLimited(policy = "stream", key = "#request.getHeader('X-Key')",
+                limits = @Limit(name = "inflight", type = LimitType.CONCURRENCY, count = 2, ttl = "60s"))
+        public org.springframework.http.ResponseEntity<org.springframework.web.servlet.mvc.method.annotation.StreamingResponseBody> stream(
+                @RequestParam int lines, @RequestParam long gapMs) {
+            return org.springframework.http.ResponseEntity.ok().contentType(org.springframework.http.MediaType.APPLICATION_NDJSON).body(out -> {
+                for (int i = 0; i < lines; i++) {
+                    // 16 KiB a line: more than the container's response buffer, so each line leaves at once
+                    out.write(("{\"line\": " + i + ", \"pad\": \"" + "x".repeat(16_384) + "\"}\n").getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                    out.flush();
+                    try {
+                        Thread.sleep(gapMs);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        throw new java.io.IOException(e);
+                    }
+                }
+            });
+        }
+
         @GetMapping("/nullkey")
         @RateLimited(policy = "nullkey", limits = @Limit(name = "n", count = 5, window = "10s"), key = "#request.getHeader('X-None')")
         public Map<String, Object> nullKey() {

@@ -107,8 +107,12 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
             // A streamed body is written after the method returns: the permit stays open (its
             // leases held, its estimates charged) until the last byte is sent or the client left.
             if (STREAMING && response != null) {
+                // The status as returned: once the client has gone, Tomcat may recycle the response
+                // before the stream's writer ends, and reading it then throws (the permit never closed).
+                int status = result instanceof org.springframework.http.ResponseEntity<?> re ? re.getStatusCode().value()
+                        : response.getStatus();
                 Object body = Streams.hold(result, (sent, failed) ->
-                        finish(permit, parts, own, spel, response, sent, true, failed));
+                        finish(permit, parts, own, spel, null, sent, true, failed || status >= 400));
                 streamed = body != result;
                 result = body;
             }
@@ -127,6 +131,23 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
      */
     private void finish(Permit permit, List<AnnotationPolicies.Part> parts, List<PolicyCall> own, Expressions spel,
             HttpServletResponse response, Object result, boolean settle, boolean failed) {
+        Map<PolicyCall, Map<Integer, Long>> used = Map.of();
+        try {
+            used = outcomeAndUsage(permit, parts, own, spel, response, result, settle, failed);
+        } finally {
+            // Whatever the outcome or a settle expression threw: the leases released, the estimates settled.
+            // Sent, not waited for: the release and settlement are one pipelined burst, and a slow Redis
+            // must not hold the response for the budget.
+            permit.closeAsyncByCall(used);
+        }
+    }
+
+    /**
+     * The outcome told to the permit, and each estimate's usage from {@code #result} (none for a call that threw),
+     * call by call: each policy's estimates from its own settle expressions (clause indexes are their policy's).
+     */
+    private Map<PolicyCall, Map<Integer, Long>> outcomeAndUsage(Permit permit, List<AnnotationPolicies.Part> parts, List<PolicyCall> own,
+            Expressions spel, HttpServletResponse response, Object result, boolean settle, boolean failed) {
         // The outcome, for a policy that counts only failures or successes (Policy#counts).
         if (!permit.outcomeKnown()) {
             int status = result instanceof org.springframework.http.ResponseEntity<?> re ? re.getStatusCode().value()
@@ -137,7 +158,6 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
                 permit.succeeded();
             }
         }
-        // Each policy's estimates settled from its own settle expressions (the calls' clause indexes are their policy's).
         Map<PolicyCall, Map<Integer, Long>> used = Map.of();
         if (settle && permit.hasEstimates()) {
             used = new HashMap<>();
@@ -152,9 +172,7 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
                 used.put(own.get(i), byClause);
             }
         }
-        // A method that threw used nothing: its estimates are refunded. Sent, not waited for: the release and
-        // settlement are one pipelined burst, and a slow Redis must not hold the response for the budget.
-        permit.closeAsyncByCall(used);
+        return used; // a method that threw used nothing: its estimates are refunded
     }
 
     // One @RateLimited's call: its key, zone, costs and duplicate digest.
