@@ -13,6 +13,7 @@ import { rateLimitPlugin, keys, ProblemError } from "redis-ratelimit/fastify";
 const require = createRequire(import.meta.url);
 const Redis = require("ioredis");
 const { Server, sleep, waitUntil } = require("./support/servers.cjs");
+const { importReadmeBlock } = require("./support/readme.cjs");
 
 let server;
 let redis;
@@ -227,21 +228,8 @@ test("a bad route config fails at start; the plugin needs a limiter", async () =
 });
 
 test("the README's Fastify recipe runs as written", async () => {
-  const { readFileSync, writeFileSync, rmSync } = await import("node:fs");
-  const { fileURLToPath } = await import("node:url");
-  const readme = readFileSync(fileURLToPath(new URL("../README.md", import.meta.url)), "utf8");
-  const block = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]).find((b) => b.includes("rateLimitPlugin"));
-  assert.ok(block, "the README has the Fastify recipe");
-  const code = block.replace('"redis://localhost:6379"', `"redis://127.0.0.1:${server.port}"`).replace("await app.listen({ port: 8080 });", 'await app.listen({ port: 0, host: "127.0.0.1" });\nexport { app, redis, limiter };');
-  assert.notEqual(code, block);
-  const file = fileURLToPath(new URL("./readme-fastify.tmp.mjs", import.meta.url));
-  writeFileSync(file, code);
-  let mod;
-  try {
-    mod = await import(file);
-  } finally {
-    rmSync(file);
-  }
+  const mod = await importReadmeBlock("rateLimitPlugin", "fastify", (block) =>
+    block.replace('"redis://localhost:6379"', `"redis://127.0.0.1:${server.port}"`).replace("await app.listen({ port: 8080 });", 'await app.listen({ port: 0, host: "127.0.0.1" });\nexport { app, redis, limiter };'));
   const base = `http://127.0.0.1:${mod.app.server.address().port}`;
   try {
     const got = [];

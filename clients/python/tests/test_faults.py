@@ -339,6 +339,13 @@ async def test_a_live_primarys_keys_are_decided_by_redis_within_budget_right_aft
             await aguard.close(AsyncPermit(aguard.limiter, d), 0.5)
             assert leases_held(k) == 0, k
         assert aguard.health()["open"] == [dead_name]
+        # The probe's refused PINGs keep no connection object each (redis-py's ClusterNode leaked one per
+        # refused call out of its pool: 8 a second from a probe at 250 ms, for as long as the node is down).
+        pooled = len(aclient.get_node(node_name=dead_name)._connections)
+        for _ in range(50):
+            with pytest.raises(redis.exceptions.ConnectionError):
+                await aguard.limiter.ping_node(dead_name)
+        assert len(aclient.get_node(node_name=dead_name)._connections) <= pooled + 1
 
         # sync: the same.
         assert sguard.decide(p, on_dead[0]) is None

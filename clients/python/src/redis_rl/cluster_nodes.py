@@ -13,7 +13,6 @@ import logging
 from typing import Any, Sequence
 
 import redis
-from redis.asyncio.cluster import PipelineCommand
 
 log = logging.getLogger("redis_rl")
 
@@ -58,7 +57,7 @@ async def relearn(client: Any, dead: str) -> None:
         if node.name == dead:
             continue
         try:
-            reply = await asyncio.wait_for(node.execute_command("CLUSTER SLOTS"), 0.5)
+            reply = await asyncio.wait_for(node_command(node, ("CLUSTER SLOTS",)), 0.5)
         except Exception:
             continue
         if dead not in slot_primaries(reply, node.host):
@@ -78,28 +77,45 @@ async def node_command(node: Any, args: tuple[Any, ...]) -> Any:
     once. Not on TimeoutError: a timed-out call may have run (the guard gives
     a late admission back)."""
     try:
-        return await node.execute_command(*args)
+        return (await _on_connection(node, [args]))[0]
     except redis.exceptions.ConnectionError:
         await drop_idle(node)
-        return await node.execute_command(*args)
+        return (await _on_connection(node, [args]))[0]
 
 
 async def node_pipeline(node: Any, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
     """``commands`` pipelined on an asyncio ``ClusterNode`` (one round
     trip), each reply or its error reply in order; sent once more on a
     fresh connection when the connection breaks, as ``node_command``."""
-    async def once() -> list[Any]:
-        stack = [PipelineCommand(i, *args) for i, args in enumerate(commands)]
-        await node.execute_pipeline(stack)
-        for cmd in stack:  # a broken connection is the call's failure, not a reply
-            if isinstance(cmd.result, UNREACHABLE):
-                raise cmd.result
-        return [cmd.result for cmd in stack]
     try:
-        return await once()
+        return await _on_connection(node, commands, replies_may_fail=True)
     except redis.exceptions.ConnectionError:
         await drop_idle(node)
-        return await once()
+        return await _on_connection(node, commands, replies_may_fail=True)
+
+
+async def _on_connection(node: Any, commands: Sequence[tuple[Any, ...]], replies_may_fail: bool = False) -> list[Any]:
+    """``commands`` on one pooled connection of ``node``, sent together.
+    As ``ClusterNode.execute_command``/``execute_pipeline``, except that the
+    connection goes back to the pool also when the send fails (redis-py's
+    keep it out of the pool for good: one connection object leaked per call
+    refused by a dead node, 8 a second from a circuit's probe; it reconnects
+    on its next use). An error reply is returned in its place when
+    ``replies_may_fail``, else raised; a broken connection is raised."""
+    connection = node.acquire_connection()
+    try:
+        await connection.send_packed_command(connection.pack_commands(commands), False)
+        replies: list[Any] = []
+        for args in commands:
+            try:
+                replies.append(await node.parse_response(connection, args[0]))
+            except redis.exceptions.ResponseError as e:
+                if not replies_may_fail:
+                    raise
+                replies.append(e)
+        return replies
+    finally:
+        node._free.append(connection)
 
 
 async def drop_idle(node: Any) -> None:

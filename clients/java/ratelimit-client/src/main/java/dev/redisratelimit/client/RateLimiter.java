@@ -531,11 +531,11 @@ public final class RateLimiter implements AutoCloseable {
                         token = new UUID(rnd.nextLong(), rnd.nextLong()).toString();
                     }
                     clause = new Clause.Lease(key, runtime.count(policy.name(), l), l.ttl(), token, cost);
-                    b.leases.add(new Permit.Lease(key, token, l.ttl()));
+                    b.leases.add(new Permit.Lease(key, token, l.ttl(), in));
                 } else {
                     clause = clause(policy, c, in, key).withCost(cost);
                     if (c.settle() != null) {
-                        b.estimates.add(new Permit.Estimate(ci, clause, cost));
+                        b.estimates.add(new Permit.Estimate(in, ci, clause, cost));
                     }
                 }
                 b.clauses.add(clause);
@@ -670,9 +670,24 @@ public final class RateLimiter implements AutoCloseable {
             }
             Permit permit = new Permit(this, d, b.leases, b.estimates);
             renew(permit);
-            // One policy counting one outcome: what it took goes back at close when the outcome does not count.
-            String counts = calls.size() == 1 ? calls.get(0).policy().counts() : null;
-            return CompletableFuture.completedFuture(counts == null ? permit : permit.counting(counts, List.copyOf(b.clauses)));
+            // A policy counting one outcome: what its call took goes back at close when the outcome does not count
+            // (each such call of a request decided with others on its own: the others' charges stand).
+            Map<PolicyCall, List<Clause>> counting = null;
+            for (int k = 0; k < calls.size(); k++) {
+                if (calls.get(k).policy().counts() != null) {
+                    List<Clause> taken = new ArrayList<>();
+                    for (int i = 0; i < b.clauses.size(); i++) {
+                        if (b.callOf[i] == k) {
+                            taken.add(b.clauses.get(i));
+                        }
+                    }
+                    if (counting == null) {
+                        counting = new java.util.IdentityHashMap<>();
+                    }
+                    counting.put(calls.get(k), List.copyOf(taken));
+                }
+            }
+            return CompletableFuture.completedFuture(counting == null ? permit : permit.counting(counting));
         })).thenCompose(f -> f);
     }
 
@@ -1160,23 +1175,30 @@ public final class RateLimiter implements AutoCloseable {
      * the stage completes, never exceptionally, once every reply is in or
      * the budget has passed — a timeout, not a wait.
      */
-    CompletableFuture<Void> finish(Permit permit, Map<Integer, Long> used) {
-        List<Clause> uncounted = permit.uncounted();
+    CompletableFuture<Void> finish(Permit permit, Permit.Usage used) {
+        Map<PolicyCall, List<Clause>> uncounted = permit.uncounted();
         if (uncounted.isEmpty() && permit.leases().isEmpty() && permit.estimates().isEmpty()) {
             return CompletableFuture.completedFuture(null); // the usual permit (windows, buckets, quotas): nothing to send
         }
         List<CompletionStage<?>> sent = new ArrayList<>();
-        if (!uncounted.isEmpty()) {
-            // One RL.ALL ... REFUND: windows, buckets, quotas, the estimate and the lease (by its token) given back.
-            sent.add(client.all(uncounted, Options.none().withRefund()));
+        for (List<Clause> back : uncounted.values()) {
+            // One RL.ALL ... REFUND per call given back (one policy's keys share a Cluster slot): windows, buckets,
+            // quotas, the estimate and the lease (by its token) given back.
+            sent.add(client.all(back, Options.none().withRefund()));
         }
         try {
-            for (Permit.Lease l : uncounted.isEmpty() ? permit.leases() : List.<Permit.Lease>of()) {
-                sent.add(client.release(l.key(), l.token()));
+            for (Permit.Lease l : permit.leases()) {
+                if (!uncounted.containsKey(l.call())) {
+                    sent.add(client.release(l.key(), l.token()));
+                }
             }
-            for (Permit.Estimate e : uncounted.isEmpty() ? permit.estimates() : List.<Permit.Estimate>of()) {
+            for (Permit.Estimate e : permit.estimates()) {
+                if (uncounted.containsKey(e.call())) {
+                    continue;
+                }
                 // A usage above the clause's q in force (as sent) counts as that q, as in every client.
-                long u = Math.min(Math.max(0, used.getOrDefault(e.clause(), 0L)), smallestQ(e.command()));
+                Long reported = used.of(e.call(), e.clause());
+                long u = Math.min(Math.max(0, reported == null ? 0L : reported), smallestQ(e.command()));
                 long diff = u - e.charged();
                 if (diff == 0) {
                     continue;

@@ -1,7 +1,5 @@
 package dev.redisratelimit.example.webflux;
 
-import com.fasterxml.jackson.annotation.JsonInclude;
-import com.fasterxml.jackson.annotation.JsonProperty;
 import dev.redisratelimit.spring.annotation.RateLimited;
 import java.time.Duration;
 import org.springframework.http.MediaType;
@@ -24,24 +22,20 @@ import reactor.core.publisher.Mono;
 @RestController
 public class LlmStream {
 
-    /** One NDJSON line: {"tokens": k}, or the last one, {"used_tokens": U}. */
-    @JsonInclude(JsonInclude.Include.NON_NULL)
-    public static final class Line {
-        @JsonProperty("tokens")
-        private final Long tokens;
-        @JsonProperty("used_tokens")
-        private final Long total;
-        private final long sent;
+    /** One NDJSON line ({@link NdjsonLines} writes it): {"tokens": k}, the last one {"used_tokens": U}, or none. */
+    public record Line(String ndjson, long usedTokens) {
+        /**
+         * No bytes: the stream's first element, so the status and headers go out at once (WebFlux commits the
+         * response at its first element) rather than with the first line, 100 ms of "model" later.
+         */
+        static final Line HEADERS = new Line("", 0);
 
-        private Line(Long tokens, Long total, long sent) {
-            this.tokens = tokens;
-            this.total = total;
-            this.sent = sent;
+        static Line tokens(long k, long sentSoFar) {
+            return new Line("{\"tokens\": " + k + "}\n", sentSoFar);
         }
 
-        /** What the budget is settled to when this is the last line emitted: the tokens sent up to it. */
-        public long usedTokens() {
-            return sent;
+        static Line last(long used) {
+            return new Line("{\"used_tokens\": " + used + "}\n", used);
         }
     }
 
@@ -61,8 +55,8 @@ public class LlmStream {
         Flux<Line> tokens = Flux.interval(Duration.ofMillis(100)).take(lines).map(i -> {
             long before = i * (used / lines);
             long after = i == lines - 1 ? used : before + used / lines;
-            return new Line(after - before, null, after);
+            return Line.tokens(after - before, after);
         });
-        return tokens.concatWith(Mono.fromSupplier(() -> new Line(null, used, used)));
+        return Flux.concat(Mono.just(Line.HEADERS), tokens, Mono.fromSupplier(() -> Line.last(used)));
     }
 }

@@ -165,4 +165,23 @@ class WebFluxHttpTest extends AnnotationHttpContract {
         assertThat(r.statusCode()).isEqualTo(500);
         assertThat(r.body()).contains("/problems/misconfigured").contains("return a Mono or a Flux");
     }
+    @Test
+    void aRefusalIsAnsweredByTheFallbackMethodForMonoAndFlux() throws Exception {
+        String k = key();
+        HttpResponse<String> admitted = http().get("/fallback/mono?who=ann", "X-Key", k);
+        assertThat(admitted.statusCode()).isEqualTo(200);
+        assertThat(admitted.body()).isEqualTo("hello ann");
+        for (int i = 0; i < 2; i++) { // refused: the fallback's Mono answers (it gets the refusal), nothing charged
+            HttpResponse<String> r = http().get("/fallback/mono?who=ann", "X-Key", k);
+            assertThat(r.statusCode()).isEqualTo(200);
+            assertThat(r.body()).isEqualTo("later ann (fb-mono)");
+        }
+        assertThat(held("fb-mono:{" + k + "}:fb")).isEqualTo(1);
+        // a Flux method falling back to a plain value: one element
+        assertThat(http().get("/fallback/flux", "X-Key", k).body()).contains("a").contains("b");
+        HttpResponse<String> r = http().get("/fallback/flux", "X-Key", k);
+        assertThat(r.statusCode()).isEqualTo(200);
+        assertThat(r.body()).isEqualTo("cached");
+        assertThat(held("fb-flux:{" + k + "}:fb")).isEqualTo(1);
+    }
 }
