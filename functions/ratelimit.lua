@@ -1965,14 +1965,6 @@ local function tail_word(w, refund_allowed)
   return nil
 end
 
--- upper(w) for a word that starts with a letter; other words (numbers, the
--- most of a call) as they are: no new string.
-local function up_word(w)
-  local b = byte(w, 1)
-  if b and ((b >= 65 and b <= 90) or (b >= 97 and b <= 122)) then return upper(w) end
-  return w
-end
-
 local function split_clauses(args, from, refund_allowed)
   local spans = {}
   local ending = {}
@@ -1982,10 +1974,30 @@ local function split_clauses(args, from, refund_allowed)
   while i <= n do
     local word = args[i]
     i = i + 1
+    -- uw: a word that starts with a letter in upper case; nil for a number,
+    -- '*' or an offset (no clause, option or tail word: the clause's key
+    -- index or one of its arguments, as below)
+    local uw, tail
+    local handled = false
     local b = byte(word, 1)
-    if not (b and ((b >= 65 and b <= 90) or (b >= 97 and b <= 122))) then
-      -- not a word (a number, '*', an offset): no clause, option or tail
-      -- word, so the clause's key index or one of its arguments, as below
+    if b and ((b >= 65 and b <= 90) or (b >= 97 and b <= 122)) then
+      uw = upper(word)
+      local kind = KINDS[uw]
+      if kind then
+        spans[#spans + 1] = {kind = kind, first = i, last = i - 1}
+        start = i
+        handled = true
+      else
+        tail = tail_word(word, refund_allowed)
+        if tail and #spans > 0 then
+          local is_last = i == n + 1
+          local before_last_details = (i == n) and tail_word(args[i], refund_allowed) == 'DETAILS'
+          if tail == 'DETAILS' and is_last then ending.details = true; handled = true
+          elseif tail == 'REFUND' and (is_last or before_last_details) then ending.refund = true; handled = true end
+        end
+      end
+    end
+    if not handled then
       local span = spans[#spans]
       if not span then
         arg_error("syntax error: expected a clause (CHECK, THROTTLE, QUOTA or LEASE) after now, got '" ..
@@ -1996,44 +2008,14 @@ local function split_clauses(args, from, refund_allowed)
         start = i
         span.first = i; span.last = i - 1
       else
+        if tail then
+          local at = i - 1 - start
+          if span.misplaced == nil then span.misplaced = {at, tail}
+          elseif tail == 'DETAILS' then span.misplaced = {span.misplaced[1], 'DETAILS'} end
+        end
+        local takes_value = uw == 'COST' or (span.kind == 'LEASE' and uw == 'TOKEN')
+        if takes_value and i <= n then i = i + 1 end
         span.first = start; span.last = i - 1
-      end
-    else
-      local is_last = i == n + 1
-      local kind = KINDS[up_word(word)]
-      if kind then
-        spans[#spans + 1] = {kind = kind, first = i, last = i - 1}
-        start = i
-      else
-        local tail = tail_word(word, refund_allowed)
-        local handled = false
-        if tail and #spans > 0 then
-          local before_last_details = (i == n) and tail_word(args[i], refund_allowed) == 'DETAILS'
-          if tail == 'DETAILS' and is_last then ending.details = true; handled = true
-          elseif tail == 'REFUND' and (is_last or before_last_details) then ending.refund = true; handled = true end
-        end
-        if not handled then
-          local span = spans[#spans]
-          if not span then
-            arg_error("syntax error: expected a clause (CHECK, THROTTLE, QUOTA or LEASE) after now, got '" ..
-              show(word) .. "'")
-          end
-          if span.index == nil and span.last < span.first then
-            span.index = word
-            start = i
-            span.first = i; span.last = i - 1
-          else
-            if tail then
-              local at = i - 1 - start
-              if span.misplaced == nil then span.misplaced = {at, tail}
-              elseif tail == 'DETAILS' then span.misplaced = {span.misplaced[1], 'DETAILS'} end
-            end
-            local uw = up_word(word)
-            local takes_value = uw == 'COST' or (span.kind == 'LEASE' and uw == 'TOKEN')
-            if takes_value and i <= n then i = i + 1 end
-            span.first = start; span.last = i - 1
-          end
-        end
       end
     end
   end

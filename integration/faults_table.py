@@ -7,14 +7,16 @@ broken on purpose:
 - node: examples/node (express on ioredis); node-redis: the same app with
   RL_DRIVER=node-redis (@redis/client);
 - mvc: examples/spring (Spring MVC, the Boot starter over Lettuce);
-- kotlin: examples/spring-kotlin (Spring MVC from Kotlin).
+- kotlin: examples/spring-kotlin (Spring MVC from Kotlin);
+- webflux: examples/spring-webflux (Spring WebFlux on Reactor Netty, the same
+  starter; endpoints 3, 5 and 6).
 
 For each fault: requests admitted beyond a limit (endpoint 3's fail-open
 route aside), in-flight leases and token estimates still held once Redis
 answers again, 500s, other unexpected answers, dropped connections and the
 slowest time to response headers.
 
-    RL_MODULE=.../libredis_ratelimit.so python integration/faults_table.py [python flask node node-redis mvc kotlin]
+    RL_MODULE=.../libredis_ratelimit.so python integration/faults_table.py [python flask node node-redis mvc kotlin webflux]
 
 Prints one markdown row per (app, fault). `make faults-table` runs it (FAULTS_APPS);
 FAULTS_QUICK=1 runs only the baseline and "Redis killed" rows (a smoke)."""
@@ -45,6 +47,7 @@ APPS = {
     "node-redis": (["node", str(ROOT / "examples/node/server.js")], ROOT / "examples/node", {"RL_DRIVER": "node-redis"}),
     "mvc": ([*JAVA, str(ROOT / "examples/spring/target/ratelimit-example-spring.jar")], ROOT, {}),
     "kotlin": ([*JAVA, str(ROOT / "examples/spring-kotlin/target/ratelimit-example-spring-kotlin.jar")], ROOT, {}),
+    "webflux": ([*JAVA, str(ROOT / "examples/spring-webflux/target/ratelimit-example-spring-webflux.jar")], ROOT, {}),
 }
 # The apps that serve endpoint 1 (SMS); the others are measured on endpoints 3, 5 and 6.
 SMS = {"python", "node", "node-redis", "mvc"}

@@ -56,11 +56,11 @@ bench-python: build python-venv
 bench-clients: bench-python
 
 # docs/guides/faults.md's table: the example apps (Python FastAPI, Node on
-# ioredis and on node-redis, Spring MVC in Java and Kotlin) broken on purpose
+# ioredis and on node-redis, Spring MVC in Java and Kotlin, Spring WebFlux) broken on purpose
 # over HTTP, standalone and Cluster. A measurement, not a test (about 4 minutes
 # per app on a loaded machine): it prints the table. FAULTS_APPS picks apps.
-FAULTS_APPS ?= python node node-redis mvc kotlin
+FAULTS_APPS ?= python node node-redis mvc kotlin webflux
 .PHONY: faults-table
 faults-table: build python-venv node-build spring-deps
-	$(SPRING_MVN) -q -DskipTests package -am -pl :ratelimit-example-spring,:ratelimit-example-spring-kotlin
+	$(SPRING_MVN) -q -DskipTests package -am -pl :ratelimit-example-spring,:ratelimit-example-spring-kotlin,:ratelimit-example-spring-webflux
 	RL_MODULE=$(RL_MODULE) $(PYC_PY) integration/faults_table.py $(FAULTS_APPS)

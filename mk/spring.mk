@@ -7,7 +7,7 @@
 SPRING_MVN := mvn -B -ntp -f clients/java/pom.xml
 SPRING_MODULES := spring/ratelimit-spring-boot-autoconfigure,spring/ratelimit-spring-boot-starter,:ratelimit-example-spring
 
-.PHONY: spring-deps spring-test example-java example-kotlin
+.PHONY: spring-deps spring-test example-java example-kotlin example-webflux
 
 # Java 17 and Maven on a fresh Debian machine (Maven fetches the pinned
 # dependencies from Maven Central itself).
@@ -30,6 +30,11 @@ example-java: spring-deps
 example-kotlin: spring-deps
 	$(SPRING_MVN) -q -DskipTests package -am -pl :ratelimit-example-spring-kotlin
 	exec java -jar examples/spring-kotlin/target/ratelimit-example-spring-kotlin.jar
+
+# The WebFlux example (endpoints 3, 5 and 6 on Reactor Netty), the same environment.
+example-webflux: spring-deps
+	$(SPRING_MVN) -q -DskipTests package -am -pl :ratelimit-example-spring-webflux
+	exec java -jar examples/spring-webflux/target/ratelimit-example-spring-webflux.jar
 
 ifeq ($(filter java-test,$(EXTRA_TESTS)),)
 EXTRA_TESTS += spring-test

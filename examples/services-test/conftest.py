@@ -7,7 +7,9 @@ HTTP. The apps are started as `make example-*` starts them:
 - node: examples/node/server.js (make node-build, the example's npm ci);
 - java: examples/spring's jar (built by `make example-java`'s Maven command);
 - kotlin: examples/spring-kotlin's jar (`make example-kotlin`), which serves
-  the endpoints of the next round's checks (test_next_round.py) only.
+  the endpoints of the next round's checks (test_next_round.py) only;
+- webflux: examples/spring-webflux's jar (`make example-webflux`), the same
+  endpoints on Spring WebFlux.
 """
 
 from __future__ import annotations
@@ -29,11 +31,13 @@ from servers import Server, free_port  # noqa: E402
 PYTHON = ROOT / "clients" / "python" / ".venv" / "bin" / "python"
 JAR = ROOT / "examples" / "spring" / "target" / "ratelimit-example-spring.jar"
 KOTLIN_JAR = ROOT / "examples" / "spring-kotlin" / "target" / "ratelimit-example-spring-kotlin.jar"
+WEBFLUX_JAR = ROOT / "examples" / "spring-webflux" / "target" / "ratelimit-example-spring-webflux.jar"
 COMMANDS = {
     "python": ([str(PYTHON), "app.py"], ROOT / "examples" / "python"),
     "node": (["node", "server.js"], ROOT / "examples" / "node"),
     "java": (["java", "-jar", str(JAR)], ROOT),
     "kotlin": (["java", "-jar", str(KOTLIN_JAR)], ROOT),
+    "webflux": (["java", "-jar", str(WEBFLUX_JAR)], ROOT),
 }
 
 

@@ -55,6 +55,22 @@ export class RateLimitUnavailableError extends Error {
   }
 }
 
+/**
+ * The local backend refused a command that would grow it past its bound
+ * (nothing the command did is kept): the `local` Redis-down mode answers a
+ * refusal whose retry-after is `retryAfter` — ms until the earliest key
+ * expires (1 s when none expires). Java's `LocalBackendFullException`,
+ * Python's `LocalBackendFullError`.
+ */
+export class LocalBackendFullError extends RateLimitError {
+  readonly retryAfter: number;
+  constructor(retryAfter: number, maxKeys: number, maxEntries: number) {
+    super(`the local backend is full (${maxKeys} keys, ${maxEntries} entries): retry after ${retryAfter} ms`);
+    this.name = "LocalBackendFullError";
+    this.retryAfter = retryAfter;
+  }
+}
+
 /** Thrown by `withPermit` (and available to callers) when a policy refuses. */
 export class RateLimitedError extends Error {
   readonly decision: unknown;

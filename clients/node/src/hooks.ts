@@ -22,7 +22,7 @@ import type { PolicyDecision } from "./limiter";
 import type { Policy } from "./policy";
 
 export type Outcome = "admitted" | "refused" | "unavailable";
-export type RedisDownMode = "fail_open" | "fail_closed";
+export type RedisDownMode = "fail_open" | "fail_closed" | "local";
 
 export interface DecisionEvent {
   readonly policy: string;
@@ -88,7 +88,9 @@ export function observed<T extends object>(
     (e) => {
       if (e instanceof RateLimitUnavailableError) {
         // Fails closed if any bound policy does (as the adapters answer).
-        tell("unavailable", null, policies.some((p) => p.options.failure === "closed") ? "fail_closed" : "fail_open");
+        // Fails closed if any bound policy does (as the adapters answer); else a local policy decides locally.
+        const mode = policies.some((p) => p.options.failure === "closed") ? "fail_closed" : policies.some((p) => p.options.failure === "local") ? "local" : "fail_open";
+        tell("unavailable", null, mode);
       }
       throw e;
     },

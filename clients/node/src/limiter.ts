@@ -8,7 +8,8 @@ import { randomUUID } from "node:crypto";
 import type { Backend } from "./backend";
 import { RateLimitClient, type Health } from "./client";
 import * as d from "./decisions";
-import { LibraryNotLoadedError, ModuleNotLoadedError, RateLimitedError, RateLimitError, RateLimitUnavailableError } from "./errors";
+import { LibraryNotLoadedError, LocalBackendFullError, ModuleNotLoadedError, RateLimitedError, RateLimitError, RateLimitUnavailableError } from "./errors";
+import { LocalBackend } from "./local";
 import * as a from "./args";
 import { allCall, clausesOf, decisionOf, merge, slotGroups, type Clause, type Part, type PolicyCall } from "./combined";
 import { groupKey, keyBase, type Group, type Limit, type LimitKind, type Policy } from "./policy";
@@ -101,6 +102,14 @@ export interface RateLimiterOptions {
   readonly runtimeLimits?: boolean;
   /** How often the runtime limits are read again, ms (default and at most 250). */
   readonly refresh?: number;
+  /**
+   * The backend the `local` Redis-down mode (a policy's `failure: "local"`)
+   * decides on. Default: a new `LocalBackend` on the system clock with its
+   * default bounds (100,000 keys, 1,000,000 entries); give one for other
+   * bounds (`new LocalBackend({ clock: Date, maxKeys, maxEntries })`).
+   * Never the client to Redis.
+   */
+  readonly localBackend?: LocalBackend;
 }
 
 
@@ -173,6 +182,9 @@ export class RateLimiter {
   detailsSupported = true;
   /** The runtime overrides' store (null when turned off). */
   readonly runtimeLimits: RuntimeLimits | null;
+  /** The `local` Redis-down mode: this limiter's own decision path on an in-process backend (made on first use). */
+  private localLimiter: RateLimiter | null = null;
+  private readonly localBackend: LocalBackend | undefined;
 
   constructor(redis: RedisLike | RateLimitClient, options: RateLimiterOptions = {}) {
     if (redis instanceof RateLimitClient && options.backend !== undefined) {
@@ -188,6 +200,43 @@ export class RateLimiter {
     this.hooks = checkHooks(options.hooks);
     if (options.checkTimeouts ?? true) checkClientTimeouts(redis instanceof RateLimitClient ? null : redis, this.timeout);
     this.runtimeLimits = options.runtimeLimits === false ? null : new RuntimeLimits(this.client, options.refresh ?? REFRESH_MS, (e) => this.report(e));
+    if (options.localBackend !== undefined && !(options.localBackend instanceof LocalBackend)) throw new TypeError("localBackend must be a LocalBackend");
+    this.localBackend = options.localBackend;
+  }
+
+  /**
+   * The limiter of the `local` Redis-down mode: the same decision path (the
+   * same commands, costs, estimates, leases, refunds) on the local backend,
+   * so a decision there is the one Redis would make with this instance's
+   * calls alone. Its permits settle there. (Runtime overrides live on the
+   * policies: it sees them too.)
+   */
+  private local(): RateLimiter {
+    if (!this.localLimiter) {
+      const backend = this.localBackend ?? new LocalBackend({ clock: Date });
+      this.localLimiter = new RateLimiter(backend, { runtimeLimits: false, checkTimeouts: false, timeout: this.timeout, onError: this.onError });
+      LOCAL_LIMITERS.add(this.localLimiter);
+    }
+    return this.localLimiter;
+  }
+
+  /**
+   * Redis could not decide (`e`): the `local` policies of `calls` decided on
+   * the local backend by `run` — unless a policy fails closed or none is
+   * local, when `e` passes on (the adapters answer 503 or let the call
+   * through). A full backend refuses (`refused`), its retry-after until the
+   * earliest key expires.
+   */
+  private orLocal<T>(e: unknown, calls: readonly PolicyCall[], run: (local: RateLimiter, calls: PolicyCall[]) => Promise<T>, refused: (local: RateLimiter, d: PolicyDecision) => T): Promise<T> {
+    if (!(e instanceof RateLimitUnavailableError) || LOCAL_LIMITERS.has(this)) return Promise.reject(e);
+    const modes = calls.map((c) => c.policy.options.failure);
+    if (modes.includes("closed") || !modes.includes("local")) return Promise.reject(e);
+    const local = calls.filter((c) => c.policy.options.failure === "local");
+    const limiter = this.local();
+    return run(limiter, local).catch((x) => {
+      if (!(x instanceof LocalBackendFullError)) throw x;
+      return refused(limiter, fullDecision(local[0].policy, x));
+    });
   }
 
   /** The first decision of a prefix waits (a little) for its runtime limits' first read; null once read. */
@@ -458,7 +507,9 @@ export class RateLimiter {
       return Promise.reject(e); // bad input: refused before any Redis call
     }
     const parts = [{ policy, held, estimate: held.costs[0] ?? 1 }];
-    return observed(this.hooks, [policy], performance.now(), this.guarded(() => this.send(policy, held), this.giveBackLate(parts), false, undefined, held.keys), (e) => this.report(e));
+    return observed(this.hooks, [policy], performance.now(), this.guarded(() => this.send(policy, held), this.giveBackLate(parts), false, undefined, held.keys), (e) => this.report(e)).catch((e) =>
+      this.orLocal(e, [policy.bind(key, options)], (l, c) => l.decideAll(c), (_, d) => d),
+    );
   }
 
   /**
@@ -470,7 +521,13 @@ export class RateLimiter {
     const read = this.overridesRead([policy]);
     if (read) await read;
     const token = policy.limits.some((l) => l.kind === "concurrency") ? randomUUID() : null;
-    const { decision, held, estimate } = await this.run(policy, key, options, token);
+    let ran: { decision: PolicyDecision; held: Held; estimate: number };
+    try {
+      ran = await this.run(policy, key, options, token);
+    } catch (e) {
+      return this.orLocal(e, [policy.bind(key, options)], (l, c) => l.acquireAll(c, { signal: options.signal, renew: options.renew }), (l, d) => new Permit(l, null, d, 0, null));
+    }
+    const { decision, held, estimate } = ran;
     return new Permit(this, decision.limited ? null : [{ policy, held, estimate }], decision, estimate, token, options.signal, options.renew ?? true);
   }
 
@@ -512,7 +569,9 @@ export class RateLimiter {
     } catch (e) {
       return Promise.reject(e);
     }
-    return observed(this.hooks, parts.map((p) => p.policy), performance.now(), this.guarded(() => this.sendAll(parts), this.giveBackLate(parts), false, undefined, parts.flatMap((p) => p.held.keys)), (e) => this.report(e));
+    return observed(this.hooks, parts.map((p) => p.policy), performance.now(), this.guarded(() => this.sendAll(parts), this.giveBackLate(parts), false, undefined, parts.flatMap((p) => p.held.keys)), (e) => this.report(e)).catch((e) =>
+      this.orLocal(e, calls, (l, c) => l.decideAll(c), (_, d) => d),
+    );
   }
 
   /**
@@ -527,7 +586,12 @@ export class RateLimiter {
     const parts = partsOf(calls, token);
     const policies = parts.map((p) => p.policy);
     const lost = () => this.releaseLater(parts.flatMap((p) => this.settlementCalls(p.policy, p.held, p.estimate, p.estimate)));
-    const decision = await observed(this.hooks, policies, performance.now(), this.guarded(() => this.sendAll(parts), this.giveBackLate(parts), false, lost, parts.flatMap((p) => p.held.keys)), (e) => this.report(e));
+    let decision: PolicyDecision;
+    try {
+      decision = await observed(this.hooks, policies, performance.now(), this.guarded(() => this.sendAll(parts), this.giveBackLate(parts), false, lost, parts.flatMap((p) => p.held.keys)), (e) => this.report(e));
+    } catch (e) {
+      return this.orLocal(e, calls, (l, c) => l.acquireAll(c, options), (l, d) => new Permit(l, null, d, 0, null));
+    }
     return new Permit(this, decision.limited ? null : parts, decision, Math.max(...parts.map((p) => p.estimate)), token, options.signal, options.renew ?? true);
   }
 
@@ -818,6 +882,21 @@ export function stateOf(l: Limit, r: d.Decision, name: string = l.name): LimitSt
     retryAfter: r.retryAfter,
     resetAfter: r.resetAfter,
   });
+}
+
+/** The limiters of the `local` Redis-down mode (theirs never falls back again). */
+const LOCAL_LIMITERS = new WeakSet<RateLimiter>();
+
+/**
+ * The refusal of a call the full local backend cannot hold: the policy's
+ * first limit named, nothing left, the wait until the earliest key expires
+ * (as the Java and Python clients).
+ */
+function fullDecision(policy: Policy, e: LocalBackendFullError): PolicyDecision {
+  const l = policy.limits[0];
+  const wait = Math.max(1, e.retryAfter);
+  const state: LimitState = Object.freeze({ name: l.name, kind: l.kind, limited: true, limit: l.limit, window: l.window, remaining: 0, retryAfter: wait, resetAfter: wait });
+  return finish(policy, state, [state]);
 }
 
 export function finish(policy: Policy, binding: LimitState, limits: LimitState[]): PolicyDecision {

@@ -15,7 +15,19 @@
  * expire by it. It trusts the argv the client builds (the client validates
  * before sending), keeps exact expiries (no decision depends on SPEC's
  * grid), and is one process's memory: for tests, not a shared limit.
+ *
+ * It is also what the `local` Redis-down mode decides on (a policy's
+ * `failure: "local"`): the same commands the limiter sends to Redis, so the
+ * same decisions, costs, estimates, leases and `Retry-After`. For that its
+ * memory is bounded (`maxKeys` keys, `maxEntries` entries: a sorted-set member
+ * per unit of a window or lease, a hash field, a string): a key is dropped
+ * only when it expires, as in Redis, never to make room; a command that would
+ * grow it past the bound is undone and throws `LocalBackendFullError` (its
+ * `retryAfter`: ms until the earliest key expires), which the local mode
+ * answers as a refusal. The same bounds and error as the Java and Python
+ * local backends.
  */
+import { LocalBackendFullError } from "./errors";
 import type { Call, Transport } from "./transport";
 import { RateLimiter } from "./limiter";
 import type { RateLimiterOptions } from "./limiter";
@@ -169,16 +181,63 @@ function bucket(period: string, zone: string, t: number): { start: number; end: 
 
 /* ---------------- the engine ---------------- */
 
+/** Default bound on the keys held at once. */
+export const DEFAULT_MAX_KEYS = 100_000;
+/** Default bound on the entries held at once (sorted-set members: one per unit of a window or lease; hash fields; strings). */
+export const DEFAULT_MAX_ENTRIES = 1_000_000;
+const GROWING = new Set(["RL.CHECK", "RL.THROTTLE", "RL.QUOTA", "RL.LEASE", "RL.ALL", "RL.LOCKCOUNT"]);
+
+const weightOf = (e: Entry | undefined): number =>
+  !e ? 0 : e.value instanceof Map ? e.value.size : typeof e.value === "object" && e.value !== null ? Object.keys(e.value).length : 1;
+const copyOf = (v: any): any => (v instanceof Map ? new Map(v) : typeof v === "object" && v !== null ? { ...v } : v);
+
+/** The keys a command reads or writes. */
+function touchedBy(name: string, args: readonly string[]): string[] {
+  let out: string[];
+  if (name === "RL.ALL" || name === "RL.ALLPEEK") out = args.slice(2, 2 + Number(args[1]));
+  else if (name === "RL.LOCKCOUNT") out = args.slice(1, 3);
+  else if (name === "DEL") out = args.slice(1);
+  else if (name === "PING" || name === "COMMAND") out = [];
+  else out = args.slice(1, 2);
+  return [...new Set(out)];
+}
+
+/** The most entries a command can add: a member per unit of COST, a field or string per argument. */
+function marginOf(args: readonly string[]): number {
+  let m = args.length;
+  for (let i = 0; i + 1 < args.length; i += 1) if (args[i].toUpperCase() === "COST" && /^\d+$/.test(args[i + 1])) m += Number(args[i + 1]);
+  return m;
+}
+
 /** The keyspace and the RL commands, answered in process. A `Transport`: give it to `RateLimiter` as a client. */
 export class LocalBackend implements Transport {
   readonly kind = "local";
   readonly clock: Clock;
   readonly keys = new Map<string, Entry>();
+  readonly maxKeys: number;
+  readonly maxEntries: number;
+  /** The entries held (kept up to date per command from the keys it touches). */
+  entries = 0;
   private names = 0;
+  /** No scan for expired keys before this time (ms): the earliest expiry the last scan saw. */
+  private nextSweep = 0;
 
-  /** `clock`: anything with `now()` in ms (default: a `ManualClock` at 2026-01-01T00:00:00Z; pass `Date` for real time). */
-  constructor(options: { clock?: Clock } = {}) {
+  /**
+   * `clock`: anything with `now()` in ms (default: a `ManualClock` at 2026-01-01T00:00:00Z; pass `Date` for real time).
+   * `maxKeys`, `maxEntries`: the bounds on its memory (defaults 100,000 and 1,000,000).
+   */
+  constructor(options: { clock?: Clock; maxKeys?: number; maxEntries?: number } = {}) {
     this.clock = options.clock ?? new ManualClock();
+    this.maxKeys = options.maxKeys ?? DEFAULT_MAX_KEYS;
+    this.maxEntries = options.maxEntries ?? DEFAULT_MAX_ENTRIES;
+    if (!Number.isSafeInteger(this.maxKeys) || !Number.isSafeInteger(this.maxEntries) || this.maxKeys < 1 || this.maxEntries < 1) {
+      throw new RangeError("local backend bounds must be at least 1");
+    }
+  }
+
+  /** The keys held now (expired ones included until a command touches them or a sweep drops them). */
+  get size(): number {
+    return this.keys.size;
   }
 
   /** Moves a `ManualClock` by `ms`. */
@@ -190,6 +249,8 @@ export class LocalBackend implements Transport {
   /** Forgets every key (the clock stays). */
   reset(): void {
     this.keys.clear();
+    this.entries = 0;
+    this.nextSweep = 0;
   }
 
   /** A `RateLimiter` deciding on this backend (its options as `RateLimiter`'s). Close it at the end (`limiter.close()`). */
@@ -219,10 +280,66 @@ export class LocalBackend implements Transport {
     return true;
   }
 
-  /** One command, as Redis would answer it. */
+  /**
+   * One command, as Redis would answer it, counting the entries it adds;
+   * near the bound the keys it touches are saved first and put back when it
+   * grew past the bound (`LocalBackendFullError`). Only expired keys are ever
+   * dropped to make room.
+   */
   execute(argv: readonly unknown[]): unknown {
     const args = argv.map(String);
     const name = args[0].toUpperCase();
+    const touched = touchedBy(name, args);
+    const last = args.at(-1)?.toUpperCase();
+    const grows = GROWING.has(name) && last !== "REFUND" && !(name === "RL.ALL" && args.at(-2)?.toUpperCase() === "REFUND");
+    const t = this.clock.now();
+    const margin = marginOf(args);
+    const tight = () => this.keys.size + touched.length > this.maxKeys || this.entries + margin > this.maxEntries;
+    let saved: Map<string, Entry | undefined> | null = null;
+    if (grows && tight()) {
+      this.sweep(t);
+      if (tight()) {
+        saved = new Map();
+        for (const k of touched) {
+          const e = this.keys.get(k);
+          saved.set(k, e && { kind: e.kind, value: copyOf(e.value), expireAt: e.expireAt });
+        }
+      }
+    }
+    const weight = () => touched.reduce((w, k) => w + weightOf(this.keys.get(k)), 0);
+    const before = weight();
+    let reply: unknown;
+    try {
+      reply = this.run(args, name);
+    } finally {
+      this.entries += weight() - before;
+    }
+    const after = weight();
+    if (saved && (this.keys.size > this.maxKeys || (after > before && this.entries > this.maxEntries))) {
+      this.entries -= after - before;
+      for (const [k, e] of saved) {
+        if (e) this.keys.set(k, e);
+        else this.keys.delete(k);
+      }
+      throw new LocalBackendFullError(this.nextSweep <= t ? 1000 : this.nextSweep - t, this.maxKeys, this.maxEntries);
+    }
+    return reply;
+  }
+
+  /** Drops every expired key (at most one scan until the earliest expiry the last one saw). */
+  private sweep(t: number): void {
+    if (t < this.nextSweep) return;
+    let earliest = Infinity;
+    for (const [k, e] of this.keys) {
+      if (e.expireAt !== null && e.expireAt <= t) {
+        this.entries -= weightOf(e);
+        this.keys.delete(k);
+      } else if (e.expireAt !== null) earliest = Math.min(earliest, e.expireAt);
+    }
+    this.nextSweep = earliest === Infinity ? 0 : earliest; // nothing expires: scan again next time
+  }
+
+  private run(args: string[], name: string): unknown {
     const t = this.clock.now();
     const single: Record<string, string> = {
       "RL.CHECK": "CHECK", "RL.PEEK": "CHECK", "RL.THROTTLE": "THROTTLE", "RL.THROTTLEPEEK": "THROTTLE",

@@ -18,14 +18,18 @@ import type { PolicyCall } from "./combined";
 import type { DecideOptions } from "./limiter";
 import { parseLimits } from "./text";
 
-export type FailureMode = "open" | "closed";
+export type FailureMode = "open" | "closed" | "local";
 
 export interface PolicyOptions {
   /** Put before every key (an app's namespace; `RL_PREFIX`). */
   readonly prefix?: string;
   /** A fixed hash tag for every key of the policy (required by `global` limits). */
   readonly tag?: string;
-  /** Redis slow or down: `"open"` lets the call through, `"closed"` refuses it (503). Default `"closed"`. */
+  /**
+   * Redis slow or down: `"open"` lets the call through, `"closed"` refuses it
+   * (503), `"local"` decides it in this process on the limiter's local backend
+   * (exact within one instance, each instance alone). Default `"closed"`.
+   */
   readonly failure?: FailureMode;
   /** `Retry-After` seconds when an in-flight (lease) limit binds a refusal. Default 1. */
   readonly inFlightRetryAfter?: number;
@@ -127,8 +131,8 @@ export class Policy {
     if (this.options.counts !== null && this.options.counts !== "failures" && this.options.counts !== "successes") {
       throw a.invalid("counts", new RangeError(`invalid counts '${String(this.options.counts)}': "failures", "successes" or absent (every call)`));
     }
-    if (this.options.failure !== "open" && this.options.failure !== "closed") {
-      throw new RangeError(`invalid failure '${String(options.failure)}': "open" or "closed"`);
+    if (this.options.failure !== "open" && this.options.failure !== "closed" && this.options.failure !== "local") {
+      throw new RangeError(`invalid failure '${String(options.failure)}': "open", "closed" or "local"`);
     }
     if (typeof this.options.prefix !== "string" || /[{}]/.test(this.options.prefix)) {
       throw a.invalid("prefix", new RangeError(`invalid prefix '${String(this.options.prefix)}': braces would move the hash tag`));

@@ -7,8 +7,6 @@
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
-import { readFileSync, writeFileSync, rmSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import express from "express";
 import { Policy, RateLimitClient, RateLimitedError, RateLimiter } from "redis-ratelimit";
 import { rateLimit, keys } from "redis-ratelimit/express";
@@ -17,6 +15,7 @@ const require = createRequire(import.meta.url);
 const Redis = require("ioredis");
 const calculateSlot = require("cluster-key-slot");
 const { Server, Cluster, freePort, waitUntil } = require("./support/servers.cjs");
+const { importReadmeBlock } = require("./support/readme.cjs");
 
 const sms = (prefix) => [
   new Policy("sms-ip", { prefix }).slidingWindow("ip", 20, 3_600_000),
@@ -216,19 +215,8 @@ describe("standalone", () => {
   });
 
   test("the README's two-policy route runs as written", async () => {
-    const readme = readFileSync(fileURLToPath(new URL("../README.md", import.meta.url)), "utf8");
-    const block = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]).find((b) => b.includes("policies: ["));
-    assert.ok(block, "the README has the policies: [...] example");
-    const code = block.replace('"redis://localhost:6379"', `"redis://127.0.0.1:${server.port}"`).replace("app.listen(8080);", "export { app, redis };");
-    assert.notEqual(code, block);
-    const file = fileURLToPath(new URL(`./readme-two-policies.tmp.mjs`, import.meta.url));
-    writeFileSync(file, code);
-    let mod;
-    try {
-      mod = await import(file);
-    } finally {
-      rmSync(file);
-    }
+    const mod = await importReadmeBlock("policies: [", "two-policies", (block) =>
+      block.replace('"redis://localhost:6379"', `"redis://127.0.0.1:${server.port}"`).replace("app.listen(8080);", "export { app, redis };"));
     const s = await serve(mod.app);
     try {
       const first = await s.post("/sms/send", { phone: "5550142" });

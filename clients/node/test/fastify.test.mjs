@@ -13,6 +13,7 @@ import { rateLimitPlugin, keys, ProblemError } from "redis-ratelimit/fastify";
 const require = createRequire(import.meta.url);
 const Redis = require("ioredis");
 const { Server, sleep, waitUntil } = require("./support/servers.cjs");
+const { importReadmeBlock } = require("./support/readme.cjs");
 
 let server;
 let redis;
@@ -227,21 +228,8 @@ test("a bad route config fails at start; the plugin needs a limiter", async () =
 });
 
 test("the README's Fastify recipe runs as written", async () => {
-  const { readFileSync, writeFileSync, rmSync } = await import("node:fs");
-  const { fileURLToPath } = await import("node:url");
-  const readme = readFileSync(fileURLToPath(new URL("../README.md", import.meta.url)), "utf8");
-  const block = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]).find((b) => b.includes("rateLimitPlugin"));
-  assert.ok(block, "the README has the Fastify recipe");
-  const code = block.replace('"redis://localhost:6379"', `"redis://127.0.0.1:${server.port}"`).replace("await app.listen({ port: 8080 });", 'await app.listen({ port: 0, host: "127.0.0.1" });\nexport { app, redis, limiter };');
-  assert.notEqual(code, block);
-  const file = fileURLToPath(new URL("./readme-fastify.tmp.mjs", import.meta.url));
-  writeFileSync(file, code);
-  let mod;
-  try {
-    mod = await import(file);
-  } finally {
-    rmSync(file);
-  }
+  const mod = await importReadmeBlock("rateLimitPlugin", "fastify", (block) =>
+    block.replace('"redis://localhost:6379"', `"redis://127.0.0.1:${server.port}"`).replace("await app.listen({ port: 8080 });", 'await app.listen({ port: 0, host: "127.0.0.1" });\nexport { app, redis, limiter };'));
   const base = `http://127.0.0.1:${mod.app.server.address().port}`;
   try {
     const got = [];
@@ -258,5 +246,25 @@ test("the README's Fastify recipe runs as written", async () => {
     await mod.app.close();
     mod.limiter.close();
     mod.redis.disconnect();
+  }
+});
+
+test("a cost or estimate resolver that gives nothing is a 400 naming the field, before any Redis call (not a charge of 1)", async () => {
+  const metered = new Policy("fy-m", { prefix: "fy-none:" }).quota("tokens", "UTC", "day", 1000, { cost: "estimate" });
+  const windowed = new Policy("fy-w", { prefix: "fy-none:" }).slidingWindow("w", 5, 60_000);
+  const n = (req) => (req.headers["x-n"] ? Number(req.headers["x-n"]) : undefined);
+  const s = await serve((app) => {
+    app.get("/estimate", { config: { rateLimit: { policy: metered, key: () => "k", estimate: n } } }, async () => ({}));
+    app.get("/cost", { config: { rateLimit: { policy: windowed, key: () => "k", cost: n } } }, async () => ({}));
+  });
+  try {
+    for (const [path, field] of [["/estimate", "estimate"], ["/cost", "cost"]]) {
+      const r = await s.get(path);
+      problemOf(r, 400, "bad-request");
+      assert.match(r.body.detail, new RegExp(field));
+    }
+    assert.equal((await s.get("/estimate", { "X-N": "10" })).status, 200);
+  } finally {
+    await s.close();
   }
 });

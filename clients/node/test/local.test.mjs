@@ -4,25 +4,13 @@
 // (sequences.test.mjs) show it decides as the module does.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { Policy } from "redis-ratelimit";
 import { LocalBackend, ManualClock } from "redis-ratelimit/local";
+import { importReadmeBlock } from "./support/readme.cjs";
 
 test("the README's endpoint test runs as written, without Redis", async () => {
-  const readme = readFileSync(fileURLToPath(new URL("../README.md", import.meta.url)), "utf8");
-  const block = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]).find((b) => b.includes("new LocalBackend()"));
-  assert.ok(block, "the README has the local backend example");
-  const code = block.replace('console.log(statuses.join(" ")); // 200 200 200 429 200', "export { statuses };");
-  assert.notEqual(code, block);
-  const file = fileURLToPath(new URL("./readme-local.tmp.mjs", import.meta.url));
-  writeFileSync(file, code);
-  let mod;
-  try {
-    mod = await import(file);
-  } finally {
-    rmSync(file);
-  }
+  const mod = await importReadmeBlock("new LocalBackend()", "local", (block) =>
+    block.replace('console.log(statuses.join(" ")); // 200 200 200 429 200', "export { statuses };"));
   assert.deepEqual(mod.statuses, [200, 200, 200, 429, 200]);
 });
 

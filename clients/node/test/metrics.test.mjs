@@ -14,6 +14,7 @@ import { PrometheusHooks } from "redis-ratelimit/prometheus";
 const require = createRequire(import.meta.url);
 const Redis = require("ioredis");
 const { Server, waitUntil } = require("./support/servers.cjs");
+const { importReadmeBlock } = require("./support/readme.cjs");
 
 class Reader extends MetricReader {
   constructor() {
@@ -143,24 +144,15 @@ test("hooks are checked when the limiter is made", () => {
 });
 
 test("the README's metrics block runs as written", async () => {
-  const { readFileSync, writeFileSync, rmSync } = await import("node:fs");
-  const { fileURLToPath } = await import("node:url");
-  const readme = readFileSync(fileURLToPath(new URL("../README.md", import.meta.url)), "utf8");
-  const block = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]).find((b) => b.includes("new PrometheusHooks("));
-  assert.ok(block, "the README has the metrics block");
-  const code = block.replace('"redis://localhost:6379"', `"redis://127.0.0.1:${server.port}"`) + "export { redis, limiter };\n";
-  assert.notEqual(code, block);
-  const file = fileURLToPath(new URL("./readme-metrics.tmp.mjs", import.meta.url));
-  writeFileSync(file, code);
   const printed = [];
   const log = console.log;
   console.log = (...args) => printed.push(args.join(" "));
   let mod;
   try {
-    mod = await import(file);
+    mod = await importReadmeBlock("new PrometheusHooks(", "metrics", (block) =>
+      block.replace('"redis://localhost:6379"', `"redis://127.0.0.1:${server.port}"`) + "export { redis, limiter };\n");
   } finally {
     console.log = log;
-    rmSync(file);
   }
   mod.limiter.close();
   mod.redis.disconnect();

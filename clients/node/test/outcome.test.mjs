@@ -5,8 +5,6 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import express from "express";
 import { Policy, RateLimiter, RateLimitedError } from "redis-ratelimit";
 import { rateLimit } from "redis-ratelimit/express";
@@ -14,6 +12,7 @@ import { rateLimit } from "redis-ratelimit/express";
 const require = createRequire(import.meta.url);
 const Redis = require("ioredis");
 const { Server } = require("./support/servers.cjs");
+const { importReadmeBlock } = require("./support/readme.cjs");
 
 let server;
 let redis;
@@ -95,19 +94,8 @@ test("express: a login lockout counting failed logins only (status >= 400)", asy
 });
 
 test("the README's text limits, failures-only login and unlock run as written", async () => {
-  const readme = readFileSync(fileURLToPath(new URL("../README.md", import.meta.url)), "utf8");
-  const block = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]).find((b) => b.includes('counts: "failures"'));
-  assert.ok(block, "the README has the failures-only example");
-  const code = block.replace('"redis://localhost:6379"', `"redis://127.0.0.1:${server.port}"`).replace('console.log(log.join(" "));', "export { log };");
-  assert.notEqual(code, block);
-  const file = fileURLToPath(new URL("./readme-peers.tmp.mjs", import.meta.url));
-  writeFileSync(file, code);
-  let mod;
-  try {
-    mod = await import(file);
-  } finally {
-    rmSync(file);
-  }
+  const mod = await importReadmeBlock('counts: "failures"', "peers", (block) =>
+    block.replace('"redis://localhost:6379"', `"redis://127.0.0.1:${server.port}"`).replace('console.log(log.join(" "));', "export { log };"));
   assert.equal(mod.log.join(" "), "welcome welcome welcome wrong wrong wrong locked 0 welcome 0 2");
 });
 

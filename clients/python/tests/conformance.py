@@ -103,6 +103,10 @@ class FakeRedis:
     def pipeline(self, transaction: bool = False) -> "FakePipeline":
         return FakePipeline(self)
 
+    def get_redis_connection(self, node: "FakeNode") -> "FakeRedis":
+        """As RedisCluster's: the client of one node (the fake itself)."""
+        return node.redis_connection
+
 
 class FakePipeline:
     def __init__(self, redis: FakeRedis) -> None:

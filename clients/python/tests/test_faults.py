@@ -289,6 +289,118 @@ async def test_a_primary_restarted_while_idle_decides_its_keys_by_redis_at_the_f
         sguard.limiter.redis.close()
 
 
+@pytest.mark.anyio
+async def test_a_live_primarys_keys_are_decided_by_redis_within_budget_right_after_traffic_hit_a_dead_one():
+    """One primary of three killed: the one redis-py's slot-table reload
+    asks its COMMAND table (its default node, slot 0's owner). Traffic then
+    hits it -- the limiter's first use (its module check) and redis-py's own
+    Cluster path (a health check, an admin call) -- and redis-py marks its
+    table for a reload. Keys on the live primaries are still decided by
+    Redis within the budget, leases released at close, only the dead
+    primary's circuit open, on both Cluster clients (the fault table's python
+    row: the asyncio client reloaded the table on the request path, the
+    reload failed on the dead node every time, and 'llm' on a live primary
+    answered 503 with that primary's circuit open)."""
+    with Cluster(3, args=["--cluster-require-full-coverage", "no"]) as cl:
+        dead = cl.slot_owner(0)
+        live = next(n for n in cl.nodes if n is not dead)
+        dead_name = f"127.0.0.1:{dead.port}"
+        p = Policy("livekeys", [sliding_window("w", 1000, timedelta(seconds=60)),
+                                concurrency("inflight", 1, timedelta(seconds=60))],
+                   budget=timedelta(milliseconds=500))
+        aclient = AsyncRedisCluster(host="127.0.0.1", port=live.port)
+        await aclient.initialize()  # the app started while every primary answered; no decision yet
+        aguard = AsyncGuard(AsyncRateLimiter(aclient), probe_interval=0.1)
+        sclient = RedisCluster(host="127.0.0.1", port=live.port, socket_timeout=0.5, socket_connect_timeout=0.5)
+        sguard = Guard(RateLimiter(sclient), probe_interval=0.1)
+        keys = [f"k{i}" for i in range(60)]
+        on_dead = [k for k in keys if aguard.limiter.node_name("{" + k + "}") == dead_name]
+        on_live = [k for k in keys if k not in on_dead][:8]
+        assert on_dead and on_live
+        dead.stop()
+
+        def leases_held(key: str) -> int:
+            c = RedisCluster(host="127.0.0.1", port=live.port, socket_timeout=10)  # cl.client() seeds node 0
+            try:
+                return 1 - c.execute_command("RL.LEASEPEEK", f"livekeys:{{{key}}}:inflight", "*", 1, "COST", 0)[3]
+            finally:
+                c.close()
+
+        # asyncio: the first use meets the dead primary, then redis-py's own path does.
+        assert await aguard.decide(p, on_dead[0]) is None
+        with pytest.raises(redis.exceptions.ConnectionError):
+            await aclient.execute_command("PING", target_nodes=aclient.get_node(node_name=dead_name))
+        for k in on_live:
+            t0 = time.monotonic()
+            d = await aguard.decide(p, k)
+            took = time.monotonic() - t0
+            assert d is not None and d.allowed, (k, d, aguard.health())
+            assert took < 0.5, (k, took)
+            await aguard.close(AsyncPermit(aguard.limiter, d), 0.5)
+            assert leases_held(k) == 0, k
+        assert aguard.health()["open"] == [dead_name]
+        # The probe's refused PINGs keep no connection object each (redis-py's ClusterNode leaked one per
+        # refused call out of its pool: 8 a second from a probe at 250 ms, for as long as the node is down).
+        pooled = len(aclient.get_node(node_name=dead_name)._connections)
+        for _ in range(50):
+            with pytest.raises(redis.exceptions.ConnectionError):
+                await aguard.limiter.ping_node(dead_name)
+        assert len(aclient.get_node(node_name=dead_name)._connections) <= pooled + 1
+
+        # sync: the same.
+        assert sguard.decide(p, on_dead[0]) is None
+        with pytest.raises(redis.exceptions.ConnectionError):
+            sclient.execute_command("PING", target_nodes=sclient.get_node(node_name=dead_name))
+        for k in on_live:
+            t0 = time.monotonic()
+            d = sguard.decide(p, k)
+            took = time.monotonic() - t0
+            assert d is not None and d.allowed, (k, d, sguard.health())
+            assert took < 0.5, (k, took)
+            sguard.close(Permit(sguard.limiter, d))
+            assert leases_held(k) == 0, k
+        assert sguard.health()["open"] == [dead_name]
+        await aclient.aclose()
+        sclient.close()
+
+
+@pytest.mark.anyio
+async def test_after_a_failover_the_dead_primarys_keys_are_decided_by_its_promoted_replica():
+    """The slot table is no longer reloaded on a call's time (above); the
+    circuit's probe learns a failover instead: once a live primary no
+    longer names the dead one, the table is loaded again and the dead
+    primary's keys go to the promoted replica -- decided by Redis within a
+    few probe rounds, not the Redis-down mode until the app restarts."""
+    with Cluster(3, args=["--cluster-node-timeout", "1000"]) as cl:
+        dead = cl.nodes[1]
+        replica = cl.add_replica(dead)
+        dead_name = f"127.0.0.1:{dead.port}"
+        p = Policy("failover", [sliding_window("w", 1000, timedelta(seconds=60))])
+        aguard = AsyncGuard(AsyncRateLimiter(AsyncRedisCluster(host="127.0.0.1", port=cl.nodes[0].port)),
+                            probe_interval=0.1)
+        sguard = Guard(RateLimiter(RedisCluster(host="127.0.0.1", port=cl.nodes[0].port, socket_timeout=0.5,
+                                                socket_connect_timeout=0.5)), probe_interval=0.1)
+        await aguard.limiter.ensure_module()
+        sguard.limiter.ensure_module()
+        key = next(k for k in (f"k{i}" for i in range(100)) if aguard.limiter.node_name("{" + k + "}") == dead_name)
+        dead.stop()
+        assert await aguard.decide(p, key) is None and sguard.decide(p, key) is None  # circuits open
+        deadline = time.monotonic() + 20
+        got = {"async": None, "sync": None}
+        while time.monotonic() < deadline and None in got.values():
+            await asyncio.sleep(0.2)
+            got["async"] = got["async"] or await aguard.decide(p, key)
+            got["sync"] = got["sync"] or await asyncio.to_thread(sguard.decide, p, key)
+        assert got["async"] is not None and got["sync"] is not None, got
+        new = f"127.0.0.1:{replica.port}"
+        assert aguard.limiter.node_name("{" + key + "}") == sguard.limiter.node_name("{" + key + "}") == new
+        while time.monotonic() < deadline and "DOWN" in (aguard.health()["status"], sguard.health()["status"]):
+            await asyncio.sleep(0.1)  # the dead primary's circuit: closed at its probe's next round
+        assert aguard.health()["status"] == sguard.health()["status"] == "UP"
+        await aguard.limiter.redis.aclose()
+        sguard.limiter.redis.close()
+
+
 # --- used(n) and renewal ---
 
 def test_used_rules(server):

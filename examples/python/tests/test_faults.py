@@ -4,19 +4,16 @@ changes nothing, part of a Cluster down, and the whole Cluster failed."""
 
 from __future__ import annotations
 
-import json
+import os
 import signal
 import threading
 import time
 
-import httpx
+import pytest
 from redis.crc import key_slot
 
-import os
-
-import pytest
-
 from conftest import App, Cluster, Server
+from services_http import items, stream, wait_until
 
 # This app's (app.py) checks; another example app run through these tests
 # (EXAMPLE_APP, e.g. the Django one) adds them when it serves endpoint 6.
@@ -26,39 +23,6 @@ pytestmark = pytest.mark.skipif(os.environ.get("EXAMPLE_APP", "app.py") != "app.
 LLM_POLICY = '"rate";q=60;w=60, "inflight";q=2, "tokens";q=100000;w=86400, "global";q=1000;w=60'
 
 
-def items(field: str | None) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for item in (field or "").split(","):
-        name, *params = item.strip().split(";")
-        if name:
-            out[json.loads(name)] = {k: int(v) for k, v in (p.split("=") for p in params)}
-    return out
-
-
-def stream(app: App, key: str, *, n: int = 1000, headers: dict[str, str] | None = None,
-           leave_after: int | None = None, answered: list[int] | None = None) -> dict:
-    """Endpoint 6, its body read line by line; ``leave_after`` lines: the client goes away;
-    ``answered`` gets the status as soon as the headers are in."""
-    h = {"X-Forwarded-For": "203.0.113.9", "X-Api-Key": key, "X-Zone": "UTC", **(headers or {})}
-    t0 = time.monotonic()
-    with httpx.Client(base_url=app.url, timeout=10) as c:
-        with c.stream("POST", "/llm/stream", json={"max_tokens": n}, headers=h) as r:
-            out = {"status": r.status_code, "headers": r.headers, "lines": [], "to_headers": time.monotonic() - t0}
-            if answered is not None:
-                answered.append(r.status_code)
-            if r.status_code != 200:
-                r.read()
-                return out
-            for line in r.iter_lines():
-                if not line:
-                    continue
-                out["lines"].append(json.loads(line))
-                out.setdefault("to_first_line", time.monotonic() - t0)
-                if leave_after is not None and len(out["lines"]) >= leave_after:
-                    return out  # leaving the block closes the connection
-    return out
-
-
 def llm_state(app: App, key: str) -> dict:
     """What /llm/complete reports for ``key`` now: its 1-token estimate counted, settled to 0 after."""
     r = app.http.post("/llm/complete", json={"max_tokens": 1},
@@ -66,13 +30,6 @@ def llm_state(app: App, key: str) -> dict:
                                "X-Forwarded-For": "203.0.113.9"})
     it = items(r.headers.get("ratelimit"))
     return {"status": r.status_code, "tokens": it.get("tokens", {}).get("r")}
-
-
-def wait_until(what, predicate, timeout=2.0):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
 
 
 def endpoint6(app: App) -> None:
@@ -92,7 +49,7 @@ def endpoint6(app: App) -> None:
     done: list[dict] = []
     answered: list[int] = []
     threads = [threading.Thread(target=lambda: done.append(
-        stream(app, "s2", headers={"X-Sleep-Ms": "4000", "X-Used-Tokens": "10"}, answered=answered)))
+        stream(app, "s2", headers={"X-Sleep-Ms": "4000", "X-Used-Tokens": "10"}, on_headers=answered.append)))
         for _ in range(2)]
     for t in threads:
         t.start()

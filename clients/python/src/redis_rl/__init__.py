@@ -6,14 +6,14 @@ from .client import AsyncRateLimiter, RateLimiter
 from .combined import PolicyCall
 from .commands import Bucket, Call, Clause, Period, Rule
 from .decisions import AllDecision, DayHourDecision, Decision, LeaseDecision, LockDecision, RuleState
-from .errors import LibraryNotLoadedError, ModuleNotLoadedError, RateLimitError, RedisUnavailableError
-from .policy import (FAIL_CLOSED, FAIL_OPEN, FailMode, Limit, Policy, PolicyDecision, concurrency, lockout, quota,
+from .errors import LibraryNotLoadedError, LocalBackendFullError, ModuleNotLoadedError, RateLimitError, RedisUnavailableError
+from .policy import (FAIL_CLOSED, FAIL_LOCAL, FAIL_OPEN, FailMode, Limit, Policy, PolicyDecision, concurrency, lockout, quota,
                      sliding_window, token_bucket)
 from .text import parse_limits
 from .scope import AsyncPermit, Permit, RateLimitExceeded
 
 __all__ = [
-    "FAIL_CLOSED", "FAIL_OPEN", "FailMode", "Limit", "Policy", "PolicyDecision", "concurrency", "lockout", "quota",
+    "FAIL_CLOSED", "FAIL_LOCAL", "FAIL_OPEN", "LocalBackendFullError", "FailMode", "Limit", "Policy", "PolicyDecision", "concurrency", "lockout", "quota",
     "sliding_window", "token_bucket", "PolicyCall", "AsyncPermit", "Permit", "RateLimitExceeded",
     "AllDecision", "AsyncRateLimiter", "Bucket", "Call", "Clause", "DayHourDecision", "Decision", "Duration",
     "LeaseDecision", "LibraryNotLoadedError", "LockDecision", "ModuleNotLoadedError", "Now", "Period", "RateLimitError", "RateLimiter", "RedisUnavailableError",

@@ -24,6 +24,7 @@ from redis.cluster import RedisCluster
 from .admin import AsyncKeyAdmin, KeyAdmin  # state, reset, penalty, reward
 from . import commands as c
 from .args import Duration, Now, Zone
+from .cluster_nodes import UNREACHABLE, node_command, node_pipeline, relearn, slot_primaries, slot_table
 from .combined import PolicyCall, combine, merge
 from .commands import Bucket, Call, Clause, Key, Mode, Period, Rule
 from .decisions import AllDecision, DayHourDecision, Decision, LeaseDecision, LockDecision
@@ -89,6 +90,15 @@ def _refuses_details(e: RateLimitError) -> bool:
     return "unknown option 'DETAILS'" in str(e)
 
 
+def _skipped(node: Any, e: BaseException) -> None:
+    # A primary that cannot be reached is left out of the first use's check
+    # (CLIENTS.md §3: the other primaries' keys are decided by Redis
+    # meanwhile); run time then meets it as any call does.
+    log.warning("redis_rl: primary %s not reachable at the first use's check (%s); its keys are decided by the "
+                "Redis-down mode until it answers, the module or library missing there is then met at run time",
+                node.name, e)
+
+
 def _module_loaded(reply: Any) -> bool:
     # COMMAND INFO answers [None] for an unknown command. (Sent as "COMMAND INFO"
     # so redis-py keeps the raw reply: its COMMAND parser fails on None.)
@@ -97,6 +107,9 @@ def _module_loaded(reply: Any) -> bool:
 
 class _Limiter:
     runtime_limits: Any = None  # the override store (redis_rl.overrides); None: off
+    # The ``local`` Redis-down mode's backend (redis_rl.local_mode.LocalMode); made with the default bounds on
+    # first use, or set before the first request for others.
+    local_mode: Any = None
 
     def __init__(self, client: Any, *, check_module: bool = True, hooks: Sequence[DecisionHooks] = (),
                  backend: str = "module") -> None:
@@ -134,9 +147,6 @@ class _Limiter:
     def _node(self, key: Key) -> Any:
         return self.redis.get_node_from_key(key)
 
-    def _target(self, key: Key) -> dict[str, Any]:
-        return {"target_nodes": self._node(key)} if self.cluster else {}
-
     def node_name(self, key: Key) -> str:
         """The name (host:port) of the node that serves ``key``: what the
         guard keeps one circuit per. ``"*"`` standalone, and while a
@@ -171,10 +181,32 @@ class RateLimiter(KeyAdmin, _Limiter):
         if self.cluster and name != "*":
             node = self.redis.get_node(node_name=name)
             if node is None:
-                raise redis.exceptions.ConnectionError(f"no node {name} in the slot table")
-            node.redis_connection.ping()  # not through the Cluster path (see _on_node)
+                return  # gone from the slot table (a failover learnt): it serves no key, its circuit closes
+            try:
+                self.redis.get_redis_connection(node).ping()  # not through the Cluster path (see _on_node)
+            except UNREACHABLE:
+                self._relearn(name)
+                raise
         else:
             self.redis.ping()
+
+    def _relearn(self, dead: str) -> None:
+        """The probe's part of a failover: when a live primary no longer
+        names ``dead`` as a primary (its replica was promoted), the slot
+        table is loaded again, here and not on a call's time; the keys then
+        go to their new primary (``node_name`` changes, so does their
+        circuit). Nothing while ``dead`` is still named: the table is right."""
+        for node in self.redis.get_primaries():
+            if node.name == dead:
+                continue
+            try:
+                reply = self.redis.get_redis_connection(node).execute_command("CLUSTER SLOTS")
+            except Exception:
+                continue
+            if dead not in slot_primaries(reply, node.host):
+                log.warning("redis_rl: %s no longer serves slots (a failover): slot table loaded again", dead)
+                self.redis.nodes_manager.initialize()
+            return
 
     def ensure_module(self) -> None:
         """Checks once that every primary has the backend's engine: the module
@@ -188,11 +220,36 @@ class RateLimiter(KeyAdmin, _Limiter):
             if not self._checked:
                 self._check_module()
 
+    def _at(self, node: Any, *args: Any) -> Any:
+        """``args`` on ``node`` (a Cluster primary; None: the server), straight
+        to it as ``_on_node`` sends decisions: redis-py's Cluster path reloads
+        the slot table on the caller's time when the node refuses."""
+        if node is None:
+            return self.redis.execute_command(*args)
+        return self.redis.get_redis_connection(node).execute_command(*args)
+
+    def _reachable(self) -> list[Any]:
+        """The primaries that answer a PING (None standalone); an unreachable
+        one is logged and left out, unless none answers (raised)."""
+        if not self.cluster:
+            return [None]
+        nodes, error = [], None
+        for node in self.redis.get_primaries():
+            try:
+                self._at(node, "PING")
+            except UNREACHABLE as e:
+                _skipped(node, e)
+                error = e
+                continue
+            nodes.append(node)
+        if not nodes and error is not None:
+            raise error
+        return nodes
+
     def _check_module(self) -> None:
-        nodes = self.redis.get_primaries() if self.cluster else [None]
+        nodes = self._reachable()
         if self.backend_setting != "functions":
-            missing = [node for node in nodes if not _module_loaded(
-                self.redis.execute_command("COMMAND INFO", "RL.ALL", **_on(node)))]
+            missing = [node for node in nodes if not _module_loaded(self._at(node, "COMMAND INFO", "RL.ALL"))]
             if missing and self.backend_setting == "module":
                 raise ModuleNotLoadedError(f"at {missing[0].name}" if missing[0] is not None else "")
             self.backend = "functions" if missing else "module"
@@ -201,9 +258,12 @@ class RateLimiter(KeyAdmin, _Limiter):
                 self.ensure_library(node)
         try:
             probe = self._wire(_PROBE)
-            self.details_supported = len(self.redis.execute_command(*probe, **self._target("rl:probe"))) > 7
+            self.details_supported = len(self._on_node(probe, "rl:probe") if self.cluster
+                                         else self.redis.execute_command(*probe)) > 7
         except redis.exceptions.ResponseError as e:
             self.details_supported = _details_after_probe_error(e)
+        except UNREACHABLE:  # the probe's primary is the one down: DETAILS until an engine refuses it (decide)
+            self.details_supported = True
         self._checked = True
 
     def ensure_library(self, node: Any = None) -> None:
@@ -211,7 +271,7 @@ class RateLimiter(KeyAdmin, _Limiter):
         unless it has this package's version or a newer one (``rl_version``)."""
         want = version_of(library())
         try:
-            have = int(self.redis.execute_command("FCALL", "rl_version", 0, **_on(node)))
+            have = int(self._at(node, "FCALL", "rl_version", 0))
         except redis.exceptions.ResponseError as e:
             if not is_function_missing(str(e)):
                 raise _server_error(e) from None
@@ -219,7 +279,7 @@ class RateLimiter(KeyAdmin, _Limiter):
         if have >= want:
             return
         try:
-            self.redis.execute_command("FUNCTION LOAD", "REPLACE", library(), **_on(node))
+            self._at(node, "FUNCTION LOAD", "REPLACE", library())
         except redis.exceptions.ResponseError as e:
             raise _load_error(e, node, have) from None
         log.info("redis_rl: Functions library %d loaded%s (was %s)", want,
@@ -238,8 +298,8 @@ class RateLimiter(KeyAdmin, _Limiter):
             nodes = self.redis.get_primaries() if self.cluster else [None]
             for node in nodes:
                 if self.backend == "functions":
-                    self.redis.execute_command("FCALL", "rl_version", 0, **_on(node))
-                elif not _module_loaded(self.redis.execute_command("COMMAND INFO", "RL.ALL", **_on(node))):
+                    self._at(node, "FCALL", "rl_version", 0)
+                elif not _module_loaded(self._at(node, "COMMAND INFO", "RL.ALL")):
                     raise ModuleNotLoadedError(f"at {node.name}" if node is not None else "")
         except Exception as e:
             return _health_down(self.backend, e)
@@ -287,7 +347,7 @@ class RateLimiter(KeyAdmin, _Limiter):
         # test_a_primary_restarted_while_idle_...).
         node = self._node(key)
         try:
-            return node.redis_connection.execute_command(*args)
+            return self.redis.get_redis_connection(node).execute_command(*args)
         except (redis.exceptions.MovedError, redis.exceptions.AskError):
             return self.redis.execute_command(*args, target_nodes=node)
 
@@ -324,7 +384,7 @@ class RateLimiter(KeyAdmin, _Limiter):
             by_node.setdefault(node.name, (node, []))[1].append(i)
         replies: list[Any] = [None] * len(calls)
         for node, idx in by_node.values():
-            pipe = node.redis_connection.pipeline(transaction=False)
+            pipe = self.redis.get_redis_connection(node).pipeline(transaction=False)
             for i in idx:
                 pipe.execute_command(*self._wire(calls[i].args))
             for i, reply in zip(idx, pipe.execute(raise_on_error=False)):
@@ -476,29 +536,6 @@ class RateLimiter(KeyAdmin, _Limiter):
         return Acquire(self, None, "", {}, list(calls))
 
 
-async def _node_command(node: Any, args: tuple[Any, ...]) -> Any:
-    """``args`` on an asyncio ``ClusterNode``, sent once more on a fresh
-    connection when the connection breaks (as the standalone client's
-    ``Retry(NoBackoff(), 1)`` on ``ConnectionError``). ClusterNode hands out
-    its pooled sockets unchecked (no pool health check as redis-py's sync
-    ConnectionPool does), so after the node restarted every idle one is dead:
-    they are disconnected (reconnected on next use), those in use by other
-    calls left alone. A node really down refuses the second connection at
-    once. Not on TimeoutError: a timed-out call may have run (the guard gives
-    a late admission back)."""
-    try:
-        return await node.execute_command(*args)
-    except redis.exceptions.ConnectionError:
-        idle = list(node._free)  # ClusterNode has no API for its idle connections
-        node._free.clear()  # none handed out while being disconnected
-        try:
-            for connection in idle:
-                await connection.disconnect(nowait=True)
-        finally:
-            node._free.extend(idle)
-        return await node.execute_command(*args)
-
-
 class AsyncRateLimiter(AsyncKeyAdmin, _Limiter):
     """Typed RL commands over ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``."""
 
@@ -514,9 +551,33 @@ class AsyncRateLimiter(AsyncKeyAdmin, _Limiter):
     async def _primaries(self) -> list[Any]:
         if not self.cluster:
             return [None]
-        if not self.redis.get_primaries():
-            await self.redis.initialize()
+        await slot_table(self.redis)
         return list(self.redis.get_primaries())
+
+    async def _at(self, node: Any, *args: Any) -> Any:
+        """As ``RateLimiter._at`` (redis-py's asyncio Cluster path disconnects
+        every node when one refuses, failing live primaries' calls in flight)."""
+        if node is None:
+            return await self.redis.execute_command(*args)
+        return await node_command(node, args)
+
+    async def _reachable(self) -> list[Any]:
+        """As ``RateLimiter._reachable``."""
+        nodes = await self._primaries()
+        if not self.cluster:
+            return nodes
+        answered = await asyncio.gather(*(self._at(node, "PING") for node in nodes), return_exceptions=True)
+        up = []
+        for node, reply in zip(nodes, answered):
+            if isinstance(reply, UNREACHABLE):
+                _skipped(node, reply)
+            elif isinstance(reply, BaseException):
+                raise reply
+            else:
+                up.append(node)
+        if not up:
+            raise next(r for r in answered if isinstance(r, BaseException))
+        return up
 
     async def ping_node(self, name: str) -> None:
         """PING the node ``name`` (``node_name``), or the server / the
@@ -524,8 +585,12 @@ class AsyncRateLimiter(AsyncKeyAdmin, _Limiter):
         if self.cluster and name != "*":
             node = self.redis.get_node(node_name=name)
             if node is None:
-                raise redis.exceptions.ConnectionError(f"no node {name} in the slot table")
-            await _node_command(node, ("PING",))  # not through the Cluster path (see _on_node)
+                return  # gone from the slot table (a failover learnt): as the sync ping_node
+            try:
+                await node_command(node, ("PING",))  # not through the Cluster path (see _on_node)
+            except UNREACHABLE:
+                await relearn(self.redis, name)
+                raise
         elif self.cluster:
             await self.redis.initialize()
             await self.redis.execute_command("PING", target_nodes=RedisCluster.RANDOM)
@@ -542,12 +607,9 @@ class AsyncRateLimiter(AsyncKeyAdmin, _Limiter):
         await asyncio.shield(self._checking)
 
     async def _check_module(self) -> None:
-        if self.cluster:
-            await self.redis.initialize()
-        nodes = await self._primaries()
+        nodes = await self._reachable()
         if self.backend_setting != "functions":
-            missing = [node for node in nodes if not _module_loaded(
-                await self.redis.execute_command("COMMAND INFO", "RL.ALL", **_on(node)))]
+            missing = [node for node in nodes if not _module_loaded(await self._at(node, "COMMAND INFO", "RL.ALL"))]
             if missing and self.backend_setting == "module":
                 raise ModuleNotLoadedError(f"at {missing[0].name}" if missing[0] is not None else "")
             self.backend = "functions" if missing else "module"
@@ -556,16 +618,19 @@ class AsyncRateLimiter(AsyncKeyAdmin, _Limiter):
                 await self.ensure_library(node)
         try:
             probe = self._wire(_PROBE)
-            self.details_supported = len(await self.redis.execute_command(*probe, **self._target("rl:probe"))) > 7
+            self.details_supported = len(await self._on_node(probe, "rl:probe") if self.cluster
+                                         else await self.redis.execute_command(*probe)) > 7
         except redis.exceptions.ResponseError as e:
             self.details_supported = _details_after_probe_error(e)
+        except UNREACHABLE:  # as the sync check
+            self.details_supported = True
         self._checked = True
 
     async def ensure_library(self, node: Any = None) -> None:
         """As ``RateLimiter.ensure_library``."""
         want = version_of(library())
         try:
-            have = int(await self.redis.execute_command("FCALL", "rl_version", 0, **_on(node)))
+            have = int(await self._at(node, "FCALL", "rl_version", 0))
         except redis.exceptions.ResponseError as e:
             if not is_function_missing(str(e)):
                 raise _server_error(e) from None
@@ -573,7 +638,7 @@ class AsyncRateLimiter(AsyncKeyAdmin, _Limiter):
         if have >= want:
             return
         try:
-            await self.redis.execute_command("FUNCTION LOAD", "REPLACE", library(), **_on(node))
+            await self._at(node, "FUNCTION LOAD", "REPLACE", library())
         except redis.exceptions.ResponseError as e:
             raise _load_error(e, node, have) from None
         log.info("redis_rl: Functions library %d loaded%s (was %s)", want,
@@ -586,8 +651,8 @@ class AsyncRateLimiter(AsyncKeyAdmin, _Limiter):
                 await self.ensure_module()
             for node in await self._primaries():
                 if self.backend == "functions":
-                    await self.redis.execute_command("FCALL", "rl_version", 0, **_on(node))
-                elif not _module_loaded(await self.redis.execute_command("COMMAND INFO", "RL.ALL", **_on(node))):
+                    await self._at(node, "FCALL", "rl_version", 0)
+                elif not _module_loaded(await self._at(node, "COMMAND INFO", "RL.ALL")):
                     raise ModuleNotLoadedError(f"at {node.name}" if node is not None else "")
         except Exception as e:
             return _health_down(self.backend, e)
@@ -628,11 +693,10 @@ class AsyncRateLimiter(AsyncKeyAdmin, _Limiter):
         # ``aclose``), failing the calls in flight on the live primaries too
         # (one dead primary of three gave ~100% 503s); a MOVED/ASK (slots
         # moved) goes through it, which follows the redirect and relearns.
-        if getattr(self.redis, "_initialize", False):
-            await self.redis.initialize()
+        await slot_table(self.redis)
         node = self._node(key)
         try:
-            return await _node_command(node, args)
+            return await node_command(node, args)
         except (redis.exceptions.MovedError, redis.exceptions.AskError):
             return await self.redis.execute_command(*args, target_nodes=node)
 
@@ -641,10 +705,7 @@ class AsyncRateLimiter(AsyncKeyAdmin, _Limiter):
             return []
         if not self._checked:
             await self.ensure_module()
-        pipe = self.redis.pipeline(transaction=False) if not self.cluster else self.redis.pipeline()
-        for call in calls:  # under Cluster each to its key's node (the pipeline groups them)
-            pipe.execute_command(*self._wire(call.args), **self._target(call.key))
-        replies = list(await pipe.execute(raise_on_error=False))
+        replies = await self._pipelined(calls)
         for i, reply in enumerate(replies):  # repaired and sent once more, alone (as the sync run_many)
             if isinstance(reply, redis.exceptions.ResponseError) and self._recovers(server_text(reply)):
                 await self._repair(server_text(reply), calls[i])
@@ -653,6 +714,36 @@ class AsyncRateLimiter(AsyncKeyAdmin, _Limiter):
                 except redis.exceptions.ResponseError as e:
                     replies[i] = e
         return _parse_all(calls, replies)
+
+    async def _pipelined(self, calls: Sequence[Call]) -> list[Any]:
+        if not self.cluster:
+            pipe = self.redis.pipeline(transaction=False)
+            for call in calls:
+                pipe.execute_command(*self._wire(call.args))
+            return list(await pipe.execute(raise_on_error=False))
+        # Under Cluster one pipeline per node, straight to it (as the sync
+        # ``_pipelined``): redis-py's ClusterPipeline reloads the slot table
+        # first when flagged (failing while the primary it asks is dead) and
+        # answers a refused node by disconnecting every node.
+        await slot_table(self.redis)
+        by_node: dict[str, tuple[Any, list[int]]] = {}
+        for i, call in enumerate(calls):
+            node = self._node(call.key)
+            by_node.setdefault(node.name, (node, []))[1].append(i)
+        replies: list[Any] = [None] * len(calls)
+        done = await asyncio.gather(*(node_pipeline(node, [self._wire(calls[i].args) for i in idx])
+                                      for node, idx in by_node.values()), return_exceptions=True)
+        for (node, idx), got in zip(by_node.values(), done):
+            if isinstance(got, BaseException):
+                raise got
+            for i, reply in zip(idx, got):
+                if isinstance(reply, (redis.exceptions.MovedError, redis.exceptions.AskError)):
+                    try:  # slots moved: redis-py's path follows and relearns
+                        reply = await self.redis.execute_command(*self._wire(calls[i].args))
+                    except redis.exceptions.ResponseError as e:
+                        reply = e
+                replies[i] = reply
+        return replies
 
     async def check(self, key: Key, rules: Sequence[Rule], *, cost: int = 1, mode: Mode = None,
                     now: Now = None) -> Decision:
@@ -781,10 +872,6 @@ class AsyncRateLimiter(AsyncKeyAdmin, _Limiter):
     def acquire_all(self, calls: Sequence[PolicyCall]) -> AsyncAcquire:
         """``async with rl.acquire_all([p1.bind(ip), p2.bind(user)]) as permit: ...``."""
         return AsyncAcquire(self, None, "", {}, list(calls))
-
-
-def _on(node: Any) -> dict[str, Any]:
-    return {"target_nodes": node} if node is not None else {}
 
 
 def _load_error(e: redis.exceptions.ResponseError, node: Any, have: int) -> RateLimitError:

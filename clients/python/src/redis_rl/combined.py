@@ -33,7 +33,7 @@ from . import args as a
 from . import commands as c
 from .commands import Call, Clause
 from .decisions import AllDecision
-from .policy import FAIL_CLOSED, FAIL_OPEN, Limit, Plan, Policy, PolicyDecision, real_clause
+from .policy import FAIL_CLOSED, FAIL_LOCAL, FAIL_OPEN, Limit, Plan, Policy, PolicyDecision, real_clause
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,8 @@ class CombinedPolicy(Policy):
         set_(self, "limits", tuple(limits))
         set_(self, "prefix", "")
         set_(self, "tag", None)
-        set_(self, "fail", FAIL_CLOSED if any(p.fail == FAIL_CLOSED for p in policies) else FAIL_OPEN)
+        set_(self, "fail", FAIL_CLOSED if any(p.fail == FAIL_CLOSED for p in policies)
+             else FAIL_LOCAL if any(p.fail == FAIL_LOCAL for p in policies) else FAIL_OPEN)
         set_(self, "budget", min(p.budget for p in policies))
         set_(self, "inflight_retry_after", min(p.inflight_retry_after for p in policies))
         set_(self, "groups", tuple(groups))

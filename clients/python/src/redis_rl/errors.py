@@ -37,5 +37,18 @@ class RedisUnavailableError(RateLimitError):
     policy's Redis-down mode, never a 500."""
 
 
+class LocalBackendFullError(RateLimitError):
+    """The local backend refused a command that would grow it past its
+    bound (nothing the command did is kept): the ``local`` Redis-down mode
+    answers a refusal whose retry-after is ``retry_after_ms`` — until the
+    earliest key expires (1 s when none expires). Java's
+    ``LocalBackendFullException``, Node's ``LocalBackendFullError``."""
+
+    def __init__(self, retry_after_ms: int, max_keys: int, max_entries: int) -> None:
+        self.retry_after_ms = retry_after_ms
+        super().__init__(f"the local backend is full ({max_keys} keys, {max_entries} entries): "
+                         f"retry after {retry_after_ms} ms")
+
+
 # The error codes that mean "unavailable now", not "your call is wrong".
 UNAVAILABLE_CODES = ("CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "LOADING")

@@ -10,7 +10,12 @@ within 2 s). Keys on the other nodes are decided by Redis meanwhile.
 A reply that lands after the budget (within ``LATE_REPLY_WAIT``, 60 s) is
 given back whole: one ``RL.ALL ... REFUND`` of the same clauses. A reply
 already received when the budget is checked is used (the app's own event
-loop stalled; Redis was fine)."""
+loop stalled; Redis was fine).
+
+Whenever Redis cannot decide, a policy with ``fail="local"`` is decided here
+on this process's local backend (``redis_rl.local_mode``); the guard returns
+None (the adapters fail open or closed) when a policy of the call fails
+closed or none is local."""
 
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ from .client import AsyncRateLimiter, RateLimiter
 from .combined import PolicyCall
 from .commands import Call
 from . import hooks
+from . import local_mode
 from .errors import ModuleNotLoadedError, RateLimitError, RedisUnavailableError
 from .policy import Policy, PolicyDecision
 from .scope import AsyncPermit, Permit, give_back_when_landed
@@ -233,6 +239,12 @@ class _Circuits:
         hooks.decided(getattr(self.limiter, "hooks", ()), policies, decision, time.perf_counter() - t0)
         return decision
 
+    def _down(self, policies: Sequence[Policy], t0: float, local: PolicyDecision | None) -> PolicyDecision | None:
+        """Redis could not decide: the hooks hear ``unavailable`` (mode ``local`` when the local mode
+        decided, as in Node); the local decision (or None: open/closed) is passed on."""
+        self._seen(policies, None, t0)
+        return local
+
 
 class AsyncGuard(_Circuits):
     def __init__(self, limiter: AsyncRateLimiter, *, probe_interval: float = 0.25,
@@ -258,10 +270,13 @@ class AsyncGuard(_Circuits):
         t0 = time.perf_counter()
         circuits = self._nodes([_slot_key(policy, key)]) if isinstance(key, str) else self._nodes(["*"])
         if self._any_open(circuits):
-            return self._seen([policy], None, t0)
+            return self._down([policy], t0, await self._local([local_mode.bound(policy, key, kw)]))
         kw = _with_token(policy, kw)
-        return self._seen([policy], await self._guarded(self.limiter.decide(policy, key, **kw), policy.budget,
-                                                        lambda: _releases(policy, key, kw), circuits), t0)
+        decision = await self._guarded(self.limiter.decide(policy, key, **kw), policy.budget,
+                                       lambda: _releases(policy, key, kw), circuits)
+        if decision is None:
+            return self._down([policy], t0, await self._local([local_mode.bound(policy, key, kw)]))
+        return self._seen([policy], decision, t0)
 
     async def decide_all(self, calls: Sequence[PolicyCall]) -> PolicyDecision | None:
         """``decide`` for several policies bound to their keys, in one
@@ -271,11 +286,18 @@ class AsyncGuard(_Circuits):
         policies = [x.policy for x in calls]
         circuits = self._nodes([_slot_key(x.policy, x.key) if isinstance(x.key, str) else "*" for x in calls])
         if self._any_open(circuits):
-            return self._seen(policies, None, t0)
+            return self._down(policies, t0, await self._local(calls))
         token = _token_for(calls)
-        return self._seen(policies, await self._guarded(self.limiter.decide_all(calls, token=token),
-                                                        min(x.policy.budget for x in calls),
-                                                        lambda: _all_releases(calls, token), circuits), t0)
+        decision = await self._guarded(self.limiter.decide_all(calls, token=token),
+                                       min(x.policy.budget for x in calls), lambda: _all_releases(calls, token),
+                                       circuits)
+        if decision is None:
+            return self._down(policies, t0, await self._local(calls))
+        return self._seen(policies, decision, t0)
+
+    async def _local(self, calls: Sequence[PolicyCall]) -> PolicyDecision | None:
+        """Redis cannot decide: the ``local`` policies decided on the local backend (None: open or closed)."""
+        return await local_mode.decide_async(self.limiter, calls)
 
     async def _guarded(self, deciding: Awaitable[PolicyDecision], budget: timedelta,
                        releases: Callable[[], list[Call]], circuits: list[_Circuit]) -> PolicyDecision | None:
@@ -441,10 +463,13 @@ class Guard(_Circuits):
         t0 = time.perf_counter()
         circuits = self._nodes([_slot_key(policy, key)]) if isinstance(key, str) else self._nodes(["*"])
         if self._any_open(circuits):
-            return self._seen([policy], None, t0)
+            return self._down([policy], t0, self._local([local_mode.bound(policy, key, kw)]))
         kw = _with_token(policy, kw)
-        return self._seen([policy], self._guarded(lambda: self.limiter.decide(policy, key, **kw),
-                                                  lambda: _releases(policy, key, kw), circuits), t0)
+        decision = self._guarded(lambda: self.limiter.decide(policy, key, **kw), lambda: _releases(policy, key, kw),
+                                 circuits)
+        if decision is None:
+            return self._down([policy], t0, self._local([local_mode.bound(policy, key, kw)]))
+        return self._seen([policy], decision, t0)
 
     def decide_all(self, calls: Sequence[PolicyCall]) -> PolicyDecision | None:
         """``decide`` for several policies in one decision (``RateLimiter.decide_all``)."""
@@ -452,10 +477,17 @@ class Guard(_Circuits):
         policies = [x.policy for x in calls]
         circuits = self._nodes([_slot_key(x.policy, x.key) if isinstance(x.key, str) else "*" for x in calls])
         if self._any_open(circuits):
-            return self._seen(policies, None, t0)
+            return self._down(policies, t0, self._local(calls))
         token = _token_for(calls)
-        return self._seen(policies, self._guarded(lambda: self.limiter.decide_all(calls, token=token),
-                                                  lambda: _all_releases(calls, token), circuits), t0)
+        decision = self._guarded(lambda: self.limiter.decide_all(calls, token=token),
+                                 lambda: _all_releases(calls, token), circuits)
+        if decision is None:
+            return self._down(policies, t0, self._local(calls))
+        return self._seen(policies, decision, t0)
+
+    def _local(self, calls: Sequence[PolicyCall]) -> PolicyDecision | None:
+        """Redis cannot decide: the ``local`` policies decided on the local backend (None: open or closed)."""
+        return local_mode.decide(self.limiter, calls)
 
     def _guarded(self, decide: Callable[[], PolicyDecision], releases: Callable[[], list[Call]],
                  circuits: list[_Circuit]) -> PolicyDecision | None:

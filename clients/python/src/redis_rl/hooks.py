@@ -5,7 +5,8 @@ thread or task (keep it cheap), of
 
 - every decision (``DecisionEvent``): ``admitted``, ``refused`` (with the
   binding limit's name), or ``unavailable`` (Redis could not decide: the
-  policy's Redis-down ``mode``, ``fail_open`` or ``fail_closed``, answered),
+  policy's Redis-down ``mode``, ``fail_open``, ``fail_closed`` or ``local``
+  — decided on this process's local backend — answered),
   and how long it took (the Redis round trip included, seconds);
 - every late give-back (``LateGiveBack``): an admission whose reply landed
   after its budget, whose lease and estimate were given back at once.
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("redis_rl")
 
 Outcome = Literal["admitted", "refused", "unavailable"]
-Mode = Literal["fail_open", "fail_closed"]
+Mode = Literal["fail_open", "fail_closed", "local"]
 
 
 @dataclass(frozen=True)
@@ -81,9 +82,10 @@ def decided(hooks: Sequence[DecisionHooks], policies: "Sequence[Policy]", decisi
     if not hooks:
         return
     if decision is None:
-        closed = any(p.fail == "closed" for p in policies)  # as CombinedPolicy fails
-        event = DecisionEvent("+".join(p.name for p in policies), "unavailable", None,
-                              "fail_closed" if closed else "fail_open", seconds)
+        # as CombinedPolicy fails: closed if any is, else local if any is
+        mode: Mode = ("fail_closed" if any(p.fail == "closed" for p in policies)
+                      else "local" if any(p.fail == "local" for p in policies) else "fail_open")
+        event = DecisionEvent("+".join(p.name for p in policies), "unavailable", None, mode, seconds)
     elif decision.limited:
         event = DecisionEvent(decision.policy.name, "refused", decision.binding, None, seconds)
     else:

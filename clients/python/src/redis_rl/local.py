@@ -14,7 +14,18 @@ The clock is injectable (``ManualClock``): ``now = *`` is its time, and keys
 expire by it. What it does not do: argument validation beyond what the
 client already refuses (it trusts the client's argv), key expiries on SPEC's
 grid (it keeps the exact expiry: no decision depends on the grid), Cluster,
-replication, memory limits. It is one process's memory: not a shared limit.
+replication. It is one process's memory: not a shared limit.
+
+It is also what the ``local`` Redis-down mode decides on (``FAIL_LOCAL``,
+module ``redis_rl.local_mode``): the same commands the limiter sends to
+Redis, so the same decisions, costs, estimates, leases and ``Retry-After``.
+For that its memory is bounded (``max_keys`` keys, ``max_entries`` entries:
+a sorted-set member per unit of a window or lease, a hash field, a string):
+a key is dropped only when it expires, as in Redis, never to make room; a
+command that would grow it past the bound is undone and raises
+``LocalBackendFullError`` (its ``retry_after_ms``: until the earliest key
+expires), which the local mode answers as a refusal. The same bounds and
+error as the Java and Node local backends.
 """
 
 from __future__ import annotations
@@ -30,7 +41,14 @@ from typing import Any, Callable
 import redis
 import redis.asyncio
 
-__all__ = ["LocalRedis", "AsyncLocalRedis", "LocalEngine", "ManualClock"]
+from .errors import LocalBackendFullError
+
+__all__ = ["LocalRedis", "AsyncLocalRedis", "LocalEngine", "ManualClock", "LocalBackendFullError",
+           "DEFAULT_MAX_KEYS", "DEFAULT_MAX_ENTRIES"]
+
+DEFAULT_MAX_KEYS = 100_000  # keys held at once
+DEFAULT_MAX_ENTRIES = 1_000_000  # sorted-set members (one per unit of a window or lease), hash fields, strings
+_GROWING = frozenset(("RL.CHECK", "RL.THROTTLE", "RL.QUOTA", "RL.LEASE", "RL.ALL", "RL.LOCKCOUNT"))
 
 Clock = Callable[[], int]
 Row = list[int]  # [limited, rule, limit, remaining, retry_after, reset_after]
@@ -91,11 +109,24 @@ def _binding(rows: list[Row], admitted: bool, per: int = 1) -> int:
 class LocalEngine:
     """The keyspace and the commands; thread-safe (one lock, as Redis is one thread)."""
 
-    def __init__(self, clock: Clock | None = None) -> None:
+    def __init__(self, clock: Clock | None = None, *, max_keys: int = DEFAULT_MAX_KEYS,
+                 max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
+        if not (isinstance(max_keys, int) and isinstance(max_entries, int) and max_keys >= 1 and max_entries >= 1):
+            raise ValueError("local backend bounds must be at least 1")
         self.clock: Clock = clock or (lambda: time.time_ns() // _NS)
         self.keys: dict[str, _Key] = {}
+        self.max_keys, self.max_entries = max_keys, max_entries
+        self.entries = 0  # kept up to date per command from the keys it touches
+        self._next_sweep = 0  # no scan for expired keys before this time (ms): the earliest expiry last seen
         self._names = itertools.count(1)
         self._lock = threading.Lock()
+
+    def reset(self) -> None:
+        """Forgets every key (the clock stays)."""
+        with self._lock:
+            self.keys.clear()
+            self.entries = 0
+            self._next_sweep = 0
 
     # --- keyspace ---
     def _get(self, key: str, t: int) -> _Key | None:
@@ -125,7 +156,66 @@ class LocalEngine:
     def execute(self, *argv: Any) -> Any:
         args = [a.decode() if isinstance(a, bytes) else str(a) for a in argv]
         with self._lock:
-            return self._execute(args)
+            return self._bounded(args)
+
+    # --- bounded memory ---
+    def _bounded(self, args: list[str]) -> Any:
+        """Runs a command keeping the count of entries; near the bound the
+        keys it touches are saved first and put back when it grew past the
+        bound (``LocalBackendFullError``). Only expired keys are ever dropped
+        to make room."""
+        name = args[0].upper()
+        touched = _touched(name, args)
+        grows = name in _GROWING and args[-1].upper() != "REFUND" and not (
+            name == "RL.ALL" and len(args) > 1 and args[-2].upper() == "REFUND")
+        t = self.clock()
+        margin = _margin(args)
+        saved: dict[str, _Key | None] | None = None
+        if grows and (len(self.keys) + len(touched) > self.max_keys or self.entries + margin > self.max_entries):
+            self._sweep(t)
+            if len(self.keys) + len(touched) > self.max_keys or self.entries + margin > self.max_entries:
+                saved = {}
+                for k in touched:
+                    old = self.keys.get(k)
+                    saved[k] = None if old is None else _Key(old.kind, _copy(old.value), old.expire_at)
+        before = self._weight(touched)
+        try:
+            reply = self._execute(args)
+        finally:
+            self.entries += self._weight(touched) - before
+        after = self._weight(touched)
+        if saved is not None and (len(self.keys) > self.max_keys or (after > before and self.entries > self.max_entries)):
+            self.entries -= after - before
+            for k, v in saved.items():
+                if v is None:
+                    self.keys.pop(k, None)
+                else:
+                    self.keys[k] = v
+            raise LocalBackendFullError(1000 if self._next_sweep <= t else self._next_sweep - t,
+                                        self.max_keys, self.max_entries)
+        return reply
+
+    def _weight(self, touched: list[str]) -> int:
+        w = 0
+        for k in touched:
+            v = self.keys.get(k)
+            if v is not None:
+                w += len(v.value) if isinstance(v.value, dict) else 1
+        return w
+
+    def _sweep(self, t: int) -> None:
+        """Drops every expired key (at most one scan until the earliest expiry the last one saw)."""
+        if t < self._next_sweep:
+            return
+        earliest = None
+        for k in list(self.keys):
+            v = self.keys[k]
+            if v.expire_at is not None and v.expire_at <= t:
+                self.entries -= len(v.value) if isinstance(v.value, dict) else 1
+                del self.keys[k]
+            elif v.expire_at is not None:
+                earliest = v.expire_at if earliest is None else min(earliest, v.expire_at)
+        self._next_sweep = 0 if earliest is None else earliest  # nothing expires: scan again next time
 
     def _execute(self, args: list[str]) -> Any:
         name = args[0].upper()
@@ -483,6 +573,34 @@ class LocalEngine:
         if details:
             reply.extend([[[r[0], k + 1, *r[2:]] for k, r in enumerate(c.rows)] for c in clauses])
         return reply
+
+
+def _touched(name: str, args: list[str]) -> list[str]:
+    """The keys a command reads or writes."""
+    if name in ("RL.ALL", "RL.ALLPEEK"):
+        out = args[2:2 + int(args[1])]
+    elif name == "RL.LOCKCOUNT":
+        out = args[1:3]
+    elif name in ("DEL", "EXISTS"):
+        out = args[1:]
+    elif name in ("PING", "COMMAND", "COMMAND INFO"):
+        out = []
+    else:
+        out = args[1:2]
+    return list(dict.fromkeys(out))
+
+
+def _margin(args: list[str]) -> int:
+    """The most entries a command can add: a member per unit of COST, a field or string per argument."""
+    m = len(args)
+    for i in range(len(args) - 1):
+        if args[i].upper() == "COST" and args[i + 1].isdigit():
+            m += int(args[i + 1])
+    return m
+
+
+def _copy(value: Any) -> Any:
+    return dict(value) if isinstance(value, dict) else value
 
 
 def _ceil_div_f(x: float) -> int:

@@ -26,6 +26,7 @@ import redis
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 
 from . import args as a
+from .cluster_nodes import node_command, slot_table
 from .policy import Limit, Policy
 
 log = logging.getLogger("redis_rl")
@@ -199,18 +200,16 @@ def _refresh_forever(ref: "weakref.ref[RuntimeLimits]", prefix: str, first: thre
 
 
 async def _hgetall(client: Any, key: str) -> Any:
-    """HGETALL ``key``; under an asyncio Cluster straight to its primary:
-    redis-py's Cluster path answers a refused connection by disconnecting
-    every node, so reading this hash while its primary is down failed the
-    decisions in flight on the live primaries too (CLIENTS.md §3: one
-    primary down leaves the others' keys decided by Redis)."""
+    """HGETALL ``key``; under an asyncio Cluster straight to its primary
+    (module ``redis_rl.cluster_nodes``: redis-py's Cluster path answers a
+    refused connection by disconnecting every node, and its slot-table
+    reload failed while the primary it asks was down)."""
     if not isinstance(client, AsyncRedisCluster):
         return await client.hgetall(key)
-    if getattr(client, "_initialize", False):
-        await client.initialize()
+    await slot_table(client)
     node = client.get_node_from_key(key)
     try:
-        return await node.execute_command("HGETALL", key)
+        return await node_command(node, ("HGETALL", key))
     except (redis.exceptions.MovedError, redis.exceptions.AskError):
         return await client.hgetall(key)
 

@@ -39,10 +39,14 @@ class FailMode(str, enum.Enum):
 
     OPEN = "open"  # the call proceeds, without rate-limit headers
     CLOSED = "closed"  # the call is refused (HTTP 503)
+    # decided in this process on the local backend with the same limits: exact within one instance, each
+    # instance alone (module redis_rl.local_mode)
+    LOCAL = "local"
 
 
 FAIL_OPEN = FailMode.OPEN
 FAIL_CLOSED = FailMode.CLOSED
+FAIL_LOCAL = FailMode.LOCAL
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +156,9 @@ class _Group:
 class Policy:
     """A named set of limits decided in one call.
 
-    ``fail``: FAIL_OPEN or FAIL_CLOSED when Redis is slow or down (adapters);
+    ``fail``: FAIL_OPEN, FAIL_CLOSED or FAIL_LOCAL when Redis is slow or down
+    (the guard decides FAIL_LOCAL on this process's local backend; the
+    adapters answer the other two);
     ``budget``: how long a decision may wait; ``inflight_retry_after``: the
     Retry-After a refusal by a concurrency limit answers (its own retry_after
     is when a lease *expires*, far longer than a release usually takes)."""
@@ -451,6 +457,9 @@ class PolicyDecision:
     plan: "Plan" = field(repr=False, compare=False)
     # Every limit's state by name; from DETAILS on first access of ``states``.
     _states: list[Mapping[str, RuleState]] = field(default_factory=list, repr=False, compare=False)
+    # The limiter that decided it when not the caller's: the local backend's, under the ``local`` Redis-down
+    # mode (its permit settles there; redis_rl.local_mode).
+    decided_by: Any = field(default=None, repr=False, compare=False)
 
     @property
     def states(self) -> Mapping[str, RuleState]:

@@ -124,7 +124,7 @@ class Permit(_PermitBase):
 
     def __init__(self, limiter: "RateLimiter", decision: PolicyDecision, *, renew: bool = True) -> None:
         super().__init__(decision)
-        self._limiter = limiter
+        self._limiter = decision.decided_by or limiter  # a ``local`` Redis-down decision settles where it was taken
         self._stop = threading.Event()
         calls, ttl = self._renewals()
         if renew and calls:
@@ -158,7 +158,7 @@ class AsyncPermit(_PermitBase):
 
     def __init__(self, limiter: "AsyncRateLimiter", decision: PolicyDecision, *, renew: bool = True) -> None:
         super().__init__(decision)
-        self._limiter = limiter
+        self._limiter = decision.decided_by or limiter  # a ``local`` Redis-down decision settles where it was taken
         self._renewing: asyncio.Task[None] | None = None
         calls, ttl = self._renewals()
         if renew and calls:

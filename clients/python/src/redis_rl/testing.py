@@ -51,7 +51,7 @@ class LocalBackend:
 
     def reset(self) -> None:
         """Forgets every key (the clock stays)."""
-        self.engine.keys.clear()
+        self.engine.reset()
 
 
 @pytest.fixture

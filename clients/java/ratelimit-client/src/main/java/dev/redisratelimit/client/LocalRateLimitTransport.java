@@ -41,6 +41,16 @@ import java.util.function.IntPredicate;
  * its time, and keys expire by it. It trusts the argv the client builds (the
  * client validates before sending), keeps exact expiries (no decision depends
  * on SPEC's grid), and is one process's memory: for tests, not a shared limit.
+ *
+ * <p>It is also what the {@link FailMode#LOCAL} Redis-down mode decides on (the
+ * same commands the limiter sends to Redis, so the same decisions, costs,
+ * estimates, leases and {@code Retry-After}). For that its memory is bounded
+ * ({@code maxKeys} keys, {@code maxEntries} entries: a sorted-set member per
+ * unit of a window or lease, a hash field, a string): a key is dropped only
+ * when it expires, as in Redis, never to make room; a command that would grow
+ * past the bound is undone and fails with {@link LocalBackendFullException}, which the limiter
+ * answers as a refusal whose retry-after is the wait until the earliest key
+ * expires.
  */
 public final class LocalRateLimitTransport implements RateLimitTransport {
 
@@ -85,9 +95,20 @@ public final class LocalRateLimitTransport implements RateLimitTransport {
     private static final BigInteger NS = BigInteger.valueOf(1_000_000);
     private static final Set<String> KINDS = Set.of("CHECK", "THROTTLE", "QUOTA", "LEASE");
 
+    /** Default bound on the keys held at once. */
+    public static final int DEFAULT_MAX_KEYS = 100_000;
+    /** Default bound on the entries held at once (sorted-set members: one per unit of a window or lease; hash fields; strings). */
+    public static final int DEFAULT_MAX_ENTRIES = 1_000_000;
+
     private final Clock clock;
+    private final int maxKeys;
+    private final int maxEntries;
     private final Map<String, Entry> keys = new HashMap<>();
     private long names;
+    /** The entries held (kept up to date per command from the keys it touches). */
+    private long entries;
+    /** No scan for expired keys before this time (ms): the earliest expiry the last scan saw. */
+    private long nextSweep;
 
     /** On the system clock. */
     public LocalRateLimitTransport() {
@@ -95,7 +116,15 @@ public final class LocalRateLimitTransport implements RateLimitTransport {
     }
 
     public LocalRateLimitTransport(Clock clock) {
-        this.clock = clock;
+        this(clock, DEFAULT_MAX_KEYS, DEFAULT_MAX_ENTRIES);
+    }
+
+    /** With bounds on its memory (each at least 1); past them a command that would grow fails with {@link LocalBackendFullException}. */
+    public LocalRateLimitTransport(Clock clock, int maxKeys, int maxEntries) {
+        Limit.require(maxKeys >= 1 && maxEntries >= 1, "local backend bounds must be at least 1");
+        this.clock = java.util.Objects.requireNonNull(clock, "clock");
+        this.maxKeys = maxKeys;
+        this.maxEntries = maxEntries;
     }
 
     public Clock clock() {
@@ -113,6 +142,18 @@ public final class LocalRateLimitTransport implements RateLimitTransport {
     /** Forgets every key (the clock stays). */
     public synchronized void reset() {
         keys.clear();
+        entries = 0;
+        nextSweep = 0;
+    }
+
+    /** The keys held now (expired ones included until a command touches them or a sweep drops them). */
+    public synchronized int size() {
+        return keys.size();
+    }
+
+    /** The entries held now (see {@link #DEFAULT_MAX_ENTRIES}). */
+    public synchronized long entries() {
+        return entries;
     }
 
     @Override
@@ -122,11 +163,122 @@ public final class LocalRateLimitTransport implements RateLimitTransport {
         argv.addAll(call.args());
         try {
             synchronized (this) {
-                return CompletableFuture.completedFuture(run(argv));
+                return CompletableFuture.completedFuture(bounded(argv));
             }
         } catch (RateLimitException e) {
             return CompletableFuture.failedFuture(e);
         }
+    }
+
+    // ------------------------------------------------------------------ bounded memory
+
+    private static final Set<String> GROWING = Set.of("RL.CHECK", "RL.THROTTLE", "RL.QUOTA", "RL.LEASE", "RL.ALL", "RL.LOCKCOUNT");
+
+    // Runs a command, keeping the count of entries; near the bound, the keys it touches are saved first and put
+    // back when it grew past the bound (Full). Expired keys are the only ones ever dropped to make room.
+    private Object bounded(List<String> a) {
+        String name = a.get(0).toUpperCase(Locale.ROOT);
+        Set<String> touched = touched(name, a);
+        boolean grows = GROWING.contains(name) && !a.get(a.size() - 1).equalsIgnoreCase("REFUND")
+                && !(name.equals("RL.ALL") && a.size() > 1 && a.get(a.size() - 2).equalsIgnoreCase("REFUND"));
+        long t = clock.millis();
+        long margin = margin(a);
+        Map<String, Entry> saved = null;
+        if (grows && (keys.size() + touched.size() > maxKeys || entries + margin > maxEntries)) {
+            sweep(t);
+            if (keys.size() + touched.size() > maxKeys || entries + margin > maxEntries) {
+                saved = new HashMap<>();
+                for (String k : touched) {
+                    Entry e = keys.get(k);
+                    saved.put(k, e == null ? null : new Entry(copy(e.value), e.expireAt));
+                }
+            }
+        }
+        long before = weight(touched);
+        Object reply;
+        try {
+            reply = run(a);
+        } finally {
+            entries += weight(touched) - before;
+        }
+        long after = weight(touched);
+        if (saved != null && (keys.size() > maxKeys || (after > before && entries > maxEntries))) {
+            entries -= after - before;
+            for (Map.Entry<String, Entry> e : saved.entrySet()) {
+                if (e.getValue() == null) {
+                    keys.remove(e.getKey());
+                } else {
+                    keys.put(e.getKey(), e.getValue());
+                }
+            }
+            throw new LocalBackendFullException(nextSweep <= t ? 1000 : nextSweep - t, maxKeys, maxEntries);
+        }
+        return reply;
+    }
+
+    // The keys a command reads or writes.
+    private static Set<String> touched(String name, List<String> a) {
+        Set<String> out = new java.util.LinkedHashSet<>();
+        switch (name) {
+            case "RL.ALL", "RL.ALLPEEK" -> out.addAll(a.subList(2, 2 + Integer.parseInt(a.get(1))));
+            case "RL.LOCKCOUNT" -> out.addAll(a.subList(1, 3));
+            case "DEL" -> out.addAll(a.subList(1, a.size()));
+            case "PING", "COMMAND" -> { }
+            default -> {
+                if (a.size() > 1) {
+                    out.add(a.get(1));
+                }
+            }
+        }
+        return out;
+    }
+
+    // The most entries a command can add: a member per unit of COST, a field or string per argument.
+    private static long margin(List<String> a) {
+        long m = a.size();
+        for (int i = 0; i + 1 < a.size(); i++) {
+            if (a.get(i).equalsIgnoreCase("COST")) {
+                try {
+                    m += Long.parseLong(a.get(i + 1));
+                } catch (NumberFormatException e) {
+                    // not a cost (a key named COST): counted as an argument
+                }
+            }
+        }
+        return m;
+    }
+
+    private long weight(Set<String> touched) {
+        long w = 0;
+        for (String k : touched) {
+            Entry e = keys.get(k);
+            if (e != null) {
+                w += e.value instanceof Map<?, ?> m ? m.size() : 1;
+            }
+        }
+        return w;
+    }
+
+    private static Object copy(Object value) {
+        return value instanceof Map<?, ?> m ? new HashMap<>(m) : value;
+    }
+
+    // Drops every expired key (at most one scan until the earliest expiry the last one saw).
+    private void sweep(long t) {
+        if (t < nextSweep) {
+            return;
+        }
+        long earliest = Long.MAX_VALUE;
+        for (java.util.Iterator<Entry> it = keys.values().iterator(); it.hasNext(); ) {
+            Entry e = it.next();
+            if (e.expireAt != null && e.expireAt <= t) {
+                entries -= e.value instanceof Map<?, ?> m ? m.size() : 1;
+                it.remove();
+            } else if (e.expireAt != null) {
+                earliest = Math.min(earliest, e.expireAt);
+            }
+        }
+        nextSweep = earliest == Long.MAX_VALUE ? 0 : earliest; // nothing expires: scan again next time
     }
 
     // ------------------------------------------------------------------ keyspace
@@ -821,6 +973,13 @@ public final class LocalRateLimitTransport implements RateLimitTransport {
                 + (abs % 60 != 0 ? String.format(Locale.ROOT, ":%02d", abs % 60) : "");
         return String.format(Locale.ROOT, "%s:%04d-%02d-%02dT%02d:%02d%s", period, start.getYear(), start.getMonthValue(),
                 start.getDayOfMonth(), start.getHour(), start.getMinute(), offset);
+    }
+
+    /** The end (ms) of the calendar {@code period} (minute ... year) holding {@code t} in {@code zone}. */
+    static long periodEnd(long t, String period, ZoneId zone) {
+        long[] span = new long[2];
+        bucket(period, zone, t, span);
+        return span[1];
     }
 
     @Override

@@ -1,6 +1,5 @@
 package dev.redisratelimit.client;
 
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -18,19 +17,23 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 public final class Permit implements AutoCloseable {
 
-    /** A lease to release (and renew while the work runs): its key, token and TTL. */
-    record Lease(String key, String token, java.time.Duration ttl) {
+    /** A lease to release (and renew while the work runs): its key, token and TTL; the policy call that took it. */
+    record Lease(String key, String token, java.time.Duration ttl, PolicyCall call) {
     }
 
-    /** An estimate charged up front: the clause (its index in its policy, its command) to settle. */
-    record Estimate(int clause, Clause command, long charged) {
+    /** An estimate charged up front: the clause (its index in its call's policy, its command) to settle. */
+    record Estimate(PolicyCall call, int clause, Clause command, long charged) {
+    }
+
+    /** The usage reported for a clause (by index in its policy) of one of the permit's calls; null: none (0). */
+    interface Usage {
+        Long of(PolicyCall call, int clause);
     }
 
     private final RateLimiter limiter;
     private final PolicyDecision decision;
     private final List<Lease> leases;
     private final List<Estimate> estimates;
-    private final LocalLimiter.Held local;
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile Long used;
     /** A usage report was refused: what was charged up front stays charged (CLIENTS.md §4). */
@@ -39,31 +42,41 @@ public final class Permit implements AutoCloseable {
     private volatile java.util.concurrent.ScheduledFuture<?> renewing;
     /** The outcome (null: a success unless the work failed); the clauses to give back when it does not count. */
     private volatile Boolean succeeded;
-    private List<Clause> taken = List.of();
-    private String counts;
+    /** Each call whose policy counts one outcome, with the clauses it took (given back whole when the outcome does not count). */
+    private Map<PolicyCall, List<Clause>> taken = Map.of();
 
-    Permit(RateLimiter limiter, PolicyDecision decision, List<Lease> leases, List<Estimate> estimates, LocalLimiter.Held local) {
+    Permit(RateLimiter limiter, PolicyDecision decision, List<Lease> leases, List<Estimate> estimates) {
         this.limiter = limiter;
         this.decision = decision;
         this.leases = leases;
         this.estimates = estimates;
-        this.local = local;
     }
 
-    /** The decision, or null when Redis was down and the policy let the call through. */
+    /**
+     * The decision, or null when Redis was down and the policy let the call through ({@link FailMode#OPEN}); under
+     * {@link FailMode#LOCAL}, the local backend's decision.
+     */
     public PolicyDecision decision() {
         return decision;
     }
 
     /** True when some clause's estimate is settled from the call's result. */
     public boolean hasEstimates() {
-        return !estimates.isEmpty() || (local != null && !local.estimateClauses().isEmpty());
+        return !estimates.isEmpty();
     }
 
     /** The clause indexes (in their policy) charged an estimate. */
     public List<Integer> estimateClauses() {
-        // charged in Redis, or by the LOCAL Redis-down mode (settled there)
-        return local != null ? local.estimateClauses() : estimates.stream().map(Estimate::clause).toList();
+        return estimates.stream().map(Estimate::clause).distinct().toList();
+    }
+
+    /**
+     * For a permit of several policy calls ({@link RateLimiter#acquire(List)}): the clause indexes of
+     * {@code call}'s policy charged an estimate (empty for a call not decided: the same policy and key named
+     * twice counts once), to settle with {@link #closeAsyncByCall(Map)}.
+     */
+    public List<Integer> estimateClauses(PolicyCall call) {
+        return estimates.stream().filter(e -> e.call() == call).map(Estimate::clause).distinct().toList();
     }
 
     /**
@@ -133,42 +146,46 @@ public final class Permit implements AutoCloseable {
         return succeeded != null;
     }
 
-    Permit counting(String counts, List<Clause> taken) {
-        this.counts = counts;
+    Permit counting(Map<PolicyCall, List<Clause>> taken) {
         this.taken = taken;
         return this;
     }
 
-    /** The clauses to give back whole at close (the outcome does not count), or an empty list. */
-    List<Clause> uncounted() {
-        if (counts == null) {
-            return List.of();
+    /**
+     * The calls to give back whole at close, each with its clauses: those whose policy counts the other outcome
+     * (a success under "failures", a failure under "successes"); empty when every call counts.
+     */
+    Map<PolicyCall, List<Clause>> uncounted() {
+        if (taken.isEmpty()) {
+            return Map.of();
         }
         boolean success = !Boolean.FALSE.equals(succeeded);
-        return success == counts.equals("failures") ? taken : List.of();
+        Map<PolicyCall, List<Clause>> back = new java.util.IdentityHashMap<>();
+        taken.forEach((call, clauses) -> {
+            if (success == "failures".equals(call.policy().counts())) {
+                back.put(call, clauses);
+            }
+        });
+        return back;
     }
 
     /** Releases and settles to the usage reported with {@link #used(long)}; waits at most the decision budget. */
     @Override
     public void close() {
         Long u = used;
-        Map<Integer, Long> byClause = new HashMap<>();
+        boolean stand = stands;
+        // Each estimate (of every call) settled to the one usage reported; a refused report leaves each as charged.
+        close0((call, clause) -> stand ? charged(call, clause) : u).toCompletableFuture().join();
+    }
+
+    // What the estimate of a call's clause charged.
+    private Long charged(PolicyCall call, int clause) {
         for (Estimate e : estimates) {
-            if (stands) {
-                byClause.put(e.clause(), e.charged());
-            } else if (u != null) {
-                byClause.put(e.clause(), u);
+            if (e.call() == call && e.clause() == clause) {
+                return e.charged();
             }
         }
-        for (int clause : local == null ? List.<Integer>of() : local.estimateClauses()) {
-            // charged by the LOCAL Redis-down mode: settled there the same way
-            if (stands) {
-                byClause.put(clause, local.charged(clause));
-            } else if (u != null) {
-                byClause.put(clause, u);
-            }
-        }
-        close(byClause);
+        return null;
     }
 
     /** Releases and settles to the usage by clause index, waiting for the replies at most the decision budget; idempotent. */
@@ -179,9 +196,32 @@ public final class Permit implements AutoCloseable {
     /**
      * Releases and settles without waiting: the stage completes (never
      * exceptionally) when the replies are in or the decision budget has
-     * passed. Idempotent: only the first close sends anything.
+     * passed. Idempotent: only the first close sends anything. The usage is by
+     * clause index in the policy, the same for every call of a permit of several.
      */
     public CompletionStage<Void> closeAsync(Map<Integer, Long> usedByClause) {
+        Map<Integer, Long> used = usedByClause == null ? Map.of() : usedByClause;
+        return close0((call, clause) -> used.get(clause));
+    }
+
+    /**
+     * As {@link #closeAsync(Map)} for a permit of several policy calls, each
+     * settled to its own usage: by the {@link PolicyCall} given to
+     * {@link RateLimiter#acquire(List)}, then by clause index in its policy (a
+     * call or clause absent: 0, a full refund).
+     */
+    public CompletionStage<Void> closeAsyncByCall(Map<PolicyCall, Map<Integer, Long>> usedByCall) {
+        Map<PolicyCall, Map<Integer, Long>> used = new java.util.IdentityHashMap<>();
+        if (usedByCall != null) {
+            used.putAll(usedByCall);
+        }
+        return close0((call, clause) -> {
+            Map<Integer, Long> m = used.get(call);
+            return m == null ? null : m.get(clause);
+        });
+    }
+
+    private CompletionStage<Void> close0(Usage usage) {
         if (!closed.compareAndSet(false, true)) {
             return CompletableFuture.completedFuture(null);
         }
@@ -189,7 +229,7 @@ public final class Permit implements AutoCloseable {
         if (r != null) {
             r.cancel(false);
         }
-        return limiter.finish(this, usedByClause == null ? Map.of() : usedByClause);
+        return limiter.finish(this, usage);
     }
 
     /** Whether the permit has closed (its leases released or being released). */
@@ -210,10 +250,5 @@ public final class Permit implements AutoCloseable {
 
     List<Estimate> estimates() {
         return estimates;
-    }
-
-    /** What the LOCAL Redis-down mode charged (null: decided by Redis, or no LOCAL policy). */
-    LocalLimiter.Held local() {
-        return local;
     }
 }

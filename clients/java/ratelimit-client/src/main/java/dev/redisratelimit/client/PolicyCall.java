@@ -77,13 +77,22 @@ public record PolicyCall(Policy policy, String key, String zone, long[] costs, S
 
     /** The routes' calls then the handler's own (last); a route naming the same policy and key counts once. */
     public static List<PolicyCall> withRoutes(List<PolicyCall> routes, PolicyCall own) {
-        List<PolicyCall> all = new ArrayList<>(routes.size() + 1);
+        return withRoutes(routes, List.of(own));
+    }
+
+    /**
+     * The routes' calls then the handler's own (its several {@code @RateLimited}, last, in order); a route
+     * naming the same policy and key as one of the handler's counts once, as the handler's (whose estimates
+     * the handler settles).
+     */
+    public static List<PolicyCall> withRoutes(List<PolicyCall> routes, List<PolicyCall> own) {
+        List<PolicyCall> all = new ArrayList<>(routes.size() + own.size());
         for (PolicyCall c : routes) {
-            if (!(c.policy().name().equals(own.policy().name()) && c.key().equals(own.key()))) {
+            if (own.stream().noneMatch(o -> c.policy().name().equals(o.policy().name()) && c.key().equals(o.key()))) {
                 all.add(c);
             }
         }
-        all.add(own);
+        all.addAll(own);
         return all;
     }
 }

@@ -47,7 +47,8 @@ public final class RateLimiter implements AutoCloseable {
     private final RateLimitAsyncClient client;
     private final RuntimeLimits runtime;
     private final RedisAvailability availability;
-    private final LocalLimiter local;
+    // The LOCAL Redis-down mode: this limiter's own decision path on an in-process backend (null in that limiter).
+    private final RateLimiter local;
     private final String prefix;
     private final long budgetMs;
     private final FailMode defaultDown;
@@ -61,9 +62,28 @@ public final class RateLimiter implements AutoCloseable {
     private final Map<String, Policy> policies = new java.util.concurrent.ConcurrentHashMap<>();
     // What close() stops: the probe and refresher a builder started (none when constructed directly).
     private final List<AutoCloseable> owned = new java.util.concurrent.CopyOnWriteArrayList<>();
+    // Leases whose reply was lost: released by token once Redis answers again (CLIENTS.md §3).
+    private final LostLeases lost;
 
-    public RateLimiter(RateLimitAsyncClient client, RuntimeLimits runtime, RedisAvailability availability, LocalLimiter local,
+    /**
+     * @param local the backend the {@link FailMode#LOCAL} Redis-down mode decides on (null: a new
+     *        {@link LocalRateLimitTransport} on the system clock with its default bounds); never the transport to Redis
+     */
+    public RateLimiter(RateLimitAsyncClient client, RuntimeLimits runtime, RedisAvailability availability, LocalRateLimitTransport local,
             String prefix, Duration budget, FailMode defaultDown) {
+        this(client, runtime, availability, prefix, budget, defaultDown,
+                local(local == null ? new LocalRateLimitTransport() : local, runtime, prefix, budget));
+    }
+
+    // LOCAL: the same decision path (the same commands, costs, estimates, leases, refunds) on the local backend,
+    // so a decision there is the one Redis would have made with this instance's calls alone.
+    private static RateLimiter local(LocalRateLimitTransport backend, RuntimeLimits runtime, String prefix, Duration budget) {
+        return new RateLimiter(new RateLimitAsyncClient(backend), runtime, new RedisAvailability(backend, Duration.ofSeconds(1), budget),
+                prefix, budget, FailMode.CLOSED, null);
+    }
+
+    private RateLimiter(RateLimitAsyncClient client, RuntimeLimits runtime, RedisAvailability availability, String prefix,
+            Duration budget, FailMode defaultDown, RateLimiter local) {
         this.client = client;
         this.runtime = runtime;
         this.availability = availability;
@@ -73,6 +93,12 @@ public final class RateLimiter implements AutoCloseable {
                 "prefix '" + prefix + "': without braces (they would move the hash tag)");
         this.budgetMs = Math.max(1, budget.toMillis());
         this.defaultDown = defaultDown == null ? FailMode.CLOSED : defaultDown;
+        this.lost = new LostLeases(client, availability, this.budgetMs);
+    }
+
+    /** How many releases of leases whose reply was lost wait for Redis to answer again. */
+    public int lostLeasesWaiting() {
+        return lost.size();
     }
 
     /** A limiter over {@code transport}, with the defaults of {@link Builder}. */
@@ -253,6 +279,10 @@ public final class RateLimiter implements AutoCloseable {
                 o.decided(policy, DecisionObserver.Outcome.ERROR, null, nanos);
             }
         }
+    }
+
+    static Throwable unwrapped(Throwable e) {
+        return unwrap(e);
     }
 
     private static Throwable unwrap(Throwable e) {
@@ -501,11 +531,11 @@ public final class RateLimiter implements AutoCloseable {
                         token = new UUID(rnd.nextLong(), rnd.nextLong()).toString();
                     }
                     clause = new Clause.Lease(key, runtime.count(policy.name(), l), l.ttl(), token, cost);
-                    b.leases.add(new Permit.Lease(key, token, l.ttl()));
+                    b.leases.add(new Permit.Lease(key, token, l.ttl(), in));
                 } else {
                     clause = clause(policy, c, in, key).withCost(cost);
                     if (c.settle() != null) {
-                        b.estimates.add(new Permit.Estimate(ci, clause, cost));
+                        b.estimates.add(new Permit.Estimate(in, ci, clause, cost));
                     }
                 }
                 b.clauses.add(clause);
@@ -602,7 +632,7 @@ public final class RateLimiter implements AutoCloseable {
             List<int[]> groups = slotted ? slotGroups(b.clauses) : null;
             sent = !several && single(b.clauses) ? single(b.clauses.get(0), nodes)
                     : groups == null
-                    ? within(client.all(b.clauses, withDetails ? Options.none().withDetails() : Options.none()), late(b.clauses), nodes)
+                    ? within(client.all(b.clauses, withDetails ? Options.none().withDetails() : Options.none()), late(b.clauses), b.clauses, nodes)
                             .thenApply(r -> Outcome.of(r, null))
                     : bySlot(b, groups, withDetails);
         } catch (IllegalArgumentException e) {
@@ -612,6 +642,9 @@ public final class RateLimiter implements AutoCloseable {
             Throwable e = unwrap(failure);
             if (e instanceof Unavailable) {
                 return CompletableFuture.completedFuture(whenDown(calls, e.getCause()));
+            }
+            if (e instanceof LocalBackendFullException full) {
+                throw new RateLimitRefusedException(full(calls.get(0).policy(), full));
             }
             if (e instanceof RateLimitException) {
                 String m = String.valueOf(e.getMessage());
@@ -635,11 +668,26 @@ public final class RateLimiter implements AutoCloseable {
             if (!d.admitted()) {
                 throw new RateLimitRefusedException(d);
             }
-            Permit permit = new Permit(this, d, b.leases, b.estimates, null);
+            Permit permit = new Permit(this, d, b.leases, b.estimates);
             renew(permit);
-            // One policy counting one outcome: what it took goes back at close when the outcome does not count.
-            String counts = calls.size() == 1 ? calls.get(0).policy().counts() : null;
-            return CompletableFuture.completedFuture(counts == null ? permit : permit.counting(counts, List.copyOf(b.clauses)));
+            // A policy counting one outcome: what its call took goes back at close when the outcome does not count
+            // (each such call of a request decided with others on its own: the others' charges stand).
+            Map<PolicyCall, List<Clause>> counting = null;
+            for (int k = 0; k < calls.size(); k++) {
+                if (calls.get(k).policy().counts() != null) {
+                    List<Clause> taken = new ArrayList<>();
+                    for (int i = 0; i < b.clauses.size(); i++) {
+                        if (b.callOf[i] == k) {
+                            taken.add(b.clauses.get(i));
+                        }
+                    }
+                    if (counting == null) {
+                        counting = new java.util.IdentityHashMap<>();
+                    }
+                    counting.put(calls.get(k), List.copyOf(taken));
+                }
+            }
+            return CompletableFuture.completedFuture(counting == null ? permit : permit.counting(counting));
         })).thenCompose(f -> f);
     }
 
@@ -672,7 +720,7 @@ public final class RateLimiter implements AutoCloseable {
             if (!d.limited()) {
                 giveBack.accept(null);
             }
-        }, nodes).thenApply(d -> new Outcome(d.limited(), 0, 1, d.remaining(), d.retryAfterMillis(), d.resetAfterMillis(),
+        }, List.of(c), nodes).thenApply(d -> new Outcome(d.limited(), 0, 1, d.remaining(), d.retryAfterMillis(), d.resetAfterMillis(),
                 List.of(List.<RuleState>of(d))));
     }
 
@@ -713,7 +761,7 @@ public final class RateLimiter implements AutoCloseable {
                 part.add(b.clauses.get(i));
             }
             parts.add(part);
-            sent.add(within(client.all(part, options), late(part), nodes(part)));
+            sent.add(within(client.all(part, options), late(part), part, nodes(part)));
         }
         return settled(sent).thenCompose(none -> {
             AllDecision[] replies = new AllDecision[groups.size()];
@@ -736,7 +784,7 @@ public final class RateLimiter implements AutoCloseable {
             Options refund = withDetails ? Options.none().withRefund().withDetails() : Options.none().withRefund();
             List<CompletableFuture<AllDecision>> refunds = new ArrayList<>(replies.length);
             for (int j = 0; j < replies.length; j++) {
-                refunds.add(replies[j] != null && !replies[j].limited() ? within(client.all(parts.get(j), refund), null, nodes(parts.get(j))) : null);
+                refunds.add(replies[j] != null && !replies[j].limited() ? within(client.all(parts.get(j), refund), null, parts.get(j), nodes(parts.get(j))) : null);
             }
             Throwable failure = failed;
             boolean anyRefused = refused;
@@ -954,12 +1002,23 @@ public final class RateLimiter implements AutoCloseable {
     // `nodes`: the circuits of the keys it touches. A failure of those nodes (a broken connection,
     // CLUSTERDOWN, TRYAGAIN, MASTERDOWN, LOADING) opens their circuits; an overrun counts towards it.
     private <T> CompletableFuture<T> within(CompletionStage<T> stage, java.util.function.Consumer<T> late, List<String> nodes) {
+        return within(stage, late, List.of(), nodes);
+    }
+
+    // `leases`: the clauses sent; when the call fails without a reply from Redis (a broken connection, the
+    // driver's command timeout, a cancellation), in time or late, it may still have run: their leases are
+    // released by token once Redis answers again (LostLeases). An error reply ran nothing.
+    private <T> CompletableFuture<T> within(CompletionStage<T> stage, java.util.function.Consumer<T> late, List<Clause> leases,
+            List<String> nodes) {
         CompletableFuture<T> sent = stage.toCompletableFuture();
         CompletableFuture<T> reply = new CompletableFuture<>();
         sent.whenComplete((v, e) -> {
             boolean inTime = e == null ? reply.complete(v) : reply.completeExceptionally(e);
             if (!inTime && e == null && late != null) {
                 late.accept(v);
+            }
+            if (e != null && !(unwrap(e) instanceof RateLimitException)) {
+                lost.add(leases);
             }
         });
         return Timeouts.within(reply, budgetMs).handle((v, failure) -> {
@@ -1003,6 +1062,9 @@ public final class RateLimiter implements AutoCloseable {
                 client.all(clauses, Options.none().withRefund()).whenComplete((v, e) -> {
                     if (e != null) {
                         log.log(System.Logger.Level.WARNING, "rate limit: a decision that came after the budget was not given back: {0}", unwrap(e).toString());
+                        if (!(unwrap(e) instanceof RateLimitException)) {
+                            lost.add(clauses); // its leases at least, by token once Redis answers again
+                        }
                     }
                 });
             } catch (RuntimeException e) {
@@ -1039,6 +1101,9 @@ public final class RateLimiter implements AutoCloseable {
             if (e instanceof Unavailable) {
                 return whenDown(List.of(in), e.getCause());
             }
+            if (e instanceof LocalBackendFullException full) {
+                throw new RateLimitRefusedException(full(policy, full));
+            }
             if (e instanceof RateLimitException) {
                 throw new RateLimitConfigurationException("Redis refused rate limit '" + policy.name() + "': " + e.getMessage(), e);
             }
@@ -1054,7 +1119,7 @@ public final class RateLimiter implements AutoCloseable {
             if (limited) {
                 throw new RateLimitRefusedException(d);
             }
-            return new Permit(this, d, List.of(), List.of(), null);
+            return new Permit(this, d, List.of(), List.of());
         });
     }
 
@@ -1069,7 +1134,7 @@ public final class RateLimiter implements AutoCloseable {
             o.error(policy.name(), why == null ? DecisionObserver.ErrorKind.CIRCUIT_OPEN
                     : why instanceof TimeoutException ? DecisionObserver.ErrorKind.TIMEOUT : DecisionObserver.ErrorKind.CONNECTION);
             o.fallback(policy.name(), modes[k]);
-            if (closed == null && modes[k] != FailMode.OPEN && modes[k] != FailMode.LOCAL) {
+            if (closed == null && (modes[k] == FailMode.CLOSED || (modes[k] == FailMode.LOCAL && local == null))) {
                 closed = calls.get(k);
             }
         }
@@ -1082,9 +1147,27 @@ public final class RateLimiter implements AutoCloseable {
                 locally.add(calls.get(k));
             }
         }
-        // LOCAL: decided in this process with the same limits, costs and estimates; a refusal carries the local
-        // retry-after (RateLimitRefusedException).
-        return new Permit(this, null, List.of(), List.of(), locally.isEmpty() ? null : local.acquire(locally, runtime));
+        if (locally.isEmpty()) {
+            return new Permit(this, null, List.of(), List.of()); // OPEN: through, no decision (no headers)
+        }
+        // LOCAL: decided by this instance's local backend (the OPEN policies of the call let it through); its permit
+        // settles there. A refusal carries the local retry-after (RateLimitRefusedException). The backend answers
+        // at once, so the wait below is none.
+        return local.acquire(locally);
+    }
+
+    // The local backend is full (LOCAL mode): refused until its earliest key expires. The policy's first limit is
+    // named (as in Python and Node) with nothing left and that wait, so the 429 has its headers and Retry-After.
+    private PolicyDecision full(Policy policy, LocalBackendFullException full) {
+        long wait = Math.max(1, full.retryAfterMillis());
+        List<LimitState> items = new ArrayList<>();
+        if (!policy.limits().isEmpty()) {
+            Limit l = policy.limits().get(0);
+            items.add(new LimitState(l.name(), runtime.count(policy.name(), l), l.windowSeconds(), 0, Limit.ceilSeconds(wait), true, wait));
+        }
+        return new PolicyDecision(policy.name(), false, items, items.isEmpty() ? -1 : 0, wait,
+                policy.limits().isEmpty() ? Limit.Kind.SLIDING_WINDOW : policy.limits().get(0).kind(), PolicyDecision.Kind.RATE_LIMITED,
+                policy.legacyHeaders());
     }
 
     /**
@@ -1092,26 +1175,30 @@ public final class RateLimiter implements AutoCloseable {
      * the stage completes, never exceptionally, once every reply is in or
      * the budget has passed — a timeout, not a wait.
      */
-    CompletableFuture<Void> finish(Permit permit, Map<Integer, Long> used) {
-        if (permit.local() != null) {
-            local.release(permit.local(), used);
-        }
-        List<Clause> uncounted = permit.uncounted();
+    CompletableFuture<Void> finish(Permit permit, Permit.Usage used) {
+        Map<PolicyCall, List<Clause>> uncounted = permit.uncounted();
         if (uncounted.isEmpty() && permit.leases().isEmpty() && permit.estimates().isEmpty()) {
             return CompletableFuture.completedFuture(null); // the usual permit (windows, buckets, quotas): nothing to send
         }
         List<CompletionStage<?>> sent = new ArrayList<>();
-        if (!uncounted.isEmpty()) {
-            // One RL.ALL ... REFUND: windows, buckets, quotas, the estimate and the lease (by its token) given back.
-            sent.add(client.all(uncounted, Options.none().withRefund()));
+        for (List<Clause> back : uncounted.values()) {
+            // One RL.ALL ... REFUND per call given back (one policy's keys share a Cluster slot): windows, buckets,
+            // quotas, the estimate and the lease (by its token) given back.
+            sent.add(client.all(back, Options.none().withRefund()));
         }
         try {
-            for (Permit.Lease l : uncounted.isEmpty() ? permit.leases() : List.<Permit.Lease>of()) {
-                sent.add(client.release(l.key(), l.token()));
+            for (Permit.Lease l : permit.leases()) {
+                if (!uncounted.containsKey(l.call())) {
+                    sent.add(client.release(l.key(), l.token()));
+                }
             }
-            for (Permit.Estimate e : uncounted.isEmpty() ? permit.estimates() : List.<Permit.Estimate>of()) {
+            for (Permit.Estimate e : permit.estimates()) {
+                if (uncounted.containsKey(e.call())) {
+                    continue;
+                }
                 // A usage above the clause's q in force (as sent) counts as that q, as in every client.
-                long u = Math.min(Math.max(0, used.getOrDefault(e.clause(), 0L)), smallestQ(e.command()));
+                Long reported = used.of(e.call(), e.clause());
+                long u = Math.min(Math.max(0, reported == null ? 0L : reported), smallestQ(e.command()));
                 long diff = u - e.charged();
                 if (diff == 0) {
                     continue;
@@ -1128,10 +1215,18 @@ public final class RateLimiter implements AutoCloseable {
             return CompletableFuture.completedFuture(null);
         }
         CompletableFuture<?>[] confirmed = new CompletableFuture<?>[sent.size()];
+        java.util.concurrent.atomic.AtomicBoolean queued = new java.util.concurrent.atomic.AtomicBoolean();
         for (int i = 0; i < confirmed.length; i++) {
-            confirmed[i] = Timeouts.within(sent.get(i).toCompletableFuture().thenApply(v -> v), budgetMs)
+            CompletableFuture<?> f = sent.get(i).toCompletableFuture();
+            f.whenComplete((v, e) -> {
+                // The release (or the refund that carries it) lost without a reply: by token once Redis answers
+                // again, so a lease is not held until its TTL; an estimate not settled stays charged.
+                if (e != null && !(unwrap(e) instanceof RateLimitException) && queued.compareAndSet(false, true)) {
+                    lost.addLeases(permit.leases());
+                }
+            });
+            confirmed[i] = Timeouts.within(f.thenApply(v -> v), budgetMs)
                     .exceptionally(e -> {
-                        // A lease not released expires with its TTL; an estimate not settled stays charged.
                         log.log(System.Logger.Level.WARNING, "rate limit release/settlement not confirmed: {0}", unwrap(e).toString());
                         return null;
                     });
@@ -1244,6 +1339,7 @@ public final class RateLimiter implements AutoCloseable {
         private Duration probeInterval = Duration.ofSeconds(1);
         private Duration refreshInterval = Duration.ofMillis(250);
         private FailMode onRedisDown = FailMode.CLOSED;
+        private LocalRateLimitTransport local;
 
         private Builder(RateLimitTransport transport) {
             this.transport = java.util.Objects.requireNonNull(transport, "transport");
@@ -1267,6 +1363,15 @@ public final class RateLimiter implements AutoCloseable {
         /** What a policy without its own mode does while Redis cannot decide. */
         public Builder onRedisDown(FailMode mode) {
             this.onRedisDown = java.util.Objects.requireNonNull(mode, "mode");
+            return this;
+        }
+
+        /**
+         * The backend {@link FailMode#LOCAL} decides on while Redis is down (default: a new
+         * {@link LocalRateLimitTransport} on the system clock, 100,000 keys and 1,000,000 entries at most).
+         */
+        public Builder localBackend(LocalRateLimitTransport backend) {
+            this.local = java.util.Objects.requireNonNull(backend, "backend");
             return this;
         }
 
@@ -1294,7 +1399,7 @@ public final class RateLimiter implements AutoCloseable {
         public RateLimiter build() {
             RedisAvailability availability = new RedisAvailability(transport, probeInterval, budget);
             RuntimeLimits runtime = new RuntimeLimits(transport, prefix, budget.toMillis());
-            RateLimiter limiter = new RateLimiter(new RateLimitAsyncClient(transport), runtime, availability, new LocalLimiter(), prefix,
+            RateLimiter limiter = new RateLimiter(new RateLimitAsyncClient(transport), runtime, availability, local, prefix,
                     budget, onRedisDown);
             for (Policy p : policies) {
                 limiter.register(p);

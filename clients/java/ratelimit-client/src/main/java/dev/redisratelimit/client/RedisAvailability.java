@@ -187,8 +187,8 @@ public final class RedisAvailability implements AutoCloseable {
         } catch (RuntimeException e) {
             f = CompletableFuture.failedFuture(e);
         }
-        Timeouts.within(f, budgetMs).whenComplete((v, e) -> {
-            if (e == null) {
+        Timeouts.within(f, budgetMs).thenCompose(v -> flushBeforeClosing(c.node)).whenComplete((flushed, e) -> {
+            if (e == null && flushed) {
                 c.overruns.set(0);
                 c.open.set(false);
                 log.log(c.warned ? System.Logger.Level.INFO : System.Logger.Level.DEBUG, "Redis{0} answers again: its rate limits decided by Redis",
@@ -197,6 +197,35 @@ public final class RedisAvailability implements AutoCloseable {
                 schedule(c);
             }
         });
+    }
+
+    // What must reach a node before its circuit closes: the releases of leases whose replies were lost
+    // (LostLeases), so a decision made once Redis answers again does not see them held.
+    private volatile java.util.function.Function<String, CompletableFuture<Boolean>> beforeClosing;
+
+    void beforeClosing(java.util.function.Function<String, CompletableFuture<Boolean>> flush) {
+        this.beforeClosing = flush;
+    }
+
+    private CompletableFuture<Boolean> flushBeforeClosing(String node) {
+        java.util.function.Function<String, CompletableFuture<Boolean>> flush = beforeClosing;
+        if (flush == null) {
+            return CompletableFuture.completedFuture(true);
+        }
+        try {
+            return flush.apply(node);
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    /** Runs {@code task} on the probe thread after one probe interval (nothing once closed). */
+    void later(Runnable task) {
+        try {
+            probe.schedule(task, probeMs, TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.RejectedExecutionException closed) {
+            // closing: the waiting releases expire by their TTL
+        }
     }
 
     @Override

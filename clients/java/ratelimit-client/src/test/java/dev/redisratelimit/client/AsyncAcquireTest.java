@@ -35,7 +35,7 @@ class AsyncAcquireTest {
 
     RateLimiter limiter(FailMode down) {
         return new RateLimiter(new RateLimitAsyncClient(transport), new RuntimeLimits(transport, "p:", 200),
-                new RedisAvailability(transport, Duration.ofSeconds(30), Duration.ofMillis(200)), new LocalLimiter(), "p:",
+                new RedisAvailability(transport, Duration.ofSeconds(30), Duration.ofMillis(200)), null, "p:",
                 Duration.ofMillis(200), down);
     }
 

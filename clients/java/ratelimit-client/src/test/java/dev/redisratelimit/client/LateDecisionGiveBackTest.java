@@ -49,7 +49,7 @@ class LateDecisionGiveBackTest {
 
     RateLimiter limiter(FailMode down, long budgetMs) {
         return new RateLimiter(new RateLimitAsyncClient(transport), new RuntimeLimits(transport, "p:", budgetMs),
-                new RedisAvailability(transport, Duration.ofSeconds(30), Duration.ofMillis(budgetMs)), new LocalLimiter(), "p:",
+                new RedisAvailability(transport, Duration.ofSeconds(30), Duration.ofMillis(budgetMs)), null, "p:",
                 Duration.ofMillis(budgetMs), down);
     }
 

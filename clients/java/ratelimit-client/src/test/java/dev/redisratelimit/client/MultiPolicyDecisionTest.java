@@ -36,7 +36,7 @@ class MultiPolicyDecisionTest {
 
     RateLimiter limiter() {
         return new RateLimiter(new RateLimitAsyncClient(transport), new RuntimeLimits(transport, "p:", 200),
-                new RedisAvailability(transport, Duration.ofSeconds(30), Duration.ofMillis(200)), new LocalLimiter(), "p:",
+                new RedisAvailability(transport, Duration.ofSeconds(30), Duration.ofMillis(200)), null, "p:",
                 Duration.ofMillis(200), FailMode.CLOSED);
     }
 
@@ -136,7 +136,9 @@ class MultiPolicyDecisionTest {
         RateLimiter limiter = limiter();
         Permit p = limiter.acquireAsync(List.of(new PolicyCall(open, "a", null, null, null),
                 new PolicyCall(local, "a", null, null, null))).toCompletableFuture().get(5, TimeUnit.SECONDS);
-        assertThat(p.decision()).isNull(); // past the budget: let through, the local window counted it
+        // past the budget: let through by 'open', decided by 'local' on the local backend (its decision, its headers)
+        assertThat(p.decision().policy()).isEqualTo("local");
+        assertThat(p.decision().limits()).extracting(LimitState::r).containsExactly(0L);
         CompletableFuture<Permit> second = limiter.acquireAsync(List.of(new PolicyCall(open, "a", null, null, null),
                 new PolicyCall(local, "a", null, null, null))).toCompletableFuture();
         assertThat(second).failsWithin(5, TimeUnit.SECONDS).withThrowableOfType(ExecutionException.class)

@@ -42,7 +42,7 @@ class RateLimiterRepliesTest {
 
     Recording transport = new Recording();
     RateLimiter limiter = new RateLimiter(new RateLimitAsyncClient(transport), new RuntimeLimits(transport, "p:", 500),
-            new RedisAvailability(transport, Duration.ofMillis(100), Duration.ofMillis(100)), new LocalLimiter(), "p:",
+            new RedisAvailability(transport, Duration.ofMillis(100), Duration.ofMillis(100)), null, "p:",
             Duration.ofMillis(500), FailMode.CLOSED);
 
     Policy sms = new Policy("sms", List.of(window("short", 2, 10), window("long", 5, 3600)), Duration.ofSeconds(5), null, null, false);

@@ -89,4 +89,41 @@ class OutcomeTest {
         assertThrows(IllegalArgumentException.class,
                 () -> Policy.builder("l").lockout("x", 1, Duration.ofSeconds(1), Duration.ofSeconds(1)).counts("failures").build());
     }
+    @Test
+    void severalPoliciesDecidedTogetherEachCountAndSettleOnTheirOwn() {
+        String id = UUID.randomUUID().toString();
+        // One counting failures only, one every call: a success gives back the first's unit, the second's stays.
+        Policy failures = Policy.builder("f-" + id).limits("3/minute").counts("failures").build();
+        Policy every = Policy.builder("e-" + id).limits("5/minute").build();
+        PolicyCall f = PolicyCall.of(failures, "carol");
+        PolicyCall e = PolicyCall.of(every, "carol");
+        limiter.acquire(java.util.List.of(f, e)).succeeded().close();
+        assertEquals(3, limiter.state(failures, "carol").limits().get(0).r());
+        assertEquals(4, limiter.state(every, "carol").limits().get(0).r());
+        limiter.acquire(java.util.List.of(f, e)).failed().close();
+        assertEquals(2, limiter.state(failures, "carol").limits().get(0).r());
+        assertEquals(3, limiter.state(every, "carol").limits().get(0).r());
+
+        // Two estimated quotas (clause 0 of each): each settled to its own usage by call, not one clause index for both.
+        Policy a = Policy.builder("qa-" + id).limit(dev.redisratelimit.client.Limit.quota("day", java.time.ZoneOffset.UTC,
+                dev.redisratelimit.client.QuotaPeriod.DAY, 1_000).estimated()).build();
+        Policy b = Policy.builder("qb-" + id).limit(dev.redisratelimit.client.Limit.quota("day", java.time.ZoneOffset.UTC,
+                dev.redisratelimit.client.QuotaPeriod.DAY, 1_000).estimated()).build();
+        PolicyCall ca = PolicyCall.of(a, "dave").withEstimate(100);
+        PolicyCall cb = PolicyCall.of(b, "dave").withEstimate(200);
+        Permit p = limiter.acquire(java.util.List.of(ca, cb));
+        assertEquals(java.util.List.of(0), p.estimateClauses(ca));
+        assertEquals(java.util.List.of(0), p.estimateClauses(cb));
+        assertEquals(900, limiter.state(a, "dave").limits().get(0).r());
+        assertEquals(800, limiter.state(b, "dave").limits().get(0).r());
+        p.closeAsyncByCall(java.util.Map.of(ca, java.util.Map.of(0, 30L), cb, java.util.Map.of(0, 250L))).toCompletableFuture().join();
+        assertEquals(970, limiter.state(a, "dave").limits().get(0).r());
+        assertEquals(750, limiter.state(b, "dave").limits().get(0).r());
+        // Closed with a refusal of the usage report: each estimate stands as its own call charged it.
+        Permit q = limiter.acquire(java.util.List.of(ca, cb));
+        assertThrows(dev.redisratelimit.client.RateLimitArgumentException.class, () -> q.used(-1));
+        q.close();
+        assertEquals(870, limiter.state(a, "dave").limits().get(0).r());
+        assertEquals(550, limiter.state(b, "dave").limits().get(0).r());
+    }
 }

@@ -10,12 +10,17 @@ import java.util.concurrent.CompletionStage;
 import redis.clients.jedis.AbstractPipeline;
 import redis.clients.jedis.ClusterCommandArguments;
 import redis.clients.jedis.CommandArguments;
+import redis.clients.jedis.Connection;
+import redis.clients.jedis.ConnectionPool;
+import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.JedisCluster;
 import redis.clients.jedis.Protocol;
 import redis.clients.jedis.Response;
+import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.commands.ProtocolCommand;
 import redis.clients.jedis.exceptions.JedisDataException;
+import redis.clients.jedis.providers.ClusterConnectionProvider;
 import redis.clients.jedis.util.JedisClusterCRC16;
 
 /**
@@ -30,6 +35,58 @@ final class JedisDriver {
 
     static boolean handles(Object nativeConnection) {
         return nativeConnection instanceof Jedis || nativeConnection instanceof JedisCluster;
+    }
+
+    // JedisCluster routes by its ClusterConnectionProvider's slot table (kept up to date by Jedis on MOVED and
+    // connection failures), which it exposes through no public method (UnifiedJedis.provider is protected): read
+    // by reflection once. Without it (a Jedis that renamed the field), one circuit for the whole Cluster.
+    private static final java.lang.reflect.Field PROVIDER = providerField();
+
+    private static java.lang.reflect.Field providerField() {
+        try {
+            java.lang.reflect.Field f = UnifiedJedis.class.getDeclaredField("provider");
+            f.setAccessible(true);
+            return f;
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    /**
+     * Under Cluster, the primary that serves {@code key}'s slot in Jedis's own
+     * slot table ({@code host:port}, where Jedis sends the call): an in-memory
+     * lookup. Null standalone or while Jedis does not know the slot.
+     */
+    static String nodeOf(Object nativeConnection, String key) {
+        if (!(nativeConnection instanceof JedisCluster cluster) || PROVIDER == null) {
+            return null;
+        }
+        try {
+            if (PROVIDER.get(cluster) instanceof ClusterConnectionProvider provider) {
+                HostAndPort node = provider.getNode(JedisClusterCRC16.getSlot(key));
+                return node == null ? null : node.getHost() + ":" + node.getPort();
+            }
+        } catch (IllegalAccessException | RuntimeException e) {
+            // no slot table now: the one circuit
+        }
+        return null;
+    }
+
+    /** PINGs {@code node} of a Cluster through Jedis's pool for it (blocking, within Jedis's timeouts); null when Jedis knows no such node. */
+    static CompletionStage<Object> ping(Object nativeConnection, String node) {
+        if (!(nativeConnection instanceof JedisCluster cluster)) {
+            return null;
+        }
+        ConnectionPool pool = cluster.getClusterNodes().get(node);
+        if (pool == null) {
+            return null;
+        }
+        try (Connection connection = pool.getResource()) {
+            connection.sendCommand(Protocol.Command.PING);
+            return CompletableFuture.completedFuture(connection.getStatusCodeReply());
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
     }
 
     /**

@@ -82,9 +82,9 @@ public final class SpringDataTransport implements RateLimitTransport {
     }
 
     /**
-     * With the Lettuce driver under Cluster, the primary serving the key's
-     * slot ({@code host:port}, Lettuce's partitions); otherwise null (Jedis:
-     * one circuit for the whole Cluster).
+     * Under Cluster, the primary serving the key's slot ({@code host:port}:
+     * Lettuce's partitions, or Jedis's slot table), one circuit per node as
+     * CLIENTS.md §3 asks; standalone null.
      */
     @Override
     public String nodeOf(String key) {
@@ -95,7 +95,10 @@ public final class SpringDataTransport implements RateLimitTransport {
                 return null;
             }
         }
-        return LETTUCE && LettuceDriver.handles(nativeConnection) ? LettuceDriver.nodeOf(nativeConnection, key) : null;
+        if (LETTUCE && LettuceDriver.handles(nativeConnection)) {
+            return LettuceDriver.nodeOf(nativeConnection, key);
+        }
+        return JEDIS && JedisDriver.handles(nativeConnection) ? JedisDriver.nodeOf(nativeConnection, key) : null;
     }
 
     @Override
@@ -110,6 +113,12 @@ public final class SpringDataTransport implements RateLimitTransport {
         Object nativeConnection = nativeConnection();
         if (nativeConnection != null && LETTUCE && LettuceDriver.handles(nativeConnection)) {
             return LettuceDriver.ping(nativeConnection, node);
+        }
+        if (nativeConnection != null && JEDIS && JedisDriver.handles(nativeConnection)) {
+            CompletionStage<Object> pinged = JedisDriver.ping(nativeConnection, node);
+            if (pinged != null) {
+                return pinged;
+            }
         }
         return execute(new RedisCall("PING", List.of(), -1));
     }

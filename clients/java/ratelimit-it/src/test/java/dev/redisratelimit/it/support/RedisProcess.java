@@ -109,6 +109,16 @@ public final class RedisProcess {
         return 0;
     }
 
+    /** Freezes this process (SIGSTOP): connections stay open, nothing is answered until {@link #resume()}. */
+    public void pause() throws IOException, InterruptedException {
+        run(List.of("kill", "-STOP", Long.toString(process.pid())));
+    }
+
+    /** Lets a paused process run again (SIGCONT): it then reads and runs what its clients sent meanwhile. */
+    public void resume() throws IOException, InterruptedException {
+        run(List.of("kill", "-CONT", Long.toString(process.pid())));
+    }
+
     /** Kills this process (SIGKILL: a crash), keeping its directory (nodes.conf) for {@link #restart()}. */
     public void kill() throws InterruptedException {
         process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);

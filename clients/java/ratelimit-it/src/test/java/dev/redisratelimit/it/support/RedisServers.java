@@ -146,6 +146,11 @@ public final class RedisServers implements ParameterResolver {
         }
     }
 
+    /** A server with the module of the test's own (a test that pauses or kills it must not share it); the caller stops it. */
+    public static RedisProcess ownStandalone() throws IOException, InterruptedException {
+        return RedisProcess.start(freePort(), module(), List.of());
+    }
+
     /**
      * A three-primary Cluster of the test's own (a test that kills a node must
      * not share it), run with {@code extra} server arguments; the caller stops

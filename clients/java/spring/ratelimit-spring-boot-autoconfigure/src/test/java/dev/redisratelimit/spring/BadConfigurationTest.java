@@ -53,6 +53,30 @@ class BadConfigurationTest {
         }
     }
 
+    public static class LockoutWithAnother {
+        @RateLimited(policy = "lo", limits = @Limit(name = "l", type = dev.redisratelimit.spring.annotation.LimitType.LOCKOUT, count = 3,
+                window = "10s", lockTime = "1m"))
+        @RateLimited(text = "5/minute")
+        public void call() {
+        }
+    }
+
+    public static class TwoFallbacks {
+        @RateLimited(text = "5/minute", fallbackMethod = "a")
+        @RateLimited(text = "50/hour", fallbackMethod = "b")
+        public String call() {
+            return "";
+        }
+
+        public String a() {
+            return "a";
+        }
+
+        public String b() {
+            return "b";
+        }
+    }
+
     public static class BadZone {
         @RateLimited(limits = @Limit(name = "d", type = dev.redisratelimit.spring.annotation.LimitType.QUOTA, count = 5,
                 zone = "Mars/Olympus"))
@@ -131,6 +155,16 @@ class BadConfigurationTest {
     @Test
     void aFallbackMethodThatDoesNotTakeTheParameters() {
         fails(NoFallback.class, "fallbackMethod 'later' not found: it takes the method's parameters [String]");
+    }
+
+    @Test
+    void aLockoutWithAnotherRateLimitedOnOneMethod() {
+        fails(LockoutWithAnother.class, "policy 'lo' is a lockout, decided alone (RL.LOCKCOUNT): it cannot be combined");
+    }
+
+    @Test
+    void twoFallbackMethodsOnOneMethod() {
+        fails(TwoFallbacks.class, "two fallbackMethods ('a', 'b')");
     }
 
     @Test

@@ -89,4 +89,36 @@ class StarterHttpTest extends AnnotationHttpContract {
         // the method ran to its end: its usage (40) is what the day counted
         assertThat(quotaRemaining("work:{" + k + "}:tokens")).isEqualTo(1000 - 40);
     }
+
+    @Test
+    void aStreamsLeaseIsReleasedWhenItsClientLeavesMidStream() throws Exception {
+        // CLIENTS.md §4: a streamed body holds its permit to the last byte, and a client that leaves frees
+        // it. When the client has gone, Tomcat may recycle the response before the stream's writer ends;
+        // closing the permit read the response then, threw, and the lease stayed until its 60 s TTL
+        // (1 stream in ~8 in examples/services-test). Ten streams, each left after its first line.
+        for (int i = 0; i < 10; i++) {
+            String k = key();
+            try (Socket s = new Socket("127.0.0.1", port)) {
+                OutputStream out = s.getOutputStream();
+                out.write(("POST /stream?lines=20&gapMs=" + (i % 2 == 0 ? 100 : 300) + " HTTP/1.1\r\nHost: x\r\nX-Key: " + k
+                        + "\r\nContent-Length: 0\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+                out.flush();
+                java.io.InputStream in = s.getInputStream();
+                String got = "";
+                byte[] buf = new byte[4096];
+                while (!got.contains("\"}\n")) { // the first line whole
+                    int n = in.read(buf);
+                    assertThat(n).as("the stream's first line").isPositive();
+                    got += new String(buf, 0, n, StandardCharsets.US_ASCII);
+                }
+                assertThat(got).startsWith("HTTP/1.1 200");
+                assertThat(held("stream:{" + k + "}:inflight")).isEqualTo(1);
+            } // the client goes away after the first line
+            long deadline = System.currentTimeMillis() + 3000;
+            while (held("stream:{" + k + "}:inflight") != 0 && System.currentTimeMillis() < deadline) {
+                Thread.sleep(20);
+            }
+            assertThat(held("stream:{" + k + "}:inflight")).as("stream %d: its lease after the client left", i).isZero();
+        }
+    }
 }

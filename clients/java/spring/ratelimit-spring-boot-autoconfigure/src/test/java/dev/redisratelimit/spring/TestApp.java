@@ -116,6 +116,27 @@ public class TestApp {
             return Map.of("used", used);
         }
 
+        // A stream whose permit lasts to its last byte: a line every gapMs, lines times (StarterHttpTest).
+        @PostMapping("/stream")
+        @RateLimited(policy = "stream", key = "#request.getHeader('X-Key')",
+                limits = @Limit(name = "inflight", type = LimitType.CONCURRENCY, count = 2, ttl = "60s"))
+        public org.springframework.http.ResponseEntity<org.springframework.web.servlet.mvc.method.annotation.StreamingResponseBody> stream(
+                @RequestParam int lines, @RequestParam long gapMs) {
+            return org.springframework.http.ResponseEntity.ok().contentType(org.springframework.http.MediaType.APPLICATION_NDJSON).body(out -> {
+                for (int i = 0; i < lines; i++) {
+                    // 16 KiB a line: more than the container's response buffer, so each line leaves at once
+                    out.write(("{\"line\": " + i + ", \"pad\": \"" + "x".repeat(16_384) + "\"}\n").getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                    out.flush();
+                    try {
+                        Thread.sleep(gapMs);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        throw new java.io.IOException(e);
+                    }
+                }
+            });
+        }
+
         @GetMapping("/nullkey")
         @RateLimited(policy = "nullkey", limits = @Limit(name = "n", count = 5, window = "10s"), key = "#request.getHeader('X-None')")
         public Map<String, Object> nullKey() {
@@ -161,5 +182,28 @@ public class TestApp {
             return Map.of("ok", true);
         }
 
+        // Two @RateLimited on one method (a per-key limit and a global budget): one decision, one RL.ALL.
+        @GetMapping("/pair")
+        @RateLimited(policy = "pair-key", key = "#request.getHeader('X-Key')", limits = @Limit(name = "per-key", count = 3, window = "10s"))
+        @RateLimited(policy = "pair-all", by = KeyBy.GLOBAL, limits = @Limit(name = "everyone", count = 5, window = "1h"))
+        public Map<String, Object> pair() {
+            return Map.of("ok", true);
+        }
+
+        // Two @RateLimited, each with a lease or an estimate settled by its own expression.
+        @PostMapping("/pair/work")
+        @RateLimited(policy = "pw-key", key = "#request.getHeader('X-Key')", limits = {
+                @Limit(name = "inflight", type = LimitType.CONCURRENCY, count = 2, ttl = "60s"),
+                @Limit(name = "tokens", type = LimitType.QUOTA, period = QuotaPeriod.DAY, count = 1000, zone = "UTC",
+                        cost = "#estimate", settle = "#result['used']")})
+        @RateLimited(policy = "pw-all", key = "#request.getHeader('X-Key')", limits = @Limit(name = "all-tokens", type = LimitType.QUOTA,
+                period = QuotaPeriod.DAY, count = 100_000, zone = "UTC", cost = "#estimate * 2", settle = "#result['used'] * 2"))
+        public Map<String, Object> pairWork(@RequestParam long estimate, @RequestParam long used,
+                @RequestParam(defaultValue = "false") boolean fail) {
+            if (fail) {
+                throw new IllegalStateException("the work failed");
+            }
+            return Map.of("used", used);
+        }
     }
 }

@@ -186,5 +186,50 @@ public class ReactiveTestApp {
         public Mono<String> local() {
             return Mono.just("ok");
         }
+
+        // Two @RateLimited on one method (a per-key limit and a global budget): one decision, one RL.ALL.
+        @GetMapping("/pair")
+        @RateLimited(policy = "pair-key", key = "#request.headers.getFirst('X-Key')", limits = @Limit(name = "per-key", count = 3, window = "10s"))
+        @RateLimited(policy = "pair-all", by = KeyBy.GLOBAL, limits = @Limit(name = "everyone", count = 5, window = "1h"))
+        public Mono<Map<String, Object>> pair() {
+            return Mono.just(Map.of("ok", true));
+        }
+
+        // Two @RateLimited, each with a lease or an estimate settled by its own expression.
+        @PostMapping("/pair/work")
+        @RateLimited(policy = "pw-key", key = "#request.headers.getFirst('X-Key')", limits = {
+                @Limit(name = "inflight", type = LimitType.CONCURRENCY, count = 2, ttl = "60s"),
+                @Limit(name = "tokens", type = LimitType.QUOTA, period = QuotaPeriod.DAY, count = 1000, zone = "UTC",
+                        cost = "#estimate", settle = "#result['used']")})
+        @RateLimited(policy = "pw-all", key = "#request.headers.getFirst('X-Key')", limits = @Limit(name = "all-tokens",
+                type = LimitType.QUOTA, period = QuotaPeriod.DAY, count = 100_000, zone = "UTC", cost = "#estimate * 2",
+                settle = "#result['used'] * 2"))
+        public Mono<Map<String, Object>> pairWork(@RequestParam long estimate, @RequestParam long used,
+                @RequestParam(defaultValue = "false") boolean fail) {
+            return fail ? Mono.error(new IllegalStateException("the work failed")) : Mono.just(Map.of("used", used));
+        }
+
+        // fallbackMethod under WebFlux: a Mono falling back to a Mono (with the refusal), a Flux to a plain value.
+        @GetMapping("/fallback/mono")
+        @RateLimited(policy = "fb-mono", key = "#request.headers.getFirst('X-Key')", limits = @Limit(name = "fb", count = 1, window = "1h"),
+                fallbackMethod = "later")
+        public Mono<String> fallbackMono(@RequestParam String who) {
+            return Mono.just("hello " + who);
+        }
+
+        public Mono<String> later(String who, dev.redisratelimit.client.RateLimitRefusedException refused) {
+            return Mono.just("later " + who + " (" + refused.getDecision().policy() + ")");
+        }
+
+        @GetMapping("/fallback/flux")
+        @RateLimited(policy = "fb-flux", key = "#request.headers.getFirst('X-Key')", limits = @Limit(name = "fb", count = 1, window = "1h"),
+                fallbackMethod = "cached")
+        public Flux<String> fallbackFlux() {
+            return Flux.just("a", "b");
+        }
+
+        public String cached() {
+            return "cached";
+        }
     }
 }

@@ -3,7 +3,6 @@ package dev.redisratelimit.gateway;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.redisratelimit.client.FailMode;
-import dev.redisratelimit.client.LocalLimiter;
 import dev.redisratelimit.client.Policy;
 import dev.redisratelimit.client.RateLimitAsyncClient;
 import dev.redisratelimit.client.RateLimitTransport;
@@ -58,7 +57,7 @@ class FilterCancelTest {
 
     Pending transport = new Pending();
     RateLimiter limiter = new RateLimiter(new RateLimitAsyncClient(transport), new RuntimeLimits(transport, "p:", 5000),
-            new RedisAvailability(transport, Duration.ofSeconds(30), Duration.ofSeconds(5)), new LocalLimiter(), "p:",
+            new RedisAvailability(transport, Duration.ofSeconds(30), Duration.ofSeconds(5)), null, "p:",
             Duration.ofSeconds(5), FailMode.CLOSED);
 
     GatewayFilter filter() {

@@ -29,12 +29,33 @@ import org.springframework.util.ReflectionUtils;
  */
 public final class AnnotationPolicies {
 
-    /** A method's policy with its expressions parsed (costs and settlements by clause index). */
-    public record Resolved(Policy policy, KeyBy by, Expression key, Expression zone, Expression[] costs, Expression[] settles,
-            Method fallback) {
+    /** One {@code @RateLimited}'s policy with its expressions parsed (costs and settlements by clause index). */
+    public record Part(Policy policy, KeyBy by, Expression key, Expression zone, Expression[] costs, Expression[] settles) {
+    }
 
-        Resolved withFallback(Method m) {
-            return new Resolved(policy, by, key, zone, costs, settles, m);
+    /**
+     * A method's policies — one per {@code @RateLimited} on it (or on its class), decided together in one
+     * Redis call — and the fallback that answers a refusal (null: none).
+     */
+    public record Resolved(List<Part> parts, Method fallback) {
+
+        public Resolved {
+            parts = List.copyOf(parts);
+        }
+
+        /** Its first (often only) policy. */
+        public Policy policy() {
+            return parts.get(0).policy();
+        }
+
+        /** A lockout, decided alone (RL.LOCKCOUNT): routes matching the request are then decided before it. */
+        public boolean lockout() {
+            return parts.size() == 1 && parts.get(0).policy().isLockout();
+        }
+
+        /** The policies' names, for messages: {@code 'a'} or {@code 'a', 'b'}. */
+        public String names() {
+            return String.join(", ", parts.stream().map(p -> "'" + p.policy().name() + "'").toList());
         }
 
         /**
@@ -108,22 +129,22 @@ public final class AnnotationPolicies {
      * a method that returns before its work is done fails the start.
      */
     public void validate(Class<?> beanClass, boolean blocking) {
-        boolean classLevel = AnnotatedElementUtils.hasAnnotation(beanClass, RateLimited.class);
+        boolean classLevel = annotated(beanClass);
         ReflectionUtils.doWithMethods(beanClass, m -> {
                     unguardable(m, beanClass);
                     if (blocking) {
                         asynchronous(m, beanClass);
                     }
-                    Resolved r = resolve(m, beanClass);
-                    if (!blocking && r != null && r.fallback() != null) {
-                        throw new IllegalStateException("@RateLimited on " + beanClass.getSimpleName() + "." + m.getName()
-                                + ": fallbackMethod is supported in Spring MVC apps and on plain beans, not yet under WebFlux"
-                                + " (answer the 429 with a RateLimitAnswers bean, or catch RateLimitRefusedException)");
-                    }
+                    resolve(m, beanClass);
                 },
                 m -> !m.isBridge() && !m.isSynthetic() && Modifier.isPublic(m.getModifiers())
                         && m.getDeclaringClass() != Object.class
-                        && (classLevel || AnnotatedElementUtils.hasAnnotation(m, RateLimited.class)));
+                        && (classLevel || annotated(m)));
+    }
+
+    /** Whether an element carries {@code @RateLimited}, once or repeated (its container). */
+    public static boolean annotated(java.lang.reflect.AnnotatedElement e) {
+        return AnnotatedElementUtils.hasAnnotation(e, RateLimited.class) || AnnotatedElementUtils.hasAnnotation(e, RateLimited.List.class);
     }
 
     // A method the proxy cannot guard fails the start, naming it: else its @RateLimited (and a route
@@ -172,17 +193,45 @@ public final class AnnotationPolicies {
     }
 
     private Resolved build(Method m, Class<?> targetClass) {
-        RateLimited a = AnnotatedElementUtils.findMergedAnnotation(m, RateLimited.class);
-        if (a == null) {
-            a = AnnotatedElementUtils.findMergedAnnotation(targetClass, RateLimited.class);
+        // Once or repeated (Spring's own repeatable lookup reads the container); the method's replace its class's.
+        java.util.Set<RateLimited> found = AnnotatedElementUtils.findMergedRepeatableAnnotations(m, RateLimited.class, RateLimited.List.class);
+        if (found.isEmpty()) {
+            found = AnnotatedElementUtils.findMergedRepeatableAnnotations(targetClass, RateLimited.class, RateLimited.List.class);
         }
-        if (a == null) {
+        if (found.isEmpty()) {
             return null;
         }
         String where = targetClass.getSimpleName() + "." + m.getName();
         try {
-            Resolved r = compile(a, where);
-            return a.fallbackMethod().isEmpty() ? r : r.withFallback(fallback(m, targetClass, a.fallbackMethod()));
+            List<Part> parts = new ArrayList<>(found.size());
+            String fallbackName = "";
+            int n = 0;
+            for (RateLimited a : found) {
+                n++;
+                // The first unnamed inline policy is Class.method, as with one annotation; the others #2, #3, ...
+                parts.add(compile(a, n == 1 ? where : where + "#" + n));
+                if (!a.fallbackMethod().isEmpty()) {
+                    if (!fallbackName.isEmpty() && !fallbackName.equals(a.fallbackMethod())) {
+                        throw new IllegalArgumentException("two fallbackMethods ('" + fallbackName + "', '" + a.fallbackMethod()
+                                + "'): one answers a refusal by any of its policies");
+                    }
+                    fallbackName = a.fallbackMethod();
+                }
+            }
+            if (parts.size() > 1) {
+                java.util.Set<List<Object>> seen = new java.util.HashSet<>();
+                for (Part p : parts) {
+                    if (p.policy().isLockout()) {
+                        throw new IllegalArgumentException("policy '" + p.policy().name() + "' is a lockout, decided alone"
+                                + " (RL.LOCKCOUNT): it cannot be combined with another @RateLimited on the method");
+                    }
+                    // The same policy keyed the same way twice would count once: surely a slip.
+                    if (!seen.add(java.util.Arrays.asList(p.policy().name(), p.by(), p.key() == null ? null : p.key().getExpressionString()))) {
+                        throw new IllegalArgumentException("policy '" + p.policy().name() + "' is named twice with the same key");
+                    }
+                }
+            }
+            return new Resolved(parts, fallbackName.isEmpty() ? null : fallback(m, targetClass, fallbackName));
         } catch (IllegalArgumentException | org.springframework.expression.ParseException e) {
             throw new IllegalStateException("@RateLimited on " + where + ": " + e.getMessage(), e);
         }
@@ -201,7 +250,7 @@ public final class AnnotationPolicies {
             throw new IllegalArgumentException("fallbackMethod '" + name + "' not found: it takes the method's parameters "
                     + java.util.Arrays.stream(params).map(Class::getSimpleName).toList() + ", optionally followed by a RateLimitRefusedException");
         }
-        if (!org.springframework.util.ClassUtils.isAssignable(m.getReturnType(), f.getReturnType())) {
+        if (!org.springframework.util.ClassUtils.isAssignable(m.getReturnType(), f.getReturnType()) && !reactiveAnswer(m, f)) {
             throw new IllegalArgumentException("fallbackMethod '" + name + "' returns " + f.getReturnType().getSimpleName()
                     + ", which the method (returning " + m.getReturnType().getSimpleName() + ") cannot return");
         }
@@ -209,7 +258,21 @@ public final class AnnotationPolicies {
         return f;
     }
 
-    private Resolved compile(RateLimited a, String where) {
+    // A method returning a Mono or a Flux (WebFlux) may fall back to any reactive type, or to a plain value of
+    // its element type (wrapped by the interceptor).
+    private static boolean reactiveAnswer(Method m, Method f) {
+        org.springframework.core.ReactiveAdapterRegistry registry = org.springframework.core.ReactiveAdapterRegistry.getSharedInstance();
+        if (registry.getAdapter(m.getReturnType()) == null) {
+            return false;
+        }
+        if (registry.getAdapter(f.getReturnType()) != null) {
+            return true;
+        }
+        Class<?> element = org.springframework.core.ResolvableType.forMethodReturnType(m).getGeneric(0).resolve(Object.class);
+        return org.springframework.util.ClassUtils.isAssignable(element, f.getReturnType());
+    }
+
+    private Part compile(RateLimited a, String where) {
         String name;
         List<dev.redisratelimit.client.Limit> limits;
         String hashTag = a.hashTag();
@@ -263,7 +326,7 @@ public final class AnnotationPolicies {
             costs[i] = parse(clauses.get(i).cost());
             settles[i] = parse(clauses.get(i).settle());
         }
-        return new Resolved(compiled, a.by(), parse(blankToNull(a.key())), parse(blankToNull(a.zone())), costs, settles, null);
+        return new Part(compiled, a.by(), parse(blankToNull(a.key())), parse(blankToNull(a.zone())), costs, settles);
     }
 
     /**

@@ -28,8 +28,11 @@ public final class RateLimitAdvisingPostProcessor extends AbstractBeanFactoryAwa
     public RateLimitAdvisingPostProcessor(ObjectProvider<AnnotationPolicies> policies, Advice interceptor, boolean blocking) {
         this.policies = policies;
         this.blocking = blocking;
+        // Once or repeated (then the compiler writes the container, RateLimited.List), on the class or the method.
         ComposablePointcut pointcut = new ComposablePointcut(new AnnotationMatchingPointcut(RateLimited.class, true))
-                .union(new AnnotationMatchingPointcut(null, RateLimited.class, true));
+                .union(new AnnotationMatchingPointcut(null, RateLimited.class, true))
+                .union(new AnnotationMatchingPointcut(RateLimited.List.class, true))
+                .union(new AnnotationMatchingPointcut(null, RateLimited.List.class, true));
         this.advisor = new DefaultPointcutAdvisor(pointcut, interceptor);
         setProxyTargetClass(true);
         setBeforeExistingAdvisors(true);

@@ -3,6 +3,7 @@ package dev.redisratelimit.spring.annotation;
 import java.lang.annotation.Documented;
 import java.lang.annotation.ElementType;
 import java.lang.annotation.Inherited;
+import java.lang.annotation.Repeatable;
 import java.lang.annotation.Retention;
 import java.lang.annotation.RetentionPolicy;
 import java.lang.annotation.Target;
@@ -18,12 +19,31 @@ import java.lang.annotation.Target;
  * neither, the properties default ({@code ratelimit.default-limit}), one
  * sliding window named {@code default}. A name that is none of these fails the
  * application's start.
+ *
+ * <p>Repeatable: several on one method (or class) are decided together in the
+ * same one Redis call — for example a per-user limit and a global budget, or
+ * one policy keyed two ways. The call is admitted only if every one admits;
+ * nothing is charged otherwise; the headers carry every limit's item, and a
+ * refusal's {@code Retry-After} is the refusing limit's. Each is its own
+ * policy: an unnamed inline one after the first is named
+ * {@code Class.method#2}, {@code #3}, ... (a lockout cannot be combined: it is
+ * decided alone). A method's own annotations replace its class's.
  */
 @Target({ElementType.METHOD, ElementType.TYPE})
 @Retention(RetentionPolicy.RUNTIME)
 @Inherited
 @Documented
+@Repeatable(RateLimited.List.class)
 public @interface RateLimited {
+
+    /** The container of several {@code @RateLimited} on one element (written by the compiler; rarely by hand). */
+    @Target({ElementType.METHOD, ElementType.TYPE})
+    @Retention(RetentionPolicy.RUNTIME)
+    @Inherited
+    @Documented
+    @interface List {
+        RateLimited[] value();
+    }
 
     /** The policy's name: a YAML policy to use, or the name of the inline one. */
     String policy() default "";
@@ -87,8 +107,11 @@ public @interface RateLimited {
      * {@link dev.redisratelimit.client.RateLimitRefusedException} (the refusal: its decision, its
      * retry), and a return type the limited method may return. Its value is the call's answer;
      * nothing is charged. Not called when Redis cannot decide (the Redis-down mode answers). Spring
-     * MVC apps and plain beans; under WebFlux not yet (the start fails, saying so). Checked at
-     * start-up: a missing method fails the start.
+     * MVC apps, plain beans and WebFlux: for a method returning a Mono or a Flux the fallback may
+     * return one too, or a plain value (its answer, wrapped), or null (an empty answer); it runs when
+     * the publisher is subscribed and the decision refuses. Checked at start-up: a missing method
+     * fails the start. With several {@code @RateLimited} on a method, at most one names it (it
+     * answers a refusal by any of them).
      */
     String fallbackMethod() default "";
 }

@@ -1,7 +1,6 @@
 package dev.redisratelimit.spring.autoconfigure;
 
 import dev.redisratelimit.client.BackendTransport;
-import dev.redisratelimit.client.LocalLimiter;
 import dev.redisratelimit.client.RateLimitAsyncClient;
 import dev.redisratelimit.client.RateLimitTransport;
 import dev.redisratelimit.client.RateLimiter;
@@ -87,15 +86,11 @@ public class RateLimitAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean
-    public LocalLimiter rateLimitLocalLimiter() {
-        return new LocalLimiter();
-    }
-
-    @Bean
-    @ConditionalOnMissingBean
-    public RateLimiter rateLimiter(RateLimitAsyncClient client, RuntimeLimits limits, RedisAvailability availability, LocalLimiter local,
+    public RateLimiter rateLimiter(RateLimitAsyncClient client, RuntimeLimits limits, RedisAvailability availability,
             RateLimitProperties p, ObjectProvider<RedisConnectionFactory> factory) {
-        RateLimiter limiter = new RateLimiter(client, limits, availability, local, p.getPrefix(), p.getDecisionBudget(), p.getOnRedisDown().mode());
+        // on-redis-down LOCAL decides on its own in-process backend (not a bean: the test slice's local backend is
+        // the transport, and the Redis-down one must never be)
+        RateLimiter limiter = new RateLimiter(client, limits, availability, null, p.getPrefix(), p.getDecisionBudget(), p.getOnRedisDown().mode());
         limiter.setClustered(ClusterAware.isCluster(factory.getIfAvailable()));
         return limiter;
     }

@@ -135,7 +135,7 @@ public class RateLimitRouteWebFilter implements WebFilter, Ordered {
                 .map(h -> {
                     if (h instanceof HandlerMethod hm) {
                         AnnotationPolicies.Resolved own = policies.resolve(hm.getMethod(), hm.getBeanType());
-                        return own != null && !own.policy().isLockout();
+                        return own != null && !own.lockout();
                     }
                     return false;
                 }).defaultIfEmpty(false);

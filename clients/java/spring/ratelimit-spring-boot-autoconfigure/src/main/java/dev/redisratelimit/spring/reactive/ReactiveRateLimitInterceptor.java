@@ -13,6 +13,7 @@ import dev.redisratelimit.spring.annotation.KeyBy;
 import dev.redisratelimit.spring.http.RateLimitAnswers;
 import dev.redisratelimit.spring.http.RateLimitKeyMissingException;
 import java.lang.reflect.Method;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -42,10 +43,10 @@ import reactor.core.scheduler.Schedulers;
  * ({@link RateLimiter#acquireAsync}, the exchange from the Reactor Context),
  * writes the rate-limit headers, then subscribes the method's own publisher;
  * when that completes, errs or is cancelled (the client went away) the
- * permit is closed exactly once ({@code usingWhen}): leases released,
- * estimates settled from {@code #result} on completion (a Flux's last
- * element), refunded on error, left standing on cancel (the work started is
- * paid at the estimate). A method returning a plain value is decided
+ * permit is closed exactly once: leases released, estimates settled from
+ * {@code #result} on completion (a Flux's last element), refunded on error,
+ * and on cancel settled from the last element emitted before it (0 when
+ * none was). A method returning a plain value is decided
  * synchronously — but never on an event-loop thread, where it is a
  * configuration error (return a Mono).
  */
@@ -105,12 +106,49 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
         Mono<Call> decided = Mono.deferContextual(cv -> decide(inv, r, ServerWebExchangeContextFilter.getExchange(cv).orElse(null)));
         // The permit closes once the method's publisher ends (completed, failed or cancelled); the answer does
         // not wait for that round trip to Redis (CLIENTS.md §3: closing never delays the response).
-        if (adapter.isMultiValue()) {
-            return adapter.fromPublisher(decided.flatMapMany(call -> Flux.from(call.run(adapter))
-                    .doOnComplete(call::completed).doOnError(e -> call.failed()).doOnCancel(call::cancelled)));
+        if (r.fallback() != null) {
+            // A refusal answered by the fallback (only the decision's: a refusal the method's own publisher
+            // raises is its own); nothing was charged.
+            Mono<Object> either = decided.<Object>map(c -> c)
+                    .onErrorResume(dev.redisratelimit.client.RateLimitRefusedException.class, e -> Mono.just(e));
+            if (adapter.isMultiValue()) {
+                return adapter.fromPublisher(either.flatMapMany(x -> x instanceof Call call ? many(call, adapter)
+                        : fallback(inv, r, (dev.redisratelimit.client.RateLimitRefusedException) x)));
+            }
+            return adapter.fromPublisher(either.flatMap(x -> x instanceof Call call ? one(call, adapter)
+                    : Mono.from(fallback(inv, r, (dev.redisratelimit.client.RateLimitRefusedException) x))));
         }
-        return adapter.fromPublisher(decided.flatMap(call -> Mono.from(call.run(adapter))
-                .doOnSuccess(v -> call.completed()).doOnError(e -> call.failed()).doOnCancel(call::cancelled)));
+        if (adapter.isMultiValue()) {
+            return adapter.fromPublisher(decided.flatMapMany(call -> many(call, adapter)));
+        }
+        return adapter.fromPublisher(decided.flatMap(call -> one(call, adapter)));
+    }
+
+    // The method's publisher, closing the permit once it ends.
+    private static Flux<Object> many(Call call, ReactiveAdapter adapter) {
+        return Flux.from(call.run(adapter)).doOnComplete(call::completed).doOnError(e -> call.failed()).doOnCancel(call::cancelled);
+    }
+
+    // The same for a single value: the hooks after Mono.from, whose cancel of its source after the value is no cancel of the call.
+    private static Mono<Object> one(Call call, ReactiveAdapter adapter) {
+        return Mono.from(call.run(adapter)).doOnSuccess(v -> call.completed()).doOnError(e -> call.failed()).doOnCancel(call::cancelled);
+    }
+
+    // The fallback's answer: its publisher (any reactive type), or its plain value (null: empty).
+    @SuppressWarnings("unchecked")
+    private Publisher<Object> fallback(MethodInvocation inv, AnnotationPolicies.Resolved r,
+            dev.redisratelimit.client.RateLimitRefusedException refusal) {
+        Object answer;
+        try {
+            answer = r.fallback(inv.getThis(), inv.getArguments(), refusal);
+        } catch (Throwable t) {
+            return Mono.error(t);
+        }
+        if (answer == null) {
+            return Mono.empty();
+        }
+        ReactiveAdapter a = adapters.getAdapter(answer.getClass());
+        return a != null ? (Publisher<Object>) a.toPublisher(answer) : Mono.just(answer);
     }
 
     // A plain return value: decided and closed on the calling thread, which must not be an event loop.
@@ -120,7 +158,15 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
                     + inv.getMethod().getName() + " returns a plain value on an event-loop thread, where the decision would block it:"
                     + " return a Mono or a Flux");
         }
-        Call call = decide(inv, r, null).block();
+        Call call;
+        try {
+            call = decide(inv, r, null).block();
+        } catch (dev.redisratelimit.client.RateLimitRefusedException e) {
+            if (r.fallback() == null) {
+                throw e;
+            }
+            return r.fallback(inv.getThis(), inv.getArguments(), e); // @RateLimited(fallbackMethod): its answer, nothing charged
+        }
         Object result;
         try {
             result = inv.proceed();
@@ -150,24 +196,28 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
                     ctx.setVariable("user", u.orElse(null));
                 }
             }
-            String policyName = r.policy().name();
-            String key = key(r, ctx, exchange, ip, u.orElse(null));
-            String zone = r.zone() == null ? null : string(r.zone(), ctx, "zone", policyName);
-            long[] costs = new long[r.costs().length];
-            for (int i = 0; i < costs.length; i++) {
-                costs[i] = r.costs()[i] == null ? 1 : cost(r.costs()[i], ctx, policyName);
+            // One call per @RateLimited on the method (several when repeated), with its key and costs.
+            List<PolicyCall> own = new ArrayList<>(r.parts().size());
+            for (AnnotationPolicies.Part part : r.parts()) {
+                String policyName = part.policy().name();
+                String key = key(part, ctx, exchange, ip, u.orElse(null));
+                String zone = part.zone() == null ? null : string(part.zone(), ctx, "zone", policyName);
+                long[] costs = new long[part.costs().length];
+                for (int i = 0; i < costs.length; i++) {
+                    costs[i] = part.costs()[i] == null ? 1 : cost(part.costs()[i], ctx, policyName);
+                }
+                String digest = part.policy().duplicateWindow() == null || caller == null ? null : caller.bodyDigest(exchange);
+                if (part.policy().duplicateWindow() != null && digest == null) {
+                    throw new RateLimitConfigurationException("policy '" + policyName + "': preventDuplicate needs an HTTP request body");
+                }
+                own.add(new PolicyCall(part.policy(), key, zone, costs, digest));
             }
-            String digest = r.policy().duplicateWindow() == null || caller == null ? null : caller.bodyDigest(exchange);
-            if (r.policy().duplicateWindow() != null && digest == null) {
-                throw new RateLimitConfigurationException("policy '" + policyName + "': preventDuplicate needs an HTTP request body");
-            }
-            PolicyCall in = new PolicyCall(r.policy(), key, zone, costs, digest);
             boolean blocking = offloaded();
-            // Routes this request matched wait for its handler's policy: all decided in one RL.ALL.
+            // Routes this request matched wait for its handler's policies: all decided in one RL.ALL.
             List<PolicyCall> routes = RateLimitRouteWebFilter.takeDeferred(exchange);
             Mono<Permit> permit = Mono.defer(() -> {
-                CompletableFuture<Permit> decision = (routes == null ? limiter.get().acquireAsync(in)
-                        : limiter.get().acquireAsync(PolicyCall.withRoutes(routes, in))).toCompletableFuture();
+                CompletableFuture<Permit> decision = (routes == null ? limiter.get().acquireAsync(own)
+                        : limiter.get().acquireAsync(PolicyCall.withRoutes(routes, own))).toCompletableFuture();
                 // Cancelled while deciding (the client went away): the permit Redis may still grant has nobody
                 // to close it, so close it when it comes (leases released, estimates refunded: nothing ran).
                 // The Mono waits on a copy, so its cancel does not cancel the decision this relies on.
@@ -186,7 +236,7 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
             if (blocking) {
                 permit = permit.subscribeOn(Schedulers.boundedElastic());
             }
-            return permit.map(p -> new Call(inv, r, ctx, costs, p, exchange, blocking));
+            return permit.map(p -> new Call(inv, r, ctx, own, p, exchange, blocking));
         });
     }
 
@@ -195,7 +245,7 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
         return o != null && o.blocking();
     }
 
-    private static String key(AnnotationPolicies.Resolved r, MethodBasedEvaluationContext ctx, ServerWebExchange exchange, String ip,
+    private static String key(AnnotationPolicies.Part r, MethodBasedEvaluationContext ctx, ServerWebExchange exchange, String ip,
             String user) {
         String policy = r.policy().name();
         if (r.key() != null) {
@@ -231,19 +281,20 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
         private final MethodInvocation inv;
         private final AnnotationPolicies.Resolved r;
         private final MethodBasedEvaluationContext ctx;
-        private final long[] costs;
+        /** The method's own calls, one per @RateLimited (in the order of r.parts()). */
+        private final List<PolicyCall> own;
         private final Permit permit;
         private final ServerWebExchange exchange;
         private final boolean blocking;
         private volatile Object last;
         private final AtomicBoolean closed = new AtomicBoolean();
 
-        Call(MethodInvocation inv, AnnotationPolicies.Resolved r, MethodBasedEvaluationContext ctx, long[] costs, Permit permit,
+        Call(MethodInvocation inv, AnnotationPolicies.Resolved r, MethodBasedEvaluationContext ctx, List<PolicyCall> own, Permit permit,
                 ServerWebExchange exchange, boolean blocking) {
             this.inv = inv;
             this.r = r;
             this.ctx = ctx;
-            this.costs = costs;
+            this.own = own;
             this.permit = permit;
             this.exchange = exchange;
             this.blocking = blocking;
@@ -269,26 +320,34 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
             return Flux.from((Publisher<Object>) adapter.toPublisher(returned)).doOnNext(v -> last = v);
         }
 
-        // Completed: estimates settled from #result (the value, or a Flux's last element).
+        // Completed: each policy's estimates settled from #result (the value, or a Flux's last element).
         void completed() {
             if (!closing()) {
                 return;
             }
-            Map<Integer, Long> used = new HashMap<>();
+            // The outcome, for a policy that counts only failures or successes: an error status is a failure.
+            if (last instanceof org.springframework.http.ResponseEntity<?> re && re.getStatusCode().value() >= 400) {
+                permit.failed();
+            } else {
+                permit.succeeded();
+            }
+            Map<PolicyCall, Map<Integer, Long>> used = new HashMap<>();
             try {
                 if (permit.hasEstimates()) {
                     ctx.setVariable("result", last);
-                    for (int clause : permit.estimateClauses()) {
-                        used.put(clause, usage(r.settles()[clause], ctx, costs[clause], r.policy().name()));
+                    for (int i = 0; i < own.size(); i++) {
+                        AnnotationPolicies.Part part = r.parts().get(i);
+                        Map<Integer, Long> byClause = new HashMap<>();
+                        for (int clause : permit.estimateClauses(own.get(i))) {
+                            byClause.put(clause, usage(part.settles()[clause], ctx, own.get(i).costs()[clause], part.policy().name()));
+                        }
+                        used.put(own.get(i), byClause);
                     }
                 }
             } catch (RuntimeException e) {
-                // A settle expression that cannot be evaluated: the estimate stands (§4), the lease is released.
-                log.warn("policy '{}': settle expression failed ({}); the estimate stands", r.policy().name(), e.getMessage());
-                used.clear();
-                for (int clause : permit.estimateClauses()) {
-                    used.put(clause, costs[clause]);
-                }
+                // A settle expression that cannot be evaluated: the estimates stand (§4), the leases are released.
+                log.warn("policy {}: settle expression failed ({}); the estimate stands", r.names(), e.getMessage());
+                used = charged();
             }
             close(used);
         }
@@ -296,20 +355,34 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
         // Failed: the method used nothing, its estimates are refunded.
         void failed() {
             if (closing()) {
+                permit.failed();
                 close(Map.of());
             }
         }
 
-        // Cancelled (the client went away): leases released, estimates stand as charged.
+        // Cancelled (the client went away, which stops the method's publisher): leases released at once; estimates
+        // settled to what the work got to — from #result when the publisher emitted (a stream: its last element, the
+        // tokens of the lines sent), else 0 (nothing reported: the Permit's own rule, and the Python and Node
+        // adapters'; SERVICES.md endpoint 5: "0 when it raised or was cancelled").
         void cancelled() {
-            if (!closing()) {
-                return;
+            if (last != null) {
+                completed();
+            } else {
+                failed();
             }
-            Map<Integer, Long> used = new HashMap<>();
-            for (int clause : permit.estimateClauses()) {
-                used.put(clause, costs[clause]);
+        }
+
+        // Every estimate as charged, call by call.
+        private Map<PolicyCall, Map<Integer, Long>> charged() {
+            Map<PolicyCall, Map<Integer, Long>> used = new HashMap<>();
+            for (PolicyCall c : own) {
+                Map<Integer, Long> byClause = new HashMap<>();
+                for (int clause : permit.estimateClauses(c)) {
+                    byClause.put(clause, c.costs()[clause]);
+                }
+                used.put(c, byClause);
             }
-            close(used);
+            return used;
         }
 
         // Once: the first of completed, failed and cancelled closes the permit.
@@ -318,10 +391,10 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
         }
 
         // Sent, not waited for: the permit logs what it could not settle (the lease then expires by its TTL).
-        private void close(Map<Integer, Long> used) {
-            Mono<Void> m = Mono.fromCompletionStage(() -> permit.closeAsync(used));
+        private void close(Map<PolicyCall, Map<Integer, Long>> used) {
+            Mono<Void> m = Mono.fromCompletionStage(() -> permit.closeAsyncByCall(used));
             (blocking ? m.subscribeOn(Schedulers.boundedElastic()) : m)
-                    .subscribe(null, e -> log.warn("policy '{}': permit not settled ({})", r.policy().name(), e.toString()));
+                    .subscribe(null, e -> log.warn("policy {}: permit not settled ({})", r.names(), e.toString()));
         }
     }
 }

@@ -16,6 +16,7 @@ import dev.redisratelimit.spring.http.RateLimitAnswers;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.lang.reflect.Method;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -75,24 +76,18 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
         CallerResolver caller = caller();
         // The SpEL context only when an expression reads it: most policies key by IP or user and have none.
         Expressions spel = new Expressions(inv, method, request, caller);
-        String policyName = r.policy().name();
-        String key = key(r, spel, request, caller);
-        String zone = r.zone() == null ? null : string(r.zone(), spel.context(), "zone", policyName);
-        long[] costs = new long[r.costs().length];
-        for (int i = 0; i < costs.length; i++) {
-            costs[i] = r.costs()[i] == null ? 1 : cost(r.costs()[i], spel.context(), policyName);
+        // One call per @RateLimited on the method (several when repeated), with its key and costs.
+        List<AnnotationPolicies.Part> parts = r.parts();
+        List<PolicyCall> own = new ArrayList<>(parts.size());
+        for (AnnotationPolicies.Part part : parts) {
+            own.add(call(part, spel, request, caller));
         }
-        String digest = r.policy().duplicateWindow() == null ? null
-                : caller != null && request != null ? caller.bodyDigest(request) : null;
-        if (r.policy().duplicateWindow() != null && digest == null) {
-            throw new RateLimitConfigurationException("policy '" + policyName + "': preventDuplicate needs an HTTP request body");
-        }
-        PolicyCall own = new PolicyCall(r.policy(), key, zone, costs, digest);
-        // Routes this request matched wait for its handler's policy: all decided in one RL.ALL.
+        // Routes this request matched wait for its handler's policies: all decided in one RL.ALL.
         List<PolicyCall> routes = request != null ? DeferredRoutes.take(request) : null;
         Permit permit;
         try {
-            permit = routes == null ? limiter().acquire(own) : limiter().acquire(PolicyCall.withRoutes(routes, own));
+            permit = routes == null ? (own.size() == 1 ? limiter().acquire(own.get(0)) : limiter().acquire(own))
+                    : limiter().acquire(PolicyCall.withRoutes(routes, own));
         } catch (dev.redisratelimit.client.RateLimitRefusedException e) {
             if (r.fallback() == null) {
                 throw e;
@@ -112,15 +107,19 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
             // A streamed body is written after the method returns: the permit stays open (its
             // leases held, its estimates charged) until the last byte is sent or the client left.
             if (STREAMING && response != null) {
+                // The status as returned: once the client has gone, Tomcat may recycle the response
+                // before the stream's writer ends, and reading it then throws (the permit never closed).
+                int status = result instanceof org.springframework.http.ResponseEntity<?> re ? re.getStatusCode().value()
+                        : response.getStatus();
                 Object body = Streams.hold(result, (sent, failed) ->
-                        finish(permit, r, spel, costs, policyName, response, sent, true, failed));
+                        finish(permit, parts, own, spel, null, sent, true, failed || status >= 400));
                 streamed = body != result;
                 result = body;
             }
             return result;
         } finally {
             if (!streamed) {
-                finish(permit, r, spel, costs, policyName, response, result, ok, !ok);
+                finish(permit, parts, own, spel, response, result, ok, !ok);
             }
         }
     }
@@ -130,8 +129,25 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
      * and each estimate settled from {@code #result} — of a call that returned, or of a stream,
      * even one cut short (its body says what it sent); a call that threw used nothing.
      */
-    private void finish(Permit permit, AnnotationPolicies.Resolved r, Expressions spel, long[] costs, String policyName,
+    private void finish(Permit permit, List<AnnotationPolicies.Part> parts, List<PolicyCall> own, Expressions spel,
             HttpServletResponse response, Object result, boolean settle, boolean failed) {
+        Map<PolicyCall, Map<Integer, Long>> used = Map.of();
+        try {
+            used = outcomeAndUsage(permit, parts, own, spel, response, result, settle, failed);
+        } finally {
+            // Whatever the outcome or a settle expression threw: the leases released, the estimates settled.
+            // Sent, not waited for: the release and settlement are one pipelined burst, and a slow Redis
+            // must not hold the response for the budget.
+            permit.closeAsyncByCall(used);
+        }
+    }
+
+    /**
+     * The outcome told to the permit, and each estimate's usage from {@code #result} (none for a call that threw),
+     * call by call: each policy's estimates from its own settle expressions (clause indexes are their policy's).
+     */
+    private Map<PolicyCall, Map<Integer, Long>> outcomeAndUsage(Permit permit, List<AnnotationPolicies.Part> parts, List<PolicyCall> own,
+            Expressions spel, HttpServletResponse response, Object result, boolean settle, boolean failed) {
         // The outcome, for a policy that counts only failures or successes (Policy#counts).
         if (!permit.outcomeKnown()) {
             int status = result instanceof org.springframework.http.ResponseEntity<?> re ? re.getStatusCode().value()
@@ -142,18 +158,38 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
                 permit.succeeded();
             }
         }
-        Map<Integer, Long> used = Map.of();
+        Map<PolicyCall, Map<Integer, Long>> used = Map.of();
         if (settle && permit.hasEstimates()) {
             used = new HashMap<>();
             EvaluationContext ctx = spel.context();
             ctx.setVariable("result", result);
-            for (int clause : permit.estimateClauses()) {
-                used.put(clause, usage(r.settles()[clause], ctx, costs[clause], policyName));
+            for (int i = 0; i < own.size(); i++) {
+                AnnotationPolicies.Part part = parts.get(i);
+                Map<Integer, Long> byClause = new HashMap<>();
+                for (int clause : permit.estimateClauses(own.get(i))) {
+                    byClause.put(clause, usage(part.settles()[clause], ctx, own.get(i).costs()[clause], part.policy().name()));
+                }
+                used.put(own.get(i), byClause);
             }
         }
-        // A method that threw used nothing: its estimates are refunded. Sent, not waited for: the release and
-        // settlement are one pipelined burst, and a slow Redis must not hold the response for the budget.
-        permit.closeAsync(used);
+        return used; // a method that threw used nothing: its estimates are refunded
+    }
+
+    // One @RateLimited's call: its key, zone, costs and duplicate digest.
+    private PolicyCall call(AnnotationPolicies.Part r, Expressions spel, HttpServletRequest request, CallerResolver caller) {
+        String policyName = r.policy().name();
+        String key = key(r, spel, request, caller);
+        String zone = r.zone() == null ? null : string(r.zone(), spel.context(), "zone", policyName);
+        long[] costs = new long[r.costs().length];
+        for (int i = 0; i < costs.length; i++) {
+            costs[i] = r.costs()[i] == null ? 1 : cost(r.costs()[i], spel.context(), policyName);
+        }
+        String digest = r.policy().duplicateWindow() == null ? null
+                : caller != null && request != null ? caller.bodyDigest(request) : null;
+        if (r.policy().duplicateWindow() != null && digest == null) {
+            throw new RateLimitConfigurationException("policy '" + policyName + "': preventDuplicate needs an HTTP request body");
+        }
+        return new PolicyCall(r.policy(), key, zone, costs, digest);
     }
 
     private static final boolean STREAMING = org.springframework.util.ClassUtils.isPresent(
@@ -228,7 +264,7 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
         return a;
     }
 
-    private String key(AnnotationPolicies.Resolved r, Expressions spel, HttpServletRequest request, CallerResolver caller) {
+    private String key(AnnotationPolicies.Part r, Expressions spel, HttpServletRequest request, CallerResolver caller) {
         String policy = r.policy().name();
         if (r.key() != null) {
             return string(r.key(), spel.context(), "key", policy);

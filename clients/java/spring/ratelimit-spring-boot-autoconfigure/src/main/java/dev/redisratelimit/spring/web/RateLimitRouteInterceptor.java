@@ -64,7 +64,7 @@ public final class RateLimitRouteInterceptor implements AsyncHandlerInterceptor 
         List<PolicyCall> calls = routes.calls(matched, new ServletRequestView(request, caller), RateLimitRouteInterceptor::context);
         if (handler instanceof HandlerMethod hm) {
             AnnotationPolicies.Resolved own = policies.resolve(hm.getMethod(), hm.getBeanType());
-            if (own != null && !own.policy().isLockout()) {
+            if (own != null && !own.lockout()) {
                 DeferredRoutes.defer(request, calls);
                 return true;
             }

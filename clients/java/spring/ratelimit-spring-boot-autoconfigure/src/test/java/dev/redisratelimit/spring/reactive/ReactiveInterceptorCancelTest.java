@@ -10,7 +10,6 @@ import dev.redisratelimit.spring.annotation.LimitType;
 import dev.redisratelimit.spring.annotation.RateLimited;
 import dev.redisratelimit.spring.annotation.AnnotationPolicies;
 import dev.redisratelimit.spring.autoconfigure.RateLimitProperties;
-import dev.redisratelimit.client.LocalLimiter;
 import dev.redisratelimit.client.RateLimiter;
 import dev.redisratelimit.client.RedisAvailability;
 import dev.redisratelimit.client.RuntimeLimits;
@@ -67,7 +66,7 @@ class ReactiveInterceptorCancelTest {
 
     Pending transport = new Pending();
     RateLimiter limiter = new RateLimiter(new RateLimitAsyncClient(transport), new RuntimeLimits(transport, "p:", 5000),
-            new RedisAvailability(transport, Duration.ofSeconds(30), Duration.ofSeconds(5)), new LocalLimiter(), "p:",
+            new RedisAvailability(transport, Duration.ofSeconds(30), Duration.ofSeconds(5)), null, "p:",
             Duration.ofSeconds(5), dev.redisratelimit.client.FailMode.CLOSED);
 
     Work proxy() {

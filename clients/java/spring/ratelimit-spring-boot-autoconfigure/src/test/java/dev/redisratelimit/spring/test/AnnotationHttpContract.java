@@ -309,4 +309,66 @@ public abstract class AnnotationHttpContract {
             runtimeLimits.set("ocr", Map.of("day", 20L, "hour", 5L));
         }
     }
+    // How many times Redis has run a command (INFO commandstats), e.g. "rl.all".
+    protected static long calls(String command) throws Exception {
+        Matcher m = Pattern.compile("cmdstat_" + Pattern.quote(command) + ":calls=(\\d+)").matcher(SharedRedis.get().cli("INFO", "commandstats"));
+        return m.find() ? Long.parseLong(m.group(1)) : 0;
+    }
+
+    @Test
+    void twoRateLimitedOnOneMethodAreOneDecisionInOneRedisCall() throws Exception {
+        assumeTrue(SharedRedis.details(), "the loaded module has no RL.ALL DETAILS yet");
+        String a = key();
+        long all = calls("rl.all");
+        long check = calls("rl.check");
+        HttpResponse<String> first = http().get("/pair", "X-Key", a);
+        assertThat(first.statusCode()).isEqualTo(200);
+        // one RL.ALL over both policies' windows, not one RL.CHECK each
+        assertThat(calls("rl.all") - all).isEqualTo(1);
+        assertThat(calls("rl.check") - check).isZero();
+        assertThat(first.headers().firstValue("RateLimit-Policy")).hasValue("\"per-key\";q=3;w=10, \"everyone\";q=5;w=3600");
+        assertThat(first.headers().firstValue("RateLimit")).hasValue("\"per-key\";r=2;t=10, \"everyone\";r=4;t=3600");
+        assertThat(http().get("/pair", "X-Key", a).statusCode()).isEqualTo(200);
+        assertThat(http().get("/pair", "X-Key", a).statusCode()).isEqualTo(200);
+        // the first policy refuses: its Retry-After (10 s window), the global budget not charged
+        HttpResponse<String> byKey = http().get("/pair", "X-Key", a);
+        assertThat(byKey.statusCode()).isEqualTo(429);
+        assertThat(byKey.body()).contains("Rate limit 'per-key' exceeded");
+        assertThat(Long.parseLong(byKey.headers().firstValue("Retry-After").orElseThrow())).isBetween(1L, 10L);
+        // each item as a refusal shows it: its peek at the call's cost (3 of 5 taken, one more would leave 1)
+        assertThat(byKey.headers().firstValue("RateLimit").orElseThrow()).matches("\"per-key\";r=0;t=\\d+, \"everyone\";r=1;t=\\d+");
+        assertThat(held("pair-all:{global}:everyone")).isEqualTo(3);
+        String b = key();
+        assertThat(http().get("/pair", "X-Key", b).statusCode()).isEqualTo(200);
+        assertThat(http().get("/pair", "X-Key", b).statusCode()).isEqualTo(200);
+        // the second policy refuses a caller the first admits: refused, Retry-After from the hour's window, nothing charged
+        String c = key();
+        HttpResponse<String> byAll = http().get("/pair", "X-Key", c);
+        assertThat(byAll.statusCode()).isEqualTo(429);
+        assertThat(byAll.body()).contains("Rate limit 'everyone' exceeded");
+        assertThat(Long.parseLong(byAll.headers().firstValue("Retry-After").orElseThrow())).isBetween(11L, 3600L);
+        assertThat(byAll.headers().firstValue("RateLimit").orElseThrow()).matches("\"per-key\";r=2;t=\\d+, \"everyone\";r=0;t=\\d+");
+        assertThat(held("pair-key:{" + c + "}:per-key")).isZero();
+        assertThat(held("pair-all:{global}:everyone")).isEqualTo(5);
+    }
+
+    @Test
+    void twoRateLimitedEachSettleTheirEstimatesAndBothAreRefundedOnFailure() throws Exception {
+        String k = key();
+        // pw-key charges the estimate and settles to used; pw-all charges twice the estimate and settles to twice used
+        assertThat(http().post("/pair/work?estimate=100&used=30", "{}", "X-Key", k).statusCode()).isEqualTo(200);
+        assertThat(quotaRemaining("pw-key:{" + k + "}:tokens")).isEqualTo(1000 - 30);
+        assertThat(quotaRemaining("pw-all:{" + k + "}:all-tokens", 100_000)).isEqualTo(100_000 - 60);
+        for (int i = 0; i < 3; i++) { // two leases, three failing calls: each released its lease, both estimates refunded
+            assertThat(http().post("/pair/work?estimate=100&used=50&fail=true", "{}", "X-Key", k).statusCode()).isEqualTo(500);
+        }
+        assertThat(held("pw-key:{" + k + "}:inflight")).isZero();
+        assertThat(quotaRemaining("pw-key:{" + k + "}:tokens")).isEqualTo(1000 - 30);
+        assertThat(quotaRemaining("pw-all:{" + k + "}:all-tokens", 100_000)).isEqualTo(100_000 - 60);
+    }
+
+    protected long quotaRemaining(String policyAndKey, long limit) throws Exception {
+        return Long.parseLong(SharedRedis.get().cli("RL.QUOTAPEEK", prefix() + policyAndKey, "*", "UTC", "DAY", Long.toString(limit), "COST", "0")
+                .split("\n")[3].trim());
+    }
 }
