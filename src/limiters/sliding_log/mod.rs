@@ -9,8 +9,9 @@
 //! when the window's edge lies outside them; else the members are stepped
 //! through from the nearer end — on a listpack all of one side, on a
 //! skiplist at most [`STEP_CAP`](super::sorted_set::STEP_CAP) — else
-//! `ZCOUNT` counts by rank (O(log N) on a skiplist). The k-th member a retry-after needs is found the same way
-//! (`ZRANGE` by rank past the cap). Writes (admitted RL.CHECK only):
+//! `ZCOUNT` counts by rank (O(log N) on a skiplist). The k-th member a
+//! retry-after needs is found as before: stepped through, `ZRANGE` by rank
+//! past the cap. Writes (admitted RL.CHECK only):
 //! `cost` new members scored `now`; when the key's expiry must move (on its
 //! grid, SPEC "Expiries on a grid" — about once an eighth of the longest
 //! window on a busy key), members older than the longest window removed and
