@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,7 @@ sys.path.insert(0, str(PKG_SRC))
 if (PKG_SRC / "redis_rl").is_dir():
     import export_slots_redis_rl as pkg_export  # noqa: E402
     import login_lockout_redis_rl as pkg_login  # noqa: E402
+    import login_lockout_policies as pkg_policies  # noqa: E402
     import ocr_jobs_redis_rl as pkg_ocr  # noqa: E402
     import sms_codes_redis_rl as pkg_sms  # noqa: E402
     import llm_gateway_redis_rl as pkg_gateway  # noqa: E402
@@ -48,10 +50,11 @@ else:  # the package is not in this tree
 
 # --- Login lockout that counts failures only ---------------------------------
 
-def test_login_lockout_locks_on_the_nth_failure_and_success_resets(r):
+def test_login_lockout_locks_after_n_failures_and_success_resets(r):
     assert [login(r, "ada", False) for _ in range(4)] == ["bad password"] * 4
     assert login(r, "ada", True) == "ok"    # a success clears the count
-    assert [login(r, "ada", False) for _ in range(5)] == ["bad password"] * 4 + ["locked"]
+    # n = 5: five failures answered as failures, the sixth attempt refused (RL.LOCKCOUNT's max)
+    assert [login(r, "ada", False) for _ in range(6)] == ["bad password"] * 5 + ["locked"]
     assert 0 < r.pttl("login:{ada}:lock") <= 1_800_000
     assert login(r, "ada", True) == "locked"  # even the right password waits
     assert not r.exists("login:{ada}:fails")
@@ -59,6 +62,12 @@ def test_login_lockout_locks_on_the_nth_failure_and_success_resets(r):
     r.delete("login:{ada}:lock", "login:{ada}:fails")
     assert login(r, "ada", True) == "ok"
 
+
+def test_login_lockout_counts_concurrent_attempts_exactly(r):
+    # Counted before the password is checked: 50 concurrent wrong passwords against n = 5 check 5.
+    with ThreadPoolExecutor(50) as pool:
+        answers = list(pool.map(lambda _: login(r, "bo", False), range(50)))
+    assert answers.count("bad password") == 5 and answers.count("locked") == 45
 
 
 # --- Refund on a downstream failure ---------------------------------------------
@@ -516,9 +525,28 @@ def test_login_lockout_with_the_python_package(r):
     attempt = lambda ok: pkg_login.login(limiter, r, "ada", ok)  # noqa: E731
     assert [attempt(False) for _ in range(4)] == ["bad password"] * 4
     assert attempt(True) == "ok"                                 # a success clears the count
-    assert [attempt(False) for _ in range(5)] == ["bad password"] * 4 + ["locked"]
+    assert [attempt(False) for _ in range(6)] == ["bad password"] * 5 + ["locked"]
     assert 0 < r.pttl("login:{ada}:lock") <= 1_800_000
     assert attempt(True) == "locked"
+
+
+@needs_package
+def test_login_lockout_n_is_the_same_in_the_recipes_and_both_policies(r):
+    # One n = 5 everywhere (RL.LOCKCOUNT's max, lockout(max), "5 per ..."):
+    # five wrong passwords answered as such, the sixth attempt refused.
+    limiter = RateLimiter(r)
+    expected = ["bad password"] * 5 + ["locked"] * 2
+    assert [login(r, "u1", False) for _ in range(7)] == expected
+    assert [pkg_login.login(limiter, r, "u2", False) for _ in range(7)] == expected
+    for policy in (pkg_policies.every_attempt, pkg_policies.failures_only):
+        assert [pkg_policies.login(limiter, policy, "u3", False) for _ in range(7)] == expected, policy.name
+    # Successes: forgotten by the recipes and the failures-only window; seed 004's lockout counts them.
+    oks = [True] * 6 + [False] * 6
+    assert [login(r, "u4", ok) for ok in oks] == ["ok"] * 6 + ["bad password"] * 5 + ["locked"]
+    assert [pkg_policies.login(limiter, pkg_policies.failures_only, "u4", ok) for ok in oks] == \
+        ["ok"] * 6 + ["bad password"] * 5 + ["locked"]
+    assert [pkg_policies.login(limiter, pkg_policies.every_attempt, "u5", True) for _ in range(6)] == \
+        ["ok"] * 5 + ["locked"]
 
 
 @needs_package

@@ -1,10 +1,10 @@
-def login(r, user, password_ok, n=5):          # lock on the 5th failure in 15 min, for 30 min
+def login(r, user, password_ok, n=5):          # 5 failures in 15 min lock for 30 min: the 6th attempt is refused
     lock, count = f"login:{{{user}}}:lock", f"login:{{{user}}}:fails"
-    if r.exists(lock):                          # 1. check the lock before trying
+    limited, _, _ = r.execute_command(          # 1. count the attempt before trying (atomic: exact under
+        "RL.LOCKCOUNT", lock, count, 900_000, n, 1_800_000)  # concurrency); locked, or the n+1-th: refused
+    if limited:
         return "locked"
     if password_ok:
         r.delete(count)                         # 2. success: forget the failures
         return "ok"
-    limited, _, _ = r.execute_command(          # 3. failure: count it; the n-th locks
-        "RL.LOCKCOUNT", lock, count, 900_000, n - 1, 1_800_000)
-    return "locked" if limited else "bad password"
+    return "bad password"                       # 3. failure: it stays counted

@@ -83,11 +83,8 @@ def llm_zone() -> str:
         raise BadInput("X-Zone must be an IANA time zone") from None
 
 
-def llm_key() -> str:
-    key = flask.request.headers.get("X-Api-Key")
-    if not key:
-        flask.abort(401)
-    return key
+# Missing or empty: a 401 problem+json (SERVICES.md), before any Redis call.
+llm_key = limits.header("X-Api-Key")
 
 
 @app.get("/health")

@@ -19,7 +19,7 @@ import type { FailureMode, Policy } from "./policy";
 import { closeWhenDone } from "./response";
 import { clientIpKey, userKey } from "./identity";
 import { exemption, type Exemptions } from "./exempt";
-import { PROBLEM_JSON, ProblemError, misconfigured, problem, rateLimitHeaders, refusal, unavailable, type Problem } from "./problems";
+import { PROBLEM_JSON, ProblemError, misconfigured, problem, rateLimitHeaders, refusal, resolvedUnits, unavailable, type Problem } from "./problems";
 
 export { ProblemError, PROBLEM_BASE, PROBLEM_JSON, misconfigured, problem, rateLimitHeaders, refusal, unavailable } from "./problems";
 export type { Problem } from "./problems";
@@ -128,7 +128,7 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
     try {
       for (const r of routes) {
         const key = await r.key(req);
-        calls.push(r.policy.bind(key, { cost: r.cost?.(req), estimate: r.estimate?.(req), zone: r.zone?.(req), subkeys: r.subkeys?.(req) }));
+        calls.push(r.policy.bind(key, { cost: resolvedUnits("cost", r.cost, req), estimate: resolvedUnits("estimate", r.estimate, req), zone: r.zone?.(req), subkeys: r.subkeys?.(req) }));
       }
       if (exempt(undefined, calls.map((c) => c.key))) return next();
       signal = needsPermit ? abortSignal() : undefined;

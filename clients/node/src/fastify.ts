@@ -25,7 +25,7 @@ import { ModuleNotLoadedError, RateLimitUnavailableError } from "./errors";
 import type { PolicyCall } from "./combined";
 import type { Permit, PolicyDecision, RateLimiter } from "./limiter";
 import type { FailureMode, Policy } from "./policy";
-import { PROBLEM_JSON, ProblemError, misconfigured, problem, rateLimitHeaders, refusal, unavailable, type Problem } from "./problems";
+import { PROBLEM_JSON, ProblemError, misconfigured, problem, rateLimitHeaders, refusal, resolvedUnits, unavailable, type Problem } from "./problems";
 
 export { ProblemError, PROBLEM_BASE, PROBLEM_JSON, misconfigured, problem, rateLimitHeaders, refusal, unavailable } from "./problems";
 export type { Problem } from "./problems";
@@ -156,7 +156,7 @@ function handlerFor(limiter: RateLimiter, options: RouteRateLimit, legacyDefault
     try {
       for (const r of routes) {
         const key = await r.key(request);
-        calls.push(r.policy.bind(key, { cost: r.cost?.(request), estimate: r.estimate?.(request), zone: r.zone?.(request), subkeys: r.subkeys?.(request) }));
+        calls.push(r.policy.bind(key, { cost: resolvedUnits("cost", r.cost, request), estimate: resolvedUnits("estimate", r.estimate, request), zone: r.zone?.(request), subkeys: r.subkeys?.(request) }));
       }
       if (exempt(undefined, calls.map((c) => c.key))) return;
       signal = needsPermit ? abortSignal() : undefined;

@@ -6,6 +6,7 @@
  */
 import type { LimitState, PolicyDecision } from "./limiter";
 import type { Policy } from "./policy";
+import { invalid } from "./args";
 
 export const PROBLEM_BASE = "https://redis-ratelimit.dev/problems/";
 export const PROBLEM_JSON = "application/problem+json";
@@ -21,6 +22,21 @@ const TITLES: Record<number, string> = { 400: "Bad Request", 401: "Unauthorized"
 
 export function problem(status: number, slug: string, detail: string): Problem {
   return { type: PROBLEM_BASE + slug, title: TITLES[status] ?? "Error", status, detail };
+}
+
+/**
+ * A request's cost or estimate from its resolver. A resolver that gives
+ * nothing (`undefined`/`null`: a missing header or JSON field) is the
+ * client's bad input, a `RangeError` naming the field (400 in the adapters),
+ * as the Spring starter answers a null cost expression and the Python
+ * adapters a `None` — never a silent charge of 1 (CLIENTS.md §2, §5).
+ * Without a resolver the policy's default stands (an estimate is the cost).
+ */
+export function resolvedUnits<Q>(field: "cost" | "estimate", resolve: ((req: Q) => number) | undefined, req: Q): number | undefined {
+  if (resolve === undefined) return undefined;
+  const units = resolve(req) as number | null | undefined;
+  if (units === undefined || units === null) throw invalid(field, new RangeError(`the request gives no ${field}: its resolver returned ${units}`));
+  return units;
 }
 
 /** An HTTP refusal raised by a key resolver or a validator (400, 401 ...): answered as problem JSON. */

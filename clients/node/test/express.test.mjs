@@ -180,3 +180,25 @@ test("keys.ip keys an IPv4-mapped IPv6 address as its IPv4 form (as Java and Pyt
   assert.equal(ip(req("::ffff:999.1.1.1")), "::ffff:999.1.1.1"); // not an IPv4 address: kept as it is
   assert.throws(() => ip({ socket: {} }), ProblemError);
 });
+
+test("a cost or estimate resolver that gives nothing is a 400 naming the field, before any Redis call (not a charge of 1)", async () => {
+  const metered = new Policy("nx-m", { prefix: "ex-none:" }).quota("tokens", "UTC", "day", 1000, { cost: "estimate" });
+  const windowed = new Policy("nx-w", { prefix: "ex-none:" }).slidingWindow("w", 5, 60_000);
+  const n = (req) => (req.get("X-N") ? Number(req.get("X-N")) : undefined);
+  const s = await serve((app) => {
+    app.get("/estimate", rateLimit({ limiter, policy: metered, key: () => "k", estimate: n }), (_req, res) => res.json({}));
+    app.get("/cost", rateLimit({ limiter, policy: windowed, key: () => "k", cost: n }), (_req, res) => res.json({}));
+  });
+  try {
+    for (const [path, field] of [["/estimate", "estimate"], ["/cost", "cost"]]) {
+      const r = await s.get(path);
+      assert.equal(r.status, 400, path);
+      assert.equal(r.body.type, "https://redis-ratelimit.dev/problems/bad-request");
+      assert.match(r.body.detail, new RegExp(field));
+    }
+    assert.deepEqual(await redis.keys("ex-none:*"), []);
+    assert.equal((await s.get("/estimate", { "X-N": "10" })).status, 200);
+  } finally {
+    await s.close();
+  }
+});

@@ -248,3 +248,23 @@ test("the README's Fastify recipe runs as written", async () => {
     mod.redis.disconnect();
   }
 });
+
+test("a cost or estimate resolver that gives nothing is a 400 naming the field, before any Redis call (not a charge of 1)", async () => {
+  const metered = new Policy("fy-m", { prefix: "fy-none:" }).quota("tokens", "UTC", "day", 1000, { cost: "estimate" });
+  const windowed = new Policy("fy-w", { prefix: "fy-none:" }).slidingWindow("w", 5, 60_000);
+  const n = (req) => (req.headers["x-n"] ? Number(req.headers["x-n"]) : undefined);
+  const s = await serve((app) => {
+    app.get("/estimate", { config: { rateLimit: { policy: metered, key: () => "k", estimate: n } } }, async () => ({}));
+    app.get("/cost", { config: { rateLimit: { policy: windowed, key: () => "k", cost: n } } }, async () => ({}));
+  });
+  try {
+    for (const [path, field] of [["/estimate", "estimate"], ["/cost", "cost"]]) {
+      const r = await s.get(path);
+      problemOf(r, 400, "bad-request");
+      assert.match(r.body.detail, new RegExp(field));
+    }
+    assert.equal((await s.get("/estimate", { "X-N": "10" })).status, 200);
+  } finally {
+    await s.close();
+  }
+});

@@ -12,7 +12,7 @@ import redis.asyncio
 from fastapi import Depends, FastAPI
 from fastapi.testclient import TestClient
 
-from redis_rl import AsyncRateLimiter, Policy, RateLimiter, sliding_window
+from redis_rl import AsyncRateLimiter, Policy, RateLimiter, quota, sliding_window
 from redis_rl.adapters.flask import FlaskRateLimits
 from redis_rl.adapters.starlette import RateLimits
 
@@ -86,3 +86,53 @@ def test_a_resolver_s_validation_error_is_400_any_other_error_500():
 
     r = fapp.test_client().post("/x", data=b"{not json", headers={"Content-Type": "application/json"})
     assert r.status_code == 400 and r.headers["Content-Type"] == "application/problem+json", r.data
+
+
+def test_a_cost_or_estimate_resolver_giving_none_is_a_400_naming_the_field():
+    """A resolver of the cost or the estimate that gives nothing (a missing
+    header or JSON field) is bad input: 400 naming the field, before any
+    Redis call — as the Spring starter answers a null cost expression and the
+    Node adapters an undefined one — never a silent charge of 1."""
+    metered = Policy("m", [quota("tokens", "UTC", "day", 1000, metered=True)])
+    limits = RateLimits(AsyncRateLimiter(redis.asyncio.Redis(port=1), check_module=False))  # never reached
+    app = FastAPI()
+    limits.install(app)
+    n = lambda r: r.headers.get("X-N") and int(r.headers["X-N"])  # noqa: E731
+
+    @app.get("/scope")
+    async def scoped(p=Depends(limits.scope(metered, key=lambda r: "k", estimate=n))):
+        return {}
+
+    @app.get("/cost", dependencies=[Depends(limits.depends(POLICY, key=lambda r: "k", cost=n))])
+    async def costed():
+        return {}
+
+    @app.get("/both")
+    async def both(p=Depends(limits.scope([limits.bind(metered, lambda r: "k", estimate=n),
+                                           limits.bind(POLICY, lambda r: "j")]))):
+        return {}
+
+    with TestClient(app) as c:
+        for url, field in (("/scope", "estimate"), ("/cost", "cost"), ("/both", "estimate")):
+            r = c.get(url)
+            assert r.status_code == 400 and r.json()["type"].endswith("/bad-request"), (url, r.text)
+            assert field in r.json()["detail"], (url, r.text)
+
+    flimits = FlaskRateLimits(RateLimiter(redis.Redis(port=1), check_module=False))
+    fapp = flask.Flask(__name__)
+    fn = lambda: flask.request.headers.get("X-N") and int(flask.request.headers["X-N"])  # noqa: E731
+
+    @fapp.get("/scope")
+    @flimits.limit(metered, key=lambda: "k", estimate=fn, scope=True)
+    def fscoped():
+        return "ok"
+
+    @fapp.get("/cost")
+    @flimits.limit(POLICY, key=lambda: "k", cost=fn)
+    def fcosted():
+        return "ok"
+
+    fc = fapp.test_client()
+    for url, field in (("/scope", "estimate"), ("/cost", "cost")):
+        r = fc.get(url)
+        assert r.status_code == 400 and r.json["type"].endswith("/bad-request") and field in r.json["detail"], r.text

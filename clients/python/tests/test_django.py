@@ -70,7 +70,10 @@ def install(limits: DjangoRateLimits, prefix: str) -> None:
     def sync_open(request):
         return HttpResponse("ok")
 
-    @limits.limit(jobs, key=lambda r: "aj", scope=True, estimate=lambda r: 10)
+    def estimate(request):  # ?noest: the request gives none (a 400 naming the field, not a charge of 1)
+        return None if "noest" in request.GET else 10
+
+    @limits.limit(jobs, key=lambda r: "aj", scope=True, estimate=estimate)
     async def async_job(request):
         if request.rate_limit_permit is not None:
             request.rate_limit_permit.used(used(request))
@@ -78,7 +81,7 @@ def install(limits: DjangoRateLimits, prefix: str) -> None:
             raise RuntimeError("job failed")
         return HttpResponse("done")
 
-    @limits.limit(jobs, key=lambda r: "sj", scope=True, estimate=lambda r: 10)
+    @limits.limit(jobs, key=lambda r: "sj", scope=True, estimate=estimate)
     def sync_job(request):
         request.rate_limit_permit.used(used(request))
         if request.GET.get("fail"):
@@ -212,6 +215,17 @@ async def test_async_views_and_middleware(limits, raw, key):
 
     assert (await c.get("/mw")).status_code == 200
     problem(await c.get("/mw"), 429, "rate-limited")
+
+
+def test_an_estimate_resolver_giving_none_is_a_400_naming_it_before_any_call(limits, raw, key):
+    assert "estimate" in problem(Client().get("/sync/job?noest=1"), 400, "bad-request")["detail"]
+    assert peek(raw, key, "sj") == (0, 0)
+
+
+@pytest.mark.anyio
+async def test_an_estimate_resolver_giving_none_is_a_400_naming_it_async(limits, raw, key):
+    assert "estimate" in problem(await AsyncClient().get("/async/job?noest=1"), 400, "bad-request")["detail"]
+    assert peek(raw, key, "aj") == (0, 0)
 
 
 @pytest.mark.anyio

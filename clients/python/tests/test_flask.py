@@ -131,3 +131,35 @@ def test_flask_scope_holds_a_stream_until_its_body_is_sent(server, raw, key):
     assert again.status_code == 200 and again.data == b"ab"
     again.close()  # what a WSGI server does once the body is sent
     assert free_slots() == 1 and left() == 92
+
+
+def test_flask_header_key_missing_or_empty_is_a_401_problem_before_any_call(server, raw, key):
+    # FlaskRateLimits.header(name), as RateLimits.header in FastAPI and
+    # DjangoRateLimits.header: the key from a header; missing or empty is a
+    # 401 problem+json (or 400 when asked), and nothing reaches Redis.
+    app = flask.Flask(__name__)
+    limits = FlaskRateLimits(RateLimiter(server.client()))
+    per_key = Policy("k", [sliding_window("w", 2, 30 * S)], prefix=key)
+
+    @app.get("/items")
+    @limits.limit(per_key, key=limits.header("X-Api-Key"))
+    def items():
+        return {"ok": True}
+
+    @app.get("/tenant")
+    @limits.limit(per_key, key=limits.header("X-Tenant", problem="bad_request"))
+    def tenant():
+        return {"ok": True}
+
+    c = app.test_client()
+    for headers in ({}, {"X-Api-Key": ""}):
+        r = c.get("/items", headers=headers)
+        assert r.status_code == 401
+        assert r.headers["Content-Type"] == "application/problem+json"
+        assert r.get_json(force=True)["type"].endswith("/unauthorized")
+        assert "X-Api-Key" in r.get_json(force=True)["detail"]
+    r = c.get("/tenant")
+    assert r.status_code == 400 and r.get_json(force=True)["type"].endswith("/bad-request")
+    assert raw.keys(f"{key}*") == []
+    assert [c.get("/items", headers={"X-Api-Key": "a"}).status_code for _ in range(3)] == [200, 200, 429]
+    assert c.get("/items", headers={"X-Api-Key": "b"}).headers["RateLimit"] == '"w";r=1;t=30'

@@ -9,8 +9,9 @@ import ipaddress
 import json
 import math
 from datetime import timedelta
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
+from . import args as a
 from .policy import Policy, PolicyDecision
 
 PROBLEM_BASE = "https://redis-ratelimit.dev/problems/"
@@ -117,3 +118,18 @@ def client_ip(peer: str | None, forwarded_for: str | None, trusted: Sequence[Net
         if not _trusted(hop, trusted):
             return hop
     return peer
+
+
+def resolved(values: dict[str, Any]) -> dict[str, Any]:
+    """The values of a request's resolvers (``cost=``, ``estimate=``, ...). A
+    cost or estimate resolver that gives nothing (None: a missing header or
+    JSON field) is the client's bad input, refused with an error naming the
+    field — a 400 in every adapter, as the Spring starter answers a cost
+    expression that is null — not the default of 1 it would silently be
+    charged (CLIENTS.md §2, §5). Called without a resolver, a policy's
+    estimate is still its cost (the golden case ``llm-no-estimate``)."""
+    for name in ("cost", "estimate"):
+        if name in values and values[name] is None:
+            raise a.invalid(name, f"the request gives no {name}: its resolver returned None")
+    return values
+

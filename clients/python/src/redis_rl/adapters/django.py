@@ -148,7 +148,8 @@ class _Decider:
         guard = self.owner.sync_guard()
         if self.passes(request):
             return None, []
-        calls = [b.policy.bind(b.key(request), **{n: r(request) for n, r in b.kw.items()}) for b in self.bounds]
+        calls = [b.policy.bind(b.key(request), **http.resolved({n: r(request) for n, r in b.kw.items()}))
+                 for b in self.bounds]
         if self.passes(request, [c.key for c in calls]):
             return None, []
         return self.answer(_decide(guard, calls), request)
@@ -160,7 +161,7 @@ class _Decider:
         calls = []
         for b in self.bounds:
             key = await _value(b.key, request)
-            calls.append(b.policy.bind(key, **{n: await _value(r, request) for n, r in b.kw.items()}))
+            calls.append(b.policy.bind(key, **http.resolved({n: await _value(r, request) for n, r in b.kw.items()})))
         if self.passes(request, [c.key for c in calls]):
             return None, []
         if len(calls) == 1:

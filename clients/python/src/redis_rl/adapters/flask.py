@@ -45,6 +45,27 @@ def _socket_timeout(client: Any) -> float | None:
 _PASSES = object()  # a skipped or exempt request
 
 
+class ProblemError(Exception):
+    """An HTTP problem answer (400, 401, ...) raised by a key resolver, as in
+    the FastAPI and Django adapters: ``limits.header(name)`` raises it, and so
+    may a resolver of the app's own."""
+
+    def __init__(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+        super().__init__(status)
+        self.status, self.headers, self.body = status, headers, body
+
+    def response(self) -> flask.Response:
+        return _response(self.status, self.headers, self.body)
+
+    @classmethod
+    def bad_request(cls, detail: str) -> "ProblemError":
+        return cls(*http.bad_request(detail))
+
+    @classmethod
+    def unauthorized(cls, detail: str) -> "ProblemError":
+        return cls(*http.unauthorized(detail))
+
+
 def _passed() -> flask.Response:
     """The default limit's stand-in view (init_app): admitted, the real view runs next."""
     r = flask.Response()
@@ -113,6 +134,19 @@ class FlaskRateLimits:
         return http.client_ip(flask.request.remote_addr, flask.request.headers.get("X-Forwarded-For"), self.trusted)
 
     @staticmethod
+    def header(name: str, *, problem: str = "unauthorized") -> Callable[[], str]:
+        """A key from a request header (e.g. the user or an API key); missing
+        or empty: a 401 problem (or 400 with ``problem="bad_request"``), before
+        any Redis call — ``RateLimits.header`` of the FastAPI adapter."""
+        def resolve() -> str:
+            value = flask.request.headers.get(name)
+            if not value:
+                raise (ProblemError.unauthorized if problem == "unauthorized" else ProblemError.bad_request)(
+                    f"the {name} header is required")
+            return value
+        return resolve
+
+    @staticmethod
     def bind(policy: Policy, key: Callable[[], str], **decide_kw: Callable[[], Any]) -> "Bound":
         """A policy with the resolvers of its key (cost, estimate, ...), for
         several policies on one view decided in one call:
@@ -161,7 +195,7 @@ class FlaskRateLimits:
         def decide() -> "PolicyDecision | None | object":
             if (self.skip and self.skip(flask.request)) or self._exempt(self.client_ip(), ()):
                 return _PASSES
-            calls = [b.policy.bind(b.key(), **{name: fn() for name, fn in b.kw.items()}) for b in bounds]
+            calls = [b.policy.bind(b.key(), **http.resolved({name: fn() for name, fn in b.kw.items()})) for b in bounds]
             if self._exempt(None, [c.key for c in calls]):
                 return _PASSES
             if len(calls) == 1:
@@ -174,6 +208,8 @@ class FlaskRateLimits:
         def wrapped(*args: Any, **kwargs: Any) -> Any:
             try:
                 decision = decide()
+            except ProblemError as e:  # a resolver's own answer (limits.header: 401 when missing)
+                return e.response()
             except ModuleNotLoadedError as e:  # a problem+json 500 naming it, not Flask's plain page
                 logging.getLogger("redis_rl").error("redis_rl: %s", e)
                 return _response(*http.misconfigured(str(e)))

@@ -177,7 +177,7 @@ class RateLimits:
             return None, []
         args = {name: await _value(r, request) for name, r in kw.items() if r is not None}
         try:
-            decision = await self.guard.decide(policy, k, **args)
+            decision = await self.guard.decide(policy, k, **http.resolved(args))
         except ValueError as e:  # the request's key, cost or estimate is out of the policy's range: before any call
             raise ProblemError.bad_request(str(e)) from None
         return self._answer(policy, decision, x_ratelimit, request)
@@ -190,7 +190,10 @@ class RateLimits:
         for b in bounds:
             k = await _value(b.key, request)
             args = {name: await _value(r, request) for name, r in b.kw.items() if r is not None}
-            calls.append(b.policy.bind(k, **args))
+            try:
+                calls.append(b.policy.bind(k, **http.resolved(args)))
+            except ValueError as e:  # as in _decide
+                raise ProblemError.bad_request(str(e)) from None
         if self._passes(request, [c.key for c in calls]):
             return None, []
         try:

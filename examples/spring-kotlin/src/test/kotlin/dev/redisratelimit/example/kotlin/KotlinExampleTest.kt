@@ -73,6 +73,21 @@ class KotlinExampleTest {
         assertThat(leaseRemaining(user)).isEqualTo(2L)
     }
 
+    @Test
+    fun `a missing X-Api-Key is a 401 problem (SERVICES md), another missing header a 400, before any Redis call`() {
+        for (path in listOf("/llm/complete", "/llm/stream")) {
+            val missing = http.post(path, """{"max_tokens":10}""", "X-Zone", "UTC")
+            assertThat(missing.statusCode()).`as`(path).isEqualTo(401)
+            assertThat(missing.headers().firstValue("Content-Type").orElseThrow()).startsWith("application/problem+json")
+            assertThat(missing.body()).contains("\"type\":\"https://redis-ratelimit.dev/problems/unauthorized\"").contains("X-Api-Key")
+        }
+        assertThat(http.get("/api/items").statusCode()).isEqualTo(401)
+        val noZone = http.post("/llm/complete", """{"max_tokens":10}""", "X-Api-Key", key())
+        assertThat(noZone.statusCode()).isEqualTo(400)
+        assertThat(noZone.body()).contains("/problems/bad-request").contains("X-Zone")
+        assertThat(SharedRedis.get().cli("KEYS", "${PREFIX}llm:*")).isBlank()
+    }
+
     private fun quotaRemaining(user: String): Long =
         SharedRedis.get().cli("RL.QUOTAPEEK", "${PREFIX}completion:{$user}:tokens", "*", "UTC", "DAY", "1000", "COST", "0")
             .split("\n")[3].trim().toLong()
