@@ -33,7 +33,9 @@ branch mispredictions cost nothing here).
 `--only lease,throttle` runs only the phases whose names start with one of
 those words (and the prefill and warm-up they need, nothing else): a quick
 before/after of some commands (minutes instead of the whole run).
-`--counters` is `--only dayhour,quota,lockcount` (RL.DAYHOUR, RL.QUOTA and
+`--only spring` replays the Spring bench's request (RL.ALL, one CHECK
+clause of three windows, DETAILS) against seed 000's script on keys of its
+shape. `--counters` is `--only dayhour,quota,lockcount` (RL.DAYHOUR, RL.QUOTA and
 RL.LOCKCOUNT, module and Lua).
 
 Usage: profile_callgrind.py [--out DIR] [--calls N] [--setting none|replica|aof[,...]|all]
@@ -361,7 +363,7 @@ def main(argv=None) -> int:
                     help="only the RL.DAYHOUR, RL.QUOTA and RL.LOCKCOUNT phases (and their Lua)")
     ap.add_argument("--only", default=None,
                     help="only the phases whose names start with one of these comma-separated words "
-                         "(check, throttle, scale, dayhour, quota, lockcount, lease, all; "
+                         "(check, throttle, scale, dayhour, quota, lockcount, lease, all, spring; "
                          "lease-100 for one size)")
     args = ap.parse_args(argv)
     only = tuple(w for w in (args.only or "").split(",") if w) or None
@@ -781,6 +783,40 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None, only: tuple[st
                 phase("all-module-details", all_cmds("details", a_keys + n, n, keys_of="all"))
             phase("all-singles", all_cmds("singles", a_keys, n), per=3, requests=n)
             phase("all-lua", all_cmds("lua", a_keys, n))
+        # The Spring bench's request (bench/spring): the starter's RL.ALL of
+        # one CHECK clause with three windows (50 / 10 s, 500 / 60 s, 5000 /
+        # 1 h) ending with DETAILS, against seed 000's script (its
+        # @RateLimiter aspect's EVALSHA, bench/spring's copy) on keys of the
+        # same shape: 200 users, each with a request every 1.6 s for the last
+        # 160 s (100 members, a listpack: 6 in the 10 s window, 37 in the
+        # 60 s one, all in the hour), and one more every 1.6 s.
+        if has_details and any_wanted("spring-"):
+            s_keys, s_gap, s_members = 200, 1600, 100
+            s_rules = (50, 10000, 500, 60000, 5000, 3600000)
+            s_base = base - s_members * s_gap
+            seed_lua = (B.ROOT / "bench" / "spring" / "src" / "main" / "resources" / "seed000_limit.lua").read_text()
+            seed_sha = ctl.script_load(seed_lua)
+            pre = []
+            for k in range(s_keys):
+                for j in range(s_members):
+                    now = s_base + j * s_gap + k * (s_gap // s_keys)
+                    pre.append(B.enc("RL.ALL", 1, f"spr:{k}", now, "CHECK", 1, *s_rules, "DETAILS"))
+                    pre.append(B.enc("EVALSHA", seed_sha, 2, f"sps:{k}", now, *s_rules))
+            send(pre)
+
+            def spring_cmds(c, start, count):
+                cmds = []
+                for i in range(start, start + count):
+                    k = i % s_keys
+                    now = s_base + (s_members + i // s_keys) * s_gap + k * (s_gap // s_keys)
+                    if c == "module":
+                        cmds.append(B.enc("RL.ALL", 1, f"spr:{k}", now, "CHECK", 1, *s_rules, "DETAILS"))
+                    else:
+                        cmds.append(B.enc("EVALSHA", seed_sha, 2, f"sps:{k}", now, *s_rules))
+                return cmds
+
+            phase("spring-module-details", spring_cmds("module", 0, n))
+            phase("spring-seed-lua", spring_cmds("lua", 0, n))
         conn.close()
         ctl.close()
     finally:
@@ -790,7 +826,7 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None, only: tuple[st
 
     for name in ("check-module", "check-skiplist-module", "scale-100-admitted", "dayhour-module", "lockcount-module", "throttle-module",
                  "throttle-lua", "quota-module", "lease-1000-module", "all-module", "all-module-details", "all-singles",
-                 "all-lua"):
+                 "all-lua", "spring-module-details"):
         f = out / f"callgrind.out.{name}"
         if f.exists():
             ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=99.5", str(f)],
@@ -827,7 +863,9 @@ def profile(setting: str, out: Path, n: int, cell_so: str | None, only: tuple[st
                             ("RL.ALL 3 clauses / Lua: the 3 commands + REFUND on a refusal (target 0.4)",
                              "all-module", "all-lua"),
                             ("RL.ALL 3 clauses with DETAILS / without (target at most 1.10)",
-                             "all-module-details", "all-module")):
+                             "all-module-details", "all-module"),
+                            ("Spring bench: RL.ALL CHECK 3 windows DETAILS / seed 000 EVALSHA (target 0.5)",
+                             "spring-module-details", "spring-seed-lua")):
         if num in results and den in results:
             ratios[label] = results[num]["Ir_per_request"] / results[den]["Ir_per_request"]
             print(f"{label}: {ratios[label]:.3f} (instructions per request)")

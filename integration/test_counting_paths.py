@@ -5,7 +5,9 @@ stepping down from the newest members, stepping up from the oldest, or by
 rank with ZCOUNT/ZRANGE once more than a few dozen members would be stepped
 through; and listpack and skiplist sets differ inside Redis. Random sets of
 sizes on both sides of each threshold, random windows, costs and times, with
-fractional and future scores, must all give the SPEC's reply.
+fractional and future scores, must all give the SPEC's reply — RL.PEEK's,
+and RL.ALLPEEK's with DETAILS (each rule alone), which reuses the counts its
+decision made.
 """
 
 import os
@@ -40,6 +42,16 @@ def test_every_counting_path_gives_the_spec_reply(r, size):
             got = r.execute_command("RL.PEEK", key, t, *args, "COST", cost)
             want = spec_reply(scores, t, rules, cost)
             assert got == want, f"seed {seed}: size {size} t {t} rules {rules} cost {cost}"
+            # RL.ALL's DETAILS answers each rule from the counts the decision
+            # made (one count per window and call): the same as counting anew.
+            got = r.execute_command("RL.ALLPEEK", 1, key, t, "CHECK", 1, *args, "COST", cost, "DETAILS")
+            assert got[:7] == want[:1] + [1] + want[1:], f"seed {seed}: size {size} t {t} rules {rules}"
+            admitted = want[0] == 0
+            state, each_cost = (scores + [t] * cost, 0) if admitted else (scores, cost)
+            details = [spec_reply(state, t, [rule], each_cost) for rule in rules]
+            for i, d in enumerate(details):
+                d[1] = i + 1
+            assert got[7] == details, f"seed {seed}: size {size} t {t} rules {rules} cost {cost}"
         # One admitted RL.CHECK gives the same reply and writes what the SPEC says.
         rules = [(len(scores) + 50, 10_000_000)]
         got = r.execute_command("RL.CHECK", key, t0, *rules[0])

@@ -3,8 +3,11 @@
 //! both read their key through [`RedisLog`]; and the member names the module
 //! gives the units it adds.
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Once;
+
+use smallvec::SmallVec;
 
 use crate::core::int::is_safe_score;
 use crate::core::log_view::LogView;
@@ -16,6 +19,48 @@ use crate::redis_api::{bytes, Ctx, Key, RString};
 /// Stepping costs a few hundred instructions a member; a `RedisModule_Call`
 /// several thousand.
 pub(super) const STEP_CAP: u64 = 24;
+
+/// Redis's and Valkey's default `zset-max-listpack-entries`: a set this
+/// small is a listpack, where `ZCOUNT` and `ZRANGE` walk the entries one by
+/// one as stepping does (no ranks to jump by), so a `RedisModule_Call` only
+/// adds its own cost: such a set is always stepped through, from the side
+/// that holds fewer. (On a server configured otherwise, only the speed
+/// changes.)
+const LISTPACK_MAX: u64 = 128;
+
+/// Counts a call has made over its set as read (`min_exclusive` → members
+/// newer), kept across the views of one call: RL.ALL's `DETAILS` asks each
+/// rule again what the decision counted. Forgotten (with [`Counted::clear`])
+/// whenever the set is read again after a write.
+#[derive(Debug, Default)]
+pub(super) struct Counted(RefCell<SmallVec<[(i64, u64); COUNTED_MAX]>>);
+
+/// Distinct edges remembered per call (more are counted again when asked).
+const COUNTED_MAX: usize = 8;
+
+impl Counted {
+    fn get(&self, min_exclusive: i64) -> Option<u64> {
+        let counts = self.0.try_borrow().ok()?;
+        counts
+            .iter()
+            .find(|&&(edge, _)| edge == min_exclusive)
+            .map(|&(_, n)| n)
+    }
+
+    fn put(&self, min_exclusive: i64, n: u64) {
+        if let Ok(mut counts) = self.0.try_borrow_mut() {
+            if counts.len() < COUNTED_MAX {
+                counts.push((min_exclusive, n));
+            }
+        }
+    }
+
+    pub(super) fn clear(&self) {
+        if let Ok(mut counts) = self.0.try_borrow_mut() {
+            counts.clear();
+        }
+    }
+}
 
 /// A sorted set's size and extremes: what a call reads of it first.
 #[derive(Debug, Clone, Copy)]
@@ -105,6 +150,7 @@ pub(super) struct RedisLog<'a> {
     len: u64,
     bounds: Option<(f64, f64)>,
     lowest_exact: bool,
+    counted: Option<&'a Counted>,
 }
 
 impl<'a> RedisLog<'a> {
@@ -116,7 +162,42 @@ impl<'a> RedisLog<'a> {
             len: extremes.len,
             bounds: extremes.bounds,
             lowest_exact: extremes.lowest_exact,
+            counted: None,
         }
+    }
+
+    /// Remembers the counts made in `counted` and answers from it: the
+    /// caller clears it when the set changes.
+    pub(super) fn remembering(mut self, counted: &'a Counted) -> Self {
+        self.counted = Some(counted);
+        self
+    }
+
+    /// Members newer than `edge` by stepping from one end of the set (the
+    /// one the guess says holds fewer; past [`STEP_CAP`] members on a
+    /// skiplist, `None`). On a listpack the other side is stepped when
+    /// the first holds more than half (so it holds less than half).
+    fn step_newer_than(&self, edge: f64, newer_share: f64) -> Result<Option<u64>, Error> {
+        let from_top = newer_share <= 0.5;
+        let newer = |from_top: bool, n: u64| {
+            if from_top {
+                n
+            } else {
+                self.len.saturating_sub(n)
+            }
+        };
+        let small = self.len <= LISTPACK_MAX;
+        let cap = if small { self.len / 2 } else { STEP_CAP };
+        if let Some(n) = self.key.zcount_from_end(from_top, edge, cap)? {
+            return Ok(Some(newer(from_top, n)));
+        }
+        if !small {
+            return Ok(None);
+        }
+        Ok(self
+            .key
+            .zcount_from_end(!from_top, edge, self.len)?
+            .map(|n| newer(!from_top, n)))
     }
 }
 
@@ -124,10 +205,12 @@ impl LogView for RedisLog<'_> {
     type Error = Error;
 
     /// The extremes answer when the window's edge lies outside them (the
-    /// usual case for the longest window, which admissions trim). Otherwise
-    /// the members on the side of the edge that holds fewer (guessed from
-    /// the extremes, as if scores were spread evenly) are stepped through,
-    /// and past [`STEP_CAP`] counted with `len - ZCOUNT key -inf edge`.
+    /// usual case for the longest window, which admissions trim), and a
+    /// count made before over the same set (see [`Counted`]). Otherwise the
+    /// members on the side of the edge that holds fewer (guessed from the
+    /// extremes, as if scores were spread evenly) are stepped through, on a
+    /// skiplist past [`STEP_CAP`] counted with `len - ZCOUNT key -inf edge`
+    /// (O(log N) by rank; see [`LISTPACK_MAX`] for the small sets).
     fn count_newer_than(&mut self, min_exclusive: i64) -> Result<u64, Error> {
         let edge = min_exclusive as f64;
         let Some((lowest, highest)) = self.bounds else {
@@ -139,17 +222,21 @@ impl LogView for RedisLog<'_> {
         if highest <= edge {
             return Ok(0);
         }
-        let newer_share = (highest - edge) / (highest - lowest);
-        let from_top = newer_share <= 0.5;
-        if let Some(n) = self.key.zcount_from_end(from_top, edge, STEP_CAP)? {
-            return Ok(if from_top {
-                n
-            } else {
-                self.len.saturating_sub(n)
-            });
+        if let Some(n) = self.counted.and_then(|c| c.get(min_exclusive)) {
+            return Ok(n);
         }
-        let older = self.ctx.zcount_through(self.name, min_exclusive)?;
-        Ok(self.len.saturating_sub(older))
+        let newer_share = (highest - edge) / (highest - lowest);
+        let n = match self.step_newer_than(edge, newer_share)? {
+            Some(n) => n,
+            None => {
+                let older = self.ctx.zcount_through(self.name, min_exclusive)?;
+                self.len.saturating_sub(older)
+            }
+        };
+        if let Some(counted) = self.counted {
+            counted.put(min_exclusive, n);
+        }
+        Ok(n)
     }
 
     fn total(&mut self) -> Result<u64, Error> {

@@ -1,30 +1,17 @@
 // The express middleware in-process (the example app's HTTP tests cover the
 // SERVICES.md contract): key resolvers and `trust proxy`, default headers,
 // failure modes, and a custom in-flight Retry-After.
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
 import express from "express";
 import { Policy, RateLimitClient, RateLimiter } from "redis-ratelimit";
 import { rateLimit, keys, ProblemError } from "redis-ratelimit/express";
+import { redis, limiter } from "./support/one-server.mjs";
 
 const require = createRequire(import.meta.url);
 const Redis = require("ioredis");
 const { Server, freePort } = require("./support/servers.cjs");
-
-let server;
-let redis;
-let limiter;
-before(async () => {
-  server = await new Server().start();
-  redis = new Redis({ host: "127.0.0.1", port: server.port });
-  limiter = new RateLimiter(redis, { timeout: 3000 });
-});
-after(async () => {
-  limiter?.close();
-  redis?.disconnect();
-  await server?.stop();
-});
 
 async function serve(configure) {
   const app = express();

@@ -4,11 +4,12 @@
 //! admission does, without a decision. The pure decision is [`window`], the
 //! arguments [`args`]; this file reads and writes the key.
 //!
-//! Reads, per distinct window: the set's lowest and highest scores answer
-//! when the window's edge lies outside them; else at most
-//! [`STEP_CAP`](super::sorted_set::STEP_CAP) members are stepped through
-//! from the nearer end; else `ZCOUNT` counts by rank (O(log N) on a
-//! skiplist). The k-th member a retry-after needs is found the same way
+//! Reads, per distinct window (counted once per call: RL.ALL's `DETAILS`
+//! reuses the decision's counts): the set's lowest and highest scores answer
+//! when the window's edge lies outside them; else the members are stepped
+//! through from the nearer end — on a listpack all of one side, on a
+//! skiplist at most [`STEP_CAP`](super::sorted_set::STEP_CAP) — else
+//! `ZCOUNT` counts by rank (O(log N) on a skiplist). The k-th member a retry-after needs is found the same way
 //! (`ZRANGE` by rank past the cap). Writes (admitted RL.CHECK only):
 //! `cost` new members scored `now`; when the key's expiry must move (on its
 //! grid, SPEC "Expiries on a grid" — about once an eighth of the longest
@@ -23,7 +24,7 @@ pub mod window;
 use self::args::{parse_check, CheckArgs};
 use self::window::{admission, decide, refund_units, Admission};
 use super::limiter::{Limiter, Phase, Request, RuleReplies, Verdict};
-use super::sorted_set::{next_member, reseed, Extremes, RedisLog, MAX_NAME_CLASHES};
+use super::sorted_set::{next_member, reseed, Counted, Extremes, RedisLog, MAX_NAME_CLASHES};
 use crate::core::args::Clock;
 use crate::core::members;
 use crate::error::Error;
@@ -36,6 +37,8 @@ pub struct SlidingLog {
     key: Key,
     args: CheckArgs,
     extremes: Extremes,
+    /// What the views counted over the set as read (`extremes`).
+    counted: Counted,
     server_time: i64,
     t: i64,
     verdict: Verdict,
@@ -45,11 +48,13 @@ impl SlidingLog {
     /// The key as the decision core sees it, over what [`Limiter::read`]
     /// found.
     fn view(&self) -> RedisLog<'_> {
-        RedisLog::new(self.ctx, self.name, &self.key, self.extremes)
+        RedisLog::new(self.ctx, self.name, &self.key, self.extremes).remembering(&self.counted)
     }
 
-    /// Reads the size and extremes again (after a write).
+    /// Reads the size and extremes again (after a write), forgetting the
+    /// counts made before it.
     fn reread(&mut self) -> Result<(), Error> {
+        self.counted.clear();
         self.extremes = Extremes::read(self.name, &self.key)?;
         Ok(())
     }
@@ -67,6 +72,7 @@ impl SlidingLog {
     /// The writes of an admission or a debit: `cost` members scored `t`,
     /// and when the expiry moves (on its grid) the trim and the new expiry.
     fn record(&self) -> Result<(), Error> {
+        self.counted.clear();
         let plan = admission(
             &self.args.rules,
             self.args.cost,
@@ -123,6 +129,7 @@ impl Limiter for SlidingLog {
             t: clock.resolve(args.now),
             args,
             extremes,
+            counted: Counted::default(),
             verdict: Verdict {
                 reply: [0; 6],
                 admitted: false,
