@@ -277,6 +277,20 @@ public abstract class AnnotationHttpContract {
     }
 
     @Test
+    void aRefusalsRateLimitShowsWhatIsLeftNotWhatTheRefusedCostWouldLeave() {
+        // SERVICES.md / CLIENTS.md §5: a refused rule's own peek at the request's cost — a refusal writes
+        // nothing, so 2 left stay r=2 (golden cases d-window-refuse-cost-left, d-windows-refuse-cost-left)
+        String k = key();
+        HttpResponse<String> taken = http().get("/costly", "X-Key", k, "X-Cost", "8");
+        assertThat(taken.statusCode()).isEqualTo(200);
+        assertThat(remaining(taken, "w")).isEqualTo(2);
+        HttpResponse<String> refused = http().get("/costly", "X-Key", k, "X-Cost", "3");
+        assertThat(refused.statusCode()).isEqualTo(429);
+        assertThat(remaining(refused, "w")).isEqualTo(2);
+        assertThat(http().get("/costly", "X-Key", k, "X-Cost", "2").statusCode()).isEqualTo(200); // and 2 do pass
+    }
+
+    @Test
     void aClientChosenCostThePolicyCannotTakeIs400NeverA500() {
         // CLIENTS.md §5: 0, negative, above the window's 10, not an integer, beyond a long, missing
         String k = key();
