@@ -1,28 +1,10 @@
 // Key administration against a real redis-server: state by peeks that write
 // nothing, reset (one DEL of the key's own counters and leases), penalty and
 // reward (DEBIT/REFUND) — as the Python client's tests/test_admin.py.
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { createRequire } from "node:module";
-import { Policy, RateLimiter } from "redis-ratelimit";
-
-const require = createRequire(import.meta.url);
-const Redis = require("ioredis");
-const { Server } = require("./support/servers.cjs");
-
-let server;
-let redis;
-let limiter;
-before(async () => {
-  server = await new Server().start();
-  redis = new Redis({ host: "127.0.0.1", port: server.port });
-  limiter = new RateLimiter(redis, { timeout: 3000 });
-});
-after(async () => {
-  limiter?.close();
-  redis?.disconnect();
-  await server?.stop();
-});
+import { Policy } from "redis-ratelimit";
+import { redis, limiter } from "./support/one-server.mjs";
 
 const remaining = (d) => Object.fromEntries(d.limits.map((l) => [l.name, l.remaining]));
 const api = (prefix) =>

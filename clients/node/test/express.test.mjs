@@ -1,30 +1,17 @@
 // The express middleware in-process (the example app's HTTP tests cover the
 // SERVICES.md contract): key resolvers and `trust proxy`, default headers,
 // failure modes, and a custom in-flight Retry-After.
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
 import express from "express";
 import { Policy, RateLimitClient, RateLimiter } from "redis-ratelimit";
 import { rateLimit, keys, ProblemError } from "redis-ratelimit/express";
+import { redis, limiter } from "./support/one-server.mjs";
 
 const require = createRequire(import.meta.url);
 const Redis = require("ioredis");
 const { Server, freePort } = require("./support/servers.cjs");
-
-let server;
-let redis;
-let limiter;
-before(async () => {
-  server = await new Server().start();
-  redis = new Redis({ host: "127.0.0.1", port: server.port });
-  limiter = new RateLimiter(redis, { timeout: 3000 });
-});
-after(async () => {
-  limiter?.close();
-  redis?.disconnect();
-  await server?.stop();
-});
 
 async function serve(configure) {
   const app = express();
@@ -211,6 +198,22 @@ test("a cost or estimate resolver that gives nothing is a 400 naming the field, 
     }
     assert.deepEqual(await redis.keys("ex-none:*"), []);
     assert.equal((await s.get("/estimate", { "X-N": "10" })).status, 200);
+  } finally {
+    await s.close();
+  }
+});
+
+test("a 429's RateLimit items: the refused rule's remaining as it stands (a refusal writes nothing), another rule's what it would leave", async () => {
+  // The golden cases d-window-refuse-cost-left / d-windows-refuse-cost-left over HTTP (CLIENTS.md §5).
+  const one = new Policy("one", { prefix: "ex-left:" }).slidingWindow("w", 5, 30_000);
+  const two = new Policy("two", { prefix: "ex-left:" }).slidingWindow("short", 5, 30_000).slidingWindow("long", 100, 3_600_000);
+  const s = await serve((app) => {
+    for (const policy of [one, two]) app.get(`/${policy.name}`, rateLimit({ limiter, policy, key: () => "k", cost: (req) => Number(req.query.cost) }), (_req, res) => res.json({}));
+  });
+  try {
+    const run = async (name) => { const out = []; for (const n of [2, 2, 2]) { const r = await s.get(`/${name}?cost=${n}`); out.push([r.status, r.h("ratelimit").replace(/;t=\d+/g, "")]); } return out; }; // r only: t moves with the clock
+    assert.deepEqual(await run("one"), [[200, '"w";r=3'], [200, '"w";r=1'], [429, '"w";r=1']]);
+    assert.deepEqual(await run("two"), [[200, '"short";r=3, "long";r=98'], [200, '"short";r=1, "long";r=96'], [429, '"short";r=1, "long";r=94']]);
   } finally {
     await s.close();
   }

@@ -268,3 +268,19 @@ test("a cost or estimate resolver that gives nothing is a 400 naming the field, 
     await s.close();
   }
 });
+
+test("a 429's RateLimit items: the refused rule's remaining as it stands (a refusal writes nothing), another rule's what it would leave", async () => {
+  // The golden cases d-window-refuse-cost-left / d-windows-refuse-cost-left over HTTP (CLIENTS.md §5).
+  const one = new Policy("one", { prefix: "fy-left:" }).slidingWindow("w", 5, 30_000);
+  const two = new Policy("two", { prefix: "fy-left:" }).slidingWindow("short", 5, 30_000).slidingWindow("long", 100, 3_600_000);
+  const s = await serve((app) => {
+    for (const policy of [one, two]) app.get(`/${policy.name}`, { config: { rateLimit: { policy, key: () => "k", cost: (req) => Number(req.query.cost) } } }, async () => ({}));
+  });
+  try {
+    const run = async (name) => { const out = []; for (const n of [2, 2, 2]) { const r = await s.get(`/${name}?cost=${n}`); out.push([r.status, r.h("ratelimit").replace(/;t=\d+/g, "")]); } return out; }; // r only: t moves with the clock
+    assert.deepEqual(await run("one"), [[200, '"w";r=3'], [200, '"w";r=1'], [429, '"w";r=1']]);
+    assert.deepEqual(await run("two"), [[200, '"short";r=3, "long";r=98'], [200, '"short";r=1, "long";r=96'], [429, '"short";r=1, "long";r=94']]);
+  } finally {
+    await s.close();
+  }
+});

@@ -2,31 +2,13 @@
 // redis-server: charged up front, given back whole (RL.ALL ... REFUND) when
 // the permit closes with the outcome that does not count — exact under
 // concurrency; and the express login lockout that counts failed logins only.
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { createRequire } from "node:module";
 import express from "express";
-import { Policy, RateLimiter, RateLimitedError } from "redis-ratelimit";
+import { Policy, RateLimitedError } from "redis-ratelimit";
 import { rateLimit } from "redis-ratelimit/express";
-
-const require = createRequire(import.meta.url);
-const Redis = require("ioredis");
-const { Server } = require("./support/servers.cjs");
-const { importReadmeBlock } = require("./support/readme.cjs");
-
-let server;
-let redis;
-let limiter;
-before(async () => {
-  server = await new Server().start();
-  redis = new Redis({ host: "127.0.0.1", port: server.port });
-  limiter = new RateLimiter(redis, { timeout: 3000 });
-});
-after(async () => {
-  limiter?.close();
-  redis?.disconnect();
-  await server?.stop();
-});
+import { server, redis, limiter } from "./support/one-server.mjs";
+import { importReadmeBlock } from "./support/readme.cjs";
 
 test("50 concurrent failing logins against 5: exactly 5 admitted", async () => {
   const p = new Policy("login", { prefix: "c:", counts: "failures", limits: "5 per 15 minutes" });

@@ -119,11 +119,18 @@ def install(limits: DjangoRateLimits, prefix: str) -> None:
     def unlimited(request):
         return HttpResponse("mw")
 
+    # A 429's RateLimit items (test_refusal_headers.py): a cost from ?cost.
+    costly = [Policy("one", [sliding_window("w", 5, 30 * S)], prefix=prefix),
+              Policy("two", [sliding_window("short", 5, 30 * S), sliding_window("long", 100, 3600 * S)], prefix=prefix)]
+    one, two = (limits.limit(p, key=lambda r: "k", cost=lambda r: int(r.GET["cost"]))(lambda request: HttpResponse("ok"))
+                for p in costly)
+
     URLS.RateLimitMiddleware = limits.middleware({"/mw": (mw, limits.client_ip)})
     URLS.urlpatterns = [path("sync/ip", sync_ip), path("async/ip", async_ip), path("async/open", async_open),
                         path("sync/open", sync_open), path("async/job", async_job), path("sync/job", sync_job),
                         path("async/stream", async_stream), path("sync/stream", sync_stream),
-                        path("both", both), path("checked", checked), path("mw", unlimited)]
+                        path("both", both), path("checked", checked), path("mw", unlimited),
+                        path("one", one), path("two", two)]
     clear_url_caches()
 
 
@@ -215,6 +222,13 @@ async def test_async_views_and_middleware(limits, raw, key):
 
     assert (await c.get("/mw")).status_code == 200
     problem(await c.get("/mw"), 429, "rate-limited")
+
+
+def test_a_refusals_ratelimit_items_are_the_state_it_leaves(limits, key):
+    from test_refusal_headers import COSTS, check
+    c = Client()
+    check({name: [(r.status_code, r.headers["RateLimit"]) for r in (c.get(f"/{name}?cost={n}") for n in COSTS)]
+           for name in ("one", "two")})
 
 
 def test_an_estimate_resolver_giving_none_is_a_400_naming_it_before_any_call(limits, raw, key):

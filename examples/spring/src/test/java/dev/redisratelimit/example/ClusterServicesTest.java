@@ -26,25 +26,16 @@ class ClusterServicesTest {
     App app;
     App other;
 
-    /** RL_BACKEND of both instances. */
-    String backend() {
-        return "module";
-    }
-
-    RedisCluster startCluster() throws Exception {
-        return RedisCluster.start();
-    }
-
-    /** The zone of endpoint 5's calls: the library takes none with daylight saving (SERVICES.md). */
-    String zone() {
-        return "Europe/Paris";
+    /** What decides: the module ({@link FunctionsClusterServicesTest}: the library). */
+    Backend backend() {
+        return Backend.MODULE;
     }
 
     @BeforeAll
     void start() throws Exception {
-        cluster = startCluster();
-        app = App.cluster(cluster.seeds(), "cl:", backend());
-        other = App.cluster(cluster.seeds(), "cl:", backend());
+        cluster = backend().withModule ? RedisCluster.start() : RedisCluster.startWithoutModule();
+        app = App.cluster(cluster.seeds(), "cl:", backend().env);
+        other = App.cluster(cluster.seeds(), "cl:", backend().env);
     }
 
     @AfterAll
@@ -61,7 +52,7 @@ class ClusterServicesTest {
     }
 
     java.net.http.HttpResponse<String> llm(dev.redisratelimit.spring.test.Http h, String key, String body, String... more) {
-        return Checks.llm(h, zone(), key, body, more);
+        return Checks.llm(h, backend().zone, key, body, more);
     }
 
     @Test

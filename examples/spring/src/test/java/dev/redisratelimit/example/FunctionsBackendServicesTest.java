@@ -4,7 +4,6 @@ import static dev.redisratelimit.example.Checks.isProblem;
 import static dev.redisratelimit.example.Checks.sms;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.redisratelimit.spring.test.RedisServer;
 import java.net.http.HttpResponse;
 import org.junit.jupiter.api.Test;
 
@@ -19,18 +18,8 @@ import org.junit.jupiter.api.Test;
 class FunctionsBackendServicesTest extends StandaloneServicesTest {
 
     @Override
-    String backend() {
-        return "functions";
-    }
-
-    @Override
-    RedisServer launch() throws Exception {
-        return RedisServer.launchWithoutModule();
-    }
-
-    @Override
-    String zone() {
-        return "Asia/Tokyo";
+    Backend backend() {
+        return Backend.FUNCTIONS;
     }
 
     @Test

@@ -2,7 +2,6 @@ package dev.redisratelimit.example;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.redisratelimit.spring.test.RedisCluster;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.BeforeAll;
@@ -17,18 +16,8 @@ import org.junit.jupiter.api.Test;
 class FunctionsClusterServicesTest extends ClusterServicesTest {
 
     @Override
-    String backend() {
-        return "functions";
-    }
-
-    @Override
-    RedisCluster startCluster() throws Exception {
-        return RedisCluster.startWithoutModule();
-    }
-
-    @Override
-    String zone() {
-        return "Asia/Tokyo";
+    Backend backend() {
+        return Backend.FUNCTIONS;
     }
 
     // rl_version on each primary once both instances started, before any request (run after the superclass's start)

@@ -39,25 +39,16 @@ class StandaloneServicesTest {
     App b;
     final String prefix = "ex" + UUID.randomUUID().toString().substring(0, 6) + ":";
 
-    /** RL_BACKEND of every instance. */
-    String backend() {
-        return "module";
-    }
-
-    RedisServer launch() throws Exception {
-        return RedisServer.launch();
-    }
-
-    /** The zone of endpoint 5's calls: the library takes none with daylight saving (SERVICES.md). */
-    String zone() {
-        return "Europe/Paris";
+    /** What decides: the module ({@link FunctionsBackendServicesTest}: the library). */
+    Backend backend() {
+        return Backend.MODULE;
     }
 
     @BeforeAll
     void start() throws Exception {
-        redis = launch();
-        a = App.standalone(redis.url(), prefix, backend());
-        b = App.standalone(redis.url(), prefix, backend());
+        redis = backend().withModule ? RedisServer.launch() : RedisServer.launchWithoutModule();
+        a = App.standalone(redis.url(), prefix, backend().env);
+        b = App.standalone(redis.url(), prefix, backend().env);
     }
 
     @AfterAll
@@ -75,7 +66,7 @@ class StandaloneServicesTest {
 
     /** Whether RL.ALL takes DETAILS (the library always does). */
     boolean details() {
-        if (backend().equals("functions")) {
+        if (backend() == Backend.FUNCTIONS) {
             return true;
         }
         try {
@@ -86,7 +77,7 @@ class StandaloneServicesTest {
     }
 
     HttpResponse<String> llm(Http h, String key, String body, String... more) {
-        return Checks.llm(h, zone(), key, body, more);
+        return Checks.llm(h, backend().zone, key, body, more);
     }
 
     static String uniq() {
@@ -198,7 +189,7 @@ class StandaloneServicesTest {
         assertThat(b.http.post("/seed001/ocr", "{}", "X-User", user).statusCode()).isEqualTo(429);
 
         // an instance started later uses the limits set before it started
-        try (App c = App.standalone(redis.url(), prefix, backend())) {
+        try (App c = App.standalone(redis.url(), prefix, backend().env)) {
             assertThat(c.http.get("/admin/limits/ocr").body()).isEqualTo("{\"day\":20,\"hour\":7}");
             String other = "u" + uniq();
             for (int i = 0; i < 7; i++) {
@@ -343,7 +334,7 @@ class StandaloneServicesTest {
         try (Socket s = new Socket("127.0.0.1", a.port)) {
             OutputStream out = s.getOutputStream();
             String body = "{\"max_tokens\":2000}";
-            out.write(("POST /llm/complete HTTP/1.1\r\nHost: x\r\nX-Api-Key: " + k3 + "\r\nX-Zone: " + zone() + "\r\nX-Sleep-Ms: 400\r\n"
+            out.write(("POST /llm/complete HTTP/1.1\r\nHost: x\r\nX-Api-Key: " + k3 + "\r\nX-Zone: " + backend().zone + "\r\nX-Sleep-Ms: 400\r\n"
                     + "X-Used-Tokens: 200\r\nContent-Type: application/json\r\nContent-Length: " + body.length() + "\r\n\r\n" + body)
                     .getBytes(StandardCharsets.US_ASCII));
             out.flush();
@@ -378,7 +369,7 @@ class StandaloneServicesTest {
 
     @Test
     void anAppWithoutTheModuleExits() throws Exception {
-        assumeTrue(backend().equals("module"), "RL_BACKEND=" + backend() + " needs no module");
+        assumeTrue(backend() == Backend.MODULE, "RL_BACKEND=" + backend().env + " needs no module");
         try (RedisServer plain = RedisServer.launchWithoutModule()) {
             assertThatThrownBy(() -> App.standalone("redis://127.0.0.1:" + plain.port, "x:").close())
                     .hasStackTraceContaining("module is not loaded");

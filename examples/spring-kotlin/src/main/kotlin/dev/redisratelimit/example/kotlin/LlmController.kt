@@ -4,6 +4,7 @@ import com.fasterxml.jackson.annotation.JsonProperty
 import dev.redisratelimit.spring.annotation.Limit
 import dev.redisratelimit.spring.annotation.OnRedisDown
 import dev.redisratelimit.spring.annotation.RateLimited
+import org.springframework.http.HttpHeaders
 import org.springframework.http.MediaType
 import org.springframework.http.ResponseEntity
 import org.springframework.web.bind.annotation.GetMapping
@@ -44,6 +45,29 @@ data class Used(@get:JsonProperty("used_tokens") val used: Long) {
 class ModelFailure : RuntimeException("the model failed")
 
 /**
+ * The fake model behind endpoints 5 and 6, its knobs read as every example
+ * app reads them (SERVICES.md): `X-Sleep-Ms` its time (default 100 ms),
+ * `X-Used-Tokens` U (default N/2; above N counts as N), `X-Fail: 1` a
+ * failure. A knob repeated in the request is its values joined by commas,
+ * as `@RequestHeader` binds a String (so not a number: the default).
+ */
+class FakeModel(headers: HttpHeaders, body: Tokens) {
+    val sleepMs = headerLong(knob(headers, "X-Sleep-Ms"), 100)
+    val used = headerLong(knob(headers, "X-Used-Tokens"), body.maxTokens() / 2).coerceAtMost(body.maxTokens())
+    val fails = knob(headers, "X-Fail") == "1"
+
+    private companion object {
+        fun knob(headers: HttpHeaders, name: String): String? = headers[name]?.joinToString(",")
+
+        /** A non-negative integer (one beyond a Long: Long.MAX_VALUE), else the default. */
+        fun headerLong(value: String?, otherwise: Long): Long = when {
+            value == null || !value.matches(Regex("[0-9]+")) -> otherwise
+            else -> value.toLongOrNull() ?: Long.MAX_VALUE
+        }
+    }
+}
+
+/**
  * The shared endpoints of SERVICES.md this Kotlin app serves with the Java
  * example's policies (the same names, limits and keys, so either app is an
  * instance of one service): endpoint 5 (`/llm/complete`), endpoint 6
@@ -76,13 +100,12 @@ class LlmController {
         @RequestHeader("X-Api-Key") apiKey: String,
         @RequestHeader("X-Zone") zone: IanaZone,
         @RequestBody body: Tokens,
-        @RequestHeader("X-Sleep-Ms", required = false) sleepMs: String?,
-        @RequestHeader("X-Used-Tokens", required = false) usedTokens: String?,
-        @RequestHeader("X-Fail", required = false) fail: String?,
+        @RequestHeader knobs: HttpHeaders,
     ): Used {
-        Thread.sleep(headerLong(sleepMs, 100))
-        if (fail == "1") throw ModelFailure()
-        return Used(used(body, usedTokens))
+        val model = FakeModel(knobs, body)
+        Thread.sleep(model.sleepMs)
+        if (model.fails) throw ModelFailure()
+        return Used(model.used)
     }
 
     @PostMapping("/llm/stream")
@@ -91,23 +114,13 @@ class LlmController {
         @RequestHeader("X-Api-Key") apiKey: String,
         @RequestHeader("X-Zone") zone: IanaZone,
         @RequestBody body: Tokens,
-        @RequestHeader("X-Sleep-Ms", required = false) sleepMs: String?,
-        @RequestHeader("X-Used-Tokens", required = false) usedTokens: String?,
-        @RequestHeader("X-Fail", required = false) fail: String?,
+        @RequestHeader knobs: HttpHeaders,
     ): ResponseEntity<StreamingResponseBody> {
-        if (fail == "1") throw ModelFailure() // a 500 before the first byte; the estimate refunded
-        val lines = (headerLong(sleepMs, 100) / 100).coerceIn(1, 10_000).toInt()
+        val model = FakeModel(knobs, body)
+        if (model.fails) throw ModelFailure() // a 500 before the first byte; the estimate refunded
+        val lines = (model.sleepMs / 100).coerceIn(1, 10_000).toInt()
         return ResponseEntity.ok().contentType(MediaType.parseMediaType("application/x-ndjson"))
-            .body(Stream(lines, used(body, usedTokens)))
-    }
-
-    /** U: `X-Used-Tokens`, default N/2; above N counts as N (SERVICES.md). */
-    private fun used(body: Tokens, header: String?) = headerLong(header, body.maxTokens() / 2).coerceAtMost(body.maxTokens())
-
-    /** The fake model's knobs as every example app reads them: a non-negative integer (one beyond a Long: Long.MAX_VALUE), else the default. */
-    private fun headerLong(value: String?, otherwise: Long): Long = when {
-        value == null || !value.matches(Regex("[0-9]+")) -> otherwise
-        else -> value.toLongOrNull() ?: Long.MAX_VALUE
+            .body(Stream(lines, model.used))
     }
 
     /** One line every 100 ms, U split evenly (the last line takes the rest), then `{"used_tokens": U}`. */

@@ -82,6 +82,9 @@ class KotlinExampleTest {
             assertThat(missing.body()).contains("\"type\":\"https://redis-ratelimit.dev/problems/unauthorized\"").contains("X-Api-Key")
         }
         assertThat(http.get("/api/items").statusCode()).isEqualTo(401)
+        val blank = http.post("/llm/complete", """{"max_tokens":10}""", "X-Api-Key", "", "X-Zone", "UTC")
+        assertThat(blank.statusCode()).isEqualTo(401) // sent empty: a missing identity too
+        assertThat(blank.body()).contains("/problems/unauthorized")
         val noZone = http.post("/llm/complete", """{"max_tokens":10}""", "X-Api-Key", key())
         assertThat(noZone.statusCode()).isEqualTo(400)
         assertThat(noZone.body()).contains("/problems/bad-request").contains("X-Zone")

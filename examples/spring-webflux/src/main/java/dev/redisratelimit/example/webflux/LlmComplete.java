@@ -64,7 +64,7 @@ public class LlmComplete {
         return Mono.delay(Duration.ofMillis(Math.min(headerLong(sleepMs, 100), MAX_SLEEP_MS))).then(model);
     }
 
-    /** A day: the longest fake model (Mono.delay takes no larger delay safely). */
+    /** A day: the longest fake model (X-Sleep-Ms beyond a long counts as Long.MAX_VALUE; no delay needs more). */
     static final long MAX_SLEEP_MS = 86_400_000L;
 
     /**

@@ -223,6 +223,12 @@ public abstract class AnnotationHttpContract {
         assertThat(http().post("/work?estimate=1&used=1", "{}", "X-Key", key()).statusCode()).isEqualTo(200); // another caller
         assertThat(a.get().statusCode()).isEqualTo(200);
         assertThat(b.get().statusCode()).isEqualTo(200);
+        // Released just after the answer, not before it (CLIENTS.md §4: closing never delays the response):
+        // at load 27 the check right after the answers once saw a lease still held.
+        long released = System.nanoTime();
+        while (held(lease) != 0 && (System.nanoTime() - released) / 1_000_000 < 2_000) {
+            Thread.sleep(10);
+        }
         assertThat(held(lease)).isZero();
         assertThat(http().post("/work?estimate=1&used=1", "{}", "X-Key", k).statusCode()).isEqualTo(200);
     }
@@ -268,6 +274,20 @@ public abstract class AnnotationHttpContract {
         HttpResponse<String> r = http().get("/nullkey");
         assertThat(r.statusCode()).isEqualTo(400);
         assertThat(r.body()).contains("/problems/bad-request").contains("evaluated to null");
+    }
+
+    @Test
+    void aRefusalsRateLimitShowsWhatIsLeftNotWhatTheRefusedCostWouldLeave() {
+        // SERVICES.md / CLIENTS.md §5: a refused rule's own peek at the request's cost — a refusal writes
+        // nothing, so 2 left stay r=2 (golden cases d-window-refuse-cost-left, d-windows-refuse-cost-left)
+        String k = key();
+        HttpResponse<String> taken = http().get("/costly", "X-Key", k, "X-Cost", "8");
+        assertThat(taken.statusCode()).isEqualTo(200);
+        assertThat(remaining(taken, "w")).isEqualTo(2);
+        HttpResponse<String> refused = http().get("/costly", "X-Key", k, "X-Cost", "3");
+        assertThat(refused.statusCode()).isEqualTo(429);
+        assertThat(remaining(refused, "w")).isEqualTo(2);
+        assertThat(http().get("/costly", "X-Key", k, "X-Cost", "2").statusCode()).isEqualTo(200); // and 2 do pass
     }
 
     @Test
