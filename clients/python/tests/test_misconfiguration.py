@@ -79,6 +79,7 @@ def _assert_misconfigured(status, content_type, body):
     doc = json.loads(body)
     assert doc["type"] == "https://redis-ratelimit.dev/problems/misconfigured" and doc["status"] == 500
     assert "module is not loaded" in doc["detail"]
+    assert 'backend="functions"' in doc["detail"]  # the way without the module, named as Spring does
 
 
 def test_without_the_module_the_adapters_answer_a_problem_naming_it():

@@ -16,7 +16,8 @@ class ModuleNotLoadedError(RateLimitError):
             "the redis-ratelimit module is not loaded on the Redis server"
             + (f" {where}" if where else "")
             + " (COMMAND INFO RL.ALL answered nothing): start redis-server with"
-            " --loadmodule /path/to/libredis_ratelimit.so or run MODULE LOAD"
+            " --loadmodule /path/to/libredis_ratelimit.so or run MODULE LOAD, or give the limiter"
+            ' backend="functions" (the Functions library: no module needed)'
         )
 
 

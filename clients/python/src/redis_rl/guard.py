@@ -20,11 +20,13 @@ closed or none is local."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import re
 import threading
 import time
 import uuid
+import weakref
 from datetime import timedelta
 from typing import Any, Awaitable, Callable, Mapping, Sequence
 
@@ -77,20 +79,76 @@ def _pool_exhausted(e: BaseException) -> bool:
         "Too many connections", "No connection available.")
 
 
+_UNSET = object()
+_warned: "weakref.WeakSet[Any]" = weakref.WeakSet()  # clients already warned about redis-py's default
+
+
+def _declared_default(cls: type, name: str = "socket_timeout") -> Any:
+    """The default of ``name`` in the first constructor of ``cls``'s MRO
+    that declares it: the installed redis-py's own (None up to 5.x, 5 s in
+    8.x), read from the library rather than assumed."""
+    for k in cls.__mro__:
+        init = k.__dict__.get("__init__")
+        if init is None:
+            continue
+        try:
+            p = inspect.signature(init).parameters.get(name)
+        except (TypeError, ValueError):
+            continue
+        if p is not None and p.default is not inspect.Parameter.empty:
+            return p.default
+    return _UNSET
+
+
+def _socket_timeout(client: Any) -> tuple[Any, bool]:
+    """The client's socket timeout and whether it is redis-py's default
+    (the app set none): given to the client (``Redis(...)``,
+    ``RedisCluster(...)``) or, when absent (``from_url``), its connection
+    class's."""
+    kwargs = getattr(client, "connection_kwargs", None)
+    pool = getattr(client, "connection_pool", None)
+    if kwargs is None:
+        kwargs = getattr(pool, "connection_kwargs", None) or {}
+    if not isinstance(kwargs, dict):
+        return None, False
+    if "socket_timeout" in kwargs:
+        timeout = kwargs["socket_timeout"]
+        return timeout, timeout is not None and timeout == _declared_default(type(client))
+    connection_class = getattr(pool, "connection_class", None) or getattr(client, "connection_class", None)
+    if not isinstance(connection_class, type):
+        return None, False
+    timeout = _declared_default(connection_class)
+    return (None, False) if timeout is _UNSET else (timeout, timeout is not None)
+
+
 def check_socket_timeout(client: Any, budget: float) -> None:
     """Refuses a redis-py client whose ``socket_timeout`` would drop a reply
     Redis still runs (shorter than the budget + 10 s): a 503'd request's
     admission could then not be given back. None (no timeout) is right: the
-    budget bounds each decision."""
-    kwargs = getattr(client, "connection_kwargs", None)
-    if kwargs is None:
-        pool = getattr(client, "connection_pool", None)
-        kwargs = getattr(pool, "connection_kwargs", None) or {}
-    timeout = kwargs.get("socket_timeout") if isinstance(kwargs, dict) else None
-    if isinstance(timeout, (int, float)) and timeout < budget + LATE_REPLY_MARGIN:
+    budget bounds each decision.
+
+    A timeout the app did not choose (redis-py's own default: 5 s from
+    redis-py 8) is not refused, so ``Redis(host=...)`` keeps working across
+    redis-py versions: it is logged once per client, saying what it costs."""
+    timeout, default = _socket_timeout(client)
+    if not isinstance(timeout, (int, float)) or timeout >= budget + LATE_REPLY_MARGIN:
+        return
+    if not default:
         raise ValueError(f"socket_timeout={timeout} s drops replies Redis still runs: give none (the policy's "
                          f"budget bounds each decision) or at least the budget + {LATE_REPLY_MARGIN:g} s "
                          f"({budget + LATE_REPLY_MARGIN:g} s), so a late admission can be given back")
+    try:
+        if client in _warned:
+            return
+        _warned.add(client)
+    except TypeError:  # not weak-referenceable: warn each time rather than never
+        pass
+    log.warning("redis_rl: the Redis client's socket_timeout is redis-py %s's default, %g s (the app set none): "
+                "a reply Redis sends later than %g s is dropped, so what that decision charged stays charged "
+                "(windows, buckets, quotas; leases come back by token once Redis answers). Give the client "
+                "socket_timeout=None (the policy's budget, here %g s, bounds each decision) or at least the "
+                "budget + %g s (%g s)", redis.__version__, timeout, timeout, budget, LATE_REPLY_MARGIN,
+                budget + LATE_REPLY_MARGIN)
 
 
 def _slot_key(policy: Policy, key: str) -> str:

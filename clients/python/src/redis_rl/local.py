@@ -716,7 +716,9 @@ class LocalRedis(redis.Redis):
     ``LocalEngine`` (``clock``: ms since the epoch; ``ManualClock`` for tests)."""
 
     def __init__(self, clock: Clock | None = None, engine: LocalEngine | None = None) -> None:
-        super().__init__(decode_responses=True)
+        # No socket, so no socket timeout: redis-py 8's default (5 s) would
+        # read as one to the guard (redis_rl.guard.check_socket_timeout).
+        super().__init__(decode_responses=True, socket_timeout=None)
         self.engine = engine or LocalEngine(clock)
 
     def execute_command(self, *args: Any, **options: Any) -> Any:
@@ -733,7 +735,9 @@ class AsyncLocalRedis(redis.asyncio.Redis):
     """The ``redis.asyncio.Redis`` of ``LocalRedis`` (for ``AsyncRateLimiter``)."""
 
     def __init__(self, clock: Clock | None = None, engine: LocalEngine | None = None) -> None:
-        super().__init__(decode_responses=True)
+        # No socket, so no socket timeout: redis-py 8's default (5 s) would
+        # read as one to the guard (redis_rl.guard.check_socket_timeout).
+        super().__init__(decode_responses=True, socket_timeout=None)
         self.engine = engine or LocalEngine(clock)
 
     async def execute_command(self, *args: Any, **options: Any) -> Any:

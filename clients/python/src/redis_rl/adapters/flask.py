@@ -21,6 +21,7 @@ from ..client import RateLimiter
 from ..guard import Guard
 from ..combined import CombinedPolicy
 from ..errors import ModuleNotLoadedError
+from ..local import LocalRedis  # in process: no socket, so no budget to warn about
 from ..policy import Policy, PolicyDecision
 from ..outcome import note_outcome
 from ..scope import Permit
@@ -86,7 +87,7 @@ class FlaskRateLimits:
         self.guard = Guard(limiter)
         self.trusted = http.networks(trusted_proxies)
         self.skip, self._exempt, self.on_refused = skip, exemption(exempt), on_refused
-        if _socket_timeout(limiter.redis) is None:
+        if _socket_timeout(limiter.redis) is None and not isinstance(limiter.redis, LocalRedis):
             # The sync guard's budget is the socket timeout: without one a
             # frozen Redis holds every limited request for as long as it lasts.
             logging.getLogger("redis_rl").warning(
