@@ -21,7 +21,8 @@ export class ModuleNotLoadedError extends RateLimitError {
   constructor(detail: string) {
     super(
       `the redis-ratelimit module is not loaded on this Redis server (${detail}); ` +
-        "load it with --loadmodule /path/to/libredis_ratelimit.so or MODULE LOAD",
+        "load it with --loadmodule /path/to/libredis_ratelimit.so or MODULE LOAD, " +
+        'or give the limiter backend: "functions" (the Functions library: no module needed)',
     );
     this.name = "ModuleNotLoadedError";
   }

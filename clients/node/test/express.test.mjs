@@ -128,7 +128,7 @@ test("backend module on a server without it: 500 misconfigured problem naming th
     const res = await s.get("/x");
     assert.deepEqual([res.status, res.body.type, res.body.title, res.body.status], [500, "https://redis-ratelimit.dev/problems/misconfigured", "Internal Server Error", 500]);
     assert.match(res.h("content-type"), /^application\/problem\+json/);
-    assert.match(res.body.detail, /redis-ratelimit module is not loaded/);
+    assert.match(res.body.detail, /redis-ratelimit module is not loaded.*backend: "functions"/);
   } finally {
     await s.close();
     l.close();

@@ -205,7 +205,7 @@ test("backend module on a server without it: 500 misconfigured naming the module
       const res = await s.get("/x");
       problemOf(res, 500, "misconfigured");
       assert.equal(res.body.title, "Internal Server Error");
-      assert.match(res.body.detail, /redis-ratelimit module is not loaded.*--loadmodule/);
+      assert.match(res.body.detail, /redis-ratelimit module is not loaded.*--loadmodule.*backend: "functions"/);
     }
     assert.equal((await l.health()).status, "DOWN");
   } finally {
