@@ -85,3 +85,16 @@ def test_the_local_backends_have_no_socket_timeout(redis8_defaults, caplog):
     client = TestClient(app)
     assert [client.post("/login").status_code for _ in range(4)] == [200, 200, 200, 429]
     assert _warnings(caplog) == []
+
+
+def test_flask_does_not_ask_the_local_backend_for_a_socket_timeout(caplog):
+    """The sync guard's budget is the socket timeout, so Flask warns about a
+    client without one; the local backend has no socket and never blocks."""
+    from redis_rl import RateLimiter
+    from redis_rl.adapters.flask import FlaskRateLimits
+    caplog.set_level(logging.WARNING, logger="redis_rl")
+    FlaskRateLimits(RateLimiter(LocalRedis()))
+    assert _warnings(caplog) == []
+    FlaskRateLimits(RateLimiter(redis.Redis(port=1)))  # a real client without one is still warned about
+    [w] = _warnings(caplog)
+    assert "no socket_timeout" in w

@@ -30,6 +30,7 @@ from ..errors import ModuleNotLoadedError
 from ..exempt import Refusal, exemption, refusal_of
 from ..outcome import note_outcome
 from ..guard import AsyncGuard, Guard
+from ..local import LocalRedis  # in process: no socket, so no budget to warn about
 from ..policy import Policy, PolicyDecision
 from ..scope import AsyncPermit, Permit
 
@@ -238,7 +239,7 @@ class DjangoRateLimits:
         self._guard = Guard(limiter) if limiter is not None else None
         self._async_guard = AsyncGuard(async_limiter) if async_limiter is not None else None
         self.trusted = http.networks(trusted_proxies)
-        if limiter is not None and _socket_timeout(limiter.redis) is None:
+        if limiter is not None and _socket_timeout(limiter.redis) is None and not isinstance(limiter.redis, LocalRedis):
             # The sync guard's budget is the socket timeout: without one a
             # frozen Redis holds every limited request for as long as it lasts.
             log.warning("redis_rl: the sync Redis client has no socket_timeout, so a sync view's decision has no "
