@@ -110,7 +110,7 @@ def problem(status: int, kind: str, title: str, detail: str) -> HttpResponse:
 def json_body(request: HttpRequest) -> Any:
     try:
         return json.loads(request.body)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past the interpreter's stack (~1000 deep)
         raise ProblemError.bad_request("the body is not valid JSON") from None
 
 
@@ -157,10 +157,19 @@ def llm_key(request: HttpRequest) -> str:
     return key
 
 
-def header_int(request: HttpRequest, name: str, default: int) -> int:
-    """The fake model's knobs: a non-negative integer header, else the default."""
+# The knobs' caps, as the other example apps: a sleep no longer than the
+# longest a Node timer waits (2^31-1 ms), a stream of at most 10,000 lines.
+MAX_SLEEP_MS = 2**31 - 1
+MAX_LINES = 10_000
+
+
+def header_int(request: HttpRequest, name: str, default: int, cap: int) -> int:
+    """The fake model's knobs: a non-negative integer header (above `cap` counts as `cap`), else the default."""
     value = request.headers.get(name, "")
-    return int(value) if value.isascii() and value.isdigit() else default  # "²" is a digit to isdigit, not to int
+    if not (value.isascii() and value.isdigit()):  # "²" is a digit to isdigit, not to int
+        return default
+    # More digits than the cap has is above it (int() refuses beyond 4300 digits).
+    return cap if len(value.lstrip("0")) > len(str(cap)) else min(int(value), cap)
 
 
 async def health(request: HttpRequest) -> HttpResponse:
@@ -232,10 +241,10 @@ async def complete(request: HttpRequest) -> HttpResponse:
     # A client that goes away cancels it (Django cancels the view): the scope
     # then settles to 0 and gives the lease back.
     n = max_tokens(request)
-    await asyncio.sleep(header_int(request, "X-Sleep-Ms", 100) / 1000)
+    await asyncio.sleep(header_int(request, "X-Sleep-Ms", 100, MAX_SLEEP_MS) / 1000)
     if request.headers.get("X-Fail") == "1":
         return model_failed()  # nothing reported: settled to 0
-    used = min(n, header_int(request, "X-Used-Tokens", n // 2))
+    used = min(n, header_int(request, "X-Used-Tokens", n // 2, n))
     if request.rate_limit_permit is not None:
         request.rate_limit_permit.used(used)
     return JsonResponse({"used_tokens": used})
@@ -249,8 +258,8 @@ async def stream(request: HttpRequest) -> HttpResponse:
     if request.headers.get("X-Fail") == "1":
         return model_failed()
     n = max_tokens(request)
-    used = min(n, header_int(request, "X-Used-Tokens", n // 2))
-    lines = max(1, header_int(request, "X-Sleep-Ms", 100) // 100)
+    used = min(n, header_int(request, "X-Used-Tokens", n // 2, n))
+    lines = max(1, header_int(request, "X-Sleep-Ms", 100, MAX_LINES * 100) // 100)
     permit = request.rate_limit_permit
 
     async def body() -> Any:

@@ -60,13 +60,26 @@ def bad_input(e: BadInput):
     return flask.Response(json.dumps(body), status=400, mimetype="application/problem+json")
 
 
-def header_int(name: str, default: int) -> int:
+# The knobs' caps, as the other example apps: a sleep no longer than the
+# longest a Node timer waits (2^31-1 ms), a stream of at most 10,000 lines.
+MAX_SLEEP_MS = 2**31 - 1
+MAX_LINES = 10_000
+
+
+def header_int(name: str, default: int, cap: int) -> int:
+    """The fake model's knobs: a non-negative integer header (above `cap` counts as `cap`), else the default."""
     value = flask.request.headers.get(name, "")
-    return int(value) if value.isascii() and value.isdigit() else default
+    if not (value.isascii() and value.isdigit()):  # "²" is a digit to isdigit, not to int
+        return default
+    # More digits than the cap has is above it (int() refuses beyond 4300 digits).
+    return cap if len(value.lstrip("0")) > len(str(cap)) else min(int(value), cap)
 
 
 def max_tokens() -> int:
-    body = flask.request.get_json(silent=True)
+    try:
+        body = flask.request.get_json(silent=True)
+    except RecursionError:  # nested past the interpreter's stack (~1000 deep): silent=True catches only ValueError
+        body = None
     n = body.get("max_tokens") if isinstance(body, dict) else None
     if type(n) is not int or not 1 <= n <= 100_000:
         raise BadInput("max_tokens must be an integer from 1 to 100000")
@@ -114,10 +127,10 @@ def api_user_endpoint(user_id: str):
 @limits.limit(llm, key=llm_key, zone=llm_zone, estimate=max_tokens, scope=True)
 def complete():
     n = max_tokens()
-    time.sleep(header_int("X-Sleep-Ms", 100) / 1000)
+    time.sleep(header_int("X-Sleep-Ms", 100, MAX_SLEEP_MS) / 1000)
     if flask.request.headers.get("X-Fail") == "1":
         raise RuntimeError("the model failed")
-    used = min(n, header_int("X-Used-Tokens", n // 2))
+    used = min(n, header_int("X-Used-Tokens", n // 2, n))
     if flask.g.rate_limit_permit is not None:
         flask.g.rate_limit_permit.used(used)
     return {"used_tokens": used}
@@ -132,8 +145,8 @@ def stream():
     n = max_tokens()
     if flask.request.headers.get("X-Fail") == "1":
         raise RuntimeError("the model failed")
-    used = min(n, header_int("X-Used-Tokens", n // 2))
-    lines = max(1, header_int("X-Sleep-Ms", 100) // 100)
+    used = min(n, header_int("X-Used-Tokens", n // 2, n))
+    lines = max(1, header_int("X-Sleep-Ms", 100, MAX_LINES * 100) // 100)
     permit = flask.g.rate_limit_permit
     if permit is not None:
         permit.used(used)

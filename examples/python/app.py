@@ -107,7 +107,7 @@ app.add_middleware(RateLimitMiddleware, limits=limits, x_ratelimit=True, routes=
 async def json_body(request: Request) -> Any:
     try:
         return json.loads(await request.body())
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past the interpreter's stack (~1000 deep)
         raise ProblemError.bad_request("the body is not valid JSON") from None
 
 
@@ -209,10 +209,19 @@ async def llm_key(request: Request) -> str:
     return key
 
 
-def header_int(request: Request, name: str, default: int) -> int:
-    """The fake model's knobs: a non-negative integer header, else the default."""
+# The knobs' caps, as the other example apps: a sleep no longer than the
+# longest a Node timer waits (2^31-1 ms), a stream of at most 10,000 lines.
+MAX_SLEEP_MS = 2**31 - 1
+MAX_LINES = 10_000
+
+
+def header_int(request: Request, name: str, default: int, cap: int) -> int:
+    """The fake model's knobs: a non-negative integer header (above `cap` counts as `cap`), else the default."""
     value = request.headers.get(name, "")
-    return int(value) if value.isascii() and value.isdigit() else default  # "²" is a digit to isdigit, not to int
+    if not (value.isascii() and value.isdigit()):  # "²" is a digit to isdigit, not to int
+        return default
+    # More digits than the cap has is above it (int() refuses beyond 4300 digits).
+    return cap if len(value.lstrip("0")) > len(str(cap)) else min(int(value), cap)
 
 
 @app.post("/llm/complete")
@@ -222,10 +231,10 @@ async def complete(request: Request,
                    permit=Depends(limits.scope(llm, key=llm_key, estimate=max_tokens, zone=llm_zone), scope="function"),
                    n: int = Depends(max_tokens)):
     # The fake model: sleeps, then "uses" X-Used-Tokens (at most N) or raises.
-    await asyncio.sleep(header_int(request, "X-Sleep-Ms", 100) / 1000)
+    await asyncio.sleep(header_int(request, "X-Sleep-Ms", 100, MAX_SLEEP_MS) / 1000)
     if request.headers.get("X-Fail") == "1":
         raise ModelError("the model failed")
-    used = min(n, header_int(request, "X-Used-Tokens", n // 2))
+    used = min(n, header_int(request, "X-Used-Tokens", n // 2, n))
     if permit is not None:
         permit.used(used)
     return {"used_tokens": used}
@@ -245,8 +254,8 @@ async def stream(request: Request, response: Response,
                  n: int = Depends(max_tokens)) -> StreamingResponse:
     if request.headers.get("X-Fail") == "1":
         raise ModelError("the model failed")  # a 500 before the first byte; settled to 0
-    used = min(n, header_int(request, "X-Used-Tokens", n // 2))
-    lines = max(1, header_int(request, "X-Sleep-Ms", 100) // 100)
+    used = min(n, header_int(request, "X-Used-Tokens", n // 2, n))
+    lines = max(1, header_int(request, "X-Sleep-Ms", 100, MAX_LINES * 100) // 100)
 
     async def ndjson():
         sent = 0

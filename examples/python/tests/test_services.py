@@ -90,6 +90,31 @@ def test_fake_model_knobs(app):
     assert (r.status_code, r.json()) == (200, {"used_tokens": 5})
 
 
+def test_a_body_nested_past_the_parsers_stack_is_a_400(app):
+    """JSON nested 2000 deep (4 KB) is bad input like any other, not a 500 (RecursionError)."""
+    deep = b"[" * 2000 + b"]" * 2000
+    problem(app.http.post("/seed000/sms", content=b'{"phone": "1", "x": ' + deep + b"}"), 400, "bad-request")
+    r = app.http.post("/llm/complete", content=b'{"max_tokens": 10, "x": ' + deep + b"}",
+                      headers={"X-Api-Key": "deep", "X-Zone": "UTC"})
+    problem(r, 400, "bad-request")
+
+
+def test_model_knobs_past_any_integer_count_as_the_most(app):
+    """X-Used-Tokens of 5000 digits (past int()'s 4300) counts as N; X-Sleep-Ms of 400 digits
+    (past a float) sleeps the longest / streams the most lines (10,000) the apps allow: no 500."""
+    h = app.http
+    r = h.post("/llm/complete", json={"max_tokens": 10}, headers={
+        "X-Api-Key": "huge-tokens", "X-Zone": "UTC", "X-Used-Tokens": "9" * 5000, "X-Sleep-Ms": "0" * 500 + "1"})
+    assert (r.status_code, r.json()) == (200, {"used_tokens": 10})
+    with h.stream("POST", "/llm/stream", json={"max_tokens": 10}, headers={
+            "X-Api-Key": "huge-stream", "X-Zone": "UTC", "X-Used-Tokens": "9" * 5000, "X-Sleep-Ms": "9" * 400}) as r:
+        assert r.status_code == 200
+        assert next(r.iter_lines()) == '{"tokens": 0}'  # 10 tokens over 10,000 lines: 0 each, the rest last
+    with pytest.raises(httpx.ReadTimeout):  # still sleeping, not answered 500
+        h.post("/llm/complete", json={"max_tokens": 10}, timeout=1.0,
+               headers={"X-Api-Key": "huge-sleep", "X-Zone": "UTC", "X-Sleep-Ms": "9" * 400})
+
+
 def test_ocr_limits_change_at_run_time_across_instances(app, redis_server, details):
     h = app.http
     user = {"X-User": "ocr-user"}
