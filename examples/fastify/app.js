@@ -36,6 +36,9 @@ export function policies(prefix) {
 const badRequest = (detail) => new ProblemError(400, "bad-request", detail);
 class ModelError extends Error {}
 
+/** A body over the framework's limit: 413 (RFC 9110 "Content Too Large") as problem JSON. */
+const tooLarge = (detail) => ({ type: "https://redis-ratelimit.dev/problems/too-large", title: "Content Too Large", status: 413, detail });
+
 // A number written with a fraction or an exponent (1e3, 100.0) stays a
 // LosslessNumber, which no integer check takes: "an integer" (SERVICES.md) is
 // one written as an integer, as Python's json and Java's Jackson read it.
@@ -98,6 +101,8 @@ export async function createApp({ redis, prefix = "", limiter }) {
   app.setErrorHandler((err, _request, reply) => {
     let body;
     if (err instanceof ProblemError) body = err.problem;
+    // Fastify's bodyLimit (1 MiB): RFC 9110's 413, not a 500.
+    else if (err?.code === "FST_ERR_CTP_BODY_TOO_LARGE") body = tooLarge("the body is larger than 1048576 bytes");
     else if (err instanceof ModelError) body = { type: "https://redis-ratelimit.dev/problems/model-failed", title: "Internal Server Error", status: 500, detail: err.message };
     else body = { type: "about:blank", title: "Internal Server Error", status: 500, detail: String(err?.message ?? err) };
     return reply.code(body.status).type(PROBLEM_JSON).send(JSON.stringify(body));

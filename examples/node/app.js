@@ -194,6 +194,8 @@ export function createApp({ redis, prefix = "", limiter = new RateLimiter(redis)
     let body;
     if (err instanceof ProblemError) body = err.problem;
     else if (err?.type === "entity.parse.failed") body = problem(400, "bad-request", "the body is not valid JSON");
+    // express.raw()'s limit (100 kB): RFC 9110's 413, not a 500.
+    else if (err?.type === "entity.too.large") body = tooLarge(`the body is larger than ${err.limit} bytes`);
     else if (err instanceof ModelError) body = { type: "https://redis-ratelimit.dev/problems/model-failed", title: "Internal Server Error", status: 500, detail: err.message };
     else body = { type: "about:blank", title: "Internal Server Error", status: 500, detail: String(err?.message ?? err) };
     if (res.headersSent) return res.end();
@@ -203,6 +205,9 @@ export function createApp({ redis, prefix = "", limiter = new RateLimiter(redis)
 }
 
 class ModelError extends Error {}
+
+/** A body over the framework's limit: 413 (RFC 9110 "Content Too Large") as problem JSON. */
+const tooLarge = (detail) => ({ type: "https://redis-ratelimit.dev/problems/too-large", title: "Content Too Large", status: 413, detail });
 
 /** The fake model's knobs: a non-negative integer header, else the default (as the Python app reads them). */
 function headerInt(req, name, fallback) {

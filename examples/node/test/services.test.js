@@ -88,6 +88,11 @@ describe("1. POST /seed000/sms", () => {
     const sent = await app.req("POST", "/seed000/sms", { body: JSON.stringify({ phone: "1004" }), headers: { "Content-Type": "text/plain" } });
     assert.equal(sent.status, 200, JSON.stringify(sent.body));
   });
+
+  test("a body over the framework's limit (express 100 kB, Fastify 1 MiB): 413 problem, not 500", async () => {
+    const big = JSON.stringify({ phone: "1", pad: "x".repeat(2 * 1024 * 1024) });
+    assertProblem(await app.req("POST", "/seed000/sms", { body: big, headers: { "Content-Type": "application/json" } }), 413, "too-large");
+  });
 });
 
 describe("2. POST /seed001/ocr and /admin/limits/ocr", () => {
