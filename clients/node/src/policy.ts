@@ -67,6 +67,18 @@ export interface LimitOptions {
   readonly problem?: string;
 }
 
+// The option names each takes: an unknown one (a typo such as `costt`) is a
+// TypeError, as Python's keyword arguments refuse it, never silently ignored.
+const POLICY_OPTIONS = ["prefix", "tag", "failure", "inFlightRetryAfter", "details", "limits", "counts"];
+const LIMIT_OPTIONS = ["cost", "shared", "global", "subkey", "problem"];
+
+function knownOptions(of: string, options: object, names: readonly string[]): void {
+  const unknown = Object.keys(options ?? {}).find((k) => !names.includes(k));
+  if (unknown !== undefined) {
+    throw new TypeError(`unknown option '${unknown}' of ${of}: expected ${names.slice(0, -1).join(", ")} or ${names[names.length - 1]}`);
+  }
+}
+
 export type LimitKind = "slidingWindow" | "tokenBucket" | "quota" | "concurrency" | "lockout";
 
 export interface Limit {
@@ -120,6 +132,7 @@ export class Policy {
       throw a.invalid("name", new RangeError(`invalid policy name '${String(name)}': non-empty, without braces`));
     }
     this.name = name;
+    knownOptions(`policy '${name}'`, options, POLICY_OPTIONS);
     this.options = {
       prefix: options.prefix ?? "",
       tag: options.tag ?? null,
@@ -146,6 +159,7 @@ export class Policy {
 
   private add(limit: Omit<Limit, "base">): this {
     const l: Limit = { ...limit, base: limit.limit };
+    knownOptions(`limit '${l.name}'`, l.options, LIMIT_OPTIONS);
     if (this.limits.some((x) => x.name === l.name)) throw a.invalid("limit_name", new RangeError(`limit '${l.name}' is defined twice`));
     if (isShared(l) && this.options.tag === null) throw a.invalid("tag", new RangeError(`shared limit '${l.name}' needs the policy's fixed tag`));
     if (l.kind === "lockout" || this.limits.some((x) => x.kind === "lockout")) {

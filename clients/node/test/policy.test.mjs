@@ -117,6 +117,12 @@ describe("one call per decision", () => {
     assert.equal(await calls("rl.quota"), before0);
     assert.throws(() => new Policy("g").slidingWindow("global", 1, 1000, { global: true }), /fixed tag/);
     assert.throws(() => new Policy("l").slidingWindow("a", 1, 1000).lockout("b", 1, 1, 1), /stands alone/);
+    // an option name that is not one (a typo) is refused, as Python's keyword arguments
+    assert.throws(() => new Policy("p", { prefixx: "a" }), { name: "TypeError", message: /unknown option 'prefixx' of policy 'p': expected prefix, .* or counts/ });
+    assert.throws(() => new Policy("p").slidingWindow("a", 1, 1000, { costt: 5 }), { name: "TypeError", message: /unknown option 'costt' of limit 'a'/ });
+    assert.throws(() => new Policy("p").tokenBucket("b", 1, 1000, 1, { share: true }), /unknown option 'share' of limit 'b'/);
+    assert.throws(() => new Policy("p").quota("c", "UTC", "day", 1, { subKey: true }), /unknown option 'subKey'/);
+    assert.throws(() => new Policy("p").concurrency("d", 1, 1000, { ttl: 5 }), /unknown option 'ttl'/);
   });
 
   test("a client that throws at once (no promise) is an error, not an outage: the circuit stays closed", async () => {
