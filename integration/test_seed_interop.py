@@ -359,7 +359,10 @@ def test_seed_dayhour_script_and_module_give_the_same_replies(r, offset):
                 refused += 1
         for s_key, m_key in pairs:
             assert value(r, m_key) == value(r, s_key), f"seed={seed} step={step} after {what}: {m_key}"
-    assert admitted > 10 and refused > 10, (seed, admitted, refused)
+    # Both paths taken (the replies above are what is tested). Over 3,000 seeds of this workload:
+    # admitted min 7, 1st percentile 15, median 28; refused min 119. "> 10" failed 3 seeds in
+    # 3,000 (one CI run: seed 1038807683 admitted 10).
+    assert admitted >= 5 and refused >= 5, (seed, admitted, refused)
 
 
 def test_seed_dayhour_deliberate_differences(r):
