@@ -67,6 +67,9 @@ function headerInt(request, name, fallback) {
   return /^[0-9]+$/.test(v) ? Number(v) : fallback;
 }
 
+/** The longest stream (/llm/stream) in lines of 100 ms: the Python apps' MAX_LINES. */
+const MAX_LINES = 10_000;
+
 /** The fake model: sleeps (stopped early when the client goes away), then answers or fails. */
 function fakeModel(ms, fail, signal) {
   return new Promise((resolve, reject) => {
@@ -177,7 +180,9 @@ export async function createApp({ redis, prefix = "", limiter }) {
     if (header(request, "X-Fail") === "1") throw new ModelError("the model failed");
     const n = request.json.max_tokens;
     const used = Math.min(n, headerInt(request, "X-Used-Tokens", Math.floor(n / 2)));
-    const lines = Math.max(1, Math.floor(headerInt(request, "X-Sleep-Ms", 100) / 100));
+    // At most 10,000 lines (1,000 s), as the Python apps: a huge X-Sleep-Ms is
+    // not a stream that never ends.
+    const lines = Math.min(MAX_LINES, Math.max(1, Math.floor(headerInt(request, "X-Sleep-Ms", 100) / 100)));
     const { signal } = request.rateLimit;
     async function* body() {
       let sent = 0;

@@ -173,7 +173,9 @@ export function createApp({ redis, prefix = "", limiter = new RateLimiter(redis)
     if (req.get("X-Fail") === "1") return next(new ModelError("the model failed")); // 500 before the first byte
     const n = req.body.max_tokens;
     const used = Math.min(n, headerInt(req, "X-Used-Tokens", Math.floor(n / 2)));
-    const lines = Math.max(1, Math.floor(headerInt(req, "X-Sleep-Ms", 100) / 100));
+    // At most 10,000 lines (1,000 s), as the Python apps: a huge X-Sleep-Ms is
+    // not a stream that never ends.
+    const lines = Math.min(MAX_LINES, Math.max(1, Math.floor(headerInt(req, "X-Sleep-Ms", 100) / 100)));
     const each = Math.floor(used / lines);
     const { signal } = req.rateLimit;
     res.status(200).type("application/x-ndjson");
@@ -214,6 +216,9 @@ function headerInt(req, name, fallback) {
   const v = req.get(name) ?? "";
   return /^[0-9]+$/.test(v) ? Number(v) : fallback;
 }
+
+/** The longest stream (/llm/stream) in lines of 100 ms: the Python apps' MAX_LINES. */
+const MAX_LINES = 10_000;
 
 /** Waits `ms`; false when `signal` aborts first (the client went away). */
 function pause(ms, signal) {

@@ -88,6 +88,14 @@ function endpoint6(getApp) {
     }, 2000);
   });
 
+  test("6. an X-Sleep-Ms past any integer streams the most lines the apps allow (10,000), not one that never ends", async () => {
+    const app = getApp();
+    // 100,000 tokens over 10,000 lines: 10 a line (0 a line if the stream had no end)
+    const r = await stream(app, "s-huge", { n: 100_000, headers: { "X-Sleep-Ms": "9".repeat(400), "X-Used-Tokens": "100000" }, abortAfterLines: 1 });
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.lines, [{ tokens: 10 }]);
+  });
+
   test("6. X-Fail: 500 before the first byte, nothing charged; a client that leaves mid-stream frees its slot within 500 ms, settled to the lines sent", async () => {
     const app = getApp();
     const failed = await stream(app, "s3", { headers: { "X-Fail": "1" } });

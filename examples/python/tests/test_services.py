@@ -106,10 +106,10 @@ def test_model_knobs_past_any_integer_count_as_the_most(app):
     r = h.post("/llm/complete", json={"max_tokens": 10}, headers={
         "X-Api-Key": "huge-tokens", "X-Zone": "UTC", "X-Used-Tokens": "9" * 5000, "X-Sleep-Ms": "0" * 500 + "1"})
     assert (r.status_code, r.json()) == (200, {"used_tokens": 10})
-    with h.stream("POST", "/llm/stream", json={"max_tokens": 10}, headers={
+    with h.stream("POST", "/llm/stream", json={"max_tokens": 100000}, headers={
             "X-Api-Key": "huge-stream", "X-Zone": "UTC", "X-Used-Tokens": "9" * 5000, "X-Sleep-Ms": "9" * 400}) as r:
         assert r.status_code == 200
-        assert next(r.iter_lines()) == '{"tokens": 0}'  # 10 tokens over 10,000 lines: 0 each, the rest last
+        assert next(r.iter_lines()) == '{"tokens": 10}'  # 100,000 tokens over 10,000 lines (0 a line were it endless)
     with pytest.raises(httpx.ReadTimeout):  # still sleeping, not answered 500
         h.post("/llm/complete", json={"max_tokens": 10}, timeout=1.0,
                headers={"X-Api-Key": "huge-sleep", "X-Zone": "UTC", "X-Sleep-Ms": "9" * 400})
