@@ -9,14 +9,27 @@ broken on purpose:
 - mvc: examples/spring (Spring MVC, the Boot starter over Lettuce);
 - kotlin: examples/spring-kotlin (Spring MVC from Kotlin);
 - webflux: examples/spring-webflux (Spring WebFlux on Reactor Netty, the same
-  starter; endpoints 3, 5 and 6).
+  starter; endpoints 3, 5 and 6);
+- django: examples/django (Django on uvicorn, redis_rl's Django adapter);
+- fastify: examples/fastify (Fastify on ioredis, the package's Fastify plugin);
+- gateway: examples/spring-gateway (Spring Cloud Gateway): not the seed
+  services, its own rows (``gateway_burst``): the RateLimit filter's route
+  /api/** (policies api: a bucket of 5 then one a minute, 2 in flight, fail
+  closed; daily) and SCG's RequestRateLimiter route /scg/** deciding the
+  same policies (its in-flight lease given back once decided: SCG's filter
+  has no end-of-response hook), in front of a backend stub here that counts
+  the requests each caller has in flight at once.
 
 For each fault: requests admitted beyond a limit (endpoint 3's fail-open
 route aside), in-flight leases and token estimates still held once Redis
 answers again, 500s, other unexpected answers, dropped connections and the
 slowest time to response headers.
 
-    RL_MODULE=.../libredis_ratelimit.so python integration/faults_table.py [python flask node node-redis mvc kotlin webflux]
+    RL_MODULE=.../libredis_ratelimit.so python integration/faults_table.py [python flask node node-redis mvc kotlin webflux django fastify gateway]
+
+FAULTS_BACKEND=functions: the servers have no module; every app decides with
+the Functions library, which it loads itself (RL_BACKEND=functions; the
+gateway: ratelimit.backend), again after a restart (the server keeps no data).
 
 Prints one markdown row per (app, fault). `make faults-table` runs it (FAULTS_APPS);
 FAULTS_QUICK=1 runs only the baseline and "Redis killed" rows (a smoke)."""
@@ -25,7 +38,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import select
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -38,6 +54,8 @@ from redis.crc import key_slot
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from servers import Cluster, Server, free_port  # noqa: E402
 
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 JAVA = ["java", "-XX:TieredStopAtLevel=1", "-jar"]
 APPS = {
@@ -48,11 +66,81 @@ APPS = {
     "mvc": ([*JAVA, str(ROOT / "examples/spring/target/ratelimit-example-spring.jar")], ROOT, {}),
     "kotlin": ([*JAVA, str(ROOT / "examples/spring-kotlin/target/ratelimit-example-spring-kotlin.jar")], ROOT, {}),
     "webflux": ([*JAVA, str(ROOT / "examples/spring-webflux/target/ratelimit-example-spring-webflux.jar")], ROOT, {}),
+    "django": ([sys.executable, str(ROOT / "examples/django/app.py")], ROOT / "examples/django", {}),
+    "fastify": (["node", str(ROOT / "examples/fastify/server.js")], ROOT / "examples/fastify", {}),
+    "gateway": ([*JAVA, str(ROOT / "examples/spring-gateway/target/ratelimit-example-spring-gateway.jar")], ROOT, {}),
 }
 # The apps that serve endpoint 1 (SMS); the others are measured on endpoints 3, 5 and 6.
-SMS = {"python", "node", "node-redis", "mvc"}
+SMS = {"python", "node", "node-redis", "mvc", "django", "fastify"}
+FUNCTIONS = os.environ.get("FAULTS_BACKEND", "module") == "functions"
 NOTES: dict[tuple[str, int], str] = {}  # (app, status) -> the first such answer, for 500s and other answers
 XFF = {"X-Forwarded-For": "203.0.113.50"}
+
+
+class Backend:
+    """The gateway's backend: ``/<route>/slow?ms=N`` answers 200 after N ms; counts, per X-Api-Key, the
+    requests in flight at once (the most seen is what the gateway let through together). A request
+    whose connection the gateway closed (its caller left: SCG cancels the routed call) stops counting
+    then, as a backend that watches its connection stops working."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.now: dict[str, int] = {}
+        self.most: dict[str, int] = {}
+        backend = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                key = self.headers.get("X-Api-Key", "")
+                with backend.lock:
+                    backend.now[key] = backend.now.get(key, 0) + 1
+                    backend.most[key] = max(backend.most.get(key, 0), backend.now[key])
+                try:
+                    m = re.search(r"ms=(\d+)", self.path)
+                    end = time.monotonic() + (int(m.group(1)) / 1000 if m else 0)
+                    while time.monotonic() < end:
+                        if select.select([self.connection], [], [], min(0.01, max(0.0, end - time.monotonic())))[0] \
+                                and self.connection.recv(1, socket.MSG_PEEK) == b"":
+                            return  # the gateway closed the connection
+                finally:
+                    with backend.lock:
+                        backend.now[key] -= 1
+                body = b"hello"
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except OSError:  # closed as it answered
+                    pass
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.uri = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def app_env(kind: str, env: dict[str, str]) -> dict[str, str]:
+    """The harness's settings as ``kind`` reads them (the gateway: Spring properties)."""
+    if FUNCTIONS:
+        env = dict(env, RL_BACKEND="functions")
+    if kind != "gateway":
+        return env
+    out = {"RL_PREFIX": env["RL_PREFIX"], "BACKEND_URI": env["BACKEND_URI"]}
+    if "REDIS_CLUSTER" in env:
+        out["SPRING_DATA_REDIS_CLUSTER_NODES"] = env["REDIS_CLUSTER"]
+    else:
+        out["REDIS_URL"] = env["REDIS_URL"]
+    if FUNCTIONS:
+        out["RATELIMIT_BACKEND"] = "functions"
+    return out
 
 
 class App:
@@ -61,12 +149,16 @@ class App:
         self.kind = kind
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen(cmd, cwd=cwd, env=dict(os.environ, PORT=str(self.port), **extra, **env),
+        self.backend = Backend() if kind == "gateway" else None
+        if self.backend:
+            env = dict(env, BACKEND_URI=self.backend.uri)
+        self.proc = subprocess.Popen(cmd, cwd=cwd, env=dict(os.environ, PORT=str(self.port), **extra, **app_env(kind, env)),
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 180  # a JVM on a loaded 2-core machine
         while True:
             try:
-                if httpx.get(self.url + "/health", timeout=1).status_code == 200:
+                # the gateway has no /health: any answer of its own (404: no route) says it serves
+                if httpx.get(self.url + "/health", timeout=1).status_code == (404 if self.backend else 200):
                     break
             except httpx.HTTPError:
                 pass
@@ -76,6 +168,8 @@ class App:
             time.sleep(0.2)
 
     def stop(self):
+        if self.backend:
+            self.backend.close()
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGCONT)
             self.proc.terminate()
@@ -140,6 +234,11 @@ class Probe:
         return self.send("stream", "POST", "/llm/stream", leave_after=leave_after, json={"max_tokens": 1000},
                          headers=self.llm_headers(sleep_ms, used))
 
+    def gw(self, route: str = "api", sleep_ms: int = 200, leave_after: float | None = None) -> int:
+        """The gateway: ``route`` api (the RateLimit filter) or scg (SCG's RequestRateLimiter), one caller each."""
+        return self.send(route, "GET", f"/{route}/slow?ms={sleep_ms}", leave_after=leave_after,
+                         headers={"X-Api-Key": gw_key(self.tag, route)})
+
     def run(self, calls) -> None:
         threads = [threading.Thread(target=f, args=a, kwargs=k) for f, a, k in calls]
         for t in threads:
@@ -166,8 +265,49 @@ def llm_after(app: App, key: str) -> tuple[int | str | None, int | None]:
     return 1 - items["inflight"]["r"], 100_000 - 1 - items["tokens"]["r"]
 
 
+def gw_key(tag: str, route: str) -> str:
+    return f"{route}-{tag}"
+
+
+def gw_after(app: App, tag: str) -> int | str | None:
+    """The gateway: in-flight slots still held by both routes' callers (policy api), read from the
+    RateLimit header of a request that returns at once (a 429 of the bucket still shows what the
+    in-flight rule would leave); when Redis does not decide: its answer's status."""
+    held = 0
+    for route in ("api", "scg"):
+        try:
+            r = httpx.get(f"{app.url}/{route}/slow?ms=0", timeout=5, headers={"X-Api-Key": gw_key(tag, route)})
+        except httpx.HTTPError:
+            return "no answer"
+        m = re.search(r'"inflight";r=(-?\d+)', r.headers.get("ratelimit", ""))
+        if m is None:
+            print(f"read-back on gateway /{route}: {r.status_code} {r.headers} {r.text[:200]}", file=sys.stderr)
+            return f"– ({r.status_code})"
+        held += 1 - int(m.group(1))
+    return held
+
+
+def gw_beyond(app: App, probe: Probe, seconds: float) -> int:
+    """Admitted beyond the policy api on each route: more 200s than the bucket's 5 plus one a minute;
+    on /api also more than 2 at once at the backend (SCG's RequestRateLimiter has no end-of-response
+    hook: its route gives a lease back once decided, documented in GatewayRateLimiter)."""
+    out = 0
+    for route in ("api", "scg"):
+        if route == "api":
+            out += max(0, app.backend.most.get(gw_key(probe.tag, route), 0) - 2)
+        ok = sum(1 for n, st, _ in probe.seen if n.startswith(route) and st == 200)
+        out += max(0, ok - 5 - int(seconds // 60))
+        if os.environ.get("FAULTS_DEBUG"):
+            print(f"gateway /{route}: {app.backend.most.get(gw_key(probe.tag, route), 0)} at once, {ok} admitted, "
+                  f"{sorted((n, st, round(t, 2)) for n, st, t in probe.seen if n.startswith(route))}", file=sys.stderr)
+    return out
+
+
 def burst(probe: Probe, kind: str, n: int = 6):
-    """The limited endpoints at once: SMS (2 per 10 s), custom (5 per 30 s), LLM (2 in flight)."""
+    """The limited endpoints at once: SMS (2 per 10 s), custom (5 per 30 s), LLM (2 in flight); the
+    gateway: each route's caller n times (a bucket of 5, 2 in flight)."""
+    if kind == "gateway":
+        return [(probe.gw, (route,), {}) for route in ("api", "scg") for _ in range(n)]
     calls = []
     for i in range(n):
         if kind in SMS:
@@ -192,7 +332,18 @@ def measure(app: App, fault: str, calls, break_it=lambda: None, heal_it=lambda: 
     heal_it()
     t.join()
     during = list(probe.seen)
+    if os.environ.get("FAULTS_DEBUG"):
+        print(f"{app.kind} {fault}: slowest {sorted(((round(t, 2), n, st) for n, st, t in during), reverse=True)[:5]}",
+              file=sys.stderr)
     time.sleep(2.5)  # decisions back within 2 s; late replies given back
+    if app.kind == "gateway":
+        held = gw_after(app, probe.tag)
+        return {"app": app.kind, "fault": fault, "slid": False,
+                "beyond": gw_beyond(app, probe, time.monotonic() - started), "held": held, "tokens": None,
+                "500s": sum(1 for _, st, _ in probe.seen if st == 500),
+                "other": sorted({st for _, st, _ in probe.seen if st not in {0, 200, 429, 503, 500}}),
+                "dropped": sum(1 for n, st, _ in during if st == 0 and not n.endswith("-left")),
+                "slowest": max(took for _, _, took in during)}
     # What the limits then say: SMS 2 per 10 s and custom 5 per 30 s for this tag's keys.
     if app.kind in SMS:
         for i in range(4):
@@ -219,7 +370,7 @@ def measure(app: App, fault: str, calls, break_it=lambda: None, heal_it=lambda: 
 
 def standalone_rows(kind: str, quick: bool) -> list[dict]:
     rows = []
-    with Server() as s:
+    with Server(module=not FUNCTIONS) as s:
         port = s.port
         app = App(kind, {"REDIS_URL": f"redis://127.0.0.1:{port}", "RL_PREFIX": f"ft-{kind}:"})
         try:
@@ -231,7 +382,7 @@ def standalone_rows(kind: str, quick: bool) -> list[dict]:
                 time.sleep(0.7)  # down for 1 s in all
                 s.proc = subprocess.Popen([s.binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", s.dir,
                                            "--save", "", "--appendonly", "no", "--logfile", "server.log",
-                                           "--loadmodule", os.environ["RL_MODULE"], *s.extra],
+                                           *([] if FUNCTIONS else ["--loadmodule", os.environ["RL_MODULE"]]), *s.extra],
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 deadline = time.time() + 10
                 while time.time() < deadline:
@@ -265,15 +416,27 @@ def standalone_rows(kind: str, quick: bool) -> list[dict]:
             rows.append(measure(app, "replies delayed 1.5 s", b, pause, resume_after(1.2)))
 
             def stalled(p):  # the LLM calls return at once, so their decisions are what the stall meets
+                if kind == "gateway":
+                    return [(p.gw, (route,), {"sleep_ms": 0}) for route in ("api", "scg") for _ in range(6)]
                 return [c for c in b(p) if c[0] != p.llm] + [(p.llm, (), {"sleep_ms": 0})] * 6
             rows.append(measure(app, "a 0.7 s stall of the app", stalled, heal_it=stall_app, heal_at=0.05))
 
             # Clients that leave mid-request: 1,000-token estimates, nothing used (X-Used-Tokens 0),
             # so every token still charged after is held beyond use; then 3 more on the same key.
             def leavers(p):
+                if kind == "gateway":  # 3 leave each route at 0.3 s while the backend works 1.5 s; 3 more come
+                    # at 0.6 s (after the gateway closed the leavers' backend connections: a newcomer admitted in
+                    # the same millisecond as a leaver's slot freed would be counted at once by the stub)
+                    def later(route):
+                        time.sleep(0.6)
+                        return p.gw(route)
+                    return [(p.gw, (route,), {"sleep_ms": 1500, "leave_after": 0.3}) for route in ("api", "scg")
+                            for _ in range(3)] + [(later, (route,), {}) for route in ("api", "scg") for _ in range(3)]
                 return [(p.llm, (), {"sleep_ms": 1500, "used": 0, "leave_after": 0.3})] * 3 + b(p)[:8]
             # the admitted leavers used nothing; U = 500 of every other LLM call answered 200
             rows.append(measure(app, "client disconnect mid-request", leavers))
+            if kind == "gateway":  # no streams, no used(): a gateway forwards what the backend sends
+                return rows
 
             # Endpoint 6: four streams of 2 s at once on one key (2 in flight allowed): two run to their
             # end (U = 300), two leave after 1 s; settled to what was sent (U, or the lines received:
@@ -299,7 +462,7 @@ def standalone_rows(kind: str, quick: bool) -> list[dict]:
 
 def cluster_rows(kind: str) -> list[dict]:
     rows = []
-    with Cluster(3, args=["--cluster-require-full-coverage", "no", "--cluster-node-timeout", "1000"]) as cl:
+    with Cluster(3, module=not FUNCTIONS, args=["--cluster-require-full-coverage", "no", "--cluster-node-timeout", "1000"]) as cl:
         app = App(kind, {"REDIS_CLUSTER": ",".join(f"127.0.0.1:{n.port}" for n in cl.nodes), "RL_PREFIX": f"ftc-{kind}:"})
         try:
             b = lambda p: burst(p, kind)  # noqa: E731
