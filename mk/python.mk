@@ -55,12 +55,14 @@ bench-python: build python-venv
 
 bench-clients: bench-python
 
-# docs/guides/faults.md's table: the example apps (Python FastAPI, Node on
-# ioredis and on node-redis, Spring MVC in Java and Kotlin, Spring WebFlux) broken on purpose
-# over HTTP, standalone and Cluster. A measurement, not a test (about 4 minutes
-# per app on a loaded machine): it prints the table. FAULTS_APPS picks apps.
-FAULTS_APPS ?= python node node-redis mvc kotlin webflux
+# docs/guides/faults.md's table: the example apps (Python FastAPI, Flask and
+# Django, Node on ioredis and on node-redis, Fastify, Spring MVC in Java and
+# Kotlin, Spring WebFlux, the Spring Cloud Gateway example) broken on purpose
+# over HTTP, standalone and Cluster. A measurement, not a test (2-4 minutes
+# per app): it prints the table. FAULTS_APPS picks apps; FAULTS_BACKEND=functions
+# runs them on servers without the module (the Functions library).
+FAULTS_APPS ?= python flask node node-redis mvc kotlin webflux django fastify gateway
 .PHONY: faults-table
-faults-table: build python-venv node-build spring-deps
-	$(SPRING_MVN) -q -DskipTests package -am -pl :ratelimit-example-spring,:ratelimit-example-spring-kotlin,:ratelimit-example-spring-webflux
+faults-table: build python-venv node-build fastify-deps spring-deps
+	$(SPRING_MVN) -q -DskipTests package -am -pl :ratelimit-example-spring,:ratelimit-example-spring-kotlin,:ratelimit-example-spring-webflux,:ratelimit-example-spring-gateway
 	RL_MODULE=$(RL_MODULE) $(PYC_PY) integration/faults_table.py $(FAULTS_APPS)
