@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import type { Backend } from "./backend";
 import { RateLimitClient, type Health } from "./client";
 import * as d from "./decisions";
-import { LibraryNotLoadedError, LocalBackendFullError, ModuleNotLoadedError, RateLimitedError, RateLimitError, RateLimitUnavailableError } from "./errors";
+import { LocalBackendFullError, ModuleNotLoadedError, RateLimitedError, RateLimitError, RateLimitUnavailableError } from "./errors";
 import { LocalBackend } from "./local";
 import * as a from "./args";
 import { allCall, clausesOf, decisionOf, merge, slotGroups, type Clause, type Part, type PolicyCall } from "./combined";
@@ -324,9 +324,11 @@ export class RateLimiter {
         (e) => {
           // Before the first call's check passed it is a misconfigured
           // server: it passes as it is (the adapters answer 500 misconfigured).
-          if (e instanceof ModuleNotLoadedError && !(e instanceof LibraryNotLoadedError) && this.client.checked) {
+          if (e instanceof ModuleNotLoadedError && this.client.checked) {
             // The module gone at run time (a failover to a server without
-            // it): the Redis-down mode decides; health() says why.
+            // it), or the library gone (a flush, a node that never had it)
+            // with a user that may not load it again (LibraryNotLoadedError):
+            // the Redis-down mode decides, as in Python; health() says why.
             if (this.moduleMissing === null) console.error(`redis-ratelimit: ${e.message}; deciding by each policy's Redis-down mode`);
             this.moduleMissing = e.message;
             if (settle()) reject(new RateLimitUnavailableError(e.message, e));

@@ -7,7 +7,7 @@ import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { RateLimitClient, RateLimiter, RateLimitError, LibraryNotLoadedError, Policy, LIBRARY_PATH } from "redis-ratelimit";
+import { RateLimitClient, RateLimiter, RateLimitError, RateLimitUnavailableError, LibraryNotLoadedError, Policy, LIBRARY_PATH } from "redis-ratelimit";
 
 const require = createRequire(import.meta.url);
 const { Server, Cluster } = require("./support/servers.cjs");
@@ -83,6 +83,38 @@ describe("a server without the module", () => {
     } finally {
       c.disconnect();
       await admin.acl("DELUSER", "app");
+    }
+  });
+
+  // CLIENTS.md §3 ("module missing at run time"), as Python: the library gone
+  // (a flush, a failover to a node that never had it) and this user unable to
+  // load it is no engine to decide with: the Redis-down mode, not an error
+  // (an adapter's 500), health() DOWN naming it; back once an operator loads it.
+  test("the library gone at run time and a user without FUNCTION LOAD: the Redis-down mode decides, not an error", async () => {
+    await admin.function("LOAD", "REPLACE", readFileSync(LIBRARY_PATH, "utf8"));
+    await admin.acl("SETUSER", "app2", "on", ">pw", "~*", "+@all", "-function|load");
+    const c = await makers.ioredis.standalone(bare.port);
+    await c.auth("app2", "pw");
+    const logged = [];
+    const error = console.error;
+    console.error = (m) => logged.push(String(m));
+    const rl = new RateLimiter(new RateLimitClient(c, { backend: "functions" }), { timeout: 300 });
+    try {
+      assert.equal((await rl.decide(policy, "gone")).limited, false);
+      await admin.function("FLUSH");
+      await assert.rejects(rl.decide(policy, "gone"), RateLimitUnavailableError);
+      const h = await rl.health();
+      assert.equal(h.status, "DOWN");
+      assert.match(h.detail, /Functions library/);
+      assert.ok(logged.some((m) => /FUNCTION LOAD/.test(m)), logged.join("\n"));
+      await admin.function("LOAD", "REPLACE", readFileSync(LIBRARY_PATH, "utf8")); // the operator
+      assert.equal((await rl.decide(policy, "gone")).limited, false);
+      assert.deepEqual(await rl.health(), { status: "UP", backend: "functions" });
+    } finally {
+      console.error = error;
+      rl.close();
+      c.disconnect();
+      await admin.acl("DELUSER", "app2");
     }
   });
 

@@ -1024,11 +1024,17 @@ public final class RateLimiter implements AutoCloseable {
         return Timeouts.within(reply, budgetMs).handle((v, failure) -> {
             if (failure == null) {
                 availability.answered(nodes);
+                if (engineMissingLogged) {
+                    engineMissingLogged = false;
+                }
                 return v;
             }
             Throwable cause = unwrap(failure);
             if (cause instanceof RateLimitException rle && !unavailableReply(rle)) {
                 availability.answered(nodes);
+                if (engineMissing(rle)) {
+                    throw new Unavailable(rle);
+                }
                 throw rle;
             }
             if (cause instanceof TimeoutException) {
@@ -1041,6 +1047,24 @@ public final class RateLimiter implements AutoCloseable {
             }
             throw new Unavailable(cause);
         });
+    }
+
+    // CLIENTS.md §3 "Module missing at run time" (a failover to a server without it), and the Functions
+    // library gone with a user that may not load it again (LibraryNotLoadedException): no engine to decide
+    // with, so the Redis-down mode decides, as in Python and Node (not a configuration error: an adapter's
+    // 500); logged at error level once until a decision succeeds again. The circuit stays closed: each
+    // request asks Redis, so decisions use it again as soon as the engine is back.
+    private volatile boolean engineMissingLogged;
+
+    private boolean engineMissing(RateLimitException e) {
+        if (!(e instanceof ModuleNotLoadedException) && !FunctionsLibrary.moduleMissing(e.getMessage())) {
+            return false;
+        }
+        if (!engineMissingLogged) {
+            engineMissingLogged = true;
+            log.log(System.Logger.Level.ERROR, "rate limit: {0}; deciding by each policy''s Redis-down mode", e.getMessage());
+        }
+        return true;
     }
 
     // Replies that say the node cannot decide now (CLIENTS.md §3): unavailable, not a misconfiguration.

@@ -6,6 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.redisratelimit.client.Backend;
+import dev.redisratelimit.client.FailMode;
+import dev.redisratelimit.client.Limit;
+import dev.redisratelimit.client.Policy;
+import dev.redisratelimit.client.PolicyCall;
+import dev.redisratelimit.client.RateLimitUnavailableException;
+import dev.redisratelimit.client.RateLimiter;
 import dev.redisratelimit.client.BackendTransport;
 import dev.redisratelimit.client.FunctionsLibrary;
 import dev.redisratelimit.client.LibraryNotLoadedException;
@@ -138,6 +144,59 @@ class FunctionsBackendTest {
             assertNull(t.problem().toCompletableFuture().join());
         } finally {
             redis.shutdown();
+        }
+    }
+
+    // CLIENTS.md §3 "Module missing at run time": no engine to decide with is the Redis-down mode (a
+    // fail-closed policy unavailable: the adapters' 503; a fail-open one admitted), never a configuration
+    // error (the adapters' 500), as in Python and Node; the same when the library is gone and this user may
+    // not load it again. Decided by Redis again once the engine is back.
+    private static final Policy CLOSED = Policy.builder("gone-closed").limit(Limit.slidingWindow("w", 5, Duration.ofMinutes(1)))
+            .onRedisDown(FailMode.CLOSED).build();
+    private static final Policy OPEN = Policy.builder("gone-open").limit(Limit.slidingWindow("w", 5, Duration.ofMinutes(1)))
+            .onRedisDown(FailMode.OPEN).build();
+
+    private static void goneIsRedisDown(RateLimiter l, Runnable gone, Runnable back) {
+        l.acquire(PolicyCall.of(CLOSED, "k")).close();
+        gone.run();
+        assertThrows(RateLimitUnavailableException.class, () -> l.acquire(PolicyCall.of(CLOSED, "k")));
+        l.acquire(PolicyCall.of(OPEN, "k")).close(); // admitted without a decision
+        back.run();
+        l.acquire(PolicyCall.of(CLOSED, "k")).close();
+        assertEquals(3, l.peek(CLOSED, "k").limits().get(0).r()); // two admitted by Redis, none while it was gone
+    }
+
+    @Test
+    void theModuleGoneAtRunTimeIsDecidedByTheRedisDownMode() throws Exception {
+        RedisProcess server = RedisServers.ownUnloadable();
+        RedisClient redis = RedisClient.create("redis://127.0.0.1:" + server.port());
+        try (RateLimiter l = RateLimiter.builder(new BackendTransport(LettuceTransport.create(redis), Backend.MODULE))
+                .prefix("gone:").policy(CLOSED).policy(OPEN).build()) {
+            String path = System.getenv("RL_MODULE");
+            goneIsRedisDown(l, () -> server.cli("MODULE", "UNLOAD", "ratelimit"), () -> server.cli("MODULE", "LOAD", path));
+        } finally {
+            redis.shutdown();
+            server.stop();
+        }
+    }
+
+    @Test
+    void theLibraryGoneAtRunTimeWithAUserWithoutFunctionLoadIsDecidedByTheRedisDownMode(RedisServers.Plain plain) {
+        RedisProcess server = plain.server();
+        server.cli("ACL", "SETUSER", "jgone", "on", ">pw", "~*", "+@all", "-function|load");
+        RedisClient admin = RedisClient.create("redis://127.0.0.1:" + plain.port());
+        RedisClient redis = RedisClient.create(RedisURI.builder().withHost("127.0.0.1").withPort(plain.port())
+                .withAuthentication("jgone", "pw".toCharArray()).build());
+        try (var a = admin.connect();
+                RateLimiter l = RateLimiter.builder(new BackendTransport(LettuceTransport.create(redis), Backend.FUNCTIONS))
+                        .prefix("jgone:").policy(CLOSED).policy(OPEN).build()) {
+            a.sync().functionLoad(FunctionsLibrary.source(), true);
+            goneIsRedisDown(l, () -> a.sync().functionFlush(io.lettuce.core.FlushMode.SYNC),
+                    () -> a.sync().functionLoad(FunctionsLibrary.source(), true));
+        } finally {
+            redis.shutdown();
+            admin.shutdown();
+            server.cli("ACL", "DELUSER", "jgone");
         }
     }
 

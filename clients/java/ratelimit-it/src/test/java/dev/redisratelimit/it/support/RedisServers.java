@@ -151,6 +151,11 @@ public final class RedisServers implements ParameterResolver {
         return RedisProcess.start(freePort(), module(), List.of());
     }
 
+    /** A server with the module and MODULE allowed, of the test's own (a test that unloads it); the caller stops it. */
+    public static RedisProcess ownUnloadable() throws IOException, InterruptedException {
+        return RedisProcess.start(freePort(), module(), List.of("--enable-module-command", "yes"));
+    }
+
     /**
      * A three-primary Cluster of the test's own (a test that kills a node must
      * not share it), run with {@code extra} server arguments; the caller stops
