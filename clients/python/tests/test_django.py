@@ -362,3 +362,18 @@ def test_django_middleware_default_limit(rl_local):
         lambda request: HttpResponse("ok"))
     rf = RequestFactory()
     assert [mw(rf.get(p)).status_code for p in ("/a", "/b", "/health", "/health")] == [200, 429, 200, 200]
+
+
+def test_health_reports_the_sync_and_the_async_guard(server):
+    """``limits.health()`` as FastAPI's and Flask's: one answer of the same
+    shape for both guards, DOWN when either is (here the sync views' Redis)."""
+    policy = Policy("h", [sliding_window("h", 2, 30 * S)], prefix="health:")
+    limits = DjangoRateLimits(RateLimiter(redis.Redis(port=1, socket_timeout=0.5, socket_connect_timeout=0.5)),
+                              async_limiter=AsyncRateLimiter(redis.asyncio.Redis(port=server.port)))
+    assert limits.health() == {"status": "UP", "backend": "module"}
+    assert limits.sync_guard().decide(policy, "k") is None  # refused: the sync guard's circuit opens
+    assert limits.health() == {"status": "DOWN", "backend": "module", "open": ["*"],
+                               "detail": "Redis cannot be reached: circuit open for *"}
+    assert limits.async_guard().health()["status"] == "UP"  # what the async views' guard alone says
+    only_async = DjangoRateLimits(async_limiter=AsyncRateLimiter(redis.asyncio.Redis(port=server.port)))
+    assert only_async.health() == only_async.async_guard().health() == {"status": "UP", "backend": "module"}

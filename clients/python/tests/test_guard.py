@@ -44,7 +44,8 @@ class AsyncDown(Down):
         return Down.ping(self)
 
 
-def test_sync_guard_one_failure_then_circuit_then_probe_recovers():
+def test_sync_guard_one_failure_then_circuit_then_probe_recovers(caplog):
+    caplog.set_level("WARNING", logger="redis_rl")
     down = Down()
     guard = Guard(down)  # type: ignore[arg-type]
     assert [guard.decide(POLICY, "k") for _ in range(100)] == [None] * 100
@@ -61,6 +62,8 @@ def test_sync_guard_one_failure_then_circuit_then_probe_recovers():
         time.sleep(0.01)
     assert guard.decide(POLICY, "k") is None
     assert down.decides == 2  # closed again: the next decision went to Redis
+    # the recovery is logged once, as the async guard's (an operator sees the outage end)
+    assert caplog.text.count("redis_rl: Redis answers again") == 1, caplog.text
 
 
 @pytest.mark.anyio

@@ -257,6 +257,31 @@ class DjangoRateLimits:
                                        "AsyncRateLimiter: DjangoRateLimits(async_limiter=AsyncRateLimiter(...))")
         return self._async_guard
 
+    def health(self) -> dict[str, Any]:
+        """What both guards' ``health()`` say, in their shape (as FastAPI's
+        and Flask's ``limits.health()``): DOWN when either is (a node's
+        circuit open, the module missing: named); ``open`` every node open
+        in either; ``backend`` the engine deciding (``"module (sync),
+        functions (async)"`` when they differ). For a readiness check, not
+        liveness."""
+        reports = [g.health() for g in (self._guard, self._async_guard) if g is not None]
+        if len(reports) == 1:
+            return reports[0]
+        sync, async_ = reports
+        out: dict[str, Any] = {"status": "DOWN" if "DOWN" in (sync["status"], async_["status"]) else "UP",
+                               "backend": sync["backend"] if sync["backend"] == async_["backend"]
+                               else f"{sync['backend']} (sync), {async_['backend']} (async)"}
+        nodes = sorted({n for r in reports for n in r.get("open", ())})
+        if nodes:
+            out["open"] = nodes
+        module = sync.get("module") or async_.get("module")
+        if module is not None:
+            out["module"] = module
+        details = list(dict.fromkeys(r["detail"] for r in reports if "detail" in r))  # once when both say it
+        if details:
+            out["detail"] = "; ".join(details)
+        return out
+
     # key resolvers
     def client_ip(self, request: HttpRequest) -> str:
         return http.client_ip(request.META.get("REMOTE_ADDR"), request.META.get("HTTP_X_FORWARDED_FOR"), self.trusted)
