@@ -201,6 +201,35 @@ def test_archive_markdown_links_resolve_inside_it(dist, version, tmp_path):
         assert (ROOT / name).exists(), f"install.md lists {name}, which the repository does not hold"
 
 
+def test_package_readmes_link_to_the_release_tag(dist, version):
+    """The READMEs PyPI and npm show (the wheel's description, the sdist's
+    and the npm tarball's README.md) hold no relative link (only #anchors):
+    each points at a path of the repository at the tag v<version>."""
+    url = ET.parse(ROOT / "clients/java/pom.xml").getroot().findtext("m:url", namespaces=NS)
+    [wheel] = (dist / "python").glob("*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        meta = email.message_from_bytes(z.read(f"redis_ratelimit_client-{version}.dist-info/METADATA"))
+    [sdist] = (dist / "python").glob("*.tar.gz")
+    [tgz] = (dist / "npm").glob("*.tgz")
+    with tarfile.open(sdist) as t:
+        sdist_readme = t.extractfile(f"redis_ratelimit_client-{version}/README.md").read().decode()
+    with tarfile.open(tgz) as t:
+        npm_readme = t.extractfile("package/README.md").read().decode()
+    from test_docs import without_fences  # integration/, on sys.path (conftest)
+
+    for name, text in [("wheel", meta.get_payload()), ("sdist", sdist_readme), ("npm", npm_readme)]:
+        body = re.sub(r"`[^`\n]*`", "", without_fences(text))
+        targets = re.findall(r"\]\(([^)\s]+)", body)
+        relative = [t for t in targets if not re.match(r"^(#|[a-z][a-z0-9+.-]*:)", t)]
+        assert not relative, f"{name} README: relative links {relative}"
+        tagged = [t for t in targets if t.startswith(f"{url}/")]
+        assert tagged, f"{name} README: no link into {url}"
+        for t in tagged:
+            m = re.fullmatch(rf"{re.escape(url)}/(blob|tree)/v{re.escape(version)}/([^#]+)(#.*)?", t)
+            assert m and (ROOT / m.group(2)).exists(), f"{name} README: {t}"
+            assert (ROOT / m.group(2)).is_dir() == (m.group(1) == "tree"), t
+
+
 def test_one_repository_url_everywhere():
     """npm's provenance and Maven Central's scm both point at the repository:
     one URL in the pom, pyproject.toml and package.json."""
