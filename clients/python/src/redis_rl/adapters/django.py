@@ -26,7 +26,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHt
 from .. import http
 from ..client import AsyncRateLimiter, RateLimiter
 from ..combined import CombinedPolicy, PolicyCall
-from ..errors import ModuleNotLoadedError
+from ..errors import ModuleNotLoadedError, RateLimitError
 from ..exempt import Refusal, exemption, refusal_of
 from ..outcome import note_outcome
 from ..guard import AsyncGuard, Guard
@@ -153,7 +153,13 @@ class _Decider:
                  for b in self.bounds]
         if self.passes(request, [c.key for c in calls]):
             return None, []
-        return self.answer(_decide(guard, calls), request)
+        try:
+            decision = _decide(guard, calls)
+        except ModuleNotLoadedError:
+            raise  # _answered names it
+        except RateLimitError as e:  # OOM, NOPERM, WRONGTYPE, ...: not Redis down
+            raise ProblemError(*http.redis_refused(self.policy, e)) from None
+        return self.answer(decision, request)
 
     async def adecide(self, request: HttpRequest) -> Answer:
         guard = self.owner.async_guard()
@@ -165,12 +171,17 @@ class _Decider:
             calls.append(b.policy.bind(key, **http.resolved({n: await _value(r, request) for n, r in b.kw.items()})))
         if self.passes(request, [c.key for c in calls]):
             return None, []
-        if len(calls) == 1:
-            x = calls[0]
-            decision = await guard.decide(x.policy, x.key, cost=x.cost, estimate=x.estimate, zone=x.zone,
-                                          subkeys=x.subkeys, overrides=x.overrides)
-        else:
-            decision = await guard.decide_all(calls)
+        try:
+            if len(calls) == 1:
+                x = calls[0]
+                decision = await guard.decide(x.policy, x.key, cost=x.cost, estimate=x.estimate, zone=x.zone,
+                                              subkeys=x.subkeys, overrides=x.overrides)
+            else:
+                decision = await guard.decide_all(calls)
+        except ModuleNotLoadedError:
+            raise  # _aanswered names it
+        except RateLimitError as e:  # as decide
+            raise ProblemError(*http.redis_refused(self.policy, e)) from None
         return self.answer(decision, request)
 
 
