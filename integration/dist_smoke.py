@@ -7,7 +7,8 @@ a toolchain (issue 29).
   installed on it); Debian's redis-server 7.0 loads the module through the
   package's own config snippet (its `loadmodule` path moved under the
   temporary root, nothing else changed), once as shipped and once with every
-  commented module config uncommented.
+  commented module config uncommented. Its README.Debian says where the
+  README's relative links lead (the package does not ship those documents).
 - The archive: its members, its SHA256SUMS, a stripped `.so`, loaded into
   Redis 8.2 and Valkey 8.1 / 9.1 of the test matrix.
 - The install guide's archive steps (docs/guides/install.md, "The archive"),
@@ -23,6 +24,7 @@ stopped here; run from the repository root with the repo's .venv.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import re
 import shutil
@@ -123,6 +125,13 @@ def check_deb(version: str, deb: Path, tmp: Path) -> None:
 
     root = tmp / "root"
     run("dpkg-deb", "-x", str(deb), str(root))
+    # The README's relative links name documents the package does not ship
+    # (compressed, they could not be followed anyway): README.Debian says
+    # where they are.
+    readme = gzip.decompress((root / doc.lstrip("/") / "README.md.gz").read_bytes()).decode()
+    if re.search(r"\]\((?![a-z][a-z0-9+.-]*:|#)", readme):
+        note = " ".join((root / doc.lstrip("/") / "README.Debian").read_text().split())
+        assert "relative links" in note and "redis-ratelimit-<version>-linux-<arch>.tar.gz holds them" in note, note
     snippet = (root / SNIPPET.lstrip("/")).read_text()
     # The snippet loads the path the package installs the module to.
     assert re.findall(r"^loadmodule (\S+)$", snippet, re.M) == [INSTALLED_SO], snippet
@@ -158,6 +167,8 @@ def check_tarball(version: str, tarball: Path, tmp: Path) -> None:
     name = tarball.name.removesuffix(".tar.gz")
     assert name == f"redis-ratelimit-{version}-linux-{run('uname', '-m').strip()}", name
     docs = run("git", "-C", str(ROOT), "ls-files", "docs").split()
+    # and the documents they link to (test_dist.py checks every link)
+    docs += [l for l in (ROOT / "packaging/archive-docs.txt").read_text().splitlines() if l and not l.startswith("#")]
     files = ["CHANGELOG.md", "LICENSE", "README.md", "SHA256SUMS", "libredis_ratelimit.so", "ratelimit.conf"] + docs
     with tarfile.open(tarball) as t:
         listed = t.getmembers()

@@ -3,8 +3,9 @@
 # `cargo build --release`), into dist/:
 #   redis-ratelimit-<version>-linux-<arch>.tar.gz  the stripped module,
 #       ratelimit.conf (loadmodule + every module config, commented), LICENSE,
-#       README.md, CHANGELOG.md, docs/ (the README's links) and SHA256SUMS of
-#       those files
+#       README.md, CHANGELOG.md, docs/, the documents they link to
+#       (packaging/archive-docs.txt, at their repository paths) and SHA256SUMS
+#       of those files
 #   redis-ratelimit_<version>-1_<debian arch>.deb  the module under
 #       /usr/lib/redis/modules/, the snippet as /etc/redis/modules.d/ratelimit.conf
 #   SHA256SUMS  of the archive and the package (what a download page lists)
@@ -36,8 +37,10 @@ strip --strip-unneeded -o "$stage/libredis_ratelimit.so" "$so"
 # bit ("It does not have execute permissions"), unlike ld.so.
 chmod 0755 "$stage/libredis_ratelimit.so"
 install -m 0644 LICENSE README.md CHANGELOG.md packaging/ratelimit.conf "$stage/"
-# docs/ too: the README links into it.
-git ls-files -z docs | xargs -0 -I{} install -D -m 0644 {} "$stage/{}"
+# docs/ and the other documents the README and docs/ link to, so their
+# links work in the unpacked directory (packaging/tests/test_dist.py).
+{ git ls-files docs; grep -Ev '^(#|$)' packaging/archive-docs.txt; } |
+  while IFS= read -r f; do install -D -m 0644 "$f" "$stage/$f"; done
 (cd "$stage" && find . -type f ! -name SHA256SUMS | sed 's|^\./||' | LC_ALL=C sort | xargs sha256sum > SHA256SUMS)
 
 repeatable_tar() { # dir-to-enter member out.tar.gz

@@ -11,6 +11,8 @@
 #             redis_ratelimit_client-<v>-py3-none-any.whl (python -m build)
 #   npm/      redis-ratelimit-<v>.tgz (npm pack)
 #   SHA256SUMS over every file of dist/ (replacing make dist's)
+# The Python and npm packages' READMEs link to the tag v<version> in the
+# repository instead of relatively (scripts/absolute_links.py).
 # Maven builds with -Dmaven.install.skip: your ~/.m2 gets no dev/redisratelimit
 # artifact. Needs mvn, Java 17, npm and $PY (make release installs
 # packaging/requirements-release.txt into .venv).
@@ -37,6 +39,11 @@ mkdir "$work/src"
 git ls-files -co --exclude-standard -z |
   while IFS= read -r -d '' f; do [ -f "$f" ] && printf '%s\0' "$f"; done |
   tar --null -T - -cf - | tar -C "$work/src" -xf -
+# The Python and npm READMEs' relative links, in the copy, to the release's
+# tag in the repository (PyPI and npm cannot follow them; the script says why).
+repo_url=$(sed -n 's|^  <url>\(.*\)</url>$|\1|p' clients/java/pom.xml | head -1)
+python3 scripts/absolute_links.py "$work/src" "$repo_url" "v$version" \
+  "$work/src/clients/python/README.md" "$work/src/clients/node/README.md"
 
 step() { echo "release: $*"; }
 # A tool's output goes to a log, shown only when it fails.

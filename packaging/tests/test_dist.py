@@ -6,6 +6,7 @@ from __future__ import annotations
 import email
 import hashlib
 import json
+import re
 import tarfile
 import xml.etree.ElementTree as ET
 import zipfile
@@ -150,6 +151,83 @@ def test_packages_carry_the_functions_library(dist, version):
 def test_module_archive_and_deb_carry_version(dist, version):
     assert len(list(dist.glob(f"redis-ratelimit-{version}-linux-*.tar.gz"))) == 1
     assert len(list(dist.glob(f"redis-ratelimit_{version}-1_*.deb"))) == 1
+
+
+def source_only_links() -> set[str]:
+    """The archive's links that docs/guides/install.md ("The archive") says
+    point into the source repository: its list after "in the archive they
+    are these:"."""
+    text = (ROOT / "docs/guides/install.md").read_text()
+    m = re.search(r"in the archive they are these:\n\n((?:- `[^`]+`\n)+)", text)
+    assert m, "docs/guides/install.md: no list of the archive's links into the source repository"
+    return set(re.findall(r"^- `([^`]+)`$", m.group(1), re.M))
+
+
+def test_archive_markdown_links_resolve_inside_it(dist, version, tmp_path):
+    """Every relative link of every Markdown file in the unpacked archive
+    names a file or directory inside it (and a heading of a .md target, by
+    GitHub's slug rules), except exactly the source files install.md lists."""
+    from test_docs import anchors, links  # integration/, on sys.path (conftest)
+
+    [archive] = dist.glob(f"redis-ratelimit-{version}-linux-*.tar.gz")
+    with tarfile.open(archive) as t:
+        t.extractall(tmp_path, filter="data")
+    [top] = tmp_path.iterdir()
+    pages = sorted(top.rglob("*.md"))
+    assert len(pages) > 3, pages
+    bad, outside = [], {}
+    for page in pages:
+        where = page.relative_to(top).as_posix()
+        for target in links(page):
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # https:, mailto:
+                continue
+            file_part, _, anchor = target.partition("#")
+            dest = (page.parent / file_part).resolve() if file_part else page
+            if not dest.is_relative_to(top):
+                bad.append(f"{where}: {target} leaves the archive")
+            elif not dest.exists():
+                name = dest.relative_to(top).as_posix() + ("/" if file_part.endswith("/") else "")
+                outside.setdefault(name, []).append(where)
+            elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+                bad.append(f"{where}: {target}: no heading #{anchor} in {dest.relative_to(top)}")
+    documented = source_only_links()
+    undocumented = {n: w for n, w in outside.items() if n not in documented}
+    assert not bad and not undocumented, "\n".join(
+        bad + [f"{n} (linked from {', '.join(sorted(set(w)))}) is not in the archive" for n, w in sorted(undocumented.items())])
+    # The list is exactly the dead links (no stale entry), each a real path
+    # of the repository, where the install guide sends the reader.
+    assert set(outside) == documented, sorted(documented - set(outside))
+    for name in documented:
+        assert (ROOT / name).exists(), f"install.md lists {name}, which the repository does not hold"
+
+
+def test_package_readmes_link_to_the_release_tag(dist, version):
+    """The READMEs PyPI and npm show (the wheel's description, the sdist's
+    and the npm tarball's README.md) hold no relative link (only #anchors):
+    each points at a path of the repository at the tag v<version>."""
+    url = ET.parse(ROOT / "clients/java/pom.xml").getroot().findtext("m:url", namespaces=NS)
+    [wheel] = (dist / "python").glob("*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        meta = email.message_from_bytes(z.read(f"redis_ratelimit_client-{version}.dist-info/METADATA"))
+    [sdist] = (dist / "python").glob("*.tar.gz")
+    [tgz] = (dist / "npm").glob("*.tgz")
+    with tarfile.open(sdist) as t:
+        sdist_readme = t.extractfile(f"redis_ratelimit_client-{version}/README.md").read().decode()
+    with tarfile.open(tgz) as t:
+        npm_readme = t.extractfile("package/README.md").read().decode()
+    from test_docs import without_fences  # integration/, on sys.path (conftest)
+
+    for name, text in [("wheel", meta.get_payload()), ("sdist", sdist_readme), ("npm", npm_readme)]:
+        body = re.sub(r"`[^`\n]*`", "", without_fences(text))
+        targets = re.findall(r"\]\(([^)\s]+)", body)
+        relative = [t for t in targets if not re.match(r"^(#|[a-z][a-z0-9+.-]*:)", t)]
+        assert not relative, f"{name} README: relative links {relative}"
+        tagged = [t for t in targets if t.startswith(f"{url}/")]
+        assert tagged, f"{name} README: no link into {url}"
+        for t in tagged:
+            m = re.fullmatch(rf"{re.escape(url)}/(blob|tree)/v{re.escape(version)}/([^#]+)(#.*)?", t)
+            assert m and (ROOT / m.group(2)).exists(), f"{name} README: {t}"
+            assert (ROOT / m.group(2)).is_dir() == (m.group(1) == "tree"), t
 
 
 def test_one_repository_url_everywhere():

@@ -12,14 +12,14 @@
  *   app.get("/api", rateLimit({ limiter, policy, key: keys.ip() }), handler);
  */
 import type { NextFunction, Request, RequestHandler, Response } from "express";
-import { ModuleNotLoadedError, RateLimitUnavailableError } from "./errors";
+import { ModuleNotLoadedError, RateLimitError, RateLimitUnavailableError } from "./errors";
 import type { PolicyCall } from "./combined";
 import type { Permit, PolicyDecision, RateLimiter } from "./limiter";
 import type { FailureMode, Policy } from "./policy";
 import { closeWhenDone } from "./response";
 import { clientIpKey, userKey } from "./identity";
 import { exemption, type Exemptions } from "./exempt";
-import { PROBLEM_JSON, ProblemError, misconfigured, problem, rateLimitHeaders, refusal, resolvedUnits, unavailable, type Problem } from "./problems";
+import { PROBLEM_JSON, ProblemError, misconfigured, problem, rateLimitHeaders, redisRefused, refusal, resolvedUnits, unavailable, type Problem } from "./problems";
 
 export { ProblemError, PROBLEM_BASE, PROBLEM_JSON, misconfigured, problem, rateLimitHeaders, refusal, unavailable } from "./problems";
 export type { Problem } from "./problems";
@@ -165,6 +165,13 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
       if (e instanceof ModuleNotLoadedError) {
         console.error(`redis-ratelimit: ${e.message}`);
         return send(res, misconfigured(e.message));
+      }
+      // Any other error reply (OOM, NOPERM, WRONGTYPE, ...) is not Redis
+      // down either: a 500 naming it, as the Spring starter and Python answer.
+      if (e instanceof RateLimitError) {
+        const p = redisRefused(named, e);
+        console.error(`redis-ratelimit: ${p.detail}`);
+        return send(res, p);
       }
       return next(e);
     }

@@ -21,11 +21,11 @@ import fp from "fastify-plugin";
 import { closeWhenDone } from "./response";
 import { exemption, type Exemptions } from "./exempt";
 import { clientIpKey, userKey } from "./identity";
-import { ModuleNotLoadedError, RateLimitUnavailableError } from "./errors";
+import { ModuleNotLoadedError, RateLimitError, RateLimitUnavailableError } from "./errors";
 import type { PolicyCall } from "./combined";
 import type { Permit, PolicyDecision, RateLimiter } from "./limiter";
 import type { FailureMode, Policy } from "./policy";
-import { PROBLEM_JSON, ProblemError, misconfigured, problem, rateLimitHeaders, refusal, resolvedUnits, unavailable, type Problem } from "./problems";
+import { PROBLEM_JSON, ProblemError, misconfigured, problem, rateLimitHeaders, redisRefused, refusal, resolvedUnits, unavailable, type Problem } from "./problems";
 
 export { ProblemError, PROBLEM_BASE, PROBLEM_JSON, misconfigured, problem, rateLimitHeaders, refusal, unavailable } from "./problems";
 export type { Problem } from "./problems";
@@ -193,6 +193,13 @@ function handlerFor(limiter: RateLimiter, options: RouteRateLimit, legacyDefault
       if (e instanceof ModuleNotLoadedError) {
         request.log.error(`redis-ratelimit: ${e.message}`);
         return send(reply, misconfigured(e.message));
+      }
+      // Any other error reply (OOM, NOPERM, WRONGTYPE, ...) is not Redis
+      // down either: a 500 naming it, as the Spring starter and Python answer.
+      if (e instanceof RateLimitError) {
+        const p = redisRefused(named, e);
+        request.log.error(`redis-ratelimit: ${p.detail}`);
+        return send(reply, p);
       }
       throw e;
     }

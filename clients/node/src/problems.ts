@@ -99,3 +99,14 @@ export function unavailable(policy: Pick<Policy, "name">): Problem {
 export function misconfigured(detail: string): Problem {
   return problem(500, "misconfigured", detail);
 }
+
+/**
+ * Redis answered the decision with an error reply that is not "Redis
+ * unavailable" (OOM over maxmemory, NOPERM, WRONGTYPE at a key another app
+ * wrote, ...): the deployment's mistake, which no Redis-down mode can hide.
+ * The Spring starter's answer and detail: 500 `misconfigured` naming the
+ * policy and the server's text (the adapters log it once at error level).
+ */
+export function redisRefused(policy: Pick<Policy, "name">, error: Error): Problem {
+  return misconfigured(`Redis refused rate limit '${policy.name}': ${error.message}`);
+}

@@ -137,6 +137,60 @@ test("backend module on a server without it: 500 misconfigured problem naming th
   }
 });
 
+// Make Redis refuse the next decisions with an error reply that is not
+// "unavailable": WRONGTYPE (another app's string at each of `keys`) or OOM
+// (maxmemory 1, noeviction). Returns what undoes it.
+async function redisRefuses(how, keys) {
+  if (how === "WRONGTYPE") {
+    for (const k of keys) await redis.set(k, "another app's value");
+    return async () => {};
+  }
+  const [, policy] = await redis.config("GET", "maxmemory-policy");
+  await redis.config("SET", "maxmemory-policy", "noeviction");
+  await redis.config("SET", "maxmemory", "1");
+  return async () => {
+    await redis.config("SET", "maxmemory", "0");
+    await redis.config("SET", "maxmemory-policy", policy);
+  };
+}
+
+for (const how of ["WRONGTYPE", "OOM"]) {
+  test(`a Redis error reply (${how}) is a 500 misconfigured problem naming it, logged once (as Spring), not express's HTML 500`, async () => {
+    const window = new Policy("exr", { prefix: `exr-${how}:` }).slidingWindow("w", 5, 60_000);
+    const other = new Policy("exr2", { prefix: `exr-${how}:` }).slidingWindow("w", 5, 60_000);
+    const jobs = new Policy("exrjobs", { prefix: `exr-${how}:` }).concurrency("c", 1, 60_000);
+    const s = await serve((app) => {
+      app.get("/one", rateLimit({ limiter, policy: window, key: () => "k" }), (_req, res) => res.json({}));
+      app.get("/two", rateLimit({ limiter, policies: [{ policy: window, key: () => "k" }, { policy: other, key: () => "k" }] }), (_req, res) => res.json({}));
+      app.get("/job", rateLimit({ limiter, policy: jobs, key: () => "k" }), (_req, res) => res.json({}));
+    });
+    const logged = [];
+    const error = console.error;
+    try {
+      assert.equal((await s.get("/one")).status, 200); // the first call's module check passed
+      const undo = await redisRefuses(how, [`exr-${how}:exr:{k}:w`, `exr-${how}:exrjobs:{k}:c`]);
+      console.error = (m) => logged.push(String(m));
+      let answers;
+      try {
+        answers = [["exr", await s.get("/one")], ["exr+exr2", await s.get("/two")], ["exrjobs", await s.get("/job")]];
+      } finally {
+        console.error = error;
+        await undo();
+      }
+      for (const [name, res] of answers) {
+        assert.deepEqual([res.status, res.body?.type, res.body?.title, res.body?.status], [500, "https://redis-ratelimit.dev/problems/misconfigured", "Internal Server Error", 500]);
+        assert.match(res.h("content-type"), /^application\/problem\+json/);
+        assert.ok(res.body.detail.startsWith(`Redis refused rate limit '${name}': ${how} `), res.body.detail);
+      }
+      assert.deepEqual(logged, answers.map(([, res]) => `redis-ratelimit: ${res.body.detail}`));
+      assert.equal((await limiter.health()).status, "UP"); // not the Redis-down mode
+    } finally {
+      console.error = error;
+      await s.close();
+    }
+  });
+}
+
 test("a client that leaves while its decision is in flight: the handler does not run, the lease is back", async () => {
   // The decision is held until the client has gone (a slow Redis), then lands admitted.
   const real = new RateLimitClient(redis).transport;

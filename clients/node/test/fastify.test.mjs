@@ -32,10 +32,10 @@ after(async () => {
   await server?.stop();
 });
 
-async function serve(configure, { limiter: l = limiter, trustProxy = "127.0.0.1" } = {}) {
+async function serve(configure, { limiter: l = limiter, trustProxy = "127.0.0.1", logger = false } = {}) {
   // forceCloseConnections: app.close() would otherwise wait for a kept-alive
   // fetch connection that served an aborted request (plain Fastify does too).
-  const app = Fastify({ trustProxy, forceCloseConnections: true });
+  const app = Fastify({ trustProxy, forceCloseConnections: true, logger });
   await app.register(rateLimitPlugin, { limiter: l });
   configure(app);
   await app.listen({ port: 0, host: "127.0.0.1" });
@@ -215,6 +215,53 @@ test("backend module on a server without it: 500 misconfigured naming the module
     await bare.stop();
   }
 });
+
+for (const how of ["WRONGTYPE", "OOM"]) {
+  test(`a Redis error reply (${how}) is a 500 misconfigured problem naming it, logged once at error (as Spring), not the Redis-down mode`, async () => {
+    const prefix = `fr-${how}:`;
+    const window = new Policy("fr", { prefix, failure: "open" }).slidingWindow("w", 5, 60_000);
+    const other = new Policy("fr2", { prefix }).slidingWindow("w", 5, 60_000);
+    const jobs = new Policy("frjobs", { prefix }).concurrency("c", 1, 60_000);
+    const logged = [];
+    const logger = { level: "warn", stream: { write: (line) => logged.push(JSON.parse(line)) } };
+    const s = await serve((app) => {
+      app.get("/one", { config: { rateLimit: { policy: window, key: () => "k" } } }, async () => ({ ok: true }));
+      app.get("/two", { config: { rateLimit: { policies: [{ policy: window, key: () => "k" }, { policy: other, key: () => "k" }] } } }, async () => ({ ok: true }));
+      app.get("/job", { config: { rateLimit: { policy: jobs, key: () => "k" } } }, async () => ({ ok: true }));
+    }, { logger });
+    try {
+      assert.equal((await s.get("/one")).status, 200); // the first call's module check passed
+      let undo = async () => {};
+      if (how === "WRONGTYPE") {
+        for (const k of [`${prefix}fr:{k}:w`, `${prefix}frjobs:{k}:c`]) await raw.set(k, "another app's value");
+      } else {
+        const [, policy] = await raw.config("GET", "maxmemory-policy");
+        await raw.config("SET", "maxmemory-policy", "noeviction");
+        await raw.config("SET", "maxmemory", "1");
+        undo = async () => {
+          await raw.config("SET", "maxmemory", "0");
+          await raw.config("SET", "maxmemory-policy", policy);
+        };
+      }
+      let answers;
+      try {
+        answers = [["fr", await s.get("/one")], ["fr+fr2", await s.get("/two")], ["frjobs", await s.get("/job")]];
+      } finally {
+        await undo();
+      }
+      for (const [name, res] of answers) {
+        problemOf(res, 500, "misconfigured");
+        assert.equal(res.body.title, "Internal Server Error");
+        assert.ok(res.body.detail.startsWith(`Redis refused rate limit '${name}': ${how} `), res.body.detail);
+      }
+      const errors = logged.filter((l) => l.level >= 50).map((l) => l.msg);
+      assert.deepEqual(errors, answers.map(([, res]) => `redis-ratelimit: ${res.body.detail}`));
+      assert.equal((await limiter.health()).status, "UP"); // not the Redis-down mode
+    } finally {
+      await s.close();
+    }
+  });
+}
 
 test("a bad route config fails at start; the plugin needs a limiter", async () => {
   const app = Fastify();

@@ -362,3 +362,59 @@ def test_django_middleware_default_limit(rl_local):
         lambda request: HttpResponse("ok"))
     rf = RequestFactory()
     assert [mw(rf.get(p)).status_code for p in ("/a", "/b", "/health", "/health")] == [200, 429, 200, 200]
+
+
+def test_health_reports_the_sync_and_the_async_guard(server):
+    """``limits.health()`` as FastAPI's and Flask's: one answer of the same
+    shape for both guards, DOWN when either is (here the sync views' Redis)."""
+    policy = Policy("h", [sliding_window("h", 2, 30 * S)], prefix="health:")
+    limits = DjangoRateLimits(RateLimiter(redis.Redis(port=1, socket_timeout=0.5, socket_connect_timeout=0.5)),
+                              async_limiter=AsyncRateLimiter(redis.asyncio.Redis(port=server.port)))
+    assert limits.health() == {"status": "UP", "backend": "module"}
+    assert limits.sync_guard().decide(policy, "k") is None  # refused: the sync guard's circuit opens
+    assert limits.health() == {"status": "DOWN", "backend": "module", "open": ["*"],
+                               "detail": "Redis cannot be reached: circuit open for *"}
+    assert limits.async_guard().health()["status"] == "UP"  # what the async views' guard alone says
+    only_async = DjangoRateLimits(async_limiter=AsyncRateLimiter(redis.asyncio.Redis(port=server.port)))
+    assert only_async.health() == only_async.async_guard().health() == {"status": "UP", "backend": "module"}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("how", ["OOM", "WRONGTYPE"])
+async def test_a_redis_error_reply_is_a_misconfigured_500_not_djangos_page(limits, raw, key, how, caplog):
+    """OOM over maxmemory (the new-user trial: Django's 500 text/html) or
+    WRONGTYPE at a key another app wrote: not "Redis unavailable", the
+    deployment's mistake: a problem+json 500 naming the policy and Redis's
+    error, logged once at error level — the Spring starter's answer — from
+    sync and async views, scopes, several policies and the middleware."""
+    c, s = AsyncClient(), Client()
+    assert (await c.get("/async/ip")).status_code == 200  # the first use's module check passed
+    assert s.get("/sync/ip").status_code == 200
+    caplog.clear()
+    caplog.set_level("ERROR", logger="redis_rl")
+    undo = lambda: None  # noqa: E731
+    if how == "WRONGTYPE":
+        for k in ("ip:{127.0.0.1}:custom", "ip:{async-127.0.0.1}:custom", "jobs:{sj}:inflight",
+                  "jobs:{aj}:inflight", "mw:{127.0.0.1}:mw"):
+            raw.set(key + k, "another app's value")
+    else:
+        policy = raw.config_get("maxmemory-policy")["maxmemory-policy"]
+        raw.config_set("maxmemory-policy", "noeviction")
+        raw.config_set("maxmemory", 1)
+
+        def undo():
+            raw.config_set("maxmemory", 0)
+            raw.config_set("maxmemory-policy", policy)
+    try:
+        answers = [("ip", s.get("/sync/ip")), ("ip", await c.get("/async/ip")), ("jobs", s.get("/sync/job")),
+                   ("jobs", await c.get("/async/job")), ("ip+user", await c.get("/both", headers={"X-User": "u"})),
+                   ("mw", s.get("/mw")), ("mw", await c.get("/mw"))]
+    finally:
+        undo()
+    for name, r in answers:
+        body = problem(r, 500, "misconfigured")
+        assert body["title"] == "Internal Server Error"
+        assert body["detail"].startswith(f"Redis refused rate limit '{name}': {how} "), body["detail"]
+    logged = [r.getMessage() for r in caplog.records if r.name == "redis_rl" and r.levelname == "ERROR"]
+    assert [m.split(":")[1].strip() for m in logged] == [f"Redis refused rate limit '{n}'" for n, _ in answers]
+    assert limits.health()["status"] == "UP"  # not the Redis-down mode: no circuit opened

@@ -44,7 +44,8 @@ class AsyncDown(Down):
         return Down.ping(self)
 
 
-def test_sync_guard_one_failure_then_circuit_then_probe_recovers():
+def test_sync_guard_one_failure_then_circuit_then_probe_recovers(caplog):
+    caplog.set_level("WARNING", logger="redis_rl")
     down = Down()
     guard = Guard(down)  # type: ignore[arg-type]
     assert [guard.decide(POLICY, "k") for _ in range(100)] == [None] * 100
@@ -61,10 +62,12 @@ def test_sync_guard_one_failure_then_circuit_then_probe_recovers():
         time.sleep(0.01)
     assert guard.decide(POLICY, "k") is None
     assert down.decides == 2  # closed again: the next decision went to Redis
+    # the recovery is logged once, as the async guard's (an operator sees the outage end)
+    assert caplog.text.count("redis_rl: Redis answers again") == 1, caplog.text
 
 
 @pytest.mark.anyio
-async def test_async_guard_times_out_within_budget_and_recovers():
+async def test_async_guard_times_out_within_budget_and_recovers(caplog):
     class Slow(AsyncDown):
         async def decide(self, *a, **kw):
             self.decides += 1
@@ -82,6 +85,8 @@ async def test_async_guard_times_out_within_budget_and_recovers():
     while guard.open:
         assert time.monotonic() - t0 < 1.0
         await asyncio.sleep(0.01)
+    # a standalone server has no node name: "Redis answers again", not "Redis  answers again"
+    assert "redis_rl: Redis answers again" in caplog.text, caplog.text
 
 
 @pytest.mark.anyio

@@ -130,3 +130,92 @@ def test_flask_warns_when_the_client_has_no_socket_timeout(caplog, cluster):
     assert "socket_timeout" not in caplog.text
     FlaskRateLimits(RateLimiter(RedisCluster(host="127.0.0.1", port=port), check_module=False))
     assert "has no socket_timeout" in caplog.text
+
+
+def redis_refuses(raw, prefix, how):
+    """Make the server refuse the next decisions of ``prefix`` with an error
+    reply that is not "unavailable": WRONGTYPE (another app's string at the
+    policy's key, under every key the test uses) or OOM (maxmemory 1,
+    noeviction; undone by the returned callable)."""
+    if how == "WRONGTYPE":
+        for name in ("dep", "mw", "scope", "fl", "fl-scope"):
+            raw.set(f"{prefix}{name}:{{k}}:w", "another app's value")
+        return lambda: None
+    policy = raw.config_get("maxmemory-policy")["maxmemory-policy"]
+    raw.config_set("maxmemory-policy", "noeviction")
+    raw.config_set("maxmemory", 1)
+
+    def undo():
+        raw.config_set("maxmemory", 0)
+        raw.config_set("maxmemory-policy", policy)
+    return undo
+
+
+def assert_redis_refused(status, content_type, body, policy, how):
+    """Spring's answer: 500 problem+json misconfigured, the detail naming the policy and Redis's error."""
+    import json
+    assert (status, content_type) == (500, "application/problem+json"), body
+    doc = json.loads(body)
+    assert doc["type"] == "https://redis-ratelimit.dev/problems/misconfigured" and doc["status"] == 500
+    assert doc["title"] == "Internal Server Error"
+    assert doc["detail"].startswith(f"Redis refused rate limit '{policy}': {how} "), doc["detail"]
+
+
+@pytest.mark.parametrize("how", ["WRONGTYPE", "OOM"])
+def test_a_redis_error_reply_is_a_misconfigured_500_in_fastapi_and_flask(server, raw, key, how, caplog):
+    """An error reply that is not "Redis unavailable" (OOM over maxmemory,
+    WRONGTYPE at a key another app wrote, NOPERM, ...) is the deployment's
+    mistake: a problem+json 500 naming it, logged once at error level (as the
+    Spring starter), never the framework's own 500 page nor the Redis-down mode."""
+    from fastapi import Depends, FastAPI
+    from fastapi.testclient import TestClient as FastClient
+
+    caplog.set_level("ERROR", logger="redis_rl")
+    prefix = key + ":"
+    window = [sliding_window("w", 5, S)]
+    dep, mw = Policy("dep", window, prefix=prefix), Policy("mw", window, prefix=prefix)
+    held = Policy("scope", [*window, concurrency("c", 1, 60 * S)], prefix=prefix)
+    limits = RateLimits(AsyncRateLimiter(redis.asyncio.Redis(port=server.port)))
+    app = FastAPI()
+    limits.install(app)
+    app.add_middleware(RateLimitMiddleware, limits=limits, routes={"/mw": (mw, lambda r: "k")})
+
+    @app.get("/dep", dependencies=[Depends(limits.depends(dep, key=lambda r: "k"))])
+    async def dep_():
+        return {}
+
+    @app.get("/scope")
+    async def scope_(permit=Depends(limits.scope(held, key=lambda r: "k"))):
+        return {}
+
+    @app.get("/mw")
+    async def mw_():
+        return {}
+
+    flimits = FlaskRateLimits(RateLimiter(redis.Redis(port=server.port, socket_timeout=0.5)))
+    fapp = flask.Flask(__name__)
+    fapp.get("/x", endpoint="x")(flimits.limit(Policy("fl", window, prefix=prefix), key=lambda: "k")(lambda: "ok"))
+    fapp.get("/s", endpoint="s")(flimits.limit(Policy("fl-scope", [*window, concurrency("c", 1, 60 * S)],
+                                                      prefix=prefix), key=lambda: "k", scope=True)(lambda: "ok"))
+    with FastClient(app) as c:
+        assert c.get("/dep").status_code == 200  # the first use's module check passed: Redis decides
+        fc = fapp.test_client()
+        assert fc.get("/x").status_code == 200
+        caplog.clear()
+        undo = redis_refuses(raw, prefix, how)
+        try:
+            answers = [(p, c.get(f"/{p}")) for p in ("dep", "scope", "mw")]
+            fanswers = [(p, fc.get(u)) for p, u in (("fl", "/x"), ("fl-scope", "/s"))]
+        finally:
+            undo()
+    for policy, r in answers:
+        assert_redis_refused(r.status_code, r.headers["content-type"], r.content, policy, how)
+    for policy, r in fanswers:
+        assert_redis_refused(r.status_code, r.headers["Content-Type"], r.data, policy, how)
+    errors = [r for r in caplog.records if r.levelname == "ERROR" and r.name == "redis_rl"]
+    assert [r.getMessage().split(":")[1].strip() for r in errors] == ["Redis refused rate limit 'dep'",
+                                                                       "Redis refused rate limit 'scope'",
+                                                                       "Redis refused rate limit 'mw'",
+                                                                       "Redis refused rate limit 'fl'",
+                                                                       "Redis refused rate limit 'fl-scope'"]
+    assert limits.health()["status"] == flimits.health()["status"] == "UP"  # not the Redis-down mode

@@ -500,7 +500,7 @@ class AsyncGuard(_Circuits):
                 continue
             c.open = False
             c.overruns = 0
-            log.warning("redis_rl: Redis %s answers again", c.node if c.node != "*" else "")
+            log.warning("redis_rl: Redis%s answers again", f" {c.node}" if c.node != "*" else "")
 
 
 class Guard(_Circuits):
@@ -637,3 +637,5 @@ class Guard(_Circuits):
                 continue
             c.open = False
             c.overruns = 0
+            # as the async guard: the operator who saw "unavailable" sees the end of it
+            log.warning("redis_rl: Redis%s answers again", f" {c.node}" if c.node != "*" else "")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import logging
 import math
 from datetime import timedelta
 from typing import Any, Iterable, Sequence
@@ -80,6 +81,18 @@ def misconfigured(detail: str) -> tuple[int, list[tuple[str, str]], bytes]:
     """500 ``…/problems/misconfigured`` (as the Spring starter answers): the
     limits cannot be decided at all, e.g. the module is not loaded."""
     return 500, [("Content-Type", PROBLEM_JSON)], problem(500, "misconfigured", "Internal Server Error", detail)
+
+
+def redis_refused(policy: Policy, error: Exception) -> tuple[int, list[tuple[str, str]], bytes]:
+    """Redis answered the decision with an error reply that is not "Redis
+    unavailable" (OOM over maxmemory, NOPERM, WRONGTYPE at a key another app
+    wrote, ...): the deployment's mistake, which no Redis-down mode can
+    hide. The Spring starter's answer, detail and log: a 500
+    ``misconfigured`` naming the policy and the server's text, one line at
+    error level."""
+    detail = f"Redis refused rate limit {policy.name!r}: {error}"
+    logging.getLogger("redis_rl").error("redis_rl: %s", detail)
+    return misconfigured(detail)
 
 
 def bad_request(detail: str) -> tuple[int, list[tuple[str, str]], bytes]:

@@ -26,7 +26,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHt
 from .. import http
 from ..client import AsyncRateLimiter, RateLimiter
 from ..combined import CombinedPolicy, PolicyCall
-from ..errors import ModuleNotLoadedError
+from ..errors import ModuleNotLoadedError, RateLimitError
 from ..exempt import Refusal, exemption, refusal_of
 from ..outcome import note_outcome
 from ..guard import AsyncGuard, Guard
@@ -153,7 +153,13 @@ class _Decider:
                  for b in self.bounds]
         if self.passes(request, [c.key for c in calls]):
             return None, []
-        return self.answer(_decide(guard, calls), request)
+        try:
+            decision = _decide(guard, calls)
+        except ModuleNotLoadedError:
+            raise  # _answered names it
+        except RateLimitError as e:  # OOM, NOPERM, WRONGTYPE, ...: not Redis down
+            raise ProblemError(*http.redis_refused(self.policy, e)) from None
+        return self.answer(decision, request)
 
     async def adecide(self, request: HttpRequest) -> Answer:
         guard = self.owner.async_guard()
@@ -165,12 +171,17 @@ class _Decider:
             calls.append(b.policy.bind(key, **http.resolved({n: await _value(r, request) for n, r in b.kw.items()})))
         if self.passes(request, [c.key for c in calls]):
             return None, []
-        if len(calls) == 1:
-            x = calls[0]
-            decision = await guard.decide(x.policy, x.key, cost=x.cost, estimate=x.estimate, zone=x.zone,
-                                          subkeys=x.subkeys, overrides=x.overrides)
-        else:
-            decision = await guard.decide_all(calls)
+        try:
+            if len(calls) == 1:
+                x = calls[0]
+                decision = await guard.decide(x.policy, x.key, cost=x.cost, estimate=x.estimate, zone=x.zone,
+                                              subkeys=x.subkeys, overrides=x.overrides)
+            else:
+                decision = await guard.decide_all(calls)
+        except ModuleNotLoadedError:
+            raise  # _aanswered names it
+        except RateLimitError as e:  # as decide
+            raise ProblemError(*http.redis_refused(self.policy, e)) from None
         return self.answer(decision, request)
 
 
@@ -256,6 +267,31 @@ class DjangoRateLimits:
             raise ImproperlyConfigured("an async view or middleware is rate limited, but DjangoRateLimits has no "
                                        "AsyncRateLimiter: DjangoRateLimits(async_limiter=AsyncRateLimiter(...))")
         return self._async_guard
+
+    def health(self) -> dict[str, Any]:
+        """What both guards' ``health()`` say, in their shape (as FastAPI's
+        and Flask's ``limits.health()``): DOWN when either is (a node's
+        circuit open, the module missing: named); ``open`` every node open
+        in either; ``backend`` the engine deciding (``"module (sync),
+        functions (async)"`` when they differ). For a readiness check, not
+        liveness."""
+        reports = [g.health() for g in (self._guard, self._async_guard) if g is not None]
+        if len(reports) == 1:
+            return reports[0]
+        sync, async_ = reports
+        out: dict[str, Any] = {"status": "DOWN" if "DOWN" in (sync["status"], async_["status"]) else "UP",
+                               "backend": sync["backend"] if sync["backend"] == async_["backend"]
+                               else f"{sync['backend']} (sync), {async_['backend']} (async)"}
+        nodes = sorted({n for r in reports for n in r.get("open", ())})
+        if nodes:
+            out["open"] = nodes
+        module = sync.get("module") or async_.get("module")
+        if module is not None:
+            out["module"] = module
+        details = list(dict.fromkeys(r["detail"] for r in reports if "detail" in r))  # once when both say it
+        if details:
+            out["detail"] = "; ".join(details)
+        return out
 
     # key resolvers
     def client_ip(self, request: HttpRequest) -> str:

@@ -20,7 +20,7 @@ from ..exempt import Refusal, exemption, refusal_of
 from ..client import RateLimiter
 from ..guard import Guard
 from ..combined import CombinedPolicy
-from ..errors import ModuleNotLoadedError
+from ..errors import ModuleNotLoadedError, RateLimitError
 from ..local import LocalRedis  # in process: no socket, so no budget to warn about
 from ..policy import Policy, PolicyDecision
 from ..outcome import note_outcome
@@ -214,6 +214,8 @@ class FlaskRateLimits:
             except ModuleNotLoadedError as e:  # a problem+json 500 naming it, not Flask's plain page
                 logging.getLogger("redis_rl").error("redis_rl: %s", e)
                 return _response(*http.misconfigured(str(e)))
+            except RateLimitError as e:  # OOM, NOPERM, WRONGTYPE, ...: not Redis down, a 500 naming it (Spring's)
+                return _response(*http.redis_refused(policy, e))
             except ValueError as e:  # the request's key, cost or estimate is out of range: before any call
                 return _response(*http.bad_request(str(e)))
             except BadRequest as e:  # a resolver's request.get_json() on bad JSON, ...: 400 problem JSON

@@ -19,7 +19,7 @@ from .. import http
 from ..client import AsyncRateLimiter
 from ..combined import CombinedPolicy
 from ..exempt import Refusal, exemption, refusal_of
-from ..errors import ModuleNotLoadedError
+from ..errors import ModuleNotLoadedError, RateLimitError
 from ..guard import AsyncGuard, check_socket_timeout
 from ..policy import Policy, PolicyDecision
 from ..outcome import note_outcome
@@ -180,6 +180,10 @@ class RateLimits:
             decision = await self.guard.decide(policy, k, **http.resolved(args))
         except ValueError as e:  # the request's key, cost or estimate is out of the policy's range: before any call
             raise ProblemError.bad_request(str(e)) from None
+        except ModuleNotLoadedError:
+            raise  # install()'s handler (the middleware: its own) names it
+        except RateLimitError as e:  # OOM, NOPERM, WRONGTYPE, ...: not Redis down, a 500 naming it (Spring's)
+            raise ProblemError(*http.redis_refused(policy, e)) from None
         return self._answer(policy, decision, x_ratelimit, request)
 
     async def _decide_all(self, request: Request, bounds: "Sequence[Bound]", combined: Policy,
@@ -200,6 +204,10 @@ class RateLimits:
             decision = await self.guard.decide_all(calls)
         except ValueError as e:  # as in _decide: the request's input, before any call
             raise ProblemError.bad_request(str(e)) from None
+        except ModuleNotLoadedError:
+            raise
+        except RateLimitError as e:  # as in _decide
+            raise ProblemError(*http.redis_refused(combined, e)) from None
         return self._answer(combined, decision, x_ratelimit, request)
 
     def _decider(self, policy: "Policy | Sequence[Bound]", key: Resolver | None, kw: Mapping[str, Resolver | None],
