@@ -155,10 +155,10 @@ def test_module_archive_and_deb_carry_version(dist, version):
 
 def source_only_links() -> set[str]:
     """The archive's links that docs/guides/install.md ("The archive") says
-    point into the source repository: its list after "in the archive they
+    point into the source repository: its list after "In the archive they
     are these:"."""
     text = (ROOT / "docs/guides/install.md").read_text()
-    m = re.search(r"in the archive they are these:\n\n((?:- `[^`]+`\n)+)", text)
+    m = re.search(r"In the archive they are these:\n\n((?:- `[^`]+`\n)+)", text)
     assert m, "docs/guides/install.md: no list of the archive's links into the source repository"
     return set(re.findall(r"^- `([^`]+)`$", m.group(1), re.M))
 
