@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.cloud.gateway.event.FilterArgsEvent;
 import org.springframework.cloud.gateway.filter.ratelimit.AbstractRateLimiter;
 import org.springframework.cloud.gateway.route.RouteDefinitionRouteLocator;
 import org.springframework.cloud.gateway.support.ConfigurationService;
@@ -53,6 +54,31 @@ public class GatewayRateLimiter extends AbstractRateLimiter<GatewayRateLimiter.C
         this.limiter = limiter;
         this.answers = answers;
         this.routePolicies = Map.copyOf(routePolicies);
+        this.routePolicies.forEach(this::check);
+    }
+
+    /**
+     * Binds a route's args as SCG does, then checks its policy names: a name no policy has (a typo)
+     * fails the route's loading, and so the start, naming it (as the RateLimit filter's args do),
+     * instead of a gateway that answers 500 on every request of that route.
+     */
+    @Override
+    public void onApplicationEvent(FilterArgsEvent event) {
+        super.onApplicationEvent(event);
+        Config c = getConfig().get(event.getRouteId());
+        if (c != null) {
+            check(event.getRouteId(), c.getPolicies());
+        }
+    }
+
+    private void check(String routeId, List<String> names) {
+        for (String name : names) {
+            try {
+                limiter.policy(name);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("route '" + routeId + "': " + e.getMessage(), e);
+            }
+        }
     }
 
     @Override
