@@ -51,10 +51,27 @@ try:  # a bad setting is one line and a non-zero exit at start (as the module mi
     BACKEND = backend_arg(os.environ.get("RL_BACKEND") or "module")
 except ValueError as e:
     sys.exit(f"example-django: RL_BACKEND: {e}")
-CLUSTER = [(h, int(p)) for h, p in (s.rsplit(":", 1) for s in os.environ.get("REDIS_CLUSTER", "").split(",") if s)]
 URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379")
 S = timedelta(seconds=1)
 SHANGHAI = zoneinfo.ZoneInfo("Asia/Shanghai")
+
+
+def cluster_seeds(value: str) -> list[tuple[str, int]]:
+    """REDIS_CLUSTER's ``host:port,host:port,...``; ValueError saying what is wrong (a typo is a
+    one-line refusal at start, not a traceback)."""
+    seeds = []
+    for s in value.split(","):
+        host, colon, port = s.strip().rpartition(":")
+        if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"expected host:port,host:port,... but one seed is {s!r}")
+        seeds.append((host, int(port)))
+    return seeds
+
+
+try:
+    CLUSTER = cluster_seeds(os.environ["REDIS_CLUSTER"]) if os.environ.get("REDIS_CLUSTER") else []
+except ValueError as e:
+    sys.exit(f"example-django: REDIS_CLUSTER: {e}")
 
 
 def async_client() -> Any:
@@ -75,8 +92,11 @@ def sync_client() -> Any:
     return redis.from_url(URL, socket_timeout=0.5, socket_connect_timeout=0.5)
 
 
-client = async_client()
-sync = sync_client()
+try:
+    client = async_client()
+    sync = sync_client()
+except ValueError as e:  # a malformed REDIS_URL (redis-py's own check)
+    sys.exit(f"example-django: REDIS_URL: {e}")
 limiter = AsyncRateLimiter(client, backend=BACKEND)
 sync_limiter = RateLimiter(sync, backend=BACKEND)
 limits = DjangoRateLimits(sync_limiter, async_limiter=limiter)

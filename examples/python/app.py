@@ -35,6 +35,18 @@ S = timedelta(seconds=1)
 SHANGHAI = zoneinfo.ZoneInfo("Asia/Shanghai")
 
 
+def cluster_seeds(value: str) -> list[tuple[str, int]]:
+    """REDIS_CLUSTER's ``host:port,host:port,...``; ValueError saying what is wrong (a typo is a
+    one-line refusal at start, not a traceback)."""
+    seeds = []
+    for s in value.split(","):
+        host, colon, port = s.strip().rpartition(":")
+        if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"expected host:port,host:port,... but one seed is {s!r}")
+        seeds.append((host, int(port)))
+    return seeds
+
+
 def redis_client() -> Any:
     # One retry on a broken connection (a restarted Redis leaves stale pooled
     # sockets). The 500 ms budget bounds every decision; the socket waits
@@ -46,7 +58,7 @@ def redis_client() -> Any:
                                 retry_on_error=[redis.exceptions.ConnectionError])
     cluster = os.environ.get("REDIS_CLUSTER")
     if cluster:
-        seeds = [ClusterNode(h, int(p)) for h, p in (s.rsplit(":", 1) for s in cluster.split(",") if s)]
+        seeds = [ClusterNode(h, p) for h, p in cluster_seeds(cluster)]
         return RedisCluster(startup_nodes=seeds, socket_timeout=11.0, socket_connect_timeout=0.5)
     return redis.asyncio.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379"), **opts)
 
@@ -55,7 +67,10 @@ try:  # a bad setting is one line and a non-zero exit at start (as the module mi
     BACKEND = backend_arg(os.environ.get("RL_BACKEND") or "module")
 except ValueError as e:
     sys.exit(f"example-python: RL_BACKEND: {e}")
-client = redis_client()
+try:
+    client = redis_client()
+except ValueError as e:  # a malformed REDIS_CLUSTER or REDIS_URL (redis-py's own check of the URL)
+    sys.exit(f"example-python: {'REDIS_CLUSTER' if os.environ.get('REDIS_CLUSTER') else 'REDIS_URL'}: {e}")
 limiter = AsyncRateLimiter(client, backend=BACKEND)
 limits = RateLimits(limiter)
 
@@ -284,7 +299,7 @@ def main() -> None:
     cluster = os.environ.get("REDIS_CLUSTER")
     try:  # the backend check at start (the library loaded for "functions"), with a sync client (the app's own is bound to uvicorn's loop)
         if cluster:
-            seeds = [SyncNode(h, int(p)) for h, p in (s.rsplit(":", 1) for s in cluster.split(",") if s)]
+            seeds = [SyncNode(h, p) for h, p in cluster_seeds(cluster)]
             sync = SyncCluster(startup_nodes=seeds)
         else:
             sync = redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379"))

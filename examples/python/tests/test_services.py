@@ -362,6 +362,23 @@ def test_app_refuses_an_unknown_backend_in_one_line():
                                    "invalid backend 'bogus': 'module', 'functions' or 'auto'"), done.stderr
 
 
+@pytest.mark.parametrize("setting", [{"REDIS_CLUSTER": "127.0.0.1"}, {"REDIS_CLUSTER": "127.0.0.1:abc"},
+                                     {"REDIS_CLUSTER": "127.0.0.1:7000,:"}, {"REDIS_URL": "http://127.0.0.1:6379"}])
+def test_app_refuses_a_malformed_redis_setting_in_one_line(setting):
+    """A typo in REDIS_CLUSTER or REDIS_URL is one line naming the setting and a non-zero exit at start,
+    as RL_BACKEND's (SERVICES.md), not a traceback."""
+    import os
+    import sys
+    from conftest import APP, free_port
+    env = {**os.environ, "PORT": str(free_port()), "REDIS_URL": "redis://127.0.0.1:1", **setting}
+    done = subprocess.run([sys.executable, str(APP)], env=env, capture_output=True, text=True, timeout=30)
+    assert done.returncode != 0
+    name = next(iter(setting))
+    assert done.stderr.strip().startswith(f"example-{'django' if APP.parent.name == 'django' else 'python'}: {name}: "), \
+        done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
 def test_one_decision_is_one_command_of_the_backend(app, redis_server):
     """SERVICES.md: with RL_BACKEND=functions one decision is one FCALL (INFO
     commandstats), with the module one RL command."""
