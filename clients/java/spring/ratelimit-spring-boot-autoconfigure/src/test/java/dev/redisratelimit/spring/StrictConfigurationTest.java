@@ -1,6 +1,7 @@
 package dev.redisratelimit.spring;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.redisratelimit.spring.annotation.Limit;
 import dev.redisratelimit.spring.annotation.LimitType;
@@ -8,10 +9,18 @@ import dev.redisratelimit.spring.annotation.RateLimited;
 import dev.redisratelimit.spring.autoconfigure.RateLimitAutoConfiguration;
 import dev.redisratelimit.spring.test.SharedRedis;
 import dev.redisratelimit.spring.test.SpringBootRedis;
+import dev.redisratelimit.spring.http.ExemptCallers;
+import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.context.properties.source.InvalidConfigurationPropertyValueException;
+import org.springframework.boot.diagnostics.FailureAnalysis;
+import org.springframework.boot.diagnostics.FailureAnalyzer;
+import org.springframework.core.env.Environment;
+import org.springframework.core.env.StandardEnvironment;
+import org.springframework.core.io.support.SpringFactoriesLoader;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -141,5 +150,32 @@ class StrictConfigurationTest {
                 + " method returns");
         target(AsyncUnderClassLevel.class, "@RateLimited on AsyncUnderClassLevel.later: it returns a Callable");
         target(MonoInMvc.class, "@RateLimited on MonoInMvc.call: it returns a Mono");
+    }
+
+    // ratelimit.exempt: a malformed address or range fails the start naming the entry (Spring Boot's own
+    // InvalidConfigurationPropertyValueException, printed by its failure analyzer), never a DNS lookup.
+    @Test
+    void aBadExemptEntryFailsTheStartNamingIt() {
+        runner().withPropertyValues("ratelimit.exempt.ips[0]=10.0.0.0/8", "ratelimit.exempt.ips[1]=10.0.0.300/8",
+                "ratelimit.exempt.keys[0]=internal").run(ctx -> {
+                    assertThat(ctx).hasFailed();
+                    FailureAnalysis fa = null;
+                    for (FailureAnalyzer a : SpringFactoriesLoader.forDefaultResourceLocation(getClass().getClassLoader())
+                            .load(FailureAnalyzer.class, SpringFactoriesLoader.ArgumentResolver.of(Environment.class, new StandardEnvironment()),
+                                    SpringFactoriesLoader.FailureHandler.handleMessage((m, e) -> {
+                                    }))) {
+                        fa = fa != null ? fa : a.analyze(ctx.getStartupFailure());
+                    }
+                    assertThat(fa).as("a failure analysis").isNotNull();
+                    assertThat(fa.getDescription()).contains("Invalid value '10.0.0.300/8' for configuration property 'ratelimit.exempt.ips[1]'")
+                            .contains("not an IP address or a CIDR range");
+                });
+        for (String bad : List.of("10.0.0.0/33", "2001:db8::/129", "example.com", "10", "10.0.0.0/", "1.2.3.4/8x", "")) {
+            assertThatThrownBy(() -> ExemptCallers.of(List.of(bad), List.of())).as(bad)
+                    .isInstanceOf(InvalidConfigurationPropertyValueException.class).hasMessageContaining("ratelimit.exempt.ips[0]");
+        }
+        ExemptCallers e = ExemptCallers.of(List.of("10.0.0.0/8", "2001:db8::/32", "192.0.2.7"), List.of());
+        assertThat(List.of("10.1.2.3", "::ffff:10.1.2.3", "2001:db8:1::9", "[2001:db8::1]", "192.0.2.7")).allMatch(e::ip);
+        assertThat(List.of("11.0.0.1", "2001:db9::1", "192.0.2.8", "unknown", "::1")).noneMatch(e::ip);
     }
 }

@@ -83,10 +83,13 @@ public final class AnnotationPolicies {
     private final Map<String, List<dev.redisratelimit.client.Limit>> yaml = new LinkedHashMap<>();
     private final Map<Method, Optional<Resolved>> cache = new ConcurrentHashMap<>();
     private final Map<String, Policy> byName = new ConcurrentHashMap<>();
+    private final dev.redisratelimit.spring.http.ExemptCallers exempt;
 
     public AnnotationPolicies(RateLimitProperties properties, RateLimiter limiter) {
         this.properties = properties;
         this.limiter = limiter;
+        // ratelimit.exempt, checked at start (a bad entry fails it naming ratelimit.exempt.ips[i])
+        this.exempt = dev.redisratelimit.spring.http.ExemptCallers.of(properties.getExempt().getIps(), properties.getExempt().getKeys());
         properties.getPolicies().forEach((name, p) -> {
             List<dev.redisratelimit.client.Limit> limits = new ArrayList<>();
             if (p.getText() != null && !p.getText().isEmpty()) {
@@ -187,6 +190,11 @@ public final class AnnotationPolicies {
     }
 
     /** The policy of a method (its own annotation, else its class's), or null when it has none. */
+    /** ratelimit.exempt: the callers no policy (annotation or route) decides. */
+    public dev.redisratelimit.spring.http.ExemptCallers exempt() {
+        return exempt;
+    }
+
     public Resolved resolve(Method method, Class<?> targetClass) {
         Method specific = AopUtils.getMostSpecificMethod(method, targetClass);
         return cache.computeIfAbsent(specific, m -> Optional.ofNullable(build(m, targetClass))).orElse(null);

@@ -67,6 +67,13 @@ public class RateLimitProperties {
     /** The properties default: a @RateLimited with no limits and no policy gets this sliding window. */
     private final Default defaultLimit = new Default();
 
+    /**
+     * Callers never limited (the Python and Node adapters' {@code exempt}): an
+     * exempt request is decided by nobody — nothing written to Redis, no
+     * RateLimit headers — by @RateLimited and ratelimit.routes alike.
+     */
+    private final Exempt exempt = new Exempt();
+
     /** Named policies, referenced by @RateLimited(policy = "name") and by routes. */
     private Map<String, Policy> policies = new LinkedHashMap<>();
 
@@ -112,6 +119,22 @@ public class RateLimitProperties {
         public void setHeader(String header) { this.header = header; }
         public String getExpression() { return expression; }
         public void setExpression(String expression) { this.expression = expression; }
+    }
+
+    public static class Exempt {
+        /**
+         * Client IPs never limited: addresses or CIDR ranges (10.0.0.0/8,
+         * 2001:db8::/32) of the client IP as the starter resolves it (the peer,
+         * or behind a proxy on the same host the right-most X-Forwarded-For address).
+         */
+        private List<String> ips = new ArrayList<>();
+        /** Caller keys never limited: a request any of whose resolved keys (of @RateLimited or a route) is one of these. */
+        private List<String> keys = new ArrayList<>();
+
+        public List<String> getIps() { return ips; }
+        public void setIps(List<String> ips) { this.ips = ips; }
+        public List<String> getKeys() { return keys; }
+        public void setKeys(List<String> keys) { this.keys = keys; }
     }
 
     public static class Default {
@@ -234,6 +257,7 @@ public class RateLimitProperties {
     public boolean isLegacyHeaders() { return legacyHeaders; }
     public void setLegacyHeaders(boolean legacyHeaders) { this.legacyHeaders = legacyHeaders; }
     public Default getDefaultLimit() { return defaultLimit; }
+    public Exempt getExempt() { return exempt; }
     public Map<String, Policy> getPolicies() { return policies; }
     public void setPolicies(Map<String, Policy> policies) { this.policies = policies; }
     public List<Route> getRoutes() { return routes; }

@@ -7,6 +7,7 @@ import dev.redisratelimit.client.RateLimitRefusedException;
 import dev.redisratelimit.client.RateLimitUnavailableException;
 import dev.redisratelimit.client.RateLimiter;
 import dev.redisratelimit.spring.annotation.AnnotationPolicies;
+import dev.redisratelimit.spring.http.ExemptCallers;
 import dev.redisratelimit.spring.http.RateLimitAnswers;
 import dev.redisratelimit.spring.http.BadInput;
 import dev.redisratelimit.spring.http.RateLimitKeyMissingException;
@@ -97,9 +98,18 @@ public class RateLimitRouteWebFilter implements WebFilter, Ordered {
         if (matched.isEmpty()) {
             return chain.filter(exchange);
         }
+        // ratelimit.exempt: decided by nobody, the handler's @RateLimited included (the attribute tells it)
+        ExemptCallers exempt = policies.exempt();
+        if (exempt.ip(caller.clientIp(exchange))) {
+            exchange.getAttributes().put(ExemptCallers.ATTRIBUTE, Boolean.TRUE);
+            return chain.filter(exchange);
+        }
         return caller.user(exchange).map(Optional::of).defaultIfEmpty(Optional.empty())
                 .map(user -> routes.calls(matched, new ExchangeView(exchange, caller, user.orElse(null)), RateLimitRouteWebFilter::context))
-                .flatMap(calls -> annotatedHandler(exchange).flatMap(annotated -> {
+                .flatMap(calls -> exempt.anyKey(calls) ? Mono.defer(() -> {
+                    exchange.getAttributes().put(ExemptCallers.ATTRIBUTE, Boolean.TRUE);
+                    return chain.filter(exchange);
+                }) : annotatedHandler(exchange).flatMap(annotated -> {
                     if (annotated) {
                         exchange.getAttributes().put(DEFERRED, calls);
                         return chain.filter(exchange);

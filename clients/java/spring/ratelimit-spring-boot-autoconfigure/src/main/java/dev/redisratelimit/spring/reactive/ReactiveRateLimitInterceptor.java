@@ -10,6 +10,7 @@ import dev.redisratelimit.client.RateLimitConfigurationException;
 import dev.redisratelimit.client.RateLimiter;
 import dev.redisratelimit.spring.annotation.AnnotationPolicies;
 import dev.redisratelimit.spring.annotation.KeyBy;
+import dev.redisratelimit.spring.http.ExemptCallers;
 import dev.redisratelimit.spring.http.RateLimitAnswers;
 import dev.redisratelimit.spring.http.RateLimitKeyMissingException;
 import java.lang.reflect.Method;
@@ -181,6 +182,14 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
 
     private Mono<Call> decide(MethodInvocation inv, AnnotationPolicies.Resolved r, ServerWebExchange exchange) {
         ReactiveCallerResolver caller = exchange == null ? null : callers.get();
+        // ratelimit.exempt: decided by nobody (nothing written, no headers, no permit); a route already found it exempt,
+        // or its client IP is exempt.
+        ExemptCallers exempt = policies.get().exempt();
+        if (exchange != null && (exchange.getAttributes().containsKey(ExemptCallers.ATTRIBUTE)
+                || !exempt.isEmpty() && caller != null && exempt.ip(caller.clientIp(exchange)))) {
+            RateLimitRouteWebFilter.takeDeferred(exchange);
+            return Mono.just(new Call(inv, r, null, List.of(), null, exchange, false));
+        }
         Mono<Optional<String>> user = caller == null ? Mono.just(Optional.empty())
                 : caller.user(exchange).map(Optional::of).defaultIfEmpty(Optional.empty());
         return user.flatMap(u -> {
@@ -215,6 +224,9 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
             boolean blocking = offloaded();
             // Routes this request matched wait for its handler's policies: all decided in one RL.ALL.
             List<PolicyCall> routes = RateLimitRouteWebFilter.takeDeferred(exchange);
+            if (exempt.anyKey(own) || exempt.anyKey(routes)) {
+                return Mono.just(new Call(inv, r, ctx, own, null, exchange, false)); // an exempt key: decided by nobody
+            }
             Mono<Permit> permit = Mono.defer(() -> {
                 CompletableFuture<Permit> decision = (routes == null ? limiter.get().acquireAsync(own)
                         : limiter.get().acquireAsync(PolicyCall.withRoutes(routes, own))).toCompletableFuture();
@@ -283,6 +295,7 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
         private final MethodBasedEvaluationContext ctx;
         /** The method's own calls, one per @RateLimited (in the order of r.parts()). */
         private final List<PolicyCall> own;
+        /** Null for an exempt caller (ratelimit.exempt): nothing decided, nothing to close. */
         private final Permit permit;
         private final ServerWebExchange exchange;
         private final boolean blocking;
@@ -304,7 +317,7 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
         @SuppressWarnings("unchecked")
         Publisher<Object> run(ReactiveAdapter adapter) {
             RateLimitAnswers http = answers.get();
-            if (permit.decision() != null && exchange != null && http != null) {
+            if (permit != null && permit.decision() != null && exchange != null && http != null) {
                 org.springframework.http.HttpHeaders target = exchange.getResponse().getHeaders();
                 http.headers(permit.decision()).forEach((name, values) -> target.set(name, values.get(0)));
             }
@@ -387,7 +400,7 @@ public final class ReactiveRateLimitInterceptor implements MethodInterceptor {
 
         // Once: the first of completed, failed and cancelled closes the permit.
         private boolean closing() {
-            return closed.compareAndSet(false, true);
+            return permit != null && closed.compareAndSet(false, true); // an exempt call has no permit to close
         }
 
         // Sent, not waited for: the permit logs what it could not settle (the lease then expires by its TTL).

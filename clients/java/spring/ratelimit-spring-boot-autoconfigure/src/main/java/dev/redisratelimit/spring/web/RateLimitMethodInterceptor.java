@@ -12,6 +12,7 @@ import dev.redisratelimit.spring.annotation.AnnotationPolicies;
 import dev.redisratelimit.spring.http.RateLimitKeyMissingException;
 import dev.redisratelimit.spring.annotation.KeyBy;
 import dev.redisratelimit.spring.annotation.PolicyExpressions;
+import dev.redisratelimit.spring.http.ExemptCallers;
 import dev.redisratelimit.spring.http.RateLimitAnswers;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
@@ -74,6 +75,14 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
         HttpServletRequest request = ra instanceof ServletRequestAttributes s ? s.getRequest() : null;
         HttpServletResponse response = ra instanceof ServletRequestAttributes s ? s.getResponse() : null;
         CallerResolver caller = caller();
+        // ratelimit.exempt: decided by nobody (nothing written, no headers, no permit); a route already found it exempt,
+        // or its client IP is exempt.
+        ExemptCallers exempt = policies().exempt();
+        if (request != null && (request.getAttribute(ExemptCallers.ATTRIBUTE) != null
+                || !exempt.isEmpty() && caller != null && exempt.ip(caller.clientIp(request)))) {
+            DeferredRoutes.take(request);
+            return inv.proceed();
+        }
         // The SpEL context only when an expression reads it: most policies key by IP or user and have none.
         Expressions spel = new Expressions(inv, method, request, caller);
         // One call per @RateLimited on the method (several when repeated), with its key and costs.
@@ -84,6 +93,9 @@ public final class RateLimitMethodInterceptor implements MethodInterceptor {
         }
         // Routes this request matched wait for its handler's policies: all decided in one RL.ALL.
         List<PolicyCall> routes = request != null ? DeferredRoutes.take(request) : null;
+        if (exempt.anyKey(own) || exempt.anyKey(routes)) {
+            return inv.proceed(); // an exempt key: decided by nobody
+        }
         Permit permit;
         try {
             permit = routes == null ? (own.size() == 1 ? limiter().acquire(own.get(0)) : limiter().acquire(own))

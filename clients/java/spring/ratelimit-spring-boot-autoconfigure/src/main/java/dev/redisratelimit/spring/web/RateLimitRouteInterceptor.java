@@ -4,6 +4,7 @@ import dev.redisratelimit.client.Permit;
 import dev.redisratelimit.client.PolicyCall;
 import dev.redisratelimit.client.RateLimiter;
 import dev.redisratelimit.spring.annotation.AnnotationPolicies;
+import dev.redisratelimit.spring.http.ExemptCallers;
 import dev.redisratelimit.spring.http.RateLimitAnswers;
 import dev.redisratelimit.spring.http.RateLimitRoutes;
 import jakarta.servlet.AsyncEvent;
@@ -61,7 +62,17 @@ public final class RateLimitRouteInterceptor implements AsyncHandlerInterceptor 
         if (matched.isEmpty()) {
             return true;
         }
+        // ratelimit.exempt: decided by nobody, the handler's @RateLimited included (the attribute tells it)
+        ExemptCallers exempt = policies.exempt();
+        if (exempt.ip(caller.clientIp(request))) {
+            request.setAttribute(ExemptCallers.ATTRIBUTE, Boolean.TRUE);
+            return true;
+        }
         List<PolicyCall> calls = routes.calls(matched, new ServletRequestView(request, caller), RateLimitRouteInterceptor::context);
+        if (exempt.anyKey(calls)) {
+            request.setAttribute(ExemptCallers.ATTRIBUTE, Boolean.TRUE);
+            return true;
+        }
         if (handler instanceof HandlerMethod hm) {
             AnnotationPolicies.Resolved own = policies.resolve(hm.getMethod(), hm.getBeanType());
             if (own != null && !own.lockout()) {

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.net.http.HttpResponse;
+import java.util.List;
 import java.util.UUID;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.test.web.server.LocalServerPort;
@@ -174,5 +175,39 @@ public abstract class RoutesContract {
         HttpResponse<String> none = http().get("/r/fn");
         assertThat(none.statusCode()).isEqualTo(401);
         assertThat(none.body()).contains("/problems/unauthorized");
+    }
+
+    // ratelimit.exempt (application-routes.yml: 192.0.2.0/24, 2001:db8::/32, key "internal"): an exempt IP or key is
+    // decided by nobody — routes and @RateLimited alike: 200s beyond every limit, no RateLimit headers, no key in Redis.
+    @Test
+    void exemptCallersAreDecidedByNobodyWhileOthersAreStillLimited() throws Exception {
+        String ip = "192.0.2." + (1 + (int) (Math.random() * 250));
+        for (int i = 0; i < 4; i++) {
+            List<HttpResponse<String>> answers = List.of(
+                    http().get("/r/ip", "X-Forwarded-For", ip), // a route by IP (3 a minute)
+                    http().get("/r/ip", "X-Forwarded-For", "2001:db8::7"), // an IPv6 address in its range
+                    http().get("/ip", "X-Forwarded-For", ip), // @RateLimited by IP, no route
+                    http().get("/r/key/a", "X-Api-Key", "internal"), // a route by key (2 a minute)
+                    http().get("/r/both/a", "X-Key", "internal"), // a route and the handler's own @RateLimited
+                    http().get("/user", "X-User", "internal")); // @RateLimited by user (1 a minute), no route
+            for (HttpResponse<String> r : answers) {
+                assertThat(r.statusCode()).as(r.uri().getPath()).isEqualTo(200);
+                assertThat(r.headers().map().keySet()).as(r.uri().getPath())
+                        .noneMatch(h -> h.toLowerCase(java.util.Locale.ROOT).startsWith("ratelimit"));
+            }
+        }
+        for (String written : List.of("*" + ip + "*", "*2001:db8*", "*internal*")) {
+            assertThat(SharedRedis.get().cli("KEYS", prefix() + written)).as(written).isEmpty();
+        }
+        // Another caller is still limited: an IP just outside the range, a key that is not the exempt one.
+        String other = "192.0.3." + (1 + (int) (Math.random() * 250));
+        String k = "internal-" + key();
+        for (int i = 0; i < 3; i++) {
+            assertThat(http().get("/r/ip", "X-Forwarded-For", other).statusCode()).isEqualTo(200);
+        }
+        assertThat(http().get("/r/ip", "X-Forwarded-For", other).statusCode()).isEqualTo(429);
+        assertThat(http().get("/r/key/a", "X-Api-Key", k).headers().firstValue("RateLimit-Policy")).isPresent();
+        assertThat(http().get("/r/key/a", "X-Api-Key", k).statusCode()).isEqualTo(200);
+        assertThat(http().get("/r/key/a", "X-Api-Key", k).statusCode()).isEqualTo(429);
     }
 }
