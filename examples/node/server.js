@@ -14,12 +14,27 @@ import { createApp } from "./app.js";
 // back within the 2 s SERVICES.md allows once it answers.
 const retryStrategy = (times) => Math.min(times * 50, 500);
 
+// REDIS_CLUSTER's host:port,host:port,...: a typo is one line and a non-zero
+// exit at start (as RL_BACKEND's), not a 10 s wait for a Redis at port NaN.
+function clusterSeeds(value, app) {
+  return value.split(",").map((s) => {
+    const i = s.trim().lastIndexOf(":");
+    const host = s.trim().slice(0, Math.max(i, 0));
+    const port = s.trim().slice(i + 1);
+    if (i <= 0 || !/^[0-9]{1,5}$/.test(port) || Number(port) < 1 || Number(port) > 65535) {
+      console.error(`${app}: REDIS_CLUSTER: expected host:port,host:port,... but one seed is '${s}'`);
+      process.exit(1);
+    }
+    return { host, port: Number(port) };
+  });
+}
+
 function connectNodeRedis() {
   // node-redis's default reconnect back-off reaches 2 s + jitter: at most 500 ms, as above.
   const socket = { reconnectStrategy: (n) => Math.min(50 * 2 ** n, 500) };
   const cluster = process.env.REDIS_CLUSTER;
   return cluster
-    ? createCluster({ rootNodes: cluster.split(",").filter(Boolean).map((s) => ({ url: `redis://${s}`, socket })),
+    ? createCluster({ rootNodes: clusterSeeds(cluster, "example-node").map((s) => ({ url: `redis://${s.host}:${s.port}`, socket })),
       defaults: { socket } })
     : createClient({ url: process.env.REDIS_URL ?? "redis://127.0.0.1:6379", socket });
 }
@@ -28,11 +43,7 @@ function connect() {
   if (process.env.RL_DRIVER === "node-redis") return connectNodeRedis();
   const cluster = process.env.REDIS_CLUSTER;
   if (cluster) {
-    const seeds = cluster.split(",").filter(Boolean).map((s) => {
-      const i = s.lastIndexOf(":");
-      return { host: s.slice(0, i), port: Number(s.slice(i + 1)) };
-    });
-    return new Redis.Cluster(seeds, { clusterRetryStrategy: retryStrategy, redisOptions: { retryStrategy } });
+    return new Redis.Cluster(clusterSeeds(cluster, "example-node"), { clusterRetryStrategy: retryStrategy, redisOptions: { retryStrategy } });
   }
   return new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379", { retryStrategy });
 }

@@ -50,6 +50,19 @@ export class App {
     return this;
   }
 
+  /** Runs the app expecting it to refuse to start: its exit code and output, at once (no /health polling). */
+  async refused(ms = 10_000) {
+    this.port = await freePort();
+    this.output = "";
+    const proc = spawn(process.execPath, [SERVER_JS], { env: { ...process.env, ...this.env, PORT: String(this.port) }, stdio: ["ignore", "pipe", "pipe"] });
+    proc.stdout.on("data", (b) => (this.output += b));
+    proc.stderr.on("data", (b) => (this.output += b));
+    const timer = setTimeout(() => proc.kill("SIGKILL"), ms);
+    const [code] = await new Promise((r) => proc.once("exit", (...a) => r(a)));
+    clearTimeout(timer);
+    return code;
+  }
+
   async stop() {
     const proc = this.proc;
     if (!proc || proc.exitCode !== null) return;

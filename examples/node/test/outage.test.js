@@ -95,6 +95,15 @@ test("RL_BACKEND=bogus: the app exits non-zero with one line naming the setting"
   assert.equal(a.output.trim().split("\n").length, 1, a.output);
 });
 
+for (const cluster of ["127.0.0.1", "127.0.0.1:abc", "127.0.0.1:7000,:"]) {
+  test(`REDIS_CLUSTER=${cluster}: the app exits non-zero with one line naming the setting (not "Redis did not answer")`, async () => {
+    const a = new App({ REDIS_CLUSTER: cluster });
+    assert.equal(await a.refused(), 1, a.output);
+    assert.match(a.output, /^example-[a-z]+: REDIS_CLUSTER: expected host:port,host:port,\.\.\. but one seed is /);
+    assert.equal(a.output.trim().split("\n").length, 1, a.output);
+  });
+}
+
 test("RL_BACKEND=auto: the module gone at run time, decisions go on with the Functions library", { skip: BACKEND === "functions" && "needs a server with the module to lose it" }, async () => {
   const s = await new Server({ args: ["--enable-module-command", "yes"] }).start();
   const a = new App({ REDIS_URL: `redis://127.0.0.1:${s.port}`, RL_PREFIX: `auto${Date.now()}:`, RL_BACKEND: "auto" });
