@@ -104,6 +104,53 @@ class FunctionsBackendTest {
         }
     }
 
+    /** The jar's library with its {@code RL_VERSION} set to {@code v} (another client's release). */
+    private static String withVersion(long v) {
+        String source = FunctionsLibrary.source();
+        String changed = source.replaceFirst("(?m)^(local\\s+(?:RL_)?VERSION\\s*=\\s*)\\d+", "$1" + v);
+        assertEquals(v, FunctionsLibrary.versionOf(changed));
+        return changed;
+    }
+
+    /** Starts a client with backend FUNCTIONS (its start-up check) and makes one decision with it. */
+    private static void startAndDecide(int port, String key) {
+        RedisClient redis = RedisClient.create("redis://127.0.0.1:" + port);
+        try (BackendTransport t = new BackendTransport(LettuceTransport.create(redis), Backend.FUNCTIONS)) {
+            RateLimitClient rl = new RateLimitClient(t);
+            rl.verifyModule();
+            assertEquals(4, rl.check(key, FIVE).remaining());
+        } finally {
+            redis.shutdown();
+        }
+    }
+
+    // SPEC.md "The Functions library": a client loads it when absent or older than itself (rl_version), and
+    // never replaces a newer one (another app's newer client loaded it), as in Python and Node.
+    @Test
+    void anOlderLibraryIsReplacedANewerOneKept(RedisServers.Plain plain) {
+        RedisProcess server = plain.server();
+        long mine = FunctionsLibrary.versionOf(FunctionsLibrary.source());
+        RedisClient admin = RedisClient.create("redis://127.0.0.1:" + plain.port());
+        try (var a = admin.connect()) {
+            a.sync().functionLoad(withVersion(mine - 1), true);
+            assertEquals(mine - 1, version(server));
+            startAndDecide(plain.port(), "j:older");
+            assertEquals(mine, version(server)); // replaced
+
+            a.sync().functionLoad(withVersion(mine + 1), true);
+        } finally {
+            admin.shutdown();
+        }
+        try {
+            long loads = loads(server);
+            startAndDecide(plain.port(), "j:newer");
+            assertEquals(mine + 1, version(server)); // kept, not downgraded
+            assertEquals(loads, loads(server)); // no FUNCTION LOAD sent
+        } finally {
+            server.cli("FUNCTION", "FLUSH"); // the next test on this shared server starts without it
+        }
+    }
+
     @Test
     void aUserWithoutFunctionLoadIsToldTheCommandThenUsesAHandLoadedLibrary(RedisServers.Plain plain) {
         RedisProcess server = plain.server();
