@@ -95,29 +95,49 @@ public final class LettuceTransport implements RateLimitTransport {
         }
         CompletableFuture<Object> reply;
         try {
-            RedisClusterAsyncCommands<String, String> c = target(call);
-            reply = c.dispatch(Keyword.of(call.command()), new ArrayOutput<>(CODEC), args).toCompletableFuture()
-                    .thenApply(LettuceTransport::normalize);
+            CompletableFuture<RedisClusterAsyncCommands<String, String>> node = nodeOfRoute(call);
+            if (node == null) { // the usual call: the connection routes it by its key, nothing to wait for
+                reply = dispatch(asStrings(commands), call, args);
+            } else {
+                reply = node.thenCompose(c -> dispatch(c, call, args));
+            }
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
         return reply.exceptionallyCompose(LettuceTransport::translate);
     }
 
-    /**
-     * The commands a call goes through: the connection's (Lettuce routes by the
-     * key marked), or for a keyless call with a route under Cluster, the
-     * connection of the primary that serves the route's slot.
-     */
+    private static CompletableFuture<Object> dispatch(RedisClusterAsyncCommands<String, String> c, RedisCall call,
+            CommandArgs<String, String> args) {
+        return c.dispatch(Keyword.of(call.command()), new ArrayOutput<>(CODEC), args).toCompletableFuture()
+                .thenApply(LettuceTransport::normalize);
+    }
+
     @SuppressWarnings("unchecked")
-    private RedisClusterAsyncCommands<String, String> target(RedisCall call) {
+    private static RedisClusterAsyncCommands<String, String> asStrings(RedisClusterAsyncCommands<?, ?> c) {
+        return (RedisClusterAsyncCommands<String, String>) c;
+    }
+
+    /**
+     * For a keyless call with a route under Cluster, the commands of the
+     * primary that serves the route's slot, once Lettuce has a connection to
+     * it; null for every other call (the connection's own commands route it
+     * by the key marked). Asynchronous on purpose: such calls (the module
+     * check, the library's load on each primary) are often sent from a
+     * completion stage that runs on a Lettuce event loop, and Lettuce's
+     * blocking {@code getConnection(nodeId)} waited there for a node
+     * connection the same loop had to establish — the application hung (a
+     * Spring context's close waiting on it for ever).
+     */
+    private CompletableFuture<RedisClusterAsyncCommands<String, String>> nodeOfRoute(RedisCall call) {
         if (call.keyIndex() < 0 && call.route() != null && commands instanceof RedisAdvancedClusterAsyncCommands<?, ?> cluster) {
             RedisClusterNode node = cluster.getStatefulConnection().getPartitions().getPartitionBySlot(SlotHash.getSlot(call.route()));
             if (node != null) {
-                return (RedisClusterAsyncCommands<String, String>) cluster.getConnection(node.getNodeId());
+                return cluster.getStatefulConnection().getConnectionAsync(node.getNodeId())
+                        .thenApply(connection -> asStrings(connection.async()));
             }
         }
-        return (RedisClusterAsyncCommands<String, String>) commands;
+        return null;
     }
 
     /**
